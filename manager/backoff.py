@@ -1,0 +1,66 @@
+"""Reconnect delays: exponential, capped, jittered downwards, never exhausted.
+
+The delay before try `n` of an episode is `min(cap, initial * 2 ** (n - 1))`, then
+lowered by up to `jitter` of itself, so it is never above the cap and never below
+`(1 - jitter)` of nominal. There is no attempt limit. Pure: the random draw is an
+argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["BackoffPolicy", "delay", "nominal_delay"]
+
+_MAX_EXPONENT = 64
+"""Exponents above this are capped anyway; stops 2 ** n from growing without bound."""
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    """How long to wait between connection attempts.
+
+    Attributes:
+        initial: Seconds before the first retry.
+        cap: Largest delay in seconds.
+        jitter: Largest downward fraction taken off a delay (0.1 = at most 10 %).
+    """
+
+    initial: float = 0.1
+    cap: float = 3.0
+    jitter: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not 0 < self.initial <= self.cap:
+            raise ValueError("backoff needs 0 < initial <= cap")
+        if not 0 <= self.jitter < 1:
+            raise ValueError("backoff jitter must be in [0, 1)")
+
+
+def nominal_delay(policy: BackoffPolicy, attempt: int) -> float:
+    """The delay before try `attempt` (1-based) without jitter.
+
+    Args:
+        policy: The backoff policy.
+        attempt: The number of the try about to be made, starting at 1.
+
+    Returns:
+        `min(cap, initial * 2 ** (attempt - 1))` seconds.
+    """
+    exponent = min(max(attempt, 1) - 1, _MAX_EXPONENT)
+    return min(policy.cap, policy.initial * 2.0**exponent)
+
+
+def delay(policy: BackoffPolicy, attempt: int, rand: float) -> float:
+    """The jittered delay before try `attempt`.
+
+    Args:
+        policy: The backoff policy.
+        attempt: The number of the try about to be made, starting at 1.
+        rand: A draw from [0, 1); 0 gives the nominal delay.
+
+    Returns:
+        Seconds to wait, in `[(1 - jitter) * nominal, nominal]`.
+    """
+    nominal = nominal_delay(policy, attempt)
+    return nominal * (1.0 - policy.jitter * min(max(rand, 0.0), 1.0))

@@ -1,0 +1,182 @@
+"""`EventBus`: broadcast every event to every subscriber, never blocking publishers.
+
+Each subscriber owns a bounded queue. `publish()` is synchronous: it stamps the
+event with `seq` and `time` and appends it to every queue. A full queue drops its
+*oldest* event and counts it; the subscriber then receives a `Lagged(dropped=n)`
+before the next event it does get, so it knows exactly how many it missed. No
+other subscriber is affected. Per-subscriber drop totals are kept for metrics.
+
+Use from the event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from collections.abc import Callable
+from types import TracebackType
+
+import anyio
+
+from .events import Event, Lagged
+
+__all__ = ["DEFAULT_QUEUE_SIZE", "EventBus", "Subscription"]
+
+DEFAULT_QUEUE_SIZE = 10_000
+"""Events a subscriber may fall behind by before it starts losing the oldest."""
+
+
+class Subscription:
+    """One subscriber's view of the bus: an async iterator of events.
+
+    Use as `with bus.subscribe("hud") as sub: async for ev in sub: ...`.
+    """
+
+    def __init__(self, bus: EventBus, name: str, maxlen: int) -> None:
+        self.name = name
+        self.maxlen = maxlen
+        self.dropped_total = 0
+        self._bus = bus
+        self._queue: deque[Event] = deque()
+        self._pending_lag = 0
+        self._wakeup: anyio.Event | None = None
+        self._closed = False
+
+    def _offer(self, event: Event) -> None:
+        queue = self._queue
+        if len(queue) >= self.maxlen:
+            queue.popleft()
+            self._pending_lag += 1
+            self.dropped_total += 1
+        queue.append(event)
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+
+    def receive_nowait(self) -> Event | None:
+        """The next event (or `Lagged` notice), or None if nothing is queued."""
+        if self._pending_lag:
+            n, self._pending_lag = self._pending_lag, 0
+            return Lagged(name=self.name, dropped=n, time=time.time())
+        if self._queue:
+            return self._queue.popleft()
+        return None
+
+    async def receive(self) -> Event:
+        """Wait for the next event.
+
+        Raises:
+            anyio.EndOfStream: The subscription was closed.
+        """
+        while True:
+            event = self.receive_nowait()
+            if event is not None:
+                return event
+            if self._closed:
+                raise anyio.EndOfStream
+            self._wakeup = anyio.Event()
+            await self._wakeup.wait()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Event:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        """Stop receiving; a waiting `receive()` ends with EndOfStream."""
+        if not self._closed:
+            self._closed = True
+            self._bus._unsubscribe(self)
+            if self._wakeup is not None:
+                self._wakeup.set()
+                self._wakeup = None
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class EventBus:
+    """Non-blocking fan-out of events to subscribers.
+
+    Args:
+        clock: Wall clock for the `time` stamp (injectable for tests).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._subscribers: list[Subscription] = []
+        self._seq = 0
+        self._clock = clock
+        self._dropped_closed: dict[str, int] = {}
+        self._listeners: list[Callable[[Event], None]] = []
+
+    @property
+    def last_seq(self) -> int:
+        """The `seq` of the most recently published event (0 if none)."""
+        return self._seq
+
+    def subscribe(self, name: str, maxlen: int = DEFAULT_QUEUE_SIZE) -> Subscription:
+        """Open a new subscription that receives every event published from now on.
+
+        Args:
+            name: Shown in lag notices and drop metrics.
+            maxlen: Queue bound; beyond it the oldest events are dropped.
+        """
+        if maxlen < 1:
+            raise ValueError("maxlen must be >= 1")
+        sub = Subscription(self, name, maxlen)
+        self._subscribers.append(sub)
+        return sub
+
+    def add_listener(self, fn: Callable[[Event], None]) -> Callable[[], None]:
+        """Call `fn(event)` synchronously on each publish; returns an unsubscribe.
+
+        For cheap, non-blocking sinks (logs, metrics counters) that must see every
+        event in order. `fn` must not raise; if it does, the error propagates to
+        the publisher, so keep listeners trivial.
+        """
+        self._listeners.append(fn)
+        return lambda: self._listeners.remove(fn) if fn in self._listeners else None
+
+    def publish(self, event: Event) -> Event:
+        """Stamp `event` with the next `seq` and the time, and deliver it.
+
+        Never blocks and never awaits.
+
+        Returns:
+            The stamped event.
+        """
+        self._seq += 1
+        stamped = dataclasses.replace(event, seq=self._seq, time=self._clock())
+        for listener in self._listeners:
+            listener(stamped)
+        for sub in self._subscribers:
+            sub._offer(stamped)
+        return stamped
+
+    def dropped(self) -> dict[str, int]:
+        """Events dropped so far, per subscriber name (closed ones included)."""
+        out = dict(self._dropped_closed)
+        for sub in self._subscribers:
+            out[sub.name] = out.get(sub.name, 0) + sub.dropped_total
+        return out
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        if sub in self._subscribers:
+            self._subscribers.remove(sub)
+            if sub.dropped_total:
+                self._dropped_closed[sub.name] = (
+                    self._dropped_closed.get(sub.name, 0) + sub.dropped_total
+                )

@@ -1,0 +1,114 @@
+"""Every error mcp-manager raises on purpose, in one tree.
+
+```
+ManagerError
+├── ConfigError            startup.lua or an option is wrong (file, line, connection)
+├── TransportError         talking to an upstream failed; the reconnect loop retries these
+│   ├── ConnectFailed      refused, missing executable, handshake rejected, garbage
+│   ├── ConnectTimeout     connect + initialize + tool listing ran out of time
+│   └── Disconnected       an established session died (exit, EOF, ping, lost session)
+├── CallError              a tool call could not be made or finished (never retried)
+│   ├── UnknownServer
+│   ├── ServerUnavailable  the server is not connected (state, attempt, next retry, error)
+│   └── CallTimeout
+└── ControlError           the CLI could not talk to the daemon
+```
+
+This module imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CallError",
+    "CallTimeout",
+    "ConfigError",
+    "ConnectFailed",
+    "ConnectTimeout",
+    "ControlError",
+    "Disconnected",
+    "ManagerError",
+    "ServerUnavailable",
+    "TransportError",
+    "UnknownServer",
+]
+
+
+class ManagerError(Exception):
+    """Base class of every error mcp-manager raises on purpose."""
+
+
+class ConfigError(ManagerError):
+    """The configuration (startup.lua or an option in it) is invalid.
+
+    Args:
+        message: What is wrong and how to fix it.
+        file: The script the error is in, if known.
+        line: The line in `file`, if known.
+        connection: The connection being declared, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        connection: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.connection = connection
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        return f"{where}{self.message}"
+
+
+class TransportError(ManagerError):
+    """Talking to an upstream failed. Always retried by the reconnect loop.
+
+    Args:
+        message: A one-line, redacted description.
+        exit_code: The stdio server's exit code, when it exited.
+    """
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class ConnectFailed(TransportError):
+    """The connection could not be established."""
+
+
+class ConnectTimeout(TransportError):
+    """Connect, initialize and tool listing did not finish within connect_timeout."""
+
+
+class Disconnected(TransportError):
+    """An established session died."""
+
+
+class CallError(ManagerError):
+    """A tool call could not be made or did not finish."""
+
+
+class UnknownServer(CallError):
+    """No connection of that name is declared."""
+
+
+class ServerUnavailable(CallError):
+    """The server is declared but not connected, and `hold` ran out."""
+
+
+class CallTimeout(CallError):
+    """The call did not finish within its timeout."""
+
+
+class ControlError(ManagerError):
+    """The CLI could not reach the daemon or the daemon refused the request."""

@@ -1,0 +1,129 @@
+"""Keep secrets out of everything the daemon shows.
+
+Redaction is by key and by value (design §7):
+
+* by key: a header, env variable, query parameter or `--flag=value` argument whose
+  name looks sensitive (`authorization`, `*token*`, `*secret*`, `*key*`,
+  `password`, `cookie`, `credential`) is shown as `***`;
+* by value: every value registered in a `SecretRegistry` (resolved `${env:...}`
+  values, header values, stdio env values, URL passwords) is replaced by `***`
+  wherever it appears in a text.
+
+Pure: no I/O, no clocks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = [
+    "MASK",
+    "SECRETS",
+    "SecretRegistry",
+    "is_sensitive_key",
+    "redact",
+    "redact_args",
+    "redact_url",
+]
+
+MASK = "***"
+
+MIN_SECRET_LENGTH = 4
+"""Shorter values are not masked by value: masking "1" everywhere would ruin text.
+They are still masked by key."""
+
+_SENSITIVE = re.compile(
+    r"authorization|token|secret|key|passw|pwd|cookie|credential", re.IGNORECASE
+)
+_FLAG_VALUE = re.compile(r"^(--?[A-Za-z0-9_.-]+)=(.*)$", re.DOTALL)
+
+
+def is_sensitive_key(key: str) -> bool:
+    """Whether a header, variable, parameter or flag name looks like it holds a secret."""
+    return bool(_SENSITIVE.search(key))
+
+
+class SecretRegistry:
+    """A set of secret values, masked wherever they appear in text."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+
+    def add(self, values: Iterable[str]) -> None:
+        """Register values as secret; those shorter than MIN_SECRET_LENGTH are ignored."""
+        new = {v for v in values if len(v) >= MIN_SECRET_LENGTH} - self._values
+        if new:
+            self._values |= new
+            ordered = sorted(self._values, key=len, reverse=True)  # longest first
+            self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def redact(self, text: str) -> str:
+        """`text` with every registered value replaced by `***`."""
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(MASK, text)
+
+
+SECRETS = SecretRegistry()
+"""The daemon-wide registry. Connections register their resolved secrets here."""
+
+
+def redact(text: str, registry: SecretRegistry | None = None) -> str:
+    """Mask registered secret values and URL passwords in free text."""
+    text = (registry or SECRETS).redact(text)
+    return _USERINFO.sub(r"\1" + MASK + "@", text) if "@" in text else text
+
+
+_USERINFO = re.compile(r"(://[^/\s:@]*:)[^/\s@]*@")
+
+
+def redact_url(url: str) -> str:
+    """`url` with its password and sensitive query values masked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:{MASK}@{host}" if ":" in userinfo else f"{user}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(k, MASK if is_sensitive_key(k) else v) for k, v in pairs], safe="*"
+        )
+    return redact(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def redact_args(args: Iterable[str]) -> list[str]:
+    """Command-line arguments with values of sensitive flags masked.
+
+    `--token=abc` becomes `--token=***`; in `--api-key abc` the `abc` is masked.
+    """
+    out: list[str] = []
+    mask_next = False
+    for arg in args:
+        if mask_next and not arg.startswith("-"):
+            out.append(MASK)
+            mask_next = False
+            continue
+        mask_next = False
+        m = _FLAG_VALUE.match(arg)
+        if m and is_sensitive_key(m.group(1)):
+            out.append(f"{m.group(1)}={MASK}")
+        else:
+            if arg.startswith("-") and is_sensitive_key(arg):
+                mask_next = True
+            out.append(redact(arg))
+    return out

@@ -1,0 +1,484 @@
+"""`ConnectionSpec`: one declared connection, validated and frozen.
+
+`parse_spec(name, endpoint, opts)` turns the plain values Lua handed over (str,
+int, float, bool, dict, list) into a `ConnectionSpec` or raises `ConfigError` that
+names the connection, the bad option and the fix. Values may contain
+`${env:NAME}`; they stay unresolved in the spec (so a reload compares what the
+operator wrote) and `resolve_spec` substitutes them at connect time, registering
+the resolved values as secrets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
+
+from .backoff import BackoffPolicy
+from .errors import ConfigError
+from .redact import MASK, SecretRegistry, redact_args, redact_url
+
+__all__ = [
+    "OPTION_DEFAULTS",
+    "ConnectionSpec",
+    "Transport",
+    "changed_fields",
+    "display_endpoint",
+    "parse_spec",
+    "resolve_spec",
+    "spec_summary",
+    "validate_name",
+]
+
+Transport = Literal["stdio", "http", "sse"]
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+"""Connection names: they become tool prefixes (`{server}__{tool}`) and CLI words."""
+
+_TEMPLATE = re.compile(r"\$\{([^}]*)\}")
+_ENV_TEMPLATE = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
+
+OPTION_DEFAULTS: dict[str, object] = {
+    "connect_timeout": 10.0,
+    "call_timeout": 60.0,
+    "ping_interval": 10.0,
+    "ping_timeout": 5.0,
+    "hold": 5.0,
+    "stable_after": 10.0,
+    "enabled": True,
+}
+"""Defaults of the options every endpoint form accepts (design §2)."""
+
+_DURATION_OPTIONS = (
+    "connect_timeout",
+    "call_timeout",
+    "ping_interval",
+    "ping_timeout",
+    "hold",
+    "stable_after",
+)
+_COMMON_OPTIONS = frozenset(
+    {*OPTION_DEFAULTS, "headers", "backoff"}
+)
+_STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
+_URL_KEYS = frozenset({"url", "transport"})
+_MAX_DURATION = 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSpec:
+    """Everything needed to run one connection. Equal specs mean "unchanged".
+
+    Attributes:
+        name: Unique connection name.
+        transport: `stdio`, `http` (streamable HTTP) or `sse` (legacy SSE).
+        url: Endpoint URL for `http` and `sse`.
+        command: Executable for `stdio`.
+        args: Arguments for `stdio`.
+        env: Extra environment for `stdio`, as sorted (key, value) pairs.
+        cwd: Working directory for `stdio`.
+        headers: HTTP headers for `http`/`sse`, as sorted (key, value) pairs.
+        connect_timeout: Seconds for connect + initialize + listing all tools.
+        call_timeout: Default seconds for one tool call.
+        ping_interval: Seconds between liveness pings (0 disables pings).
+        ping_timeout: Seconds a ping may take.
+        hold: Seconds a call waits for a reconnecting server.
+        stable_after: Seconds connected before the attempt counter resets.
+        backoff: Delays between attempts.
+        enabled: False keeps the connection declared but not running.
+    """
+
+    name: str
+    transport: Transport
+    url: str = ""
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    connect_timeout: float = 10.0
+    call_timeout: float = 60.0
+    ping_interval: float = 10.0
+    ping_timeout: float = 5.0
+    hold: float = 5.0
+    stable_after: float = 10.0
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    enabled: bool = True
+
+
+def validate_name(name: object) -> str:
+    """Return `name` if it is a valid connection name, else raise ConfigError."""
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"connection name must be a string, got {_type_name(name)}"
+        )
+    if not NAME_PATTERN.match(name):
+        raise ConfigError(
+            f"invalid connection name {name!r}: use 1-64 letters, digits, '_', '.' "
+            "or '-', starting with a letter or digit",
+            connection=name,
+        )
+    return name
+
+
+def parse_spec(
+    name: object, endpoint: object, opts: Mapping[str, object] | None = None
+) -> ConnectionSpec:
+    """Validate a declaration and build its spec.
+
+    Args:
+        name: The connection name.
+        endpoint: A URL string (streamable HTTP), or a table with `url` (and
+            optionally `transport = "sse"`) or `command` (stdio), which may also
+            carry any option.
+        opts: Options (see OPTION_DEFAULTS, plus `headers` and `backoff`).
+
+    Returns:
+        The frozen spec.
+
+    Raises:
+        ConfigError: Naming the connection and what to change.
+    """
+    cname = validate_name(name)
+    try:
+        return _parse(cname, endpoint, opts)
+    except ConfigError as exc:
+        if exc.connection is None:
+            exc.connection = cname
+            exc.args = (exc.message,)
+        raise
+
+
+def _parse(
+    name: str, endpoint: object, opts: Mapping[str, object] | None
+) -> ConnectionSpec:
+    prefix = f"mcp_add({name!r})"
+    if opts is not None and not isinstance(opts, Mapping):
+        raise ConfigError(f"{prefix}: options must be a table, got {_type_name(opts)}")
+    options: dict[str, object] = dict(opts or {})
+    fields: dict[str, object] = {}
+    if isinstance(endpoint, str):
+        fields.update(_parse_url(prefix, endpoint, "http"))
+    elif isinstance(endpoint, Mapping):
+        table = dict(endpoint)
+        has_url, has_cmd = "url" in table, "command" in table
+        if has_url == has_cmd:
+            raise ConfigError(
+                f"{prefix}: endpoint table needs exactly one of 'url' or 'command', "
+                'e.g. {url="http://127.0.0.1:8000/mcp"} or {command="my-server"}'
+            )
+        own = _URL_KEYS if has_url else _STDIO_KEYS
+        for key in list(table):
+            if key not in own and key in _COMMON_OPTIONS:
+                if key in options:
+                    raise ConfigError(
+                        f"{prefix}: option {key!r} given both in the endpoint and "
+                        "in the options table; keep one"
+                    )
+                options[key] = table.pop(key)
+        unknown = sorted(set(table) - own)
+        if unknown:
+            raise ConfigError(
+                f"{prefix}: unknown endpoint key {unknown[0]!r}; "
+                f"allowed here: {', '.join(sorted(own | _COMMON_OPTIONS))}"
+            )
+        fields.update(_parse_url_table(prefix, table) if has_url else _parse_stdio(prefix, table))
+    else:
+        raise ConfigError(
+            f"{prefix}: endpoint must be a URL string or a table, got "
+            f"{_type_name(endpoint)}"
+        )
+    fields.update(_parse_options(prefix, options, fields["transport"]))
+    return ConnectionSpec(name=name, **fields)  # type: ignore[arg-type]
+
+
+def _parse_url(prefix: str, url: str, transport: str) -> dict[str, object]:
+    _check_templates(prefix, "url", url)
+    probe = _TEMPLATE.sub("x", url)
+    try:
+        parts = urlsplit(probe)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"{prefix}: bad URL {redact_url(url)!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"{prefix}: bad URL {redact_url(url)!r}: use http://HOST[:PORT]/PATH or "
+            "https://…; for a local program use {command=...}"
+        )
+    del port
+    return {"transport": transport, "url": url}
+
+
+def _parse_url_table(prefix: str, table: dict[str, object]) -> dict[str, object]:
+    url = _expect_str(prefix, "url", table["url"])
+    transport = table.get("transport", "http")
+    if transport not in ("http", "sse"):
+        raise ConfigError(
+            f"{prefix}: transport must be \"http\" (streamable HTTP) or \"sse\" "
+            f"(legacy SSE), got {transport!r}"
+        )
+    return _parse_url(prefix, url, str(transport))
+
+
+def _parse_stdio(prefix: str, table: dict[str, object]) -> dict[str, object]:
+    command = _expect_str(prefix, "command", table["command"]).strip()
+    if not command:
+        raise ConfigError(
+            f"{prefix}: command is empty; give the program to run, e.g. "
+            'command="npx", args={"-y", "some-mcp-server"}'
+        )
+    _check_templates(prefix, "command", command)
+    raw_args = table.get("args", [])
+    if isinstance(raw_args, Mapping) and not raw_args:
+        raw_args = []  # `{}` in Lua is an empty table: treat it as an empty list
+    if not isinstance(raw_args, list):
+        raise ConfigError(
+            f"{prefix}: args must be a list of strings, e.g. args={{\"--port\", \"1\"}}; "
+            f"got {_type_name(raw_args)}"
+        )
+    args: list[str] = []
+    for i, arg in enumerate(raw_args, 1):
+        if isinstance(arg, bool) or not isinstance(arg, str | int | float):
+            raise ConfigError(
+                f"{prefix}: args[{i}] must be a string, got {_type_name(arg)}"
+            )
+        text = _number_text(arg) if not isinstance(arg, str) else arg
+        _check_templates(prefix, f"args[{i}]", text)
+        args.append(text)
+    env = _string_map(prefix, "env", table.get("env", {}))
+    cwd = table.get("cwd")
+    if cwd is not None:
+        cwd = _expect_str(prefix, "cwd", cwd)
+        _check_templates(prefix, "cwd", cwd)
+    for s in (command, *args):
+        if "\x00" in s:
+            raise ConfigError(f"{prefix}: command and args must not contain NUL bytes")
+    return {
+        "transport": "stdio",
+        "command": command,
+        "args": tuple(args),
+        "env": env,
+        "cwd": cwd,
+    }
+
+
+def _parse_options(
+    prefix: str, options: dict[str, object], transport: object
+) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in options.items():
+        if key not in _COMMON_OPTIONS:
+            raise ConfigError(
+                f"{prefix}: unknown option {key!r}; known options: "
+                f"{', '.join(sorted(_COMMON_OPTIONS))}"
+            )
+        if key in _DURATION_OPTIONS:
+            out[key] = _duration(prefix, key, value, allow_zero=key in ("ping_interval", "hold", "stable_after"))
+        elif key == "enabled":
+            if not isinstance(value, bool):
+                raise ConfigError(
+                    f"{prefix}: enabled must be true or false, got {_type_name(value)}"
+                )
+            out[key] = value
+        elif key == "headers":
+            if transport == "stdio":
+                raise ConfigError(
+                    f"{prefix}: headers apply to http/sse endpoints only; for a "
+                    "stdio server use env={...}"
+                )
+            out[key] = _string_map(prefix, "headers", value)
+        elif key == "backoff":
+            out[key] = _backoff(prefix, value)
+    return out
+
+
+def _backoff(prefix: str, value: object) -> BackoffPolicy:
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{prefix}: backoff must be a table like {{initial=0.1, cap=3}}, got "
+            f"{_type_name(value)}"
+        )
+    unknown = sorted(set(value) - {"initial", "cap"})
+    if unknown:
+        raise ConfigError(
+            f"{prefix}: unknown backoff key {unknown[0]!r}; use initial and cap"
+        )
+    initial = _duration(prefix, "backoff.initial", value.get("initial", 0.1))
+    cap = _duration(prefix, "backoff.cap", value.get("cap", 3.0))
+    if initial > cap:
+        raise ConfigError(
+            f"{prefix}: backoff.initial ({initial}) must not exceed backoff.cap ({cap})"
+        )
+    return BackoffPolicy(initial=initial, cap=cap)
+
+
+def _duration(prefix: str, key: str, value: object, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(
+            f"{prefix}: {key} must be a number of seconds, got {_type_name(value)}"
+        )
+    number = float(value)
+    low_ok = number >= 0 if allow_zero else number > 0
+    if not math.isfinite(number) or not low_ok or number > _MAX_DURATION:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(
+            f"{prefix}: {key} must be {bound} and at most {_MAX_DURATION:.0f} seconds, "
+            f"got {value!r}"
+        )
+    return number
+
+
+def _string_map(prefix: str, key: str, value: object) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, list) and not value:
+        return ()
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{prefix}: {key} must be a table of strings, e.g. {key}={{NAME=\"value\"}}; "
+            f"got {_type_name(value)}"
+        )
+    out: list[tuple[str, str]] = []
+    for k, v in value.items():
+        if not isinstance(k, str) or not k:
+            raise ConfigError(f"{prefix}: {key} keys must be non-empty strings")
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise ConfigError(
+                f"{prefix}: {key}.{k} must be a string, got {_type_name(v)}"
+            )
+        text = v if isinstance(v, str) else _number_text(v)
+        _check_templates(prefix, f"{key}.{k}", text)
+        if "\x00" in text or (key == "headers" and ("\n" in text or "\r" in text)):
+            raise ConfigError(f"{prefix}: {key}.{k} contains a forbidden character")
+        out.append((k, text))
+    return tuple(sorted(out))
+
+
+def _check_templates(prefix: str, key: str, text: str) -> None:
+    for m in _TEMPLATE.finditer(text):
+        if not _ENV_TEMPLATE.match(m.group(1)):
+            raise ConfigError(
+                f"{prefix}: {key}: unknown template ${{{m.group(1)}}}; the only form "
+                "is ${env:NAME}"
+            )
+
+
+def _expect_str(prefix: str, key: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{prefix}: {key} must be a string, got {_type_name(value)}")
+    return value
+
+
+def _number_text(value: int | float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    if isinstance(value, Mapping | list):
+        return "a table"
+    return type(value).__name__
+
+
+# ---------------------------------------------------------------- resolution
+
+
+def resolve_spec(
+    spec: ConnectionSpec,
+    getenv: Callable[[str], str | None],
+    secrets: SecretRegistry,
+) -> ConnectionSpec:
+    """Substitute `${env:NAME}` and register every secret value of `spec`.
+
+    Secrets are: resolved template values, header values, stdio env values and URL
+    passwords.
+
+    Raises:
+        ConfigError: A referenced environment variable is not set.
+    """
+    resolved_values: list[str] = []
+
+    def sub(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            var = m.group(1)[4:]
+            value = getenv(var)
+            if value is None:
+                raise ConfigError(
+                    f"environment variable {var} is not set (used as ${{env:{var}}})",
+                    connection=spec.name,
+                )
+            resolved_values.append(value)
+            return value
+
+        return _TEMPLATE.sub(one, text) if "${" in text else text
+
+    resolved = dataclasses.replace(
+        spec,
+        url=sub(spec.url),
+        command=sub(spec.command),
+        args=tuple(sub(a) for a in spec.args),
+        env=tuple((k, sub(v)) for k, v in spec.env),
+        cwd=sub(spec.cwd) if spec.cwd else spec.cwd,
+        headers=tuple((k, sub(v)) for k, v in spec.headers),
+    )
+    secret_values = [*resolved_values, *(v for _, v in resolved.headers)]
+    secret_values += [v for _, v in resolved.env]
+    password = _url_password(resolved.url)
+    if password:
+        secret_values.append(password)
+    secrets.add(secret_values)
+    return resolved
+
+
+def _url_password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password if url else None
+    except ValueError:
+        return None
+
+
+def display_endpoint(spec: ConnectionSpec) -> str:
+    """A one-line endpoint for humans: secrets masked, templates left as written."""
+    if spec.transport == "stdio":
+        return " ".join([spec.command, *redact_args(spec.args)])
+    return redact_url(spec.url)
+
+
+def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
+    """A JSON-ready view of `spec` with every secret masked (for status and the HUD)."""
+    out: dict[str, object] = {
+        "name": spec.name,
+        "transport": spec.transport,
+        "endpoint": display_endpoint(spec),
+    }
+    if spec.transport == "stdio":
+        out["env"] = {k: MASK for k, _ in spec.env}
+        if spec.cwd:
+            out["cwd"] = spec.cwd
+    else:
+        out["headers"] = {k: MASK for k, _ in spec.headers}
+    for key in _DURATION_OPTIONS:
+        out[key] = getattr(spec, key)
+    out["backoff"] = {"initial": spec.backoff.initial, "cap": spec.backoff.cap}
+    out["enabled"] = spec.enabled
+    return out
+
+
+def changed_fields(old: ConnectionSpec, new: ConnectionSpec) -> tuple[str, ...]:
+    """Names of the fields that differ between two specs of one connection."""
+    return tuple(
+        f.name
+        for f in dataclasses.fields(ConnectionSpec)
+        if getattr(old, f.name) != getattr(new, f.name)
+    )

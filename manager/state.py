@@ -1,0 +1,278 @@
+"""The connection state machine, pure: `transition(state, signal, policy)`.
+
+`connection.py` does the waiting and the I/O and feeds signals in; this module
+decides the next `ConnectionState` and the events to publish. No clocks, sleeps or
+randomness here: `now` and the random draw for jitter arrive inside the signals.
+
+States (design §3): `connecting` (first try after add) → `connected` →
+`reconnecting` (lost or failed, waiting for or making the next try) → `removed`
+(terminal). `attempt` counts tries since the connection was last *stable*
+(connected for `stable_after`), so a server that dies right after each handshake
+climbs the backoff to the cap instead of being respawned every 100 ms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .backoff import BackoffPolicy, delay
+from .events import (
+    AttemptFailed,
+    Connected,
+    Connecting,
+    Event,
+    Lost,
+    Reconnecting,
+    Removed,
+    ToolsChanged,
+)
+
+__all__ = [
+    "AttemptBegan",
+    "AttemptError",
+    "ConnectionState",
+    "HandshakeDone",
+    "Phase",
+    "ProcessSpawned",
+    "SessionLost",
+    "Signal",
+    "StopRequested",
+    "ToolsListed",
+    "transition",
+]
+
+
+class Phase(StrEnum):
+    """Where a connection is in its life."""
+
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionState:
+    """What is known about one connection; the source of `status`.
+
+    Attributes:
+        name: Connection name.
+        phase: Current phase.
+        attempt: Tries since the connection was last stable (0 before the first).
+        tools: Tool names of the current (or last) session, sorted.
+        error: Last error, one line, redacted; None once connected.
+        error_type: Class name of the last error.
+        since: Wall time of the last phase change.
+        next_retry_at: Wall time of the next try while waiting, else None.
+        pid: Current stdio server process id.
+        exit_code: Last exit code of the stdio server, if it exited.
+        connected_at: Wall time the current session became connected.
+        outage_since: Wall time the current outage began; None while connected.
+    """
+
+    name: str
+    phase: Phase = Phase.CONNECTING
+    attempt: int = 0
+    tools: tuple[str, ...] = ()
+    error: str | None = None
+    error_type: str | None = None
+    since: float = 0.0
+    next_retry_at: float | None = None
+    pid: int | None = None
+    exit_code: int | None = None
+    connected_at: float | None = None
+    outage_since: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptBegan:
+    """A try is starting now."""
+
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSpawned:
+    """The stdio server process of the current try started."""
+
+    now: float
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class HandshakeDone:
+    """Initialize and the full tool listing succeeded."""
+
+    now: float
+    tools: tuple[str, ...]
+    server_name: str = ""
+    server_version: str = ""
+    protocol: str = ""
+    elapsed: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptError:
+    """The current try failed. `rand` in [0, 1) draws the jitter."""
+
+    now: float
+    error: str
+    error_type: str
+    rand: float
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLost:
+    """An established session died. `rand` in [0, 1) draws the jitter."""
+
+    now: float
+    reason: str
+    rand: float
+    exit_code: int | None = None
+    error_type: str = "Disconnected"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsListed:
+    """The tool list was fetched again while connected."""
+
+    now: float
+    tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StopRequested:
+    """The connection is being removed."""
+
+    now: float
+
+
+Signal = (
+    AttemptBegan
+    | ProcessSpawned
+    | HandshakeDone
+    | AttemptError
+    | SessionLost
+    | ToolsListed
+    | StopRequested
+)
+
+
+def transition(
+    state: ConnectionState,
+    signal: Signal,
+    policy: BackoffPolicy,
+    stable_after: float,
+) -> tuple[ConnectionState, list[Event]]:
+    """Apply one signal.
+
+    Args:
+        state: The current state.
+        signal: What just happened.
+        policy: The connection's backoff policy.
+        stable_after: Seconds connected before `attempt` resets.
+
+    Returns:
+        The next state and the events to publish, in order. A removed connection
+        ignores every further signal.
+    """
+    if state.phase is Phase.REMOVED:
+        return state, []
+    name = state.name
+    replace = dataclasses.replace
+    match signal:
+        case AttemptBegan(now=now):
+            attempt = state.attempt + 1
+            nxt = replace(state, attempt=attempt, next_retry_at=None, pid=None)
+            return nxt, [Connecting(name=name, attempt=attempt)]
+        case ProcessSpawned(pid=pid):
+            return replace(state, pid=pid, exit_code=None), []
+        case HandshakeDone(now=now, tools=tools):
+            nxt = replace(
+                state,
+                phase=Phase.CONNECTED,
+                tools=tools,
+                error=None,
+                error_type=None,
+                since=now,
+                next_retry_at=None,
+                connected_at=now,
+                outage_since=None,
+            )
+            return nxt, [
+                Connected(
+                    name=name,
+                    attempt=state.attempt,
+                    tools=len(tools),
+                    server_name=signal.server_name,
+                    server_version=signal.server_version,
+                    protocol=signal.protocol,
+                    elapsed=signal.elapsed,
+                    pid=state.pid,
+                )
+            ]
+        case AttemptError(now=now):
+            wait = delay(policy, max(state.attempt, 1), signal.rand)
+            nxt = replace(
+                state,
+                phase=Phase.RECONNECTING,
+                error=signal.error,
+                error_type=signal.error_type,
+                since=state.since if state.phase is Phase.RECONNECTING else now,
+                next_retry_at=now + wait,
+                exit_code=signal.exit_code,
+                pid=None,
+                outage_since=state.outage_since if state.outage_since else now,
+            )
+            return nxt, [
+                AttemptFailed(
+                    name=name,
+                    attempt=state.attempt,
+                    error=signal.error,
+                    error_type=signal.error_type,
+                    exit_code=signal.exit_code,
+                ),
+                Reconnecting(name=name, attempt=state.attempt + 1, delay=wait),
+            ]
+        case SessionLost(now=now):
+            uptime = now - state.connected_at if state.connected_at else 0.0
+            attempt = 0 if uptime >= stable_after else state.attempt
+            wait = delay(policy, max(attempt, 1), signal.rand)
+            nxt = replace(
+                state,
+                phase=Phase.RECONNECTING,
+                attempt=attempt,
+                error=signal.reason,
+                error_type=signal.error_type,
+                since=now,
+                next_retry_at=now + wait,
+                exit_code=signal.exit_code,
+                pid=None,
+                connected_at=None,
+                outage_since=now,
+            )
+            return nxt, [
+                Lost(name=name, reason=signal.reason, exit_code=signal.exit_code, uptime=uptime),
+                Reconnecting(name=name, attempt=attempt + 1, delay=wait),
+            ]
+        case ToolsListed(tools=tools):
+            if tools == state.tools:
+                return state, []
+            old, new = set(state.tools), set(tools)
+            return replace(state, tools=tools), [
+                ToolsChanged(
+                    name=name,
+                    added=tuple(sorted(new - old)),
+                    removed=tuple(sorted(old - new)),
+                    tools=len(tools),
+                )
+            ]
+        case StopRequested(now=now):
+            nxt = replace(
+                state, phase=Phase.REMOVED, since=now, next_retry_at=None, pid=None
+            )
+            return nxt, [Removed(name=name)]
+    raise TypeError(f"unknown signal {signal!r}")  # pragma: no cover - exhaustive match
