@@ -6,9 +6,11 @@ randomness here: `now` and the random draw for jitter arrive inside the signals.
 
 States (design §3): `connecting` (first try after add) → `connected` →
 `reconnecting` (lost or failed, waiting for or making the next try) → `removed`
-(terminal). `attempt` counts tries since the connection was last *stable*
-(connected for `stable_after`), so a server that dies right after each handshake
-climbs the backoff to the cap instead of being respawned every 100 ms.
+(terminal). `disabled` is a declared connection with `enabled = false`: it never
+runs, and only leaves that state by being re-declared or removed. `attempt`
+counts tries since the connection was last *stable* (connected for
+`stable_after`), so a server that dies right after each handshake climbs the
+backoff to the cap instead of being respawned every 100 ms.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Phase(StrEnum):
     CONNECTED = "connected"
     RECONNECTING = "reconnecting"
     REMOVED = "removed"
+    DISABLED = "disabled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +194,7 @@ def transition(
         case ProcessSpawned(pid=pid):
             return replace(state, pid=pid, exit_code=None), []
         case HandshakeDone(now=now, tools=tools):
+            tools = tuple(sorted(tools))
             nxt = replace(
                 state,
                 phase=Phase.CONNECTED,
@@ -225,7 +229,8 @@ def transition(
                 next_retry_at=now + wait,
                 exit_code=signal.exit_code,
                 pid=None,
-                outage_since=state.outage_since if state.outage_since else now,
+                # `is not None`: 0.0 is a valid time (e.g. a test clock's start).
+                outage_since=now if state.outage_since is None else state.outage_since,
             )
             return nxt, [
                 AttemptFailed(
@@ -238,7 +243,8 @@ def transition(
                 Reconnecting(name=name, attempt=state.attempt + 1, delay=wait),
             ]
         case SessionLost(now=now):
-            uptime = now - state.connected_at if state.connected_at else 0.0
+            connected_at = state.connected_at
+            uptime = 0.0 if connected_at is None else now - connected_at
             attempt = 0 if uptime >= stable_after else state.attempt
             wait = delay(policy, max(attempt, 1), signal.rand)
             nxt = replace(
@@ -255,13 +261,21 @@ def transition(
                 outage_since=now,
             )
             return nxt, [
-                Lost(name=name, reason=signal.reason, exit_code=signal.exit_code, uptime=uptime),
+                Lost(
+                    name=name,
+                    reason=signal.reason,
+                    exit_code=signal.exit_code,
+                    uptime=uptime,
+                ),
                 Reconnecting(name=name, attempt=attempt + 1, delay=wait),
             ]
         case ToolsListed(tools=tools):
-            if tools == state.tools:
-                return state, []
+            tools = tuple(sorted(tools))
             old, new = set(state.tools), set(tools)
+            if new == old:
+                return (
+                    state if tools == state.tools else replace(state, tools=tools)
+                ), []
             return replace(state, tools=tools), [
                 ToolsChanged(
                     name=name,

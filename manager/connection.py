@@ -1,0 +1,310 @@
+"""One connection: its supervisor task, the reconnect loop, and its live state.
+
+`Connection` holds what the rest of the daemon reads (state, tools, the live
+upstream, captured stderr). `run_connection(conn, ...)` is the connection's only
+task: it opens and closes its own transport (cancel scopes are task-bound),
+watches for death (EOF/exit from the transport, failed pings), re-lists tools on
+`list_changed`, and waits out the backoff between tries, forever. The decisions
+(next state, events, delays) come from the pure `state.transition()`.
+
+Removal is `conn.scope.cancel()` from anywhere; teardown below it is shielded
+and bounded by the transport.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+
+import anyio
+
+from .bus import EventBus
+from .errors import ConfigError, TransportError
+from .events import ServerStderr
+from .redact import redact
+from .spec import ConnectionSpec
+from .state import (
+    AttemptBegan,
+    AttemptError,
+    ConnectionState,
+    HandshakeDone,
+    Phase,
+    ProcessSpawned,
+    SessionLost,
+    Signal,
+    StopRequested,
+    ToolsListed,
+    transition,
+)
+from .transport import Hooks, LossReport, ToolInfo, Transport, Upstream, describe_error
+
+__all__ = ["STDERR_LINES_KEPT", "Connection", "run_connection"]
+
+logger = logging.getLogger(__name__)
+
+STDERR_LINES_KEPT = 50
+"""Last stderr lines kept per connection (shown by status and the HUD)."""
+
+STDERR_EVENTS_PER_SECOND = 20
+"""stderr lines published as events per connection and second; the rest are counted."""
+
+
+class Connection:
+    """The live record of one declared connection.
+
+    Args:
+        spec: What to connect to.
+        bus: Where state changes are published.
+        clock: Wall clock (injectable).
+        rand: Random source for jitter (injectable).
+    """
+
+    def __init__(
+        self,
+        spec: ConnectionSpec,
+        bus: EventBus,
+        *,
+        clock: Callable[[], float] = time.time,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.spec = spec
+        self.scope = anyio.CancelScope()
+        self.state = ConnectionState(name=spec.name, since=clock())
+        self.upstream: Upstream | None = None
+        self.tools: tuple[ToolInfo, ...] = ()
+        self.stderr: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
+        self.done = anyio.Event()
+        self.publish_removed = True
+        self._bus = bus
+        self._clock = clock
+        self._rand = rand
+        self._connected = anyio.Event()
+        self._tools_changed = anyio.Event()
+        self._stderr_window = 0.0
+        self._stderr_sent = 0
+        self._stderr_suppressed = 0
+
+    @property
+    def name(self) -> str:
+        """The connection name."""
+        return self.spec.name
+
+    @property
+    def phase(self) -> Phase:
+        """The current phase."""
+        return self.state.phase
+
+    def signal(self, sig: Signal) -> None:
+        """Feed one signal to the state machine and publish what it decides."""
+        self.state, events = transition(
+            self.state, sig, self.spec.backoff, self.spec.stable_after
+        )
+        for event in events:
+            self._bus.publish(event)
+
+    async def wait_connected(self) -> bool:
+        """Wait until the connection is connected (or removed). Returns connected."""
+        while self.state.phase not in (Phase.CONNECTED, Phase.REMOVED):
+            await self._connected.wait()
+        return self.state.phase is Phase.CONNECTED
+
+    def stop(self) -> None:
+        """Request removal: cancel the supervisor; `done` is set once it closed."""
+        self.scope.cancel()
+
+    def disable(self) -> None:
+        """Record that the connection is declared with `enabled = false`."""
+        self.state = dataclasses.replace(
+            self.state, phase=Phase.DISABLED, since=self._clock()
+        )
+
+    def mark_removed(self, *, publish: bool = True) -> None:
+        """Record the terminal state (called once the supervisor has exited).
+
+        Args:
+            publish: Emit `removed`; False when a new spec replaced this one.
+        """
+        if publish:
+            self.signal(StopRequested(now=self._clock()))
+        else:
+            self.state = dataclasses.replace(self.state, phase=Phase.REMOVED)
+        self.upstream = None
+        self._connected.set()
+        self.done.set()
+
+    # --- hooks from the transport (synchronous) -------------------------------
+
+    def _on_spawn(self, pid: int) -> None:
+        self.signal(ProcessSpawned(now=self._clock(), pid=pid))
+
+    def _on_stderr(self, line: str) -> None:
+        line = redact(line)
+        self.stderr.append(line)
+        now = time.monotonic()
+        if now - self._stderr_window >= 1.0:
+            self._stderr_window, self._stderr_sent = now, 0
+        if self._stderr_sent >= STDERR_EVENTS_PER_SECOND:
+            self._stderr_suppressed += 1
+            return
+        self._stderr_sent += 1
+        suppressed, self._stderr_suppressed = self._stderr_suppressed, 0
+        self._bus.publish(
+            ServerStderr(name=self.name, line=line, suppressed=suppressed)
+        )
+
+    def _on_tools_changed(self) -> None:
+        self._tools_changed.set()
+
+    def _hooks(self) -> Hooks:
+        return Hooks(
+            on_spawn=self._on_spawn,
+            on_stderr=self._on_stderr,
+            on_tools_changed=self._on_tools_changed,
+        )
+
+    # --- the loop ---------------------------------------------------------------
+
+    def _set_connected(self, upstream: Upstream, elapsed: float) -> None:
+        self.upstream = upstream
+        self.tools = upstream.tools
+        info = upstream.info
+        self.signal(
+            HandshakeDone(
+                now=self._clock(),
+                tools=tuple(sorted(t.name for t in upstream.tools)),
+                server_name=info.name,
+                server_version=info.version,
+                protocol=info.protocol,
+                elapsed=elapsed,
+            )
+        )
+        self._connected.set()
+
+    def _set_disconnected(self) -> None:
+        self.upstream = None
+        if self._connected.is_set():
+            self._connected = anyio.Event()
+
+    async def _watch(self, upstream: Upstream) -> LossReport:
+        """Block until the session dies; return why."""
+        report: list[LossReport] = []
+
+        async def on_transport(tg_cancel: Callable[[], None]) -> None:
+            report.append(await upstream.wait_lost())
+            tg_cancel()
+
+        async def pinger(tg_cancel: Callable[[], None]) -> None:
+            interval = self.spec.ping_interval
+            while True:
+                await anyio.sleep(interval)
+                try:
+                    await upstream.ping(self.spec.ping_timeout)
+                except TransportError as exc:
+                    report.append(LossReport(str(exc), error_type=type(exc).__name__))
+                    tg_cancel()
+                    return
+
+        async def relister(tg_cancel: Callable[[], None]) -> None:
+            while True:
+                await self._tools_changed.wait()
+                self._tools_changed = anyio.Event()
+                try:
+                    with anyio.fail_after(self.spec.connect_timeout):
+                        tools = await upstream.list_tools()
+                except (TransportError, TimeoutError) as exc:
+                    report.append(
+                        LossReport(f"tools/list after list_changed failed: {exc}")
+                    )
+                    tg_cancel()
+                    return
+                self.tools = tools
+                self.signal(
+                    ToolsListed(
+                        now=self._clock(), tools=tuple(sorted(t.name for t in tools))
+                    )
+                )
+
+        async with anyio.create_task_group() as tg:
+            cancel = tg.cancel_scope.cancel
+            tg.start_soon(on_transport, cancel)
+            tg.start_soon(relister, cancel)
+            if self.spec.ping_interval > 0:
+                tg.start_soon(pinger, cancel)
+        return report[0] if report else LossReport("session ended")
+
+    async def _attempt(self, transport: Transport) -> LossReport | None:
+        """One try: connect, hold the session until it dies.
+
+        Returns:
+            The loss report after a session that had connected, or None when the
+            try failed before connecting (the failure is already signalled).
+        """
+        started = time.monotonic()
+        self.signal(AttemptBegan(now=self._clock()))
+        connected = False
+        try:
+            async with transport.open(self.spec, self._hooks()) as upstream:
+                connected = True
+                self._set_connected(upstream, time.monotonic() - started)
+                report = await self._watch(upstream)
+                self._set_disconnected()
+            return report
+        except (TransportError, ConfigError) as exc:
+            self._set_disconnected()
+            message = redact(str(exc))
+            exit_code = getattr(exc, "exit_code", None)
+            if connected:
+                return LossReport(message, exit_code, type(exc).__name__)
+            self.signal(
+                AttemptError(
+                    now=self._clock(),
+                    error=message,
+                    error_type=type(exc).__name__,
+                    rand=self._rand(),
+                    exit_code=exit_code,
+                )
+            )
+            return None
+        except Exception as exc:  # boundary: a bug must not end the retry loop
+            self._set_disconnected()
+            logger.exception("%s: unexpected error in connection attempt", self.name)
+            message = describe_error(exc)
+            if connected:
+                return LossReport(message, None, type(exc).__name__)
+            self.signal(
+                AttemptError(
+                    now=self._clock(),
+                    error=message,
+                    error_type=type(exc).__name__,
+                    rand=self._rand(),
+                )
+            )
+            return None
+
+
+async def run_connection(conn: Connection, transport: Transport) -> None:
+    """Connect and reconnect `conn` forever (until its scope is cancelled).
+
+    The first try starts at once; after a failure or a loss the state machine
+    decides the delay (100 ms doubling, capped, jittered; the counter resets only
+    after `stable_after` seconds connected).
+    """
+    while True:
+        report = await conn._attempt(transport)
+        if report is not None:
+            conn.signal(
+                SessionLost(
+                    now=conn._clock(),
+                    reason=redact(report.reason),
+                    rand=conn._rand(),
+                    exit_code=report.exit_code,
+                    error_type=report.error_type,
+                )
+            )
+        next_at = conn.state.next_retry_at
+        wait = max(0.0, next_at - conn._clock()) if next_at is not None else 0.0
+        await anyio.sleep(wait)
