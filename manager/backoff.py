@@ -8,12 +8,14 @@ argument.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 __all__ = ["BackoffPolicy", "delay", "nominal_delay"]
 
-_MAX_EXPONENT = 64
-"""Exponents above this are capped anyway; stops 2 ** n from growing without bound."""
+_MAX_EXPONENT = 2200
+"""Past this, `initial * 2 ** n` overflows for any positive float `initial`, so the
+result is the cap; stops 2 ** n from growing without bound."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +33,8 @@ class BackoffPolicy:
     jitter: float = 0.1
 
     def __post_init__(self) -> None:
-        if not 0 < self.initial <= self.cap:
-            raise ValueError("backoff needs 0 < initial <= cap")
+        if not 0 < self.initial <= self.cap < math.inf:
+            raise ValueError("backoff needs 0 < initial <= cap, cap finite")
         if not 0 <= self.jitter < 1:
             raise ValueError("backoff jitter must be in [0, 1)")
 
@@ -48,7 +50,10 @@ def nominal_delay(policy: BackoffPolicy, attempt: int) -> float:
         `min(cap, initial * 2 ** (attempt - 1))` seconds.
     """
     exponent = min(max(attempt, 1) - 1, _MAX_EXPONENT)
-    return min(policy.cap, policy.initial * 2.0**exponent)
+    try:
+        return min(policy.cap, math.ldexp(policy.initial, exponent))
+    except OverflowError:
+        return policy.cap
 
 
 def delay(policy: BackoffPolicy, attempt: int, rand: float) -> float:

@@ -58,7 +58,7 @@ class Subscription:
         """The next event (or `Lagged` notice), or None if nothing is queued."""
         if self._pending_lag:
             n, self._pending_lag = self._pending_lag, 0
-            return Lagged(name=self.name, dropped=n, time=time.time())
+            return Lagged(name=self.name, dropped=n, time=self._bus._clock())
         if self._queue:
             return self._queue.popleft()
         return None

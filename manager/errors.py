@@ -3,13 +3,13 @@
 ```
 ManagerError
 ├── ConfigError            startup.lua or an option is wrong (file, line, connection)
-├── TransportError         talking to an upstream failed; the reconnect loop retries these
+├── TransportError         talking to an upstream failed; the reconnect loop retries
 │   ├── ConnectFailed      refused, missing executable, handshake rejected, garbage
 │   ├── ConnectTimeout     connect + initialize + tool listing ran out of time
 │   └── Disconnected       an established session died (exit, EOF, ping, lost session)
 ├── CallError              a tool call could not be made or finished (never retried)
 │   ├── UnknownServer
-│   ├── ServerUnavailable  the server is not connected (state, attempt, next retry, error)
+│   ├── ServerUnavailable  not connected (state, attempt, next retry, last error)
 │   └── CallTimeout
 └── ControlError           the CLI could not talk to the daemon
 ```

@@ -254,5 +254,3 @@ def event_to_dict(event: Event) -> dict[str, object]:
         value = getattr(event, key)
         out[key] = list(value) if isinstance(value, tuple) else value
     return out
-
-

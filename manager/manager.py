@@ -207,6 +207,10 @@ class Manager:
         """All declared connections, sorted by name."""
         return [self._conns[n] for n in sorted(self._conns)]
 
+    def connections_and_closing(self) -> list[Connection]:
+        """Declared connections plus those removed but still closing."""
+        return [*self.connections(), *self._closing]
+
     def status(self, name: str) -> dict[str, object] | None:
         """The status dict of one connection, or None if not declared."""
         conn = self._conns.get(name)

@@ -37,11 +37,14 @@ They are still masked by key."""
 _SENSITIVE = re.compile(
     r"authorization|token|secret|key|passw|pwd|cookie|credential", re.IGNORECASE
 )
-_FLAG_VALUE = re.compile(r"^(--?[A-Za-z0-9_.-]+)=(.*)$", re.DOTALL)
+_FLAG_VALUE = re.compile(r"^(-{0,2}[A-Za-z0-9_.-]+)=(.*)$", re.DOTALL)
+"""`--flag=value`, `-f=value` and `NAME=value` (as in `docker run -e NAME=value`)."""
+_HEADER_VALUE = re.compile(r"^([A-Za-z0-9_-]+):\s*(.*)$", re.DOTALL)
+"""`Name: value`, as in `mcp-remote URL --header "Authorization: Bearer ..."`."""
 
 
 def is_sensitive_key(key: str) -> bool:
-    """Whether a header, variable, parameter or flag name looks like it holds a secret."""
+    """Whether a header, variable, parameter or flag name looks like a secret's."""
     return bool(_SENSITIVE.search(key))
 
 
@@ -53,7 +56,7 @@ class SecretRegistry:
         self._pattern: re.Pattern[str] | None = None
 
     def add(self, values: Iterable[str]) -> None:
-        """Register values as secret; those shorter than MIN_SECRET_LENGTH are ignored."""
+        """Register secret values; ones shorter than MIN_SECRET_LENGTH are ignored."""
         new = {v for v in values if len(v) >= MIN_SECRET_LENGTH} - self._values
         if new:
             self._values |= new
@@ -79,7 +82,8 @@ SECRETS = SecretRegistry()
 
 def redact(text: str, registry: SecretRegistry | None = None) -> str:
     """Mask registered secret values and URL passwords in free text."""
-    text = (registry or SECRETS).redact(text)
+    # `is None`, not `or`: an empty registry is falsy (it has __len__).
+    text = (SECRETS if registry is None else registry).redact(text)
     return _USERINFO.sub(r"\1" + MASK + "@", text) if "@" in text else text
 
 
@@ -109,7 +113,9 @@ def redact_url(url: str) -> str:
 def redact_args(args: Iterable[str]) -> list[str]:
     """Command-line arguments with values of sensitive flags masked.
 
-    `--token=abc` becomes `--token=***`; in `--api-key abc` the `abc` is masked.
+    `--token=abc` becomes `--token=***`; in `--api-key abc` the `abc` is masked;
+    `GITHUB_TOKEN=abc` and `Authorization: Bearer abc` are masked by their key, and
+    URL arguments as in `redact_url`.
     """
     out: list[str] = []
     mask_next = False
@@ -120,8 +126,13 @@ def redact_args(args: Iterable[str]) -> list[str]:
             continue
         mask_next = False
         m = _FLAG_VALUE.match(arg)
+        h = _HEADER_VALUE.match(arg)
         if m and is_sensitive_key(m.group(1)):
             out.append(f"{m.group(1)}={MASK}")
+        elif "://" in arg:
+            out.append(redact_url(arg))
+        elif h and is_sensitive_key(h.group(1)):
+            out.append(f"{h.group(1)}: {MASK}")
         else:
             if arg.startswith("-") and is_sensitive_key(arg):
                 mask_next = True

@@ -61,9 +61,7 @@ _DURATION_OPTIONS = (
     "hold",
     "stable_after",
 )
-_COMMON_OPTIONS = frozenset(
-    {*OPTION_DEFAULTS, "headers", "backoff"}
-)
+_COMMON_OPTIONS = frozenset({*OPTION_DEFAULTS, "headers", "backoff"})
 _STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
 _URL_KEYS = frozenset({"url", "transport"})
 _MAX_DURATION = 24 * 3600.0
@@ -113,10 +111,8 @@ class ConnectionSpec:
 def validate_name(name: object) -> str:
     """Return `name` if it is a valid connection name, else raise ConfigError."""
     if not isinstance(name, str):
-        raise ConfigError(
-            f"connection name must be a string, got {_type_name(name)}"
-        )
-    if not NAME_PATTERN.match(name):
+        raise ConfigError(f"connection name must be a string, got {_type_name(name)}")
+    if not NAME_PATTERN.fullmatch(name):
         raise ConfigError(
             f"invalid connection name {name!r}: use 1-64 letters, digits, '_', '.' "
             "or '-', starting with a letter or digit",
@@ -180,13 +176,15 @@ def _parse(
                         "in the options table; keep one"
                     )
                 options[key] = table.pop(key)
-        unknown = sorted(set(table) - own)
+        unknown = sorted(set(table) - own, key=str)
         if unknown:
             raise ConfigError(
                 f"{prefix}: unknown endpoint key {unknown[0]!r}; "
                 f"allowed here: {', '.join(sorted(own | _COMMON_OPTIONS))}"
             )
-        fields.update(_parse_url_table(prefix, table) if has_url else _parse_stdio(prefix, table))
+        fields.update(
+            _parse_url_table(prefix, table) if has_url else _parse_stdio(prefix, table)
+        )
     else:
         raise ConfigError(
             f"{prefix}: endpoint must be a URL string or a table, got "
@@ -198,7 +196,13 @@ def _parse(
 
 def _parse_url(prefix: str, url: str, transport: str) -> dict[str, object]:
     _check_templates(prefix, "url", url)
-    probe = _TEMPLATE.sub("x", url)
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ConfigError(
+            f"{prefix}: bad URL {redact_url(url)!r}: it contains whitespace or a "
+            "control character; percent-encode it (a space is %20)"
+        )
+    # A digit stands in for each template, so `http://h:${env:PORT}/` still parses.
+    probe = _TEMPLATE.sub("0", url)
     try:
         parts = urlsplit(probe)
         port = parts.port
@@ -218,7 +222,7 @@ def _parse_url_table(prefix: str, table: dict[str, object]) -> dict[str, object]
     transport = table.get("transport", "http")
     if transport not in ("http", "sse"):
         raise ConfigError(
-            f"{prefix}: transport must be \"http\" (streamable HTTP) or \"sse\" "
+            f'{prefix}: transport must be "http" (streamable HTTP) or "sse" '
             f"(legacy SSE), got {transport!r}"
         )
     return _parse_url(prefix, url, str(transport))
@@ -237,7 +241,7 @@ def _parse_stdio(prefix: str, table: dict[str, object]) -> dict[str, object]:
         raw_args = []  # `{}` in Lua is an empty table: treat it as an empty list
     if not isinstance(raw_args, list):
         raise ConfigError(
-            f"{prefix}: args must be a list of strings, e.g. args={{\"--port\", \"1\"}}; "
+            f'{prefix}: args must be a list of strings, e.g. args={{"--port", "1"}}; '
             f"got {_type_name(raw_args)}"
         )
     args: list[str] = []
@@ -277,7 +281,12 @@ def _parse_options(
                 f"{', '.join(sorted(_COMMON_OPTIONS))}"
             )
         if key in _DURATION_OPTIONS:
-            out[key] = _duration(prefix, key, value, allow_zero=key in ("ping_interval", "hold", "stable_after"))
+            out[key] = _duration(
+                prefix,
+                key,
+                value,
+                allow_zero=key in ("ping_interval", "hold", "stable_after"),
+            )
         elif key == "enabled":
             if not isinstance(value, bool):
                 raise ConfigError(
@@ -302,7 +311,7 @@ def _backoff(prefix: str, value: object) -> BackoffPolicy:
             f"{prefix}: backoff must be a table like {{initial=0.1, cap=3}}, got "
             f"{_type_name(value)}"
         )
-    unknown = sorted(set(value) - {"initial", "cap"})
+    unknown = sorted(set(value) - {"initial", "cap"}, key=str)
     if unknown:
         raise ConfigError(
             f"{prefix}: unknown backoff key {unknown[0]!r}; use initial and cap"
@@ -316,7 +325,9 @@ def _backoff(prefix: str, value: object) -> BackoffPolicy:
     return BackoffPolicy(initial=initial, cap=cap)
 
 
-def _duration(prefix: str, key: str, value: object, *, allow_zero: bool = False) -> float:
+def _duration(
+    prefix: str, key: str, value: object, *, allow_zero: bool = False
+) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(
             f"{prefix}: {key} must be a number of seconds, got {_type_name(value)}"
@@ -337,7 +348,7 @@ def _string_map(prefix: str, key: str, value: object) -> tuple[tuple[str, str], 
         return ()
     if not isinstance(value, Mapping):
         raise ConfigError(
-            f"{prefix}: {key} must be a table of strings, e.g. {key}={{NAME=\"value\"}}; "
+            f'{prefix}: {key} must be a table of strings, e.g. {key}={{NAME="value"}}; '
             f"got {_type_name(value)}"
         )
     out: list[tuple[str, str]] = []
@@ -358,7 +369,7 @@ def _string_map(prefix: str, key: str, value: object) -> tuple[tuple[str, str], 
 
 def _check_templates(prefix: str, key: str, text: str) -> None:
     for m in _TEMPLATE.finditer(text):
-        if not _ENV_TEMPLATE.match(m.group(1)):
+        if not _ENV_TEMPLATE.fullmatch(m.group(1)):
             raise ConfigError(
                 f"{prefix}: {key}: unknown template ${{{m.group(1)}}}; the only form "
                 "is ${env:NAME}"
@@ -415,7 +426,9 @@ def resolve_spec(
             value = getenv(var)
             if value is None:
                 raise ConfigError(
-                    f"environment variable {var} is not set (used as ${{env:{var}}})",
+                    f"mcp_add({spec.name!r}): environment variable {var} is not set "
+                    f"(used as ${{env:{var}}}); set it in the environment the daemon "
+                    "starts with, or change the declaration",
                     connection=spec.name,
                 )
             resolved_values.append(value)

@@ -73,6 +73,8 @@ class ConnectionState:
         exit_code: Last exit code of the stdio server, if it exited.
         connected_at: Wall time the current session became connected.
         outage_since: Wall time the current outage began; None while connected.
+        connected_before: Some earlier session got connected (so a reconnect
+            whose tools differ reports `tools_changed`).
     """
 
     name: str
@@ -87,6 +89,7 @@ class ConnectionState:
     exit_code: int | None = None
     connected_at: float | None = None
     outage_since: float | None = None
+    connected_before: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +209,7 @@ def transition(
                 connected_at=now,
                 outage_since=None,
             )
-            return nxt, [
+            events: list[Event] = [
                 Connected(
                     name=name,
                     attempt=state.attempt,
@@ -218,6 +221,9 @@ def transition(
                     pid=state.pid,
                 )
             ]
+            if state.connected_before and set(tools) != set(state.tools):
+                events.append(_tools_changed(name, state.tools, tools))
+            return replace(nxt, connected_before=True), events
         case AttemptError(now=now):
             wait = delay(policy, max(state.attempt, 1), signal.rand)
             nxt = replace(
@@ -277,12 +283,7 @@ def transition(
                     state if tools == state.tools else replace(state, tools=tools)
                 ), []
             return replace(state, tools=tools), [
-                ToolsChanged(
-                    name=name,
-                    added=tuple(sorted(new - old)),
-                    removed=tuple(sorted(old - new)),
-                    tools=len(tools),
-                )
+                _tools_changed(name, state.tools, tools)
             ]
         case StopRequested(now=now):
             nxt = replace(
@@ -290,3 +291,15 @@ def transition(
             )
             return nxt, [Removed(name=name)]
     raise TypeError(f"unknown signal {signal!r}")  # pragma: no cover - exhaustive match
+
+
+def _tools_changed(
+    name: str, old: tuple[str, ...], new: tuple[str, ...]
+) -> ToolsChanged:
+    before, after = set(old), set(new)
+    return ToolsChanged(
+        name=name,
+        added=tuple(sorted(after - before)),
+        removed=tuple(sorted(before - after)),
+        tools=len(new),
+    )

@@ -669,6 +669,11 @@ async def _handshake(
             message = f"{message}; {lost.report.reason}"
         raise ConnectTimeout(message, exit_code=lost.report.exit_code) from None
     except (MCPError, TransportError) as exc:
+        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+            # The session saw EOF first; the transport is about to say why
+            # (exit code), which is the error worth showing.
+            with anyio.move_on_after(EXIT_CODE_WAIT + 0.1):
+                await lost.event.wait()
         if lost.is_set:  # the real cause: the server exited or closed the stream
             raise ConnectFailed(
                 lost.report.reason, exit_code=lost.report.exit_code

@@ -1,0 +1,176 @@
+"""Test doubles at our own seams: an event recorder and a scriptable transport.
+
+`Recorder` listens on a real `EventBus` and lets a test wait for an event (never
+sleep). `FakeTransport` implements the `Transport` protocol: it fails a given
+number of times, then yields a `FakeUpstream` that stays up until told to die,
+the way the SDK swaps a fake process in at its spawn seam.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+import anyio
+
+from manager.bus import EventBus
+from manager.errors import ConnectFailed, Disconnected
+from manager.events import Event
+from manager.spec import ConnectionSpec
+from manager.transport import (
+    CallResult,
+    Hooks,
+    LossReport,
+    ServerInfo,
+    ToolInfo,
+)
+
+__all__ = ["FakeTransport", "FakeUpstream", "Recorder", "eventually"]
+
+WAIT_LIMIT = 15.0
+"""Default seconds a test waits for an event before failing."""
+
+
+class Recorder:
+    """Records every event of a bus, in order, and waits for matching ones."""
+
+    def __init__(self, bus: EventBus) -> None:
+        self.events: list[Event] = []
+        self._changed = anyio.Event()
+        self.close = bus.add_listener(self._on_event)
+
+    def _on_event(self, event: Event) -> None:
+        self.events.append(event)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def of(self, kind: str, name: str | None = None) -> list[Event]:
+        """Recorded events of `kind` (and connection `name`)."""
+        return [
+            e
+            for e in self.events
+            if e.kind == kind and (name is None or e.name == name)
+        ]
+
+    async def wait_for(
+        self,
+        kind: str,
+        name: str | None = None,
+        *,
+        where: Callable[[Event], bool] = lambda e: True,
+        after: int = 0,
+        within: float = WAIT_LIMIT,
+    ) -> Event:
+        """The first event of `kind` (for `name`) after seq `after` matching `where`."""
+        with anyio.fail_after(within):
+            while True:
+                for event in self.events:
+                    if (
+                        event.seq > after
+                        and event.kind == kind
+                        and (name is None or event.name == name)
+                        and where(event)
+                    ):
+                        return event
+                await self._changed.wait()
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the newest recorded event (0 if none)."""
+        return self.events[-1].seq if self.events else 0
+
+
+class FakeUpstream:
+    """An upstream that answers calls with an echo and dies when told."""
+
+    def __init__(self, tools: tuple[str, ...] = ("echo",)) -> None:
+        self._tools = tuple(ToolInfo(t, "", {"name": t}) for t in tools)
+        self._lost = anyio.Event()
+        self._report = LossReport("fake server died")
+        self.calls: list[tuple[str, Mapping[str, object] | None]] = []
+
+    @property
+    def info(self) -> ServerInfo:
+        return ServerInfo("fake", "1.0", "2025-11-25")
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    @property
+    def tools(self) -> tuple[ToolInfo, ...]:
+        return self._tools
+
+    async def list_tools(self) -> tuple[ToolInfo, ...]:
+        return self._tools
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, object] | None, limit: float
+    ) -> CallResult:
+        if self._lost.is_set():
+            raise Disconnected("fake server died")
+        self.calls.append((name, arguments))
+        data = {"content": [{"type": "text", "text": f"{name}:{arguments}"}]}
+        return CallResult(is_error=False, data={**data, "isError": False})
+
+    async def ping(self, limit: float) -> None:
+        if self._lost.is_set():
+            raise Disconnected("fake server died")
+
+    async def wait_lost(self) -> LossReport:
+        await self._lost.wait()
+        return self._report
+
+    def die(
+        self, reason: str = "fake server died", exit_code: int | None = None
+    ) -> None:
+        """Make the session end as if the server went away."""
+        self._report = LossReport(reason, exit_code)
+        self._lost.set()
+
+
+class FakeTransport:
+    """Fails `failures` times, then connects to a new `FakeUpstream` each time.
+
+    Args:
+        failures: How many opens fail with `ConnectFailed` before one succeeds.
+        error: The failure message.
+    """
+
+    def __init__(self, failures: int = 0, error: str = "connection refused") -> None:
+        self.failures = failures
+        self.error = error
+        self.opens = 0
+        self.upstreams: list[FakeUpstream] = []
+        self.open_now = anyio.Event()
+
+    def open(
+        self, spec: ConnectionSpec, hooks: Hooks
+    ) -> AbstractAsyncContextManager[FakeUpstream]:
+        return self._open(spec, hooks)
+
+    @asynccontextmanager
+    async def _open(
+        self, spec: ConnectionSpec, hooks: Hooks
+    ) -> AsyncIterator[FakeUpstream]:
+        self.opens += 1
+        await anyio.lowlevel.checkpoint()
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectFailed(self.error)
+        upstream = FakeUpstream()
+        self.upstreams.append(upstream)
+        yield upstream
+
+
+async def eventually(
+    predicate: Callable[[], bool], within: float = 5.0, step: float = 0.005
+) -> None:
+    """Wait until `predicate()` holds, for outside facts no event announces.
+
+    Only for state outside the daemon (a process table entry, a port): anything
+    the daemon itself does is awaited through `Recorder.wait_for`.
+    """
+    with anyio.fail_after(within):
+        while not predicate():  # noqa: ASYNC110 - polling the OS, no event exists
+            await anyio.sleep(step)

@@ -1,0 +1,231 @@
+"""The reconnect loop and the manager, driven through a fake transport.
+
+Fast and deterministic: no processes, no sockets. Real servers are in
+test_transport.py.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from fakes import FakeTransport, Recorder
+
+from manager.bus import EventBus
+from manager.errors import ServerUnavailable, UnknownServer
+from manager.events import Reconnecting
+from manager.manager import Manager
+from manager.spec import ConnectionSpec, parse_spec
+
+pytestmark = pytest.mark.anyio
+
+FAST = {"backoff": {"initial": 0.01, "cap": 0.08}, "ping_interval": 0}
+
+
+def fake_spec(name: str = "s", **opts: object) -> ConnectionSpec:
+    return parse_spec(name, "http://127.0.0.1:1/mcp", {**FAST, **opts})
+
+
+async def test_connection_retries_until_the_server_answers() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport(failures=4)
+    async with Manager(bus, transport) as mgr:
+        mgr.add(fake_spec())
+        connected = await rec.wait_for("connected", "s")
+        assert connected.attempt == 5  # type: ignore[attr-defined]
+        assert [e.attempt for e in rec.of("connecting", "s")] == [1, 2, 3, 4, 5]  # type: ignore[attr-defined]
+        assert len(rec.of("connect_failed", "s")) == 4
+        assert mgr.status("s") == {**mgr.statuses()[0]}
+        assert mgr.statuses()[0]["state"] == "connected"
+
+
+async def test_backoff_doubles_and_stays_at_the_cap() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus, FakeTransport(failures=7), rand=lambda: 0.0) as mgr:
+        mgr.add(fake_spec())
+        await rec.wait_for("connected", "s")
+    delays = [
+        e.delay for e in rec.of("reconnecting", "s") if isinstance(e, Reconnecting)
+    ]
+    assert delays == pytest.approx([0.01, 0.02, 0.04, 0.08, 0.08, 0.08, 0.08])
+
+
+async def test_a_server_that_dies_after_each_handshake_climbs_to_the_cap() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport()
+    async with Manager(bus, transport, rand=lambda: 0.0) as mgr:
+        mgr.add(fake_spec(stable_after=60))
+        after = 0
+        for _ in range(6):
+            ev = await rec.wait_for("connected", "s", after=after)
+            after = ev.seq
+            transport.upstreams[-1].die("crashed", exit_code=3)
+        await rec.wait_for("connected", "s", after=after)
+    delays = [
+        e.delay for e in rec.of("reconnecting", "s") if isinstance(e, Reconnecting)
+    ]
+    assert delays == pytest.approx([0.01, 0.02, 0.04, 0.08, 0.08, 0.08])
+    lost = rec.of("disconnected", "s")
+    assert [e.exit_code for e in lost] == [3] * 6  # type: ignore[attr-defined]
+
+
+async def test_a_stable_connection_resets_the_attempt_counter() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport(failures=3)
+    async with Manager(bus, transport, rand=lambda: 0.0) as mgr:
+        mgr.add(fake_spec(stable_after=0))
+        first = await rec.wait_for("connected", "s")
+        assert first.attempt == 4  # type: ignore[attr-defined]
+        transport.upstreams[-1].die()
+        again = await rec.wait_for("connected", "s", after=first.seq)
+        assert again.attempt == 1  # type: ignore[attr-defined]
+    delays = [
+        e.delay for e in rec.of("reconnecting", "s") if isinstance(e, Reconnecting)
+    ]
+    assert delays[-1] == pytest.approx(0.01)
+
+
+async def test_adding_the_same_spec_twice_changes_nothing() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport()
+    async with Manager(bus, transport) as mgr:
+        assert mgr.add(fake_spec()) is True
+        await rec.wait_for("connected", "s")
+        assert mgr.add(fake_spec()) is False
+        await anyio.wait_all_tasks_blocked()
+        assert transport.opens == 1
+        assert len(rec.of("added")) == 1
+
+
+async def test_a_changed_spec_restarts_only_that_connection() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport()
+    async with Manager(bus, transport) as mgr:
+        mgr.reconcile([fake_spec("a"), fake_spec("b")])
+        await rec.wait_for("connected", "a")
+        await rec.wait_for("connected", "b")
+        seq = rec.last_seq
+        result = mgr.reconcile(
+            [fake_spec("a"), fake_spec("b", hold=1.0), fake_spec("c")]
+        )
+        assert (result.added, result.changed, result.unchanged) == (
+            ("c",),
+            ("b",),
+            ("a",),
+        )
+        await rec.wait_for("connected", "b", after=seq)
+        await rec.wait_for("connected", "c", after=seq)
+        touched = {e.name for e in rec.events if e.seq > seq}
+        assert touched == {"b", "c"}
+        updated = rec.of("updated", "b")
+        assert updated and updated[0].changed == ("hold",)  # type: ignore[attr-defined]
+        assert not rec.of("removed", "b")  # a restart is not a removal
+
+
+async def test_remove_stops_retrying_and_emits_removed() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus, FakeTransport(failures=10**9)) as mgr:
+        mgr.add(fake_spec())
+        await rec.wait_for("connect_failed", "s")
+        assert mgr.remove("s") is True
+        assert mgr.remove("s") is False
+        await rec.wait_for("removed", "s")
+        count = len(rec.of("connecting", "s"))
+        await anyio.sleep(0.1)  # would be several retries if still running
+        assert len(rec.of("connecting", "s")) == count
+        assert mgr.statuses() == []
+
+
+async def test_a_call_to_a_connected_server_goes_through() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport()
+    async with Manager(bus, transport) as mgr:
+        mgr.add(fake_spec())
+        await rec.wait_for("connected", "s")
+        result = await mgr.call("s", "echo", {"text": "hi"})
+        assert result.is_error is False
+        assert transport.upstreams[0].calls == [("echo", {"text": "hi"})]
+        assert rec.of("call_finished", "s")
+
+
+async def test_a_call_waits_for_a_reconnecting_server_within_hold() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport(failures=3)
+    async with Manager(bus, transport) as mgr:
+        mgr.add(fake_spec(hold=5.0))
+        result = await mgr.call("s", "echo", {})
+        assert result.is_error is False
+        assert rec.of("connect_failed", "s")
+
+
+async def test_a_call_fails_after_hold_naming_state_attempt_and_error() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport(failures=10**9, error="connection refused (h:1)")
+    async with Manager(bus, transport) as mgr:
+        mgr.add(fake_spec(hold=0.2))
+        await rec.wait_for("connect_failed", "s")
+        with pytest.raises(ServerUnavailable) as info:
+            await mgr.call("s", "echo", {})
+        text = str(info.value)
+        assert text.startswith("s is reconnecting (attempt ")
+        assert "next retry in" in text
+        assert "last error: connection refused (h:1)" in text
+        assert rec.of("call_failed", "s")
+
+
+async def test_an_old_outage_fails_calls_at_once() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    clock = [1000.0]
+    transport = FakeTransport(failures=10**9)
+    async with Manager(bus, transport, clock=lambda: clock[0]) as mgr:
+        mgr.add(fake_spec(hold=30.0))
+        await rec.wait_for("connect_failed", "s")
+        clock[0] += 1000  # the outage is now far older than 3 holds
+        with anyio.fail_after(1.0):
+            with pytest.raises(ServerUnavailable, match="down for"):
+                await mgr.call("s", "echo", {})
+
+
+async def test_a_call_to_an_unknown_server_names_the_known_ones() -> None:
+    async with Manager(EventBus(), FakeTransport()) as mgr:
+        mgr.add(fake_spec("alpha"))
+        with pytest.raises(UnknownServer, match=r"'nope' \(declared: alpha\)"):
+            await mgr.call("nope", "echo", {})
+
+
+async def test_a_disabled_connection_is_listed_but_never_started() -> None:
+    bus = EventBus()
+    transport = FakeTransport()
+    async with Manager(bus, transport) as mgr:
+        mgr.add(fake_spec(enabled=False))
+        await anyio.wait_all_tasks_blocked()
+        assert transport.opens == 0
+        assert mgr.statuses()[0]["state"] == "disabled"
+        with pytest.raises(ServerUnavailable, match="disabled"):
+            await mgr.call("s", "echo", {})
+
+
+async def test_add_remove_churn_leaves_no_tasks_behind() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport(failures=5)
+    async with Manager(bus, transport) as mgr:
+        for i in range(200):
+            mgr.add(fake_spec(f"c{i % 7}", hold=float(i % 3 + 1)))
+            if i % 3 == 0:
+                mgr.remove(f"c{(i + 2) % 7}")
+        mgr.reconcile([])
+        with anyio.fail_after(5):
+            while mgr.connections_and_closing():
+                await rec.wait_for("removed", after=rec.last_seq)
+    assert mgr.statuses() == []

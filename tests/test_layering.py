@@ -1,0 +1,346 @@
+"""Enforce the import direction of style.md ("Package layout and dependency direction").
+
+Every `manager/**/*.py` is parsed with `ast` (nothing is imported). Three rules:
+
+1. Package-internal imports point down `LAYERS`, never up or sideways to a later
+   module. A module in a subpackage (`manager/hud/app.py`) belongs to the layer of
+   its top-level name (`hud`). Importing the package root (`from . import
+   __version__`) is always allowed.
+2. Each third-party library has one door (`DOORS`), and the pure core imports
+   none of them nor anything on `PURE_CORE_FORBIDDEN`.
+3. Nobody in the package imports a module in `LEAVES` (e.g. the demo server).
+
+Modules missing from `LAYERS` (`__init__`, `__main__`, the demo server) may exist,
+but a module in the table may import only modules that are in it. To add a module,
+put its name at the right height in `LAYERS`; to add a library door, extend `DOORS`.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "manager"
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
+
+LAYERS: tuple[str, ...] = (
+    "errors",
+    "events",
+    "backoff",
+    "redact",
+    "spec",
+    "state",
+    "bus",
+    "transport",
+    "connection",
+    "manager",
+    "lua",
+    "logs",
+    "telemetry",
+    "hud",
+    "control",
+    "gateway",
+    "daemon",
+    "cli",
+)
+"""Bottom first: a module may import only modules listed before it."""
+
+PURE_CORE = frozenset({"errors", "events", "backoff", "redact", "spec", "state"})
+"""No I/O, clocks, randomness or third-party runtime (style.md habit 3)."""
+
+DOORS: dict[str, frozenset[str]] = {
+    "mcp": frozenset({"transport", "gateway", "demo_server"}),
+    "mcp_types": frozenset({"transport", "gateway", "demo_server"}),
+    "lupa": frozenset({"lua"}),
+    "rich": frozenset({"hud"}),
+    "textual": frozenset({"hud"}),
+    "opentelemetry": frozenset({"telemetry"}),
+}
+"""Third-party top-level package -> the only modules that may import it."""
+
+PURE_CORE_FORBIDDEN = frozenset(
+    {"anyio", "asyncio", "trio", "time", "datetime", "random", "httpx", *DOORS}
+)
+"""Top-level packages the pure core must not import."""
+
+LEAVES = frozenset({"demo_server", "cli"})
+"""Modules nobody in the package imports (`__main__` may still run the CLI)."""
+
+LEAF_IMPORTERS_ALLOWED = {"cli": frozenset({"__main__"})}
+"""Exceptions to LEAVES: `python -m manager` calls `cli.main`."""
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target, resolved to absolute dotted form."""
+
+    source: Path
+    line: int
+    target: str
+
+    @property
+    def top(self) -> str:
+        return self.target.split(".")[0]
+
+    @property
+    def internal(self) -> str | None:
+        """The package module imported (top-level name), "" for the root, or None."""
+        parts = self.target.split(".")
+        if parts[0] != PACKAGE:
+            return None
+        return parts[1] if len(parts) > 1 else ""
+
+    def __str__(self) -> str:
+        rel = self.source.relative_to(PACKAGE_DIR.parent)
+        return f"{rel}:{self.line} imports {self.target}"
+
+
+def module_files() -> list[Path]:
+    return sorted(PACKAGE_DIR.rglob("*.py"))
+
+
+def dotted_name(path: Path) -> list[str]:
+    parts = [PACKAGE, *path.relative_to(PACKAGE_DIR).with_suffix("").parts]
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def layer_of(path: Path) -> str:
+    """`manager/spec.py` -> "spec", `manager/hud/app.py` -> "hud"."""
+    parts = dotted_name(path)
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _is_submodule(dotted: str) -> bool:
+    parts = dotted.split(".")
+    if parts[0] != PACKAGE:
+        return False
+    rel = PACKAGE_DIR.joinpath(*parts[1:])
+    return rel.with_suffix(".py").is_file() or (rel / "__init__.py").is_file()
+
+
+def imports_of(path: Path) -> Iterator[Import]:
+    """Every import in `path`, including function-level and TYPE_CHECKING ones."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    name = dotted_name(path)
+    package = name if path.name == "__init__.py" else name[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(path, node.lineno, alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                # `from . import spec` imports a module; `from . import X` else an attr.
+                candidate = f"{module}.{alias.name}"
+                yield Import(
+                    path, node.lineno, candidate if _is_submodule(candidate) else module
+                )
+
+
+ALL_IMPORTS = [imp for path in module_files() for imp in imports_of(path)]
+
+
+def layer_violations(imports: list[Import]) -> list[str]:
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    problems = []
+    for imp in imports:
+        source = layer_of(imp.source)
+        target = imp.internal
+        if source not in rank or target is None or target in ("", source):
+            continue
+        if target not in rank:
+            problems.append(f"{imp}: {target!r} is not in LAYERS; add it there")
+        elif rank[target] > rank[source]:
+            problems.append(f"{imp}: {target!r} is above {source!r} in LAYERS")
+    return problems
+
+
+def door_violations(imports: list[Import]) -> list[str]:
+    problems = []
+    for imp in imports:
+        source = layer_of(imp.source)
+        doors = DOORS.get(imp.top)
+        if doors is not None and source not in doors:
+            allowed = ", ".join(sorted(doors))
+            problems.append(f"{imp}: {imp.top} may be imported only in {allowed}")
+        if source in PURE_CORE and imp.top in PURE_CORE_FORBIDDEN:
+            problems.append(f"{imp}: the pure core must not import {imp.top}")
+    return problems
+
+
+def leaf_violations(imports: list[Import]) -> list[str]:
+    return [
+        f"{imp}: nobody in the package may import {imp.internal!r}"
+        for imp in imports
+        if imp.internal in LEAVES
+        and layer_of(imp.source) != imp.internal
+        and layer_of(imp.source) not in LEAF_IMPORTERS_ALLOWED.get(imp.internal, ())
+    ]
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def test_the_package_has_modules_to_check() -> None:
+    present = {layer_of(path) for path in module_files()}
+    assert PURE_CORE <= present
+    assert ALL_IMPORTS
+
+
+def test_package_imports_point_down_the_layer_table() -> None:
+    assert layer_violations(ALL_IMPORTS) == []
+
+
+def test_third_party_libraries_are_imported_only_through_their_door() -> None:
+    assert door_violations(ALL_IMPORTS) == []
+
+
+def test_nobody_in_the_package_imports_a_leaf_module() -> None:
+    assert leaf_violations(ALL_IMPORTS) == []
+
+
+# ------------------------------------------------ the checker itself, on fakes
+
+
+def fake_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> list[Import]:
+    """Write a throwaway package and collect its imports (PACKAGE_DIR patched)."""
+    root = tmp_path / PACKAGE
+    for rel, text in {"__init__.py": "", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE_DIR", root)
+    return [imp for path in sorted(root.rglob("*.py")) for imp in imports_of(path)]
+
+
+@pytest.mark.parametrize(
+    ("files", "kind", "problem"),
+    [
+        pytest.param(
+            {"errors.py": "from .spec import ConnectionSpec\n", "spec.py": ""},
+            "layer",
+            "'spec' is above 'errors'",
+            id="upward-relative",
+        ),
+        pytest.param(
+            {"events.py": "import manager.state\n", "state.py": ""},
+            "layer",
+            "'state' is above 'events'",
+            id="upward-absolute",
+        ),
+        pytest.param(
+            {"spec.py": "from . import bus\n", "bus.py": ""},
+            "layer",
+            "'bus' is above 'spec'",
+            id="upward-from-dot-import",
+        ),
+        pytest.param(
+            {"hud/__init__.py": "", "hud/app.py": "from ..control import X\n"},
+            "layer",
+            "'control' is above 'hud'",
+            id="upward-from-subpackage",
+        ),
+        pytest.param(
+            {"state.py": "from .helpers import x\n", "helpers.py": ""},
+            "layer",
+            "'helpers' is not in LAYERS",
+            id="unlisted-module",
+        ),
+        pytest.param(
+            {"state.py": "import anyio\n"},
+            "door",
+            "pure core must not import anyio",
+            id="pure-core-anyio",
+        ),
+        pytest.param(
+            {"backoff.py": "def f():\n    import random\n"},
+            "door",
+            "pure core must not import random",
+            id="pure-core-random-in-function",
+        ),
+        pytest.param(
+            {"connection.py": "from mcp.client.session import ClientSession\n"},
+            "door",
+            "mcp may be imported only in demo_server, gateway, transport",
+            id="mcp-outside-its-doors",
+        ),
+        pytest.param(
+            {"logs.py": "import rich.console\n"},
+            "door",
+            "rich may be imported only in hud",
+            id="rich-outside-hud",
+        ),
+        pytest.param(
+            {"manager.py": "from opentelemetry import trace\n"},
+            "door",
+            "opentelemetry may be imported only in telemetry",
+            id="otel-outside-telemetry",
+        ),
+        pytest.param(
+            {"daemon.py": "from . import demo_server\n", "demo_server.py": ""},
+            "leaf",
+            "nobody in the package may import 'demo_server'",
+            id="demo-server-imported",
+        ),
+        pytest.param(
+            {"daemon.py": "from .cli import main\n", "cli.py": ""},
+            "leaf",
+            "nobody in the package may import 'cli'",
+            id="cli-imported",
+        ),
+    ],
+)
+def test_the_checker_reports_each_kind_of_violation(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, str],
+    kind: str,
+    problem: str,
+) -> None:
+    imports = fake_imports(tmp_path, monkeypatch, files)
+    found = {
+        "layer": layer_violations,
+        "door": door_violations,
+        "leaf": leaf_violations,
+    }[kind](imports)
+    assert any(problem in message for message in found), found
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        pytest.param({"transport.py": "from . import __version__\n"}, id="root"),
+        pytest.param({"spec.py": "from .backoff import B\n"}, id="downward"),
+        pytest.param({"cli.py": "from .daemon import run\n"}, id="cli-down"),
+        pytest.param({"__main__.py": "from .cli import main\n"}, id="main-runs-cli"),
+        pytest.param(
+            {"demo_server.py": "import mcp\nfrom manager import errors\n"},
+            id="demo-server",
+        ),
+        pytest.param(
+            {
+                "hud/__init__.py": "",
+                "hud/app.py": "from .state import S\nimport rich\n",
+            },
+            id="within-a-subpackage",
+        ),
+        pytest.param({"bus.py": "import anyio\n"}, id="bus-is-not-pure-core"),
+    ],
+)
+def test_the_checker_accepts_allowed_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> None:
+    imports = fake_imports(tmp_path, monkeypatch, files)
+    assert layer_violations(imports) == []
+    assert door_violations(imports) == []
+    assert leaf_violations(imports) == []
