@@ -1,0 +1,134 @@
+"""Shared fixtures: the anyio backend, real server processes, leak checks.
+
+The helpers behind these fixtures live in `tests/servers/` and are imported
+from there (`from servers import stdio_command, ...`), never from this file.
+
+- `anyio_backend`: `"asyncio"` for every `@pytest.mark.anyio` test.
+- `make_http_server(transport="http", *flags, env=None, start=True)`: a factory
+  for demo servers over streamable HTTP or SSE; every server it made is killed
+  and reaped at teardown. `http_server` / `sse_server` are one started server.
+- `blackhole`: a `Blackhole` TCP listener, closed at teardown.
+- `no_leaked_children`: fails the test if it leaves child processes behind.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Literal
+
+import psutil
+import pytest
+from servers import (
+    Blackhole,
+    HttpServerFactory,
+    HttpServerProcess,
+    children_of,
+    live_server_pids,
+)
+
+LEAK_GRACE = 3.0
+"""Seconds `no_leaked_children` gives child processes to exit before failing."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run anyio tests on asyncio only."""
+    return "asyncio"
+
+
+@pytest.fixture
+def make_http_server(tmp_path: Path) -> Iterator[HttpServerFactory]:
+    """Build demo servers over HTTP or SSE; all are killed at teardown."""
+    made: list[HttpServerProcess] = []
+
+    def make(
+        transport: Literal["http", "sse"] = "http",
+        *flags: str,
+        env: Mapping[str, str] | None = None,
+        start: bool = True,
+    ) -> HttpServerProcess:
+        server = HttpServerProcess(
+            transport, flags, env=env, log_path=tmp_path / f"server-{len(made)}.log"
+        )
+        made.append(server)
+        if start:
+            server.start()
+        return server
+
+    yield make
+    for server in made:
+        server.kill()
+
+
+@pytest.fixture
+def http_server(make_http_server: HttpServerFactory) -> HttpServerProcess:
+    """A running demo server over streamable HTTP (`.url` ends in `/mcp`)."""
+    return make_http_server("http")
+
+
+@pytest.fixture
+def sse_server(make_http_server: HttpServerFactory) -> HttpServerProcess:
+    """A running demo server over legacy SSE (`.url` ends in `/sse`)."""
+    return make_http_server("sse")
+
+
+@pytest.fixture
+def blackhole() -> Iterator[Blackhole]:
+    """A TCP listener on 127.0.0.1 that accepts and never answers."""
+    with Blackhole() as hole:
+        yield hole
+
+
+def _is_running(proc: psutil.Process) -> bool:
+    try:
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _leftover_children() -> list[psutil.Process]:
+    """Running descendants, minus `HttpServerProcess`es and their process trees.
+
+    Zombies are not counted: they have exited, and reaping them is their
+    owner's business (Python's `Popen` does it lazily).
+    """
+    servers = live_server_pids()
+    skip = set(servers)
+    for pid in servers:
+        skip.update(p.pid for p in children_of(pid))
+    return [p for p in children_of(os.getpid()) if p.pid not in skip and _is_running(p)]
+
+
+def _describe(proc: psutil.Process) -> str:
+    try:
+        return f"pid {proc.pid}: {' '.join(proc.cmdline())}"
+    except psutil.Error:
+        return f"pid {proc.pid}: (exited)"
+
+
+@pytest.fixture
+def no_leaked_children() -> Iterator[None]:
+    """Fail the test if child processes still run 3 s after it ends.
+
+    Servers owned by `make_http_server` and zombies are not counted. Leftovers are
+    SIGKILLed (by PID) after the failure is recorded, so they cannot leak into
+    later tests.
+    """
+    yield
+    deadline = time.monotonic() + LEAK_GRACE
+    leftovers = _leftover_children()
+    while leftovers and time.monotonic() < deadline:
+        time.sleep(0.05)
+        leftovers = _leftover_children()
+    if not leftovers:
+        return
+    described = [_describe(p) for p in leftovers]
+    for proc in leftovers:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    pytest.fail("leaked child processes:\n" + "\n".join(described))

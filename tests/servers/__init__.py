@@ -1,0 +1,39 @@
+"""Real MCP servers and server-like things for tests that need processes and sockets.
+
+- `process`: the demo server as a stdio command or an HTTP/SSE child process,
+  the hand-written legacy server's command, process-tree helpers.
+- `raw_legacy`: a hand-written, fast-starting stdio server with failure flags
+  (run as a script; see `process.raw_command`).
+- `blackhole`: a TCP listener that accepts and never answers.
+- `line_client`: bare newline-delimited JSON-RPC to a stdio server process,
+  for exit statuses, signals and raw stdout.
+
+Fixtures built on these live in `tests/conftest.py`.
+"""
+
+from __future__ import annotations
+
+from .blackhole import Blackhole
+from .line_client import LineClient, open_line_client
+from .process import (
+    HttpServerFactory,
+    HttpServerProcess,
+    children_of,
+    free_port,
+    live_server_pids,
+    raw_command,
+    stdio_command,
+)
+
+__all__ = [
+    "Blackhole",
+    "HttpServerFactory",
+    "HttpServerProcess",
+    "LineClient",
+    "children_of",
+    "free_port",
+    "live_server_pids",
+    "open_line_client",
+    "raw_command",
+    "stdio_command",
+]
