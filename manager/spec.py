@@ -11,6 +11,7 @@ the resolved values as secrets.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -436,24 +437,36 @@ def resolve_spec(
 
         return _TEMPLATE.sub(one, text) if "${" in text else text
 
-    resolved = dataclasses.replace(
-        spec,
-        url=sub(spec.url),
-        command=sub(spec.command),
-        args=tuple(sub(a) for a in spec.args),
-        env=tuple((k, sub(v)) for k, v in spec.env),
-        cwd=sub(spec.cwd) if spec.cwd else spec.cwd,
-        headers=tuple((k, sub(v)) for k, v in spec.headers),
-    )
+    if not _has_templates(spec):
+        resolved = spec  # the common case, on every attempt: no copy
+    else:
+        resolved = dataclasses.replace(
+            spec,
+            url=sub(spec.url),
+            command=sub(spec.command),
+            args=tuple(sub(a) for a in spec.args),
+            env=tuple((k, sub(v)) for k, v in spec.env),
+            cwd=sub(spec.cwd) if spec.cwd else spec.cwd,
+            headers=tuple((k, sub(v)) for k, v in spec.headers),
+        )
     secret_values = [*resolved_values, *(v for _, v in resolved.headers)]
     secret_values += [v for _, v in resolved.env]
     password = _url_password(resolved.url)
     if password:
         secret_values.append(password)
-    secrets.add(secret_values)
+    if secret_values:
+        secrets.add(secret_values)
     return resolved
 
 
+def _has_templates(spec: ConnectionSpec) -> bool:
+    texts = (spec.url, spec.command, spec.cwd or "", *spec.args)
+    return any("${" in t for t in texts) or any(
+        "${" in v for _, v in (*spec.env, *spec.headers)
+    )
+
+
+@functools.lru_cache(maxsize=4096)
 def _url_password(url: str) -> str | None:
     try:
         return urlsplit(url).password if url else None

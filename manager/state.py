@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .backoff import BackoffPolicy, delay
+from .backoff import BackoffPolicy, aligned_delay
 from .events import (
     AttemptFailed,
     Connected,
@@ -225,7 +225,7 @@ def transition(
                 events.append(_tools_changed(name, state.tools, tools))
             return replace(nxt, connected_before=True), events
         case AttemptError(now=now):
-            wait = delay(policy, max(state.attempt, 1), signal.rand)
+            wait = aligned_delay(policy, max(state.attempt, 1), signal.rand, now)
             nxt = replace(
                 state,
                 phase=Phase.RECONNECTING,
@@ -252,7 +252,7 @@ def transition(
             connected_at = state.connected_at
             uptime = 0.0 if connected_at is None else now - connected_at
             attempt = 0 if uptime >= stable_after else state.attempt
-            wait = delay(policy, max(attempt, 1), signal.rand)
+            wait = aligned_delay(policy, max(attempt, 1), signal.rand, now)
             nxt = replace(
                 state,
                 phase=Phase.RECONNECTING,

@@ -19,9 +19,13 @@ leaves no grandchild behind.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
+import ipaddress
 import logging
 import os
 import signal
+import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -496,8 +500,10 @@ class McpTransport:
         self, spec: ConnectionSpec, hooks: Hooks
     ) -> AsyncIterator[Upstream]:
         resolved = resolve_spec(spec, self._getenv, SECRETS)
-        lost = _LostSignal()
         deadline = anyio.current_time() + spec.connect_timeout
+        if resolved.transport != "stdio":
+            await _tcp_precheck(resolved.url, deadline)
+        lost = _LostSignal()
         upstream: _Session | None = None
         body_error: BaseException | None = None
         # The outer scope bounds teardown: once the body is done, closing the
@@ -556,7 +562,6 @@ class McpTransport:
             async with _stdio_streams(spec, hooks, lost) as (read, write, pid):
                 yield read, write, pid
             return
-        await _tcp_precheck(spec.url, deadline)
         headers = dict(spec.headers)
         timeout = httpx2.Timeout(spec.connect_timeout, read=HTTP_READ_TIMEOUT)
         if spec.transport == "sse":
@@ -689,24 +694,59 @@ async def _tcp_precheck(url: str, deadline: float) -> None:
     Building an SDK session per attempt costs far more than one TCP connect; with
     hundreds of dead upstreams at the backoff cap this keeps the daemon idle.
     """
-    parts = urlsplit(url)
-    host = parts.hostname or "127.0.0.1"
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host, port, family = _address(url)
     try:
         with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
-            stream = await anyio.connect_tcp(host, port)
+            if family is None:  # a name: anyio resolves it (happy eyeballs)
+                stream = await anyio.connect_tcp(host, port)
+                await stream.aclose()
+            else:
+                await _connect_ip(family, host, port)
     except TimeoutError:
         raise ConnectTimeout(f"TCP connect to {host}:{port} timed out") from None
     except OSError as exc:
         raise ConnectFailed(f"{_os_reason(exc)} ({host}:{port})") from None
-    await stream.aclose()
+
+
+@functools.lru_cache(maxsize=4096)
+def _address(url: str) -> tuple[str, int, socket.AddressFamily | None]:
+    """Host, port and (for an IP literal) address family of an endpoint URL."""
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        version = ipaddress.ip_address(host).version
+    except ValueError:
+        return host, port, None
+    return host, port, socket.AF_INET6 if version == 6 else socket.AF_INET
+
+
+async def _connect_ip(family: socket.AddressFamily, host: str, port: int) -> None:
+    """A bare non-blocking connect to an IP literal: no resolver, no extra task.
+
+    This is the whole cost of most attempts to a dead upstream, so it stays lean:
+    anyio's `connect_tcp` spawns a task group per call for happy eyeballs.
+    """
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        error = sock.connect_ex((host, port))
+        if error == errno.EINPROGRESS:
+            await anyio.wait_writable(sock)
+            error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if error:
+            raise OSError(error, os.strerror(error))
+    finally:
+        sock.close()
 
 
 def _os_reason(exc: OSError) -> str:
     """The root cause of a failed connect, e.g. "connection refused"."""
     cause: BaseException | None = exc
     while cause is not None:
-        if isinstance(cause, ConnectionRefusedError):
+        if isinstance(cause, ConnectionRefusedError) or (
+            isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
+        ):
             return "connection refused"
         if isinstance(cause, OSError) and cause.strerror:
             return cause.strerror[0].lower() + cause.strerror[1:]

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from manager.backoff import BackoffPolicy, delay, nominal_delay
+from manager.backoff import (
+    WAKE_GRID,
+    BackoffPolicy,
+    aligned_delay,
+    delay,
+    nominal_delay,
+)
 
 DEFAULT = BackoffPolicy()
 
@@ -188,3 +194,25 @@ def test_nominal_delay_is_initial_doubled_per_try_and_capped(
 ) -> None:
     expected = min(policy.cap, policy.initial * 2.0 ** min(attempt - 1, 1023))
     assert nominal_delay(policy, attempt) == expected
+
+
+@given(
+    attempt=st.integers(min_value=1, max_value=40),
+    rand=st.floats(min_value=0.0, max_value=1.0, exclude_max=True),
+    now=st.floats(min_value=0.0, max_value=2e9, allow_nan=False),
+)
+def test_aligned_delay_stays_in_the_jitter_window(
+    attempt: int, rand: float, now: float
+) -> None:
+    policy = BackoffPolicy()
+    nominal = nominal_delay(policy, attempt)
+    wait = aligned_delay(policy, attempt, rand, now)
+    assert (1 - policy.jitter) * nominal <= wait <= nominal
+
+
+@pytest.mark.parametrize("now", [0.0, 0.013, 7.77, 1_795_000_000.123])
+def test_long_delays_end_on_the_shared_wake_grid(now: float) -> None:
+    policy = BackoffPolicy()
+    wait = aligned_delay(policy, 10, 0.3, now)
+    ticks = (now + wait) / WAKE_GRID
+    assert abs(ticks - round(ticks)) < 1e-6

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from manager.backoff import BackoffPolicy, delay, nominal_delay
+from manager.backoff import BackoffPolicy, aligned_delay, nominal_delay
 from manager.events import (
     AttemptFailed,
     Connected,
@@ -222,14 +222,16 @@ def reconnect_delays(events: Iterable[Event]) -> list[float]:
         ),
         pytest.param(
             CONNECTING,
-            AttemptError(now=0.0, error="x", error_type="ConnectFailed", rand=0.5),
+            # at 0.02 no 50 ms grid instant lies in [0.09, 0.1] s: plain jitter
+            AttemptError(now=0.02, error="x", error_type="ConnectFailed", rand=0.5),
             {
                 "phase": Phase.RECONNECTING,
                 "error": "x",
                 "error_type": "ConnectFailed",
-                "next_retry_at": 0.095,
+                "since": 0.02,
+                "next_retry_at": 0.115,
                 "pid": None,
-                "outage_since": 0.0,
+                "outage_since": 0.02,
             },
             [
                 AttemptFailed(
@@ -576,7 +578,7 @@ def test_random_signal_sequences_keep_the_state_machine_invariants(
                 assert state.phase is Phase.RECONNECTING
                 assert state.next_retry_at == signal.now + ev.delay
                 assert isinstance(signal, AttemptError | SessionLost)
-                assert ev.delay == delay(policy, tried, signal.rand)
+                assert ev.delay == aligned_delay(policy, tried, signal.rand, signal.now)
             if isinstance(ev, ToolsChanged):
                 assert ev.added or ev.removed
         if state.phase is Phase.CONNECTED:

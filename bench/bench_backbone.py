@@ -1,0 +1,274 @@
+"""Backbone benchmarks: Lua declarations, reconnect times, idle cost of dead upstreams.
+
+Run: `.venv/bin/python bench/bench_backbone.py [--quick]`. Prints one table per
+figure; every figure says what it ran against. Noisy figures are medians of
+several runs.
+
+- `mcp_add` latency from Lua: a script with N `mcp_add` calls, per-call time.
+- stdio kill -> connected: SIGKILL a connected stdio server, time until the
+  manager reports `connected` again (hand-written server, ~25 ms start, and the
+  SDK demo server, ~0.5 s start), next to the server's own start time.
+- HTTP server back -> connected: stop the demo HTTP server, start it again on the
+  same port, time from "accepting TCP again" to `connected`.
+- idle cost: N connections to closed loopback ports, waited until all sit at the
+  3 s backoff cap, then CPU (% of one core) and RSS of the daemon process over a
+  window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from servers import HttpServerProcess, raw_command, stdio_command  # noqa: E402
+
+from manager.bus import EventBus  # noqa: E402
+from manager.events import Connected, Event  # noqa: E402
+from manager.lua import run_script  # noqa: E402
+from manager.manager import Manager  # noqa: E402
+from manager.spec import parse_spec  # noqa: E402
+
+
+def table(title: str, rows: list[tuple[str, str]]) -> None:
+    width = max(len(k) for k, _ in rows)
+    print(f"\n{title}")
+    print("-" * (width + 24))
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+# ------------------------------------------------------------------ Lua
+
+
+def bench_lua(n: int) -> None:
+    lines = [
+        f'mcp_add("s{i}", {{command = "server", args = {{"--port", "{i}"}}}})'
+        for i in range(n)
+    ]
+    source = "\n".join(lines)
+    runs = []
+    for _ in range(5):
+        started = time.perf_counter()
+        result = run_script(source)
+        runs.append(time.perf_counter() - started)
+        assert len(result.specs) == n
+    per_call = [r / n for r in runs]
+    batch_times = []
+    for _ in range(200):
+        started = time.perf_counter()
+        run_script('mcp_add("one", "http://127.0.0.1:9/mcp")')
+        batch_times.append(time.perf_counter() - started)
+    batch_times.sort()
+    table(
+        f"mcp_add from Lua ({n} declarations per script, lua54 runtime, 5 runs)",
+        [
+            (f"script with {n} mcp_add, median", ms(statistics.median(runs))),
+            ("per mcp_add, median", f"{statistics.median(per_call) * 1e6:.1f} µs"),
+            ("per mcp_add, worst run", f"{max(per_call) * 1e6:.1f} µs"),
+            (
+                "whole one-declaration script p50 / p99",
+                f"{ms(batch_times[100])} / {ms(batch_times[197])} "
+                "(includes a fresh sandboxed runtime)",
+            ),
+        ],
+    )
+
+
+# ------------------------------------------------------------------ reconnects
+
+
+async def _wait_event(events: list[Event], kind: type[Event], after: int) -> Event:
+    while True:
+        for event in events:
+            if event.seq > after and isinstance(event, kind):
+                return event
+        await anyio.sleep(0.001)
+
+
+async def bench_stdio_kill(
+    label: str, command: tuple[str, list[str]], rounds: int
+) -> None:
+    bus = EventBus()
+    events: list[Event] = []
+    bus.add_listener(events.append)
+    spec = parse_spec(
+        "s", {"command": command[0], "args": command[1]}, {"stable_after": 0.0}
+    )
+    # the server's own start time: spawn to first connected
+    times, starts = [], []
+    async with Manager(bus) as mgr:
+        started = time.perf_counter()
+        mgr.add(spec)
+        with anyio.fail_after(30):
+            first = await _wait_event(events, Connected, 0)
+        starts.append(time.perf_counter() - started)
+        last = first.seq
+        for _ in range(rounds):
+            await anyio.sleep(0.05)
+            pid = mgr.statuses()[0]["pid"]
+            assert isinstance(pid, int)
+            killed = time.perf_counter()
+            os.kill(pid, signal.SIGKILL)
+            with anyio.fail_after(30):
+                ev = await _wait_event(events, Connected, last)
+            times.append(time.perf_counter() - killed)
+            starts.append(ev.elapsed)  # type: ignore[attr-defined]
+            last = ev.seq
+    table(
+        f"stdio server SIGKILLed -> connected again ({label}, {rounds} kills)",
+        [
+            ("kill -> connected, median", ms(statistics.median(times))),
+            ("kill -> connected, max", ms(max(times))),
+            (
+                "server start + handshake (elapsed), median",
+                ms(statistics.median(starts)),
+            ),
+            (
+                "overhead beyond server start, median",
+                ms(statistics.median(times) - statistics.median(starts))
+                + " (includes the designed first retry delay, 90-100 ms)",
+            ),
+        ],
+    )
+
+
+async def bench_http_return(rounds: int, down_for: float) -> None:
+    bus = EventBus()
+    events: list[Event] = []
+    bus.add_listener(events.append)
+    server = HttpServerProcess("http", ())
+    server.start()
+    spec = parse_spec("web", server.url, {"ping_interval": 0.5, "ping_timeout": 1.0})
+    times = []
+    try:
+        async with Manager(bus) as mgr:
+            mgr.add(spec)
+            with anyio.fail_after(30):
+                last = (await _wait_event(events, Connected, 0)).seq
+            for _ in range(rounds):
+                server.kill()
+                await anyio.sleep(down_for)
+                await anyio.to_thread.run_sync(server.start)
+                back = time.perf_counter()
+                with anyio.fail_after(30):
+                    ev = await _wait_event(events, Connected, last)
+                times.append(time.perf_counter() - back)
+                last = ev.seq
+    finally:
+        server.kill()
+    table(
+        f"HTTP server down {down_for:g} s, back on the same port -> connected "
+        f"(SDK demo server under uvicorn, {rounds} rounds)",
+        [
+            ("server accepting -> connected, median", ms(statistics.median(times))),
+            ("min / max", f"{ms(min(times))} / {ms(max(times))}"),
+            ("target", "<= 3 s cap + handshake, median ~ half the cap"),
+        ],
+    )
+
+
+# ------------------------------------------------------------------ idle cost
+
+
+def _closed_ports(n: int) -> list[int]:
+    ports = []
+    for _ in range(n):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    return ports
+
+
+async def _idle_child(n: int, transport: str) -> None:
+    bus = EventBus()
+    async with Manager(bus) as mgr:
+        for i, port in enumerate(_closed_ports(n)):
+            if transport == "http":
+                mgr.add(parse_spec(f"c{i}", f"http://127.0.0.1:{port}/mcp"))
+            else:
+                mgr.add(parse_spec(f"c{i}", {"command": f"/nonexistent/server-{i}"}))
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        await anyio.sleep(3600)
+
+
+def bench_idle(n: int, transport: str, window: float) -> None:
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--idle-child", str(n), "--transport", transport],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        proc = psutil.Process(child.pid)
+        time.sleep(8.0)  # 0.1+0.2+…+1.6 = 3.1 s, then every try is 2.7-3 s apart
+        cpu0 = proc.cpu_times()
+        t0 = time.monotonic()
+        time.sleep(window)
+        cpu1 = proc.cpu_times()
+        elapsed = time.monotonic() - t0
+        busy = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+        rss = proc.memory_info().rss
+    finally:
+        child.send_signal(signal.SIGTERM)
+        child.kill()
+        child.wait()
+    table(
+        f"idle cost: {n} {transport} connections to closed ports at the 3 s cap "
+        f"({window:g} s window)",
+        [
+            ("attempts per second", f"~{n / 2.85:.0f}"),
+            ("CPU, % of one core", f"{100 * busy / elapsed:.2f} % (target < 3 %)"),
+            (
+                "  of which user / kernel",
+                f"{100 * (cpu1.user - cpu0.user) / elapsed:.2f} % / "
+                f"{100 * (cpu1.system - cpu0.system) / elapsed:.2f} %",
+            ),
+            ("RSS", f"{rss / 2**20:.0f} MB (target < 150 MB)"),
+        ],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--idle-child", type=int)
+    parser.add_argument("--transport", default="http")
+    args = parser.parse_args()
+    if args.idle_child:
+        anyio.run(_idle_child, args.idle_child, args.transport)
+        return
+    rounds = 5 if args.quick else 20
+    cores, version = os.cpu_count(), sys.version.split()[0]
+    print(f"mcp-manager backbone benchmarks on {cores} cores, Python {version}")
+    bench_lua(1000)
+    anyio.run(bench_stdio_kill, "hand-written server", raw_command(), rounds)
+    anyio.run(bench_stdio_kill, "SDK demo server", stdio_command(), max(3, rounds // 4))
+    anyio.run(bench_http_return, 3 if args.quick else 8, 2.0)
+    window = 10.0 if args.quick else 20.0
+    bench_idle(300, "http", window)
+    if not args.quick:
+        bench_idle(500, "http", window)
+        bench_idle(300, "stdio", window)
+
+
+if __name__ == "__main__":
+    main()

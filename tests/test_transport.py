@@ -1,0 +1,297 @@
+"""Connections against real servers: stdio subprocesses, HTTP and SSE under uvicorn.
+
+Each test waits on events (never on sleeps) and checks that no child process is
+left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import AsyncIterator
+
+import anyio
+import psutil
+import pytest
+from fakes import Recorder, eventually
+from servers import (
+    Blackhole,
+    HttpServerFactory,
+    children_of,
+    raw_command,
+    stdio_command,
+)
+
+from manager.bus import EventBus
+from manager.errors import CallTimeout, ServerUnavailable
+from manager.events import Reconnecting
+from manager.manager import Manager
+from manager.spec import parse_spec
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+FAST = {"backoff": {"initial": 0.05, "cap": 0.4}}
+
+
+def stdio(name: str, *flags: str, raw: bool = False, **opts: object) -> object:
+    command, args = raw_command(*flags) if raw else stdio_command(*flags)
+    return parse_spec(name, {"command": command, "args": args}, {**FAST, **opts})
+
+
+def _gone(pid: int, *, zombie_ok: bool = False) -> bool:
+    """The process no longer exists (or, for someone else's child, is a zombie)."""
+    try:
+        status = psutil.Process(pid).status()
+    except psutil.NoSuchProcess:
+        return True
+    return zombie_ok and bool(status == psutil.STATUS_ZOMBIE)
+
+
+@pytest.fixture
+async def env() -> AsyncIterator[tuple[Manager, Recorder]]:
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as mgr:
+        yield mgr, rec
+
+
+async def test_stdio_server_killed_comes_back_by_itself(
+    env: tuple[Manager, Recorder],
+) -> None:
+    mgr, rec = env
+    mgr.add(stdio("demo"))  # type: ignore[arg-type]
+    first = await rec.wait_for("connected", "demo")
+    pid = mgr.statuses()[0]["pid"]
+    assert isinstance(pid, int) and psutil.pid_exists(pid)
+    os.kill(pid, signal.SIGKILL)
+    lost = await rec.wait_for("disconnected", "demo")
+    assert lost.exit_code == -signal.SIGKILL  # type: ignore[attr-defined]
+    assert "SIGKILL" in lost.reason  # type: ignore[attr-defined]
+    await rec.wait_for("connected", "demo", after=first.seq)
+    status = mgr.statuses()[0]
+    assert status["state"] == "connected"
+    assert status["pid"] not in (None, pid)
+    assert _gone(pid)
+    result = await mgr.call("demo", "echo", {"text": "back"})
+    assert "back" in str(result.data)
+
+
+async def test_stdio_tools_are_listed_across_pages_and_relisted_on_change(
+    env: tuple[Manager, Recorder],
+) -> None:
+    mgr, rec = env
+    command, args = stdio_command()
+    spec = parse_spec(
+        "demo", {"command": command, "args": args, "env": {"DEMO_PAGE_SIZE": "2"}}
+    )
+    mgr.add(spec)
+    connected = await rec.wait_for("connected", "demo")
+    count = connected.tools  # type: ignore[attr-defined]
+    assert count >= 5 and len(mgr.tools("demo")) == count
+    await mgr.call("demo", "add_tool", {"name": "fresh"})
+    changed = await rec.wait_for("tools_changed", "demo")
+    assert changed.added == ("fresh",)  # type: ignore[attr-defined]
+    assert "fresh" in {t.name for t in mgr.tools("demo")}
+
+
+async def test_tool_errors_and_timeouts_are_reported_not_retried(
+    env: tuple[Manager, Recorder],
+) -> None:
+    mgr, rec = env
+    mgr.add(stdio("demo"))  # type: ignore[arg-type]
+    await rec.wait_for("connected", "demo")
+    failed = await mgr.call("demo", "fail", {"message": "nope"})
+    assert failed.is_error
+    with pytest.raises(CallTimeout, match="no result within 0.2 s"):
+        await mgr.call("demo", "sleep", {"seconds": 5}, call_timeout=0.2)
+    assert mgr.statuses()[0]["state"] == "connected"  # a slow tool is not a dead server
+
+
+async def test_missing_executable_is_retried_forever_with_a_clear_error(
+    env: tuple[Manager, Recorder],
+) -> None:
+    mgr, rec = env
+    mgr.add(parse_spec("ghost", {"command": "/nonexistent/mcp-server"}, FAST))
+    await rec.wait_for("connect_failed", "ghost", where=lambda e: e.attempt >= 3)  # type: ignore[attr-defined]
+    status = mgr.statuses()[0]
+    assert status["state"] == "reconnecting"
+    assert "cannot start '/nonexistent/mcp-server': not found" in str(status["error"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (("--exit-immediately", "7"), "server exited with code 7"),
+        (("--garbage",), "not JSON-RPC"),
+        (
+            ("--hang-on-initialize",),
+            "no complete handshake within connect_timeout 0.5 s",
+        ),
+    ],
+    ids=["exits-at-once", "garbage-on-stdout", "hangs-on-initialize"],
+)
+async def test_broken_stdio_servers_get_a_clear_error_and_are_retried(
+    env: tuple[Manager, Recorder], flags: tuple[str, ...], expected: str
+) -> None:
+    mgr, rec = env
+    mgr.add(stdio("bad", *flags, raw=True, connect_timeout=0.5))  # type: ignore[arg-type]
+    await rec.wait_for("connect_failed", "bad", where=lambda e: e.attempt >= 2)  # type: ignore[attr-defined]
+    status = mgr.statuses()[0]
+    stderr_and_error = f"{status['error']} {status['stderr']}"
+    assert expected in stderr_and_error
+    assert status["state"] == "reconnecting"
+
+
+async def test_crash_after_handshake_backs_off_to_the_cap(
+    env: tuple[Manager, Recorder],
+) -> None:
+    mgr, rec = env
+    mgr.add(stdio("crashy", "--crash-after-handshake", raw=True))  # type: ignore[arg-type]
+    await rec.wait_for(
+        "reconnecting",
+        "crashy",
+        where=lambda e: e.attempt >= 6,  # type: ignore[attr-defined]
+    )
+    delays = [
+        e.delay for e in rec.of("reconnecting", "crashy") if isinstance(e, Reconnecting)
+    ]
+    assert delays[0] <= 0.05 and delays[-1] >= 0.4 * 0.9
+    assert all(b >= a * 0.9 for a, b in zip(delays, delays[1:], strict=False))
+    assert {e.exit_code for e in rec.of("disconnected", "crashy")} == {3}  # type: ignore[attr-defined]
+
+
+async def test_remove_during_a_connect_attempt_reaps_the_server(
+    env: tuple[Manager, Recorder],
+) -> None:
+    mgr, rec = env
+    mgr.add(stdio("hang", "--hang-on-initialize", raw=True))  # type: ignore[arg-type]
+    await rec.wait_for("connecting", "hang")
+    await eventually(lambda: mgr.statuses()[0]["pid"] is not None)
+    pid = mgr.statuses()[0]["pid"]
+    assert isinstance(pid, int)
+    mgr.remove("hang")
+    await rec.wait_for("removed", "hang", within=3)
+    assert _gone(pid)
+
+
+async def test_a_server_that_ignores_sigterm_is_killed_within_the_teardown_bound(
+    env: tuple[Manager, Recorder],
+) -> None:
+    mgr, rec = env
+    mgr.add(stdio("stubborn", "--ignore-sigterm", raw=True))  # type: ignore[arg-type]
+    await rec.wait_for("connected", "stubborn")
+    pid = mgr.statuses()[0]["pid"]
+    started = anyio.current_time()
+    mgr.remove("stubborn")
+    await rec.wait_for("removed", "stubborn", within=3)
+    assert anyio.current_time() - started < 2.5
+    assert isinstance(pid, int) and _gone(pid)
+
+
+async def test_grandchildren_of_a_stdio_server_are_swept_on_removal(
+    env: tuple[Manager, Recorder],
+) -> None:
+    mgr, rec = env
+    mgr.add(stdio("parent"))  # type: ignore[arg-type]
+    await rec.wait_for("connected", "parent")
+    result = await mgr.call("parent", "spawn_child", {"seconds": 300})
+    text = str(result.data)
+    grandchild = int("".join(ch for ch in text.split("pid")[-1] if ch.isdigit()))
+    assert psutil.pid_exists(grandchild)
+    mgr.remove("parent")
+    await rec.wait_for("removed", "parent")
+    # reparented to init, which reaps it in its own time: a zombie counts as gone
+    await eventually(lambda: _gone(grandchild, zombie_ok=True), within=3)
+
+
+async def test_http_server_stopped_and_started_again_reconnects(
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+) -> None:
+    mgr, rec = env
+    server = make_http_server("http")
+    mgr.add(
+        parse_spec(
+            "web", server.url, {**FAST, "ping_interval": 0.3, "ping_timeout": 0.5}
+        )
+    )
+    first = await rec.wait_for("connected", "web")
+    assert (await mgr.call("web", "echo", {"text": "x"})).is_error is False
+    server.kill()
+    await rec.wait_for("disconnected", "web", after=first.seq)
+    await rec.wait_for("connect_failed", "web", after=first.seq)
+    assert "connection refused" in str(mgr.statuses()[0]["error"])
+    await anyio.to_thread.run_sync(server.start)
+    await rec.wait_for("connected", "web", after=first.seq)
+    assert (await mgr.call("web", "echo", {"text": "y"})).is_error is False
+
+
+async def test_sse_server_death_is_noticed_without_traffic(
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+) -> None:
+    mgr, rec = env
+    server = make_http_server("sse")
+    mgr.add(
+        parse_spec(
+            "legacy",
+            {"url": server.url, "transport": "sse"},
+            {**FAST, "ping_interval": 0},
+        )
+    )
+    first = await rec.wait_for("connected", "legacy")
+    assert (await mgr.call("legacy", "echo", {"text": "x"})).is_error is False
+    server.kill()
+    await rec.wait_for("disconnected", "legacy", after=first.seq)
+    await anyio.to_thread.run_sync(server.start)
+    await rec.wait_for("connected", "legacy", after=first.seq)
+
+
+async def test_a_blackhole_times_out_and_is_retried(
+    env: tuple[Manager, Recorder], blackhole: Blackhole
+) -> None:
+    mgr, rec = env
+    mgr.add(parse_spec("hole", blackhole.url(), {**FAST, "connect_timeout": 0.3}))
+    await rec.wait_for("connect_failed", "hole", where=lambda e: e.attempt >= 2)  # type: ignore[attr-defined]
+    error = str(mgr.statuses()[0]["error"])
+    assert "no complete handshake within connect_timeout 0.3 s" in error
+
+
+async def test_a_call_during_an_outage_fails_clearly_after_hold(
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+) -> None:
+    mgr, rec = env
+    server = make_http_server("http")
+    mgr.add(parse_spec("web", server.url, {**FAST, "hold": 0.3, "ping_interval": 0.2}))
+    first = await rec.wait_for("connected", "web")
+    server.kill()
+    await rec.wait_for("connect_failed", "web", after=first.seq)
+    with pytest.raises(
+        ServerUnavailable, match=r"web is reconnecting .*connection refused"
+    ):
+        await mgr.call("web", "echo", {"text": "x"})
+
+
+async def test_shutdown_with_connections_in_every_state_leaves_nothing_running(
+    blackhole: Blackhole,
+) -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    started = anyio.current_time()
+    async with Manager(bus) as mgr:
+        mgr.add(stdio("up"))  # type: ignore[arg-type]
+        mgr.add(stdio("stubborn", "--ignore-sigterm", raw=True))  # type: ignore[arg-type]
+        mgr.add(stdio("hang", "--hang-on-initialize", raw=True))  # type: ignore[arg-type]
+        mgr.add(parse_spec("hole", blackhole.url(), FAST))
+        mgr.add(parse_spec("refused", "http://127.0.0.1:9/mcp", FAST))
+        await rec.wait_for("connected", "up")
+        await rec.wait_for("connected", "stubborn")
+        await rec.wait_for("connect_failed", "refused")
+        started = anyio.current_time()
+    assert anyio.current_time() - started < 3.0  # teardowns ran in parallel
+    assert {e.name for e in rec.of("removed")} == {
+        "up",
+        "stubborn",
+        "hang",
+        "hole",
+        "refused",
+    }
+    assert children_of(os.getpid()) == []
