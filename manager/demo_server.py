@@ -506,6 +506,9 @@ class Faults:
             ends the process.
         slow_start: Seconds to sleep before serving.
         stderr_spam: Write a line to stderr every 10 ms while serving.
+        exit_after: Exit with code 1 this many seconds after starting, like a
+            server that crashes now and then (the bundled startup.lua uses it
+            to show a reconnect).
     """
 
     crash_after_handshake: bool = False
@@ -515,6 +518,7 @@ class Faults:
     ignore_sigterm: bool = False
     slow_start: float = 0.0
     stderr_spam: bool = False
+    exit_after: float | None = None
 
 
 class _FaultMiddleware:
@@ -553,6 +557,13 @@ async def _spam_stderr() -> None:
         await anyio.sleep(STDERR_SPAM_INTERVAL)
 
 
+async def _exit_after(seconds: float) -> None:
+    await anyio.sleep(seconds)
+    sys.stderr.write(f"{SERVER_NAME}: --exit-after {seconds:g}: exiting with code 1\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
 def _serve_garbage() -> None:
     sys.stdout.write(GARBAGE_LINE)
     sys.stdout.flush()
@@ -568,6 +579,8 @@ async def _run_with_faults(
     async with anyio.create_task_group() as tg:
         if faults.stderr_spam:
             tg.start_soon(_spam_stderr)
+        if faults.exit_after is not None:
+            tg.start_soon(_exit_after, faults.exit_after)
         await run(demo, transport, host, port)
         if faults.ignore_sigterm:
             await anyio.sleep_forever()
@@ -608,6 +621,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     flag("--slow-start", type=float, default=0.0, metavar="SECONDS")
     flag("--stderr-spam", action="store_true", help="write 100 stderr lines/s")
+    flag(
+        "--exit-after",
+        type=float,
+        metavar="SECONDS",
+        help="exit with code 1 after this many seconds (a server that crashes)",
+    )
     args = parser.parse_args(argv)
     if args.transport != "stdio" and (args.garbage or args.ignore_sigterm):
         parser.error("--garbage and --ignore-sigterm need --transport stdio")
@@ -632,6 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ignore_sigterm=args.ignore_sigterm,
         slow_start=args.slow_start,
         stderr_spam=args.stderr_spam,
+        exit_after=args.exit_after,
     )
     if faults.exit_immediately is not None:
         return faults.exit_immediately

@@ -21,6 +21,7 @@ import builtins
 import logging
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,12 +31,13 @@ from typing import Any, Protocol
 from lupa.lua54 import LuaError, LuaMemoryError, LuaRuntime, LuaSyntaxError, lua_type
 
 from .errors import ConfigError
-from .redact import SECRETS, redact
+from .redact import SECRETS, is_sensitive_key, redact
 from .spec import ConnectionSpec, changed_fields, parse_spec, validate_name
 
 __all__ = [
     "DEFAULT_MEMORY_LIMIT",
     "DEFAULT_TIME_BUDGET",
+    "PYTHON_VARIABLE",
     "LuaHost",
     "ScriptResult",
     "load_file",
@@ -46,6 +48,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TIME_BUDGET = 2.0
 """Seconds a script may run before it is stopped."""
+
+PYTHON_VARIABLE = "MCP_MANAGER_PYTHON"
+"""`env(PYTHON_VARIABLE)` is the daemon's own Python unless the variable is set, so
+startup.lua can run the bundled demo server (`python -m manager.demo_server`)."""
 
 DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
 """Bytes the Lua runtime may allocate."""
@@ -596,13 +602,16 @@ class _Run:
                 f"env: variable name must be a non-empty string, got {_describe(name)}"
             )
         value = self.getenv(name)
+        if value is None and name == PYTHON_VARIABLE:
+            return sys.executable
         if value is None:
             return None
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise ConfigError(f"env: {name} is not valid UTF-8 text") from exc
-        SECRETS.add([value])  # env() is how scripts read tokens
+        if is_sensitive_key(name):  # env() is how scripts read tokens
+            SECRETS.add([value])
         return value
 
     def _print(self, *args: object) -> None:

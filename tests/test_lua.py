@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -292,6 +293,25 @@ def test_values_read_through_env_are_registered_as_secrets() -> None:
     assert token not in SECRETS
     run_script('local t = env("API_TOKEN")', getenv=FakeEnv({"API_TOKEN": token}))
     assert token in SECRETS
+
+
+def test_env_values_under_harmless_names_are_not_masked() -> None:
+    lines: list[str] = []
+    run_script(
+        'print(env("SERVER_DIR"))',
+        getenv=FakeEnv({"SERVER_DIR": "/srv/mcp-lua-test"}),
+        on_print=lines.append,
+    )
+    assert lines == ["/srv/mcp-lua-test"]
+    assert "/srv/mcp-lua-test" not in SECRETS
+
+
+def test_env_names_the_daemons_python_for_the_demo_server() -> None:
+    lines: list[str] = []
+    run_script(
+        'print(env("MCP_MANAGER_PYTHON"))', getenv=FakeEnv({}), on_print=lines.append
+    )
+    assert lines == [sys.executable]
 
 
 def test_print_masks_secrets_read_through_env() -> None:

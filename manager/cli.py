@@ -1,0 +1,368 @@
+"""The `mcp-manager` command line: `main(argv) -> int`.
+
+`run` starts the daemon (the only caller of `anyio.run`); `status`, `events`,
+`call` and `reload` talk to a running daemon over the control socket; `check`
+validates a startup.lua without connecting anything. Client commands import
+neither anyio, mcp, lupa, textual nor opentelemetry, so they answer fast.
+
+Exit codes (this module is the only place that picks them):
+
+* 0: success.
+* 1: the answer is a failure: `call` returned `isError: true`; `reload` or
+  `check` found a bad script (`FILE:LINE: message` on stderr).
+* 2: the command could not be carried out: usage error, daemon unreachable,
+  the call could not be made, unreadable file (one line on stderr).
+* 130: interrupted (Ctrl-C), except `events`, which exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .control import ControlClient, socket_path
+from .errors import CallError, ConfigError, ControlError, ManagerError
+
+__all__ = ["main"]
+
+PROG = "mcp-manager"
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return code
+
+
+def _first_line(text: object) -> str:
+    return str(text).strip().split("\n", 1)[0]
+
+
+# ------------------------------------------------------------------------- run
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    config = Path(args.file)
+    if not config.is_file():
+        reason = "not a file" if config.exists() else "no such file"
+        return _fail(f"cannot run {config}: {reason}")
+    import anyio
+
+    from .daemon import DaemonOptions, serve
+
+    options = DaemonOptions(
+        config=config,
+        socket=socket_path(args.socket),
+        log_level=args.log_level,
+        log_format=args.log_format,
+        hud=False,
+    )
+    try:
+        return anyio.run(serve, options)
+    except KeyboardInterrupt:
+        return 130
+    except ConfigError as exc:
+        return _fail(_first_line(exc), 1)
+    except ManagerError as exc:
+        return _fail(_first_line(exc))
+
+
+# ---------------------------------------------------------------------- status
+
+
+def _age(seconds: float) -> str:
+    s = int(max(0.0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def _status_row(conn: dict[str, object], now: float) -> list[str]:
+    tools = conn.get("tools")
+    if isinstance(tools, list):
+        tools = len(tools)
+    retry = conn.get("next_retry_in")
+    since = conn.get("since")
+    error = conn.get("error")
+    return [
+        _cell(conn.get("name")),
+        _cell(conn.get("state")),
+        _cell(conn.get("transport")),
+        _cell(conn.get("attempt")),
+        _cell(tools),
+        f"{retry:.1f}s" if isinstance(retry, int | float) else "-",
+        _age(now - since) if isinstance(since, int | float) and since else "-",
+        _cell(conn.get("pid")),
+        _cell(conn.get("exit_code")),
+        _first_line(error)[:100] if error else "-",
+    ]
+
+
+_STATUS_HEADER = [
+    "NAME",
+    "STATE",
+    "TRANSPORT",
+    "ATTEMPT",
+    "TOOLS",
+    "RETRY IN",
+    "FOR",
+    "PID",
+    "EXIT",
+    "ERROR",
+]
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(width) for cell, width in zip(row, widths, strict=True)
+        ).rstrip()
+        for row in rows
+    )
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    conns = ControlClient(socket_path(args.socket)).status()
+    if args.json:
+        print(json.dumps(conns, indent=2, ensure_ascii=False))
+    elif not conns:
+        print("no connections declared")
+    else:
+        now = time.time()
+        print(_table([_STATUS_HEADER, *(_status_row(c, now) for c in conns)]))
+    return 0
+
+
+# ---------------------------------------------------------------------- events
+
+
+def _format_event(event: dict[str, object]) -> str:
+    stamp = event.get("time")
+    if isinstance(stamp, int | float):
+        clock = time.strftime("%H:%M:%S", time.localtime(stamp))
+        clock += f".{int(stamp * 1000) % 1000:03d}"
+    else:
+        clock = "--:--:--.---"
+    name = event.get("name") or "-"
+    fields = []
+    for key, value in event.items():
+        if key in ("seq", "time", "kind", "name") or value in (None, "", [], ()):
+            continue
+        if isinstance(value, str):
+            text = _first_line(value)
+            shown = json.dumps(text, ensure_ascii=False) if " " in text else text
+        elif isinstance(value, list):
+            shown = ",".join(str(v) for v in value)
+        elif isinstance(value, float):
+            shown = f"{value:.3f}".rstrip("0").rstrip(".")
+        else:
+            shown = str(value)
+        fields.append(f"{key}={shown}")
+    return " ".join([clock, str(name), str(event.get("kind", "?")), *fields])
+
+
+def _cmd_events(args: argparse.Namespace) -> int:
+    render: Callable[[dict[str, object]], str] = (
+        (lambda e: json.dumps(e, ensure_ascii=False)) if args.json else _format_event
+    )
+    try:
+        for event in ControlClient(socket_path(args.socket)).events():
+            print(render(event), flush=True)
+    except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:
+        # The reader (`| head`) went away: exit quietly, and keep Python from
+        # complaining when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    return 0
+
+
+# ------------------------------------------------------------------------ call
+
+
+def _cmd_call(args: argparse.Namespace) -> int:
+    try:
+        tool_args = json.loads(args.json_args)
+    except ValueError as exc:
+        return _fail(f"JSON_ARGS is not valid JSON: {exc}")
+    if not isinstance(tool_args, dict):
+        kind = type(tool_args).__name__
+        return _fail(f"JSON_ARGS must be a JSON object like '{{\"x\": 1}}', got {kind}")
+    if args.timeout is not None and not args.timeout > 0:
+        return _fail("--timeout must be a positive number of seconds")
+    client = ControlClient(socket_path(args.socket))
+    try:
+        result = client.call(args.server, args.tool, tool_args, args.timeout)
+    except CallError as exc:
+        kind = type(exc).__name__
+        return _fail(f"call {args.server} {args.tool} failed ({kind}): {exc}")
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 1 if result.get("isError") else 0
+
+
+# ---------------------------------------------------------------------- reload
+
+
+def _names(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _cmd_reload(args: argparse.Namespace) -> int:
+    try:
+        result = ControlClient(socket_path(args.socket)).reload()
+    except ConfigError as exc:
+        print(_first_line(exc), file=sys.stderr)
+        return 1
+    parts = []
+    for key in ("added", "removed", "changed"):
+        names = _names(result.get(key))
+        shown = f" ({', '.join(names)})" if names else ""
+        parts.append(f"{len(names)} {key}{shown}")
+    parts.append(f"{result.get('unchanged', 0)} unchanged")
+    print(f"reloaded {result.get('file', 'startup.lua')}: {', '.join(parts)}")
+    return 0
+
+
+# ----------------------------------------------------------------------- check
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        return _fail(f"cannot read {path}: {exc.strerror or exc}")
+    from .lua import load_file
+
+    try:
+        result = load_file(
+            path, on_print=lambda line: print(f"{path}: print: {line}", file=sys.stderr)
+        )
+    except ConfigError as exc:
+        print(_first_line(exc), file=sys.stderr)
+        return 1
+    names = [spec.name for spec in result.specs]
+    shown = ", ".join(names[:20]) + (
+        f", … ({len(names) - 20} more)" if len(names) > 20 else ""
+    )
+    noun = "connection" if len(names) == 1 else "connections"
+    print(f"{path}: OK, {len(names)} {noun}" + (f" ({shown})" if names else ""))
+    return 0
+
+
+# ---------------------------------------------------------------------- parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    # `--socket` works before and after the command; SUPPRESS keeps the
+    # subcommand's default from overwriting a value given before it.
+    socket_help = (
+        "control socket (default: $MCP_MANAGER_SOCKET, else "
+        "$XDG_RUNTIME_DIR/mcp-manager/control.sock, else "
+        "/tmp/mcp-manager-UID/control.sock)"
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--socket", metavar="PATH", default=argparse.SUPPRESS, help=socket_help
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Keep a declared set of MCP client connections alive."
+    )
+    parser.add_argument("--socket", metavar="PATH", default=None, help=socket_help)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", parents=[common], help="run the daemon (foreground)")
+    run.add_argument("file", nargs="?", default="startup.lua", metavar="FILE")
+    run.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=_LOG_LEVELS,
+        default="INFO",
+        help="default: INFO",
+    )
+    run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.add_argument(
+        "--no-hud", action="store_true", help="no terminal HUD (the default for now)"
+    )
+    run.set_defaults(handler=_cmd_run)
+
+    status = sub.add_parser("status", parents=[common], help="show every connection")
+    status.add_argument("--json", action="store_true", help="a JSON array")
+    status.set_defaults(handler=_cmd_status)
+
+    events = sub.add_parser("events", parents=[common], help="follow the event stream")
+    events.add_argument("--json", action="store_true", help="one JSON object a line")
+    events.set_defaults(handler=_cmd_events)
+
+    call = sub.add_parser("call", parents=[common], help="call a tool, print JSON")
+    call.add_argument("server", metavar="SERVER")
+    call.add_argument("tool", metavar="TOOL")
+    call.add_argument("json_args", nargs="?", default="{}", metavar="JSON_ARGS")
+    call.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="seconds (default: the connection's call_timeout)",
+    )
+    call.set_defaults(handler=_cmd_call)
+
+    reload = sub.add_parser("reload", parents=[common], help="re-run startup.lua")
+    reload.set_defaults(handler=_cmd_reload)
+
+    check = sub.add_parser(
+        "check", parents=[common], help="validate a startup.lua without running it"
+    )
+    check.add_argument("file", metavar="FILE")
+    check.set_defaults(handler=_cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Args:
+        argv: Arguments without the program name (default: `sys.argv[1:]`).
+
+    Returns:
+        The process exit code.
+    """
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except ControlError as exc:
+        return _fail(_first_line(exc))
+    except KeyboardInterrupt:
+        return 130

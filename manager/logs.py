@@ -1,0 +1,492 @@
+"""The logging sink: events become stdlib `logging` lines, with a noise bound.
+
+`setup_logging()` installs one handler on the root logger: text (time, level,
+logger, message) or JSON (one object per line, with the event's fields when the
+line came from an event). Its filter passes every message, argument, exception
+traceback and stack through `manager.redact.redact`, so a registered secret never
+reaches a log line, whoever logged it. Chatty third-party loggers are held at
+WARNING unless the level is DEBUG.
+
+`LogSink` listens on the bus (synchronously, in publish order) and logs each event
+at the level of design §5. Noise bound: a connection logs WARNING when its outage
+begins and when its error text changes; every other failed attempt, and every
+attempt after the first of an outage, is DEBUG. A connection that crash-loops
+(connects, dies before it is stable, again and again) stays in one outage, so it
+is quiet as well. While outages go on, `run_summaries` logs one line per interval
+naming all failing connections together. 200 dead upstreams retrying forever
+therefore cost about 200 WARNING lines at the start, then one line a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol, TextIO
+
+from .events import (
+    Added,
+    AttemptFailed,
+    CallFailed,
+    CallFinished,
+    CallStarted,
+    ConfigLoaded,
+    ConfigRejected,
+    Connected,
+    Connecting,
+    Event,
+    Lagged,
+    Lost,
+    Reconnecting,
+    Removed,
+    ServerStderr,
+    ToolsChanged,
+    Updated,
+    event_to_dict,
+)
+from .redact import redact
+
+__all__ = [
+    "NOISY_LOGGERS",
+    "LogSink",
+    "RedactingFilter",
+    "run_summaries",
+    "setup_logging",
+]
+
+NOISY_LOGGERS = (
+    "client",
+    "mcp.client.sse",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "opentelemetry",
+    "uvicorn.error",
+    "uvicorn.access",
+)
+"""Loggers held at WARNING unless the level is DEBUG (their warnings still show)."""
+
+SUMMARY_INTERVAL = 60.0
+"""Seconds between two "still failing" summary lines."""
+
+SUMMARY_MAX_NAMES = 10
+"""Failing connections named in one summary line; the rest are counted."""
+
+_ERROR_WIDTH = 80
+"""Characters of an error kept in a summary line."""
+
+_WARNED_MEMORY = 8
+"""Distinct error texts remembered per outage (alternating errors stay quiet)."""
+
+_EVENT_ATTR = "mcp_event"
+"""LogRecord attribute carrying the event a line was made from."""
+
+
+# --------------------------------------------------------------------- handlers
+
+
+class RedactingFilter(logging.Filter):
+    """Mask secrets in a record's message, arguments, traceback and stack.
+
+    The message is rendered once (`msg % args`), redacted, and stored back with
+    no arguments, so no formatter can re-insert a secret.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # boundary: a bad format string must not lose the line
+            message = f"{record.msg!r} (unformattable arguments {record.args!r})"
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+class _TextFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__(
+            "%(asctime)s.%(msecs)03d %(levelname)-7s %(name)s: %(message)s",
+            datefmt="%Y-%m-%d %H:%M:%S",
+        )
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        event = getattr(record, _EVENT_ATTR, None)
+        if isinstance(event, Event):
+            out["event"] = {
+                k: _redact_value(v) for k, v in event_to_dict(event).items()
+            }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(self.formatException(record.exc_info))
+        if record.exc_text:
+            out["exc"] = record.exc_text
+        if record.stack_info:
+            out["stack"] = record.stack_info
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+def _redact_value(value: object) -> object:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
+def setup_logging(
+    level: str = "INFO", fmt: str = "text", stream: TextIO = sys.stderr
+) -> None:
+    """Send all logging to `stream` in the chosen format, with secrets redacted.
+
+    Replaces a handler installed by an earlier call; leaves other handlers alone.
+
+    Args:
+        level: A logging level name (DEBUG, INFO, WARNING, ERROR).
+        fmt: `text` or `json`.
+        stream: Where lines go.
+
+    Raises:
+        ValueError: Unknown level or format.
+    """
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise ValueError(f"unknown log level {level!r}")
+    if fmt not in ("text", "json"):
+        raise ValueError(f"unknown log format {fmt!r}; use text or json")
+    handler = logging.StreamHandler(stream)
+    handler.set_name("mcp-manager")
+    handler.setFormatter(_JsonFormatter() if fmt == "json" else _TextFormatter())
+    handler.addFilter(RedactingFilter())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == "mcp-manager"]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric)
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(
+            logging.NOTSET if numeric <= logging.DEBUG else logging.WARNING
+        )
+
+
+# ------------------------------------------------------------------------- sink
+
+
+class _Listenable(Protocol):
+    def add_listener(self, fn: Callable[[Event], None]) -> Callable[[], None]: ...
+
+
+@dataclass(slots=True)
+class _Track:
+    """What the sink remembers about one connection's current outage."""
+
+    up: bool = False
+    in_outage: bool = False
+    outage_since: float = 0.0
+    attempts: int = 0
+    attempt: int = 0
+    error: str = ""
+    warned: list[str] = field(default_factory=list)
+    connected_logged: bool = False
+
+    def begin_outage(self, now: float) -> None:
+        self.in_outage = True
+        self.outage_since = now
+        self.warned.clear()
+        self.connected_logged = False
+
+    def should_warn(self, error: str) -> bool:
+        """Whether `error` is news in this outage (and remember it)."""
+        if error in self.warned:
+            return False
+        if len(self.warned) >= _WARNED_MEMORY:
+            self.warned.clear()
+        self.warned.append(error)
+        return True
+
+
+def _first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0]
+
+
+def _names(names: tuple[str, ...]) -> str:
+    shown = ", ".join(names[:5])
+    return f"{shown}, +{len(names) - 5} more" if len(names) > 5 else shown
+
+
+def _duration(seconds: float) -> str:
+    s = int(seconds)
+    if s < 10:
+        return f"{seconds:.1f} s"
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class LogSink:
+    """Turns every event on the bus into (at most) one log line.
+
+    Args:
+        bus: The event bus; the sink registers itself with `add_listener`.
+        logger: Where lines go.
+    """
+
+    def __init__(self, bus: _Listenable, logger: logging.Logger | None = None) -> None:
+        self.logger = logger or logging.getLogger("manager")
+        self._tracks: dict[str, _Track] = {}
+        self._pending: AttemptFailed | Lost | None = None
+        self._remove: Callable[[], None] | None = bus.add_listener(self.handle)
+
+    def close(self) -> None:
+        """Stop listening; logs a line still held back."""
+        self._flush()
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
+
+    # A failure is held back until the `reconnecting` that follows it, so one
+    # line says both what failed and when the next try is.
+    def handle(self, event: Event) -> None:
+        """Log one event (called by the bus on every publish)."""
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            if isinstance(event, Reconnecting) and event.name == pending.name:
+                self._failure(pending, event)
+                return
+            self._failure(pending, None)
+        if isinstance(event, AttemptFailed | Lost):
+            self._pending = event
+            return
+        self._dispatch(event)
+
+    def _flush(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._failure(pending, None)
+
+    def _track(self, name: str) -> _Track:
+        track = self._tracks.get(name)
+        if track is None:
+            track = self._tracks[name] = _Track()
+        return track
+
+    def _log(self, level: int, event: Event, message: Callable[[], str]) -> None:
+        if self.logger.isEnabledFor(level):
+            self.logger.log(level, "%s", message(), extra={_EVENT_ATTR: event})
+
+    def _dispatch(self, event: Event) -> None:
+        info, debug, warn = logging.INFO, logging.DEBUG, logging.WARNING
+        n = event.name
+        match event:
+            case Added():
+                self._tracks[n] = _Track()
+                self._log(info, event, lambda: f"{n}: added ({event.endpoint})")
+            case Updated():
+                self._tracks[n] = _Track()
+                changed = ", ".join(event.changed) or "spec"
+                self._log(info, event, lambda: f"{n}: {changed} changed; restarting")
+            case Connecting():
+                track = self._track(n)
+                track.up = False
+                track.attempt = event.attempt
+                level = info if track.attempts == 0 else debug
+                track.attempts += 1
+                self._log(
+                    level, event, lambda: f"{n}: connecting (attempt {event.attempt})"
+                )
+            case Connected():
+                track = self._track(n)
+                level = debug if track.connected_logged else info
+                track.up = True
+                track.connected_logged = True
+                self._log(level, event, lambda: _connected(event))
+            case Reconnecting():
+                self._log(
+                    debug,
+                    event,
+                    lambda: f"{n}: attempt {event.attempt} in {event.delay:.2f} s",
+                )
+            case ToolsChanged():
+                self._log(info, event, lambda: _tools_changed(event))
+            case Removed():
+                self._tracks.pop(n, None)
+                self._log(info, event, lambda: f"{n}: removed")
+            case ServerStderr():
+                self._log(debug, event, lambda: _stderr(event))
+            case ConfigLoaded():
+                self._log(info, event, lambda: _config_loaded(event))
+            case ConfigRejected():
+                self._log(logging.ERROR, event, lambda: _config_rejected(event))
+            case CallStarted():
+                self._log(debug, event, lambda: f"{n}: call {event.tool} started")
+            case CallFinished():
+                self._log(debug, event, lambda: _call_finished(event))
+            case CallFailed():
+                self._log(
+                    warn,
+                    event,
+                    lambda: (
+                        f"{n}: call {event.tool} failed after "
+                        f"{event.duration:.2f} s: {_first_line(event.error)}"
+                    ),
+                )
+            case Lagged():
+                self._log(
+                    warn,
+                    event,
+                    lambda: (
+                        f"subscriber {n!r} fell behind and lost {event.dropped} events"
+                    ),
+                )
+            case _:
+                self._log(debug, event, lambda: f"{n}: {event.kind}")
+
+    def _failure(self, event: AttemptFailed | Lost, retry: Reconnecting | None) -> None:
+        track = self._track(event.name)
+        track.up = False
+        if isinstance(event, AttemptFailed):
+            error = _first_line(event.error)
+            track.attempt = event.attempt
+            if not track.in_outage:
+                track.begin_outage(event.time)
+        else:
+            error = _first_line(event.reason)
+            # The counter restarts only after a stable session: then this is a new
+            # outage. Otherwise the server is crash-looping within the old one.
+            if not track.in_outage or retry is None or retry.attempt <= 1:
+                track.begin_outage(event.time)
+                track.attempts = 0  # the next try is the first of this outage
+        track.error = error
+        level = logging.WARNING if track.should_warn(error) else logging.DEBUG
+        self._log(level, event, lambda: _failure_line(event, error, retry))
+
+    def summary(self, now: float) -> str | None:
+        """One line naming every connection still failing, or None if none is.
+
+        Args:
+            now: Wall-clock time, for how long each has been failing.
+        """
+        self._flush()
+        failing = sorted(
+            (name, t) for name, t in self._tracks.items() if t.in_outage and not t.up
+        )
+        if not failing:
+            return None
+        parts = []
+        for name, track in failing[:SUMMARY_MAX_NAMES]:
+            error = track.error
+            if len(error) > _ERROR_WIDTH:
+                error = error[: _ERROR_WIDTH - 1] + "…"
+            down = _duration(max(0.0, now - track.outage_since))
+            parts.append(f"{name} (attempt {track.attempt}, {down}, {error})")
+        more = len(failing) - SUMMARY_MAX_NAMES
+        if more > 0:
+            parts.append(f"and {more} more")
+        count = len(failing)
+        noun = "connection" if count == 1 else "connections"
+        return f"{count} {noun} still failing: {', '.join(parts)}"
+
+
+async def run_summaries(sink: LogSink, interval: float = SUMMARY_INTERVAL) -> None:
+    """Log `sink.summary()` at WARNING once per `interval` while anything fails.
+
+    Runs until cancelled.
+    """
+    import time
+
+    import anyio
+
+    while True:
+        await anyio.sleep(interval)
+        line = sink.summary(time.time())
+        if line is not None:
+            sink.logger.warning("%s", line)
+
+
+# ------------------------------------------------------------------- messages
+
+
+def _connected(ev: Connected) -> str:
+    details = [f"attempt {ev.attempt}", f"{ev.tools} tools"]
+    if ev.server_name:
+        details.append(f"server {ev.server_name} {ev.server_version}".rstrip())
+    if ev.protocol:
+        details.append(f"protocol {ev.protocol}")
+    if ev.pid is not None:
+        details.append(f"pid {ev.pid}")
+    return f"{ev.name}: connected in {ev.elapsed:.2f} s ({', '.join(details)})"
+
+
+def _failure_line(
+    ev: AttemptFailed | Lost, error: str, retry: Reconnecting | None
+) -> str:
+    if isinstance(ev, AttemptFailed):
+        extra = f", exit code {ev.exit_code}" if ev.exit_code is not None else ""
+        head = f"{ev.name}: connect failed (attempt {ev.attempt}{extra}): {error}"
+    else:
+        extra = f", exit code {ev.exit_code}" if ev.exit_code is not None else ""
+        up = f"after {_duration(ev.uptime)}" if ev.uptime else "at once"
+        head = f"{ev.name}: disconnected {up}{extra}: {error}"
+    if retry is None:
+        return head
+    return f"{head}; retrying in {retry.delay:.2f} s"
+
+
+def _tools_changed(ev: ToolsChanged) -> str:
+    parts = []
+    if ev.added:
+        parts.append(f"added {_names(ev.added)}")
+    if ev.removed:
+        parts.append(f"removed {_names(ev.removed)}")
+    changes = "; ".join(parts) or "changed"
+    return f"{ev.name}: tools {changes} (now {ev.tools})"
+
+
+def _stderr(ev: ServerStderr) -> str:
+    note = f" ({ev.suppressed} lines suppressed)" if ev.suppressed else ""
+    return f"{ev.name}: stderr: {ev.line}{note}"
+
+
+def _config_loaded(ev: ConfigLoaded) -> str:
+    parts = [
+        f"{len(names)} {what}" + (f" ({_names(names)})" if names else "")
+        for what, names in (
+            ("added", ev.added),
+            ("removed", ev.removed),
+            ("changed", ev.changed),
+        )
+    ]
+    parts.append(f"{ev.unchanged} unchanged")
+    return f"config loaded from {ev.file}: {', '.join(parts)}"
+
+
+def _config_rejected(ev: ConfigRejected) -> str:
+    where = f"{ev.file}:{ev.line}" if ev.line else ev.file
+    return f"{where}: {_first_line(ev.message)} (config not applied; nothing changed)"
+
+
+def _call_finished(ev: CallFinished) -> str:
+    outcome = "returned a tool error" if ev.is_error else "finished"
+    return f"{ev.name}: call {ev.tool} {outcome} in {ev.duration:.3f} s"

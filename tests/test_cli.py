@@ -1,0 +1,401 @@
+"""The command line: `main([...])` against a control server on a background loop."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio.from_thread
+import pytest
+
+from manager.bus import EventBus, Subscription
+from manager.cli import main
+from manager.control import serve_control
+from manager.errors import CallTimeout, ConfigError, ServerUnavailable, UnknownServer
+from manager.events import AttemptFailed, Connecting, Event
+
+STATUS: list[dict[str, object]] = [
+    {
+        "name": "fs",
+        "transport": "stdio",
+        "state": "connected",
+        "attempt": 1,
+        "tools": 12,
+        "error": None,
+        "next_retry_in": None,
+        "since": 0.0,
+        "pid": 4242,
+        "exit_code": None,
+    },
+    {
+        "name": "web",
+        "transport": "http",
+        "state": "reconnecting",
+        "attempt": 41,
+        "tools": 0,
+        "error": "connection refused\nmore detail",
+        "next_retry_in": 2.5,
+        "since": 0.0,
+        "pid": None,
+        "exit_code": None,
+    },
+]
+
+
+class FakeBackend:
+    """A daemon stand-in living on the portal's event loop."""
+
+    def __init__(self) -> None:
+        self.bus = EventBus()
+        self.subs: list[Subscription] = []
+        self.subscribed = threading.Event()
+        self.reload_error: ConfigError | None = None
+
+    def status(self) -> list[dict[str, object]]:
+        return STATUS
+
+    def subscribe(self, name: str) -> Subscription:
+        sub = self.bus.subscribe(name)
+        self.subs.append(sub)
+        self.subscribed.set()
+        return sub
+
+    def end_streams(self) -> None:
+        for sub in self.subs:
+            sub.close()
+
+    async def reload(self) -> dict[str, object]:
+        if self.reload_error is not None:
+            raise self.reload_error
+        return {
+            "file": "startup.lua",
+            "added": ["new"],
+            "removed": [],
+            "changed": ["fs"],
+            "unchanged": 3,
+        }
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, object],
+        timeout: float | None,  # noqa: ASYNC109 - mirrors ControlBackend
+    ) -> dict[str, object]:
+        if server == "down":
+            raise ServerUnavailable(
+                "down is reconnecting (attempt 3, next try in 1.6 s)"
+            )
+        if server == "slow":
+            raise CallTimeout(f"no result within {timeout} s")
+        if server != "fs":
+            raise UnknownServer(f"no connection named {server!r} (declared: fs)")
+        text = json.dumps({"tool": tool, "args": args, "timeout": timeout})
+        return {"content": [{"type": "text", "text": text}], "isError": tool == "fail"}
+
+
+@dataclass
+class Daemon:
+    backend: FakeBackend
+    socket: str
+    portal: anyio.from_thread.BlockingPortal
+
+    def publish(self, event: Event) -> None:
+        self.portal.call(self.backend.bus.publish, event)
+
+
+@pytest.fixture
+def sock_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="mm-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(sock_dir: Path) -> Iterator[Daemon]:
+    backend = FakeBackend()
+    path = sock_dir / "control.sock"
+    with anyio.from_thread.start_blocking_portal("asyncio") as portal:
+        future, _ = portal.start_task(serve_control, backend, path)
+        yield Daemon(backend, str(path), portal)
+        future.cancel()
+
+
+def stderr_line(err: str) -> str:
+    assert err.endswith("\n")
+    assert err.count("\n") == 1, err
+    return err.rstrip("\n")
+
+
+# ---------------------------------------------------------------------- status
+
+
+def test_status_prints_an_aligned_table(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", "--socket", daemon.socket]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    header, fs, web = lines
+    assert header.split() == [
+        "NAME",
+        "STATE",
+        "TRANSPORT",
+        "ATTEMPT",
+        "TOOLS",
+        "RETRY",
+        "IN",
+        "FOR",
+        "PID",
+        "EXIT",
+        "ERROR",
+    ]
+    assert fs.split()[:5] == ["fs", "connected", "stdio", "1", "12"]
+    assert "4242" in fs
+    assert web.split()[:6] == ["web", "reconnecting", "http", "41", "0", "2.5s"]
+    assert web.endswith("connection refused")  # first line of the error only
+    assert header.index("STATE") == fs.index("connected") == web.index("reconnecting")
+
+
+def test_status_json_is_the_daemons_array(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--socket", daemon.socket, "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == STATUS
+
+
+def test_socket_comes_from_the_environment_too(
+    daemon: Daemon,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MCP_MANAGER_SOCKET", daemon.socket)
+    assert main(["status", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status"],
+        ["events"],
+        ["reload"],
+        ["call", "fs", "echo"],
+    ],
+)
+def test_an_unreachable_daemon_is_one_line_and_exit_2(
+    argv: list[str], sock_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = sock_dir / "nobody.sock"
+    assert main([*argv, "--socket", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    line = stderr_line(err)
+    assert line.startswith(
+        f"mcp-manager: cannot reach the mcp-manager daemon at {path}"
+    )
+
+
+def test_client_commands_do_not_import_heavy_libraries(sock_dir: Path) -> None:
+    code = (
+        "import json, sys\n"
+        "from manager.cli import main\n"
+        f"rc = main(['status', '--socket', {str(sock_dir / 'x.sock')!r}])\n"
+        "heavy = {'mcp', 'lupa', 'textual', 'opentelemetry', 'rich', 'anyio'}\n"
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
+        "print(json.dumps([rc, loaded]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
+    )
+    assert json.loads(proc.stdout) == [2, []], proc.stderr
+
+
+# ---------------------------------------------------------------------- events
+
+
+def follow(argv: list[str]) -> tuple[threading.Thread, list[int]]:
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(main(argv)), daemon=True)
+    thread.start()
+    return thread, codes
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_events_follows_the_stream_until_it_ends(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    argv = ["events", "--socket", daemon.socket] + (["--json"] if as_json else [])
+    thread, codes = follow(argv)
+    assert daemon.backend.subscribed.wait(5)
+    daemon.publish(Connecting(name="web", attempt=1))
+    daemon.publish(AttemptFailed(name="web", attempt=1, error="connection refused"))
+    daemon.portal.call(daemon.backend.end_streams)
+    thread.join(5)
+    assert codes == [0]
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    if as_json:
+        first, second = (json.loads(line) for line in lines)
+        assert first["kind"] == "connecting"
+        assert first["attempt"] == 1
+        assert second["error"] == "connection refused"
+    else:
+        assert lines[0].split()[1:] == ["web", "connecting", "attempt=1"]
+        assert lines[1].endswith(
+            'web connect_failed attempt=1 error="connection refused"'
+        )
+
+
+# ------------------------------------------------------------------------ call
+
+
+def test_call_prints_the_result_as_json(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["call", "fs", "echo", '{"text": "hi"}', "--timeout", "2.5"]
+    assert main([*argv, "--socket", daemon.socket]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["isError"] is False
+    sent = json.loads(result["content"][0]["text"])
+    assert sent == {"tool": "echo", "args": {"text": "hi"}, "timeout": 2.5}
+
+
+def test_call_without_args_sends_an_empty_object(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["call", "fs", "echo", "--socket", daemon.socket]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert json.loads(result["content"][0]["text"])["args"] == {}
+
+
+def test_a_tool_error_result_exits_1(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["call", "fs", "fail", "--socket", daemon.socket]) == 1
+    assert json.loads(capsys.readouterr().out)["isError"] is True
+
+
+@pytest.mark.parametrize(
+    ("server", "kind"),
+    [
+        ("down", "ServerUnavailable"),
+        ("slow", "CallTimeout"),
+        ("nope", "UnknownServer"),
+    ],
+)
+def test_a_call_that_cannot_be_made_exits_2_with_one_line(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str], server: str, kind: str
+) -> None:
+    assert main(["call", server, "echo", "--socket", daemon.socket]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert stderr_line(err).startswith(
+        f"mcp-manager: call {server} echo failed ({kind}): "
+    )
+
+
+@pytest.mark.parametrize(
+    ("json_args", "message"),
+    [
+        ("{not json", "JSON_ARGS is not valid JSON"),
+        ("[1, 2]", "JSON_ARGS must be a JSON object"),
+        ('"text"', "JSON_ARGS must be a JSON object"),
+    ],
+)
+def test_bad_json_args_exit_2_before_calling(
+    sock_dir: Path, capsys: pytest.CaptureFixture[str], json_args: str, message: str
+) -> None:
+    socket = str(sock_dir / "unused.sock")
+    assert main(["call", "fs", "echo", json_args, "--socket", socket]) == 2
+    assert message in stderr_line(capsys.readouterr().err)
+
+
+def test_a_bad_timeout_is_a_usage_error(
+    sock_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["call", "fs", "echo", "--timeout", "-1"]) == 2
+    assert "must be a positive number" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- reload
+
+
+def test_reload_prints_a_one_line_summary(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["reload", "--socket", daemon.socket]) == 0
+    assert capsys.readouterr().out == (
+        "reloaded startup.lua: 1 added (new), 0 removed, 1 changed (fs), 3 unchanged\n"
+    )
+
+
+def test_a_bad_script_on_reload_exits_1_with_file_and_line(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.backend.reload_error = ConfigError(
+        "mcp_add('x'): unknown option 'hold_on'\nstack traceback: ...",
+        file="startup.lua",
+        line=12,
+    )
+    assert main(["reload", "--socket", daemon.socket]) == 1
+    err = capsys.readouterr().err
+    assert stderr_line(err) == "startup.lua:12: mcp_add('x'): unknown option 'hold_on'"
+
+
+# ----------------------------------------------------------------- run, check
+
+
+def test_run_with_a_missing_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "startup.lua"
+    assert main(["run", str(missing), "--log-level", "debug", "--no-hud"]) == 2
+    assert stderr_line(capsys.readouterr().err) == (
+        f"mcp-manager: cannot run {missing}: no such file"
+    )
+
+
+def test_check_accepts_a_good_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("manager.lua")
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        'mcp_add("web", "http://127.0.0.1:9/mcp")\nmcp_add("fs", {command = "cat"})\n'
+    )
+    assert main(["check", str(script)]) == 0
+    assert capsys.readouterr().out == f"{script}: OK, 2 connections (web, fs)\n"
+
+
+def test_check_reports_a_bad_script_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("manager.lua")
+    script = tmp_path / "startup.lua"
+    script.write_text('mcp_add("web", "http://127.0.0.1:9/mcp")\nmcp_add("x", 5)\n')
+    assert main(["check", str(script)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert stderr_line(err).startswith("startup.lua:2: ")
+
+
+def test_check_of_an_unreadable_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", str(tmp_path / "nope.lua")]) == 2
+    assert "cannot read" in stderr_line(capsys.readouterr().err)
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert main(["frobnicate"]) == 2
+    assert main(["--help"]) == 0
+    assert "status" in capsys.readouterr().out

@@ -1,0 +1,540 @@
+"""The control API over a real Unix socket, with a fake daemon behind it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import stat
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from manager import control
+from manager.bus import EventBus, Subscription
+from manager.control import (
+    ControlClient,
+    prepare_socket_dir,
+    serve_control,
+    socket_path,
+)
+from manager.errors import (
+    CallError,
+    CallTimeout,
+    ConfigError,
+    ControlError,
+    ServerUnavailable,
+    UnknownServer,
+)
+from manager.events import Connected, Connecting, Removed
+
+
+class TrackedSubscription(Subscription):
+    """A subscription that tells the test when the server closed it."""
+
+    def __init__(self, bus: EventBus, name: str) -> None:
+        super().__init__(bus, name, maxlen=1000)
+        self.closed = anyio.Event()
+
+    def close(self) -> None:
+        super().close()
+        self.closed.set()
+
+
+class FakeBackend:
+    """A daemon stand-in: canned status, a real bus, scripted calls and reloads."""
+
+    def __init__(self) -> None:
+        self.bus = EventBus()
+        self.subs: list[TrackedSubscription] = []
+        self.subscribed = anyio.Event()
+        self.calls: list[tuple[str, str, dict[str, object], float | None]] = []
+        self.reload_error: ConfigError | None = None
+
+    def status(self) -> list[dict[str, object]]:
+        return [
+            {"name": "fs", "state": "connected", "attempt": 1, "tools": 3},
+            {"name": "web", "state": "reconnecting", "attempt": 4, "tools": 0},
+        ]
+
+    def subscribe(self, name: str) -> Subscription:
+        sub = TrackedSubscription(self.bus, name)
+        self.bus._subscribers.append(sub)  # what bus.subscribe() does
+        self.subs.append(sub)
+        self.subscribed.set()
+        return sub
+
+    async def reload(self) -> dict[str, object]:
+        if self.reload_error is not None:
+            raise self.reload_error
+        return {"file": "startup.lua", "added": ["b"], "removed": [], "changed": []}
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, object],
+        timeout: float | None,  # noqa: ASYNC109 - mirrors ControlBackend
+    ) -> dict[str, object]:
+        self.calls.append((server, tool, args, timeout))
+        if server == "down":
+            raise ServerUnavailable("down is reconnecting (attempt 3, next in 1.6 s)")
+        if server == "slow":
+            raise CallTimeout("no result from slow within 1 s")
+        if server == "buggy":
+            raise RuntimeError("hunter2 leaked in a bug")
+        if server != "fs":
+            raise UnknownServer(f"no connection named {server!r}")
+        text = json.dumps(args, sort_keys=True)
+        return {"content": [{"type": "text", "text": text}], "isError": tool == "fail"}
+
+
+@pytest.fixture
+def sock_dir() -> Iterator[Path]:
+    """A short private directory under /tmp (AF_UNIX paths are limited)."""
+    path = Path(tempfile.mkdtemp(prefix="mm-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def serving(backend: FakeBackend, path: Path) -> AsyncIterator[None]:
+    async with anyio.create_task_group() as tg:
+        await tg.start(serve_control, backend, path)
+        yield
+        tg.cancel_scope.cancel()
+
+
+class RawClient:
+    """A protocol-level client on the event loop, for malformed input."""
+
+    def __init__(self, stream: anyio.abc.SocketStream) -> None:
+        self.stream = stream
+        self.reader = BufferedByteReceiveStream(stream)
+
+    async def send(self, data: bytes) -> None:
+        await self.stream.send(data)
+
+    async def line(self) -> dict[str, object]:
+        with anyio.fail_after(5):
+            raw = await self.reader.receive_until(b"\n", 10_000_000)
+        obj = json.loads(raw)
+        assert isinstance(obj, dict)
+        return obj
+
+    async def ask(self, request: object) -> dict[str, object]:
+        await self.send(json.dumps(request).encode() + b"\n")
+        return await self.line()
+
+    async def at_eof(self) -> bool:
+        with anyio.fail_after(5):
+            try:
+                await self.reader.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                return True
+        return False
+
+
+@contextlib.asynccontextmanager
+async def raw_client(path: Path) -> AsyncIterator[RawClient]:
+    async with await anyio.connect_unix(path) as stream:
+        yield RawClient(stream)
+
+
+async def wait_closed(sub: TrackedSubscription) -> None:
+    with anyio.fail_after(5):
+        await sub.closed.wait()
+
+
+# ----------------------------------------------------------------- socket path
+
+
+def test_socket_path_prefers_the_explicit_option(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MCP_MANAGER_SOCKET", "/from/env.sock")
+    assert socket_path("/explicit.sock") == Path("/explicit.sock")
+
+
+def test_socket_path_then_the_environment_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MCP_MANAGER_SOCKET", "/from/env.sock")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    assert socket_path(None) == Path("/from/env.sock")
+
+
+def test_socket_path_then_the_xdg_runtime_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCP_MANAGER_SOCKET", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    assert socket_path(None) == Path("/run/user/1000/mcp-manager/control.sock")
+
+
+def test_socket_path_falls_back_to_a_per_user_tmp_dir(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MCP_MANAGER_SOCKET", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    expected = Path(f"/tmp/mcp-manager-{os.getuid()}/control.sock")
+    assert socket_path(None) == expected
+
+
+# ------------------------------------------------------------------ directory
+
+
+def test_prepare_socket_dir_creates_a_private_directory(sock_dir: Path) -> None:
+    target = sock_dir / "a" / "mcp-manager"
+    prepare_socket_dir(target)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o700
+
+
+def test_prepare_socket_dir_refuses_a_group_readable_directory(sock_dir: Path) -> None:
+    os.chmod(sock_dir, 0o750)
+    with pytest.raises(ControlError, match=r"accessible to other users \(mode 0750\)"):
+        prepare_socket_dir(sock_dir)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")
+def test_prepare_socket_dir_refuses_a_directory_owned_by_someone_else(
+    sock_dir: Path,
+) -> None:
+    other = sock_dir / "other"
+    other.mkdir(mode=0o700)
+    os.chown(other, 65534, 65534)
+    with pytest.raises(ControlError, match="owned by uid 65534"):
+        prepare_socket_dir(other)
+
+
+def test_client_refuses_to_talk_through_an_open_directory(sock_dir: Path) -> None:
+    os.chmod(sock_dir, 0o777)
+    with pytest.raises(ControlError, match="accessible to other users"):
+        ControlClient(sock_dir / "control.sock").ping()
+
+
+def test_client_reports_a_missing_daemon_in_one_clear_sentence(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    with pytest.raises(ControlError) as info:
+        ControlClient(path).status()
+    message = str(info.value)
+    assert message.startswith(f"cannot reach the mcp-manager daemon at {path}: ")
+    assert "is `mcp-manager run` running?" in message
+    assert "\n" not in message
+
+
+def test_client_reports_a_stale_socket_as_refused(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(path))  # bound, never listening: the file stays behind
+    with pytest.raises(ControlError, match="connection refused"):
+        ControlClient(path).ping()
+
+
+# ---------------------------------------------------------------- server life
+
+
+@pytest.mark.anyio
+async def test_server_socket_is_private_and_removed_on_exit(sock_dir: Path) -> None:
+    path = sock_dir / "run" / "control.sock"
+    async with serving(FakeBackend(), path):
+        assert stat.S_ISSOCK(path.lstat().st_mode)
+        assert stat.S_IMODE(path.lstat().st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert not path.exists()
+
+
+@pytest.mark.anyio
+async def test_server_replaces_a_stale_socket_file(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(path))
+    async with serving(FakeBackend(), path):
+        result = await anyio.to_thread.run_sync(ControlClient(path).ping)
+    assert result == {"pid": os.getpid()}
+
+
+@pytest.mark.anyio
+async def test_server_refuses_to_start_over_a_live_daemon(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path):
+        with pytest.raises(
+            ControlError, match="another mcp-manager is already running"
+        ):
+            await serve_control(FakeBackend(), path)
+        # The first daemon is untouched.
+        assert await anyio.to_thread.run_sync(ControlClient(path).ping)
+    assert not path.exists()
+
+
+@pytest.mark.anyio
+async def test_server_refuses_a_path_that_is_not_a_socket(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    path.write_text("precious")
+    with pytest.raises(ControlError, match="exists and is not a socket"):
+        await serve_control(FakeBackend(), path)
+    assert path.read_text() == "precious"
+
+
+# ------------------------------------------------------------------- commands
+
+
+@pytest.mark.anyio
+async def test_status_returns_one_dict_per_connection(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    async with serving(backend, path):
+        result = await anyio.to_thread.run_sync(ControlClient(path).status)
+    assert result == backend.status()
+
+
+@pytest.mark.anyio
+async def test_call_passes_arguments_and_returns_the_result(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    client = ControlClient(path)
+    async with serving(backend, path):
+        result = await anyio.to_thread.run_sync(
+            lambda: client.call("fs", "echo", {"text": "hi"}, 2.5)
+        )
+    assert result == {
+        "content": [{"type": "text", "text": '{"text": "hi"}'}],
+        "isError": False,
+    }
+    assert backend.calls == [("fs", "echo", {"text": "hi"}, 2.5)]
+
+
+@pytest.mark.anyio
+async def test_call_returns_a_tool_error_result_as_is(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    client = ControlClient(path)
+    async with serving(FakeBackend(), path):
+        result = await anyio.to_thread.run_sync(lambda: client.call("fs", "fail"))
+    assert result["isError"] is True
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("server", "error", "text"),
+    [
+        ("down", ServerUnavailable, "down is reconnecting"),
+        ("slow", CallTimeout, "within 1 s"),
+        ("nope", UnknownServer, "no connection named 'nope'"),
+    ],
+)
+async def test_call_errors_arrive_as_the_same_error_class(
+    sock_dir: Path, server: str, error: type[CallError], text: str
+) -> None:
+    path = sock_dir / "control.sock"
+    client = ControlClient(path)
+    async with serving(FakeBackend(), path):
+        with pytest.raises(error, match=text):
+            await anyio.to_thread.run_sync(lambda: client.call(server, "echo"))
+
+
+@pytest.mark.anyio
+async def test_a_backend_bug_is_an_internal_error_without_details(
+    sock_dir: Path,
+) -> None:
+    path = sock_dir / "control.sock"
+    client = ControlClient(path)
+    async with serving(FakeBackend(), path):
+        with pytest.raises(ControlError) as info:
+            await anyio.to_thread.run_sync(lambda: client.call("buggy", "x"))
+        assert await anyio.to_thread.run_sync(client.ping)  # still serving
+    assert "internal error (RuntimeError)" in str(info.value)
+    assert "hunter2" not in str(info.value)
+
+
+@pytest.mark.anyio
+async def test_reload_returns_the_summary(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path):
+        result = await anyio.to_thread.run_sync(ControlClient(path).reload)
+    assert result["added"] == ["b"]
+
+
+@pytest.mark.anyio
+async def test_reload_config_error_keeps_file_and_line(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    backend.reload_error = ConfigError(
+        "unknown option 'hold_on'", file="startup.lua", line=7, connection="fs"
+    )
+    async with serving(backend, path):
+        with pytest.raises(ConfigError) as info:
+            await anyio.to_thread.run_sync(ControlClient(path).reload)
+    err = info.value
+    assert (err.file, err.line, err.connection) == ("startup.lua", 7, "fs")
+    assert str(err) == "startup.lua:7: unknown option 'hold_on'"
+
+
+# --------------------------------------------------------------------- events
+
+
+@pytest.mark.anyio
+async def test_events_stream_in_bus_order(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    client = ControlClient(path)
+    received: list[dict[str, object]] = []
+
+    def follow() -> None:
+        for event in client.events():
+            received.append(event)
+            if event["kind"] == "removed":
+                break
+
+    async with serving(backend, path), anyio.create_task_group() as tg:
+        tg.start_soon(anyio.to_thread.run_sync, follow)
+        with anyio.fail_after(5):
+            await backend.subscribed.wait()
+        for attempt in range(1, 51):
+            backend.bus.publish(Connecting(name="fs", attempt=attempt))
+        backend.bus.publish(Connected(name="fs", attempt=50, tools=3))
+        backend.bus.publish(Removed(name="fs"))
+    assert [e["seq"] for e in received] == list(range(1, 53))
+    assert received[0] == {
+        "seq": 1,
+        "time": received[0]["time"],
+        "kind": "connecting",
+        "name": "fs",
+        "attempt": 1,
+    }
+    assert [e["kind"] for e in received[-2:]] == ["connected", "removed"]
+    await wait_closed(backend.subs[0])  # the client left: subscription closed
+
+
+@pytest.mark.anyio
+async def test_client_leaving_mid_stream_closes_its_subscription(
+    sock_dir: Path,
+) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    async with serving(backend, path):
+        async with raw_client(path) as client:
+            assert await client.ask({"cmd": "events", "json": True}) == {
+                "ok": True,
+                "result": "streaming",
+            }
+            backend.bus.publish(Connecting(name="fs", attempt=1))
+            assert (await client.line())["kind"] == "connecting"
+        await wait_closed(backend.subs[0])
+        # Publishing after the client left is harmless.
+        backend.bus.publish(Connecting(name="fs", attempt=2))
+        assert await anyio.to_thread.run_sync(ControlClient(path).ping)
+
+
+@pytest.mark.anyio
+async def test_event_stream_ends_when_the_daemon_closes_it(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    async with serving(backend, path), raw_client(path) as client:
+        await client.ask({"cmd": "events"})
+        backend.subs[0].close()
+        assert await client.at_eof()
+
+
+# ------------------------------------------------------------------ malformed
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b"this is not json", "not valid JSON"),
+        (b"\xff\xfe{}", "not valid JSON"),
+        (b"[1, 2]", "must be a JSON object, got list"),
+        (b'{"command": "status"}', 'needs "cmd"'),
+        (b'{"cmd": 5}', 'needs "cmd"'),
+        (b'{"cmd": "explode"}', "unknown command 'explode'"),
+        (b'{"cmd": "status", "verbose": true}', "unknown argument(s) verbose"),
+        (b'{"cmd": "call", "server": 1, "tool": "t"}', '"server" must be'),
+        (b'{"cmd": "call", "server": "fs", "tool": ""}', '"tool" must be'),
+        (b'{"cmd": "call", "server": "fs", "tool": "t", "args": [1]}', '"args" must'),
+        (
+            b'{"cmd": "call", "server": "fs", "tool": "t", "timeout": -1}',
+            '"timeout" must be',
+        ),
+        (
+            b'{"cmd": "call", "server": "fs", "tool": "t", "timeout": true}',
+            '"timeout" must be',
+        ),
+    ],
+)
+async def test_malformed_requests_get_an_error_and_the_connection_goes_on(
+    sock_dir: Path, line: bytes, message: str
+) -> None:
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path), raw_client(path) as client:
+        await client.send(line + b"\n")
+        response = await client.line()
+        assert response["ok"] is False
+        error = response["error"]
+        assert isinstance(error, dict)
+        assert error["type"] == "ControlError"
+        assert message in str(error["message"])
+        assert (await client.ask({"cmd": "ping"}))["ok"] is True
+
+
+@pytest.mark.anyio
+async def test_several_requests_share_one_connection(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path), raw_client(path) as client:
+        await client.send(b'{"cmd": "ping"}\n\n{"cmd": "status"}\n')
+        assert (await client.line())["result"] == {"pid": os.getpid()}
+        status = await client.line()
+        assert isinstance(status["result"], list)
+        assert len(status["result"]) == 2
+
+
+@pytest.mark.anyio
+async def test_a_last_request_without_newline_is_answered(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path), raw_client(path) as client:
+        await client.send(b'{"cmd": "ping"}')
+        await client.stream.send_eof()
+        assert (await client.line())["ok"] is True
+        assert await client.at_eof()
+
+
+@pytest.mark.anyio
+async def test_an_overlong_request_is_refused_and_the_client_dropped(
+    sock_dir: Path,
+) -> None:
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path):
+        async with raw_client(path) as client:
+            await client.send(b"x" * (control.MAX_REQUEST_BYTES + 100))
+            response = await client.line()
+            assert "longer than" in str(response["error"])
+            assert await client.at_eof()
+        assert await anyio.to_thread.run_sync(ControlClient(path).ping)
+
+
+@pytest.mark.anyio
+async def test_an_idle_client_is_dropped(
+    sock_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(control, "IDLE_TIMEOUT", 0.05)
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path), raw_client(path) as client:
+        assert await client.at_eof()
+
+
+@pytest.mark.anyio
+async def test_a_streaming_client_is_not_dropped_for_idling(
+    sock_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(control, "IDLE_TIMEOUT", 0.05)
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    async with serving(backend, path), raw_client(path) as client:
+        await client.ask({"cmd": "events"})
+        await anyio.sleep(0.2)  # several idle timeouts pass
+        backend.bus.publish(Connecting(name="fs", attempt=1))
+        assert (await client.line())["kind"] == "connecting"
