@@ -1,0 +1,172 @@
+"""Run the real daemon (`python -m manager run`) in a child process for tests.
+
+`DaemonProcess` starts it on a script and a private socket, follows its event
+stream on a thread (so tests wait on events, not sleeps), and always stops and
+reaps it. Only the process started here is signalled, by PID.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+
+from manager.control import ControlClient
+
+__all__ = ["DaemonProcess"]
+
+START_TIMEOUT = 20.0
+"""Seconds for the daemon to answer on its control socket."""
+
+Event = dict[str, object]
+
+
+class DaemonProcess:
+    """`mcp-manager run SCRIPT` in a child process, with its events recorded.
+
+    Args:
+        script: The startup.lua to run.
+        args: Extra command-line arguments for `run`.
+        env: Extra environment variables.
+    """
+
+    def __init__(
+        self,
+        script: Path,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._dir = tempfile.mkdtemp(prefix="mm-", dir="/tmp")
+        os.chmod(self._dir, 0o700)
+        self.socket = Path(self._dir) / "control.sock"
+        self.log_path = Path(self._dir) / "daemon.log"
+        self._log = open(self.log_path, "wb")  # closed in close()
+        command = [sys.executable, "-m", "manager", "run", str(script)]
+        command += ["--socket", str(self.socket), *args]
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+        self.client = ControlClient(self.socket)
+        self.events: list[Event] = []
+        self._cond = threading.Condition()
+        self._stream: socket.socket | None = None
+        self._reader: threading.Thread | None = None
+        self._final_log: str | None = None
+
+    # --- lifecycle -----------------------------------------------------------
+
+    def start(self) -> DaemonProcess:
+        """Wait until the control socket answers, then follow events."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.socket.exists():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daemon exited early:\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"daemon did not start:\n{self.log()}")
+            time.sleep(0.02)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(self.socket))
+        sock.sendall(b'{"cmd": "events"}\n')
+        self._stream = sock
+        self._reader = threading.Thread(target=self._follow, daemon=True)
+        self._reader.start()
+        return self
+
+    def _follow(self) -> None:
+        assert self._stream is not None
+        with self._stream.makefile("rb") as reader:
+            reader.readline()  # {"ok": true, "result": "streaming"}
+            for line in reader:
+                with self._cond:
+                    self.events.append(json.loads(line))
+                    self._cond.notify_all()
+
+    def wait_event(
+        self,
+        kind: str,
+        name: str | None = None,
+        *,
+        where: Callable[[Event], bool] = lambda e: True,
+        after: int = 0,
+        within: float = 20.0,
+    ) -> Event:
+        """The first recorded event of `kind` (for `name`) after seq `after`."""
+
+        def find() -> Event | None:
+            for event in self.events:
+                if (
+                    int(str(event["seq"])) > after
+                    and event["kind"] == kind
+                    and (name is None or event["name"] == name)
+                    and where(event)
+                ):
+                    return event
+            return None
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: find() is not None, within):
+                raise TimeoutError(
+                    f"no {kind} event for {name} within {within} s; log:\n{self.log()}"
+                )
+            found = find()
+            assert found is not None
+            return found
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to the daemon (only to it, by PID)."""
+        if self.process.poll() is None:
+            os.kill(self.process.pid, sig)
+
+    def wait(self, within: float) -> int:
+        """The daemon's exit code once it exited."""
+        return self.process.wait(timeout=within)
+
+    def log(self) -> str:
+        """Everything the daemon wrote to stdout and stderr so far."""
+        if self._final_log is not None:
+            return self._final_log
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def close(self) -> None:
+        """Stop the daemon (SIGTERM, then SIGKILL) and release everything."""
+        if self.process.poll() is None:
+            self.signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self._stream is not None:
+            self._stream.close()
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        self._final_log = self.log()
+        self._log.close()
+        for path in (self.socket, self.log_path):
+            path.unlink(missing_ok=True)
+        os.rmdir(self._dir)
+
+    def __enter__(self) -> DaemonProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,190 @@
+"""The whole daemon as an operator runs it: a child process, a real startup.lua,
+real servers, signals, the control socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from servers import raw_command
+from servers.daemon import DaemonProcess
+
+from manager.cli import main
+
+pytestmark = pytest.mark.usefixtures("no_leaked_children")
+
+
+def lua_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid Lua string literal here
+
+
+def raw_server(name: str, *flags: str, **opts: str) -> str:
+    command, args = raw_command(*flags)
+    arg_list = ", ".join(lua_string(a) for a in args)
+    extra = "".join(f", {k} = {v}" for k, v in opts.items())
+    return (
+        f"mcp_add({lua_string(name)}, {{command = {lua_string(command)}, "
+        f"args = {{{arg_list}}}{extra}}})\n"
+    )
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def gone(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_daemon_serves_status_and_calls_and_revives_a_killed_server(
+    tmp_path: Path,
+) -> None:
+    script = write(
+        tmp_path / "startup.lua",
+        raw_server("fast")
+        + 'mcp_add("down", "http://127.0.0.1:9/mcp", {hold = 0.2})\n',
+    )
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "fast")
+        daemon.wait_event("connect_failed", "down")
+        rows = {row["name"]: row for row in daemon.client.status()}
+        assert rows["fast"]["state"] == "connected"
+        assert rows["down"]["state"] == "reconnecting"
+        assert "connection refused" in str(rows["down"]["error"])
+        pid = rows["fast"]["pid"]
+        assert isinstance(pid, int)
+
+        result = daemon.client.call("fast", "echo", {"text": "hello"})
+        assert result["isError"] is False and "hello" in json.dumps(result)
+
+        seen = daemon.events[-1]["seq"]
+        os.kill(pid, signal.SIGKILL)
+        lost = daemon.wait_event("disconnected", "fast", after=int(str(seen)))
+        assert lost["exit_code"] == -9
+        back = daemon.wait_event("connected", "fast", after=int(str(lost["seq"])))
+        assert back["pid"] != pid
+
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(within=10) == 0
+        assert gone(int(str(back["pid"])))
+    assert "stopped" in daemon.log()
+
+
+def test_cli_commands_talk_to_the_running_daemon(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write(tmp_path / "startup.lua", raw_server("fast"))
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "fast")
+        sock = ["--socket", str(daemon.socket)]
+        assert main(["status", "--json", *sock]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        assert rows[0]["name"] == "fast" and rows[0]["state"] == "connected"
+        for key in ("transport", "attempt", "tools", "error", "next_retry_in"):
+            assert key in rows[0]
+        assert main(["call", "fast", "echo", '{"text": "x"}', *sock]) == 0
+        assert json.loads(capsys.readouterr().out)["isError"] is False
+        assert main(["call", "nope", "echo", *sock]) == 2
+        assert "no connection named 'nope'" in capsys.readouterr().err
+
+
+def test_sighup_reloads_and_a_bad_reload_keeps_the_running_set(tmp_path: Path) -> None:
+    script = write(tmp_path / "startup.lua", raw_server("a"))
+    with DaemonProcess(script) as daemon:
+        first = daemon.wait_event("connected", "a")
+        write(script, raw_server("a") + raw_server("b"))
+        daemon.signal(signal.SIGHUP)
+        loaded = daemon.wait_event("config_loaded", after=int(str(first["seq"])))
+        assert loaded["added"] == ["b"]
+        daemon.wait_event("connected", "b")
+
+        write(script, raw_server("a") + "mcp_add('c', {command = ''})\n")
+        daemon.signal(signal.SIGHUP)
+        error = daemon.wait_event("config_error", after=int(str(loaded["seq"])))
+        assert error["line"] == 2 and "command is empty" in str(error["message"])
+        names = {row["name"]: row["state"] for row in daemon.client.status()}
+        assert names == {"a": "connected", "b": "connected"}
+
+
+def test_a_bad_script_at_startup_exits_1_naming_file_and_line(tmp_path: Path) -> None:
+    script = write(
+        tmp_path / "startup.lua",
+        'mcp_add("ok", "http://127.0.0.1:9/mcp")\n'
+        'mcp_add("web", "http://127.0.0.1:9/mcp", {connect_timeout = "soon"})\n',
+    )
+    socket_dir = Path(f"/tmp/mm-bad-{os.getpid()}")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "manager",
+            "run",
+            str(script),
+            "--socket",
+            str(socket_dir / "c.sock"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1
+    assert "startup.lua:2: mcp_add('web'): connect_timeout must be a number" in (
+        done.stderr
+    )
+    if socket_dir.exists():
+        for child in socket_dir.iterdir():
+            child.unlink()
+        socket_dir.rmdir()
+
+
+def test_a_second_ctrl_c_stops_at_once_even_with_a_stubborn_server(
+    tmp_path: Path,
+) -> None:
+    script = write(tmp_path / "startup.lua", raw_server("stubborn", "--ignore-sigterm"))
+    with DaemonProcess(script) as daemon:
+        ev = daemon.wait_event("connected", "stubborn")
+        pid = int(str(ev["pid"]))
+        daemon.signal(signal.SIGINT)
+        time.sleep(0.2)  # let the graceful stop begin (it would take ~1.5 s here)
+        started = time.monotonic()
+        daemon.signal(signal.SIGINT)
+        assert daemon.wait(within=10) == 130
+        assert time.monotonic() - started < 1.0
+        assert gone(pid)
+
+
+def test_secrets_never_reach_logs_status_or_events(tmp_path: Path) -> None:
+    secret = "s3cr3t-value-7f2e9d"
+    command, args = raw_command()
+    arg_list = ", ".join(lua_string(a) for a in args)
+    script = write(
+        tmp_path / "startup.lua",
+        f"mcp_add('web', 'http://user:pw-{secret}@127.0.0.1:9/mcp', "
+        "{headers = {Authorization = 'Bearer ${env:TEST_TOKEN}'}})\n"
+        f"mcp_add('local', {{command = {lua_string(command)}, args = {{{arg_list}}}, "
+        "env = {API_KEY = '${env:TEST_TOKEN}'}})\n",
+    )
+    with DaemonProcess(
+        script, "--log-level", "DEBUG", env={"TEST_TOKEN": secret}
+    ) as daemon:
+        daemon.wait_event("connected", "local")
+        daemon.wait_event("connect_failed", "web")
+        status = json.dumps(daemon.client.status())
+        events = json.dumps(daemon.events)
+    for surface, text in (
+        ("status", status),
+        ("events", events),
+        ("log", daemon.log()),
+    ):
+        assert secret not in text, surface
