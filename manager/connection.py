@@ -79,6 +79,7 @@ class Connection:
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
         self.done = anyio.Event()
         self.publish_removed = True
+        self._retry_scope: anyio.CancelScope | None = None
         self._bus = bus
         self._clock = clock
         self._rand = rand
@@ -111,6 +112,13 @@ class Connection:
         while self.state.phase not in (Phase.CONNECTED, Phase.REMOVED):
             await self._connected.wait()
         return self.state.phase is Phase.CONNECTED
+
+    def retry_now(self) -> bool:
+        """Cut the current backoff wait short. Returns whether one was cut."""
+        if self._retry_scope is None:
+            return False
+        self._retry_scope.cancel()
+        return True
 
     def stop(self) -> None:
         """Request removal: cancel the supervisor; `done` is set once it closed."""
@@ -307,4 +315,6 @@ async def run_connection(conn: Connection, transport: Transport) -> None:
             )
         next_at = conn.state.next_retry_at
         wait = max(0.0, next_at - conn._clock()) if next_at is not None else 0.0
-        await anyio.sleep(wait)
+        with anyio.CancelScope() as conn._retry_scope:  # retry_now() cancels it
+            await anyio.sleep(wait)
+        conn._retry_scope = None

@@ -136,6 +136,18 @@ class ControlBackend(Protocol):
         """A new bus subscription; the server closes it when the client leaves."""
         ...
 
+    def info(self) -> dict[str, object]:
+        """Daemon-wide facts: config file, last reload result, drops, exporters."""
+        ...
+
+    def reconnect(self, server: str) -> dict[str, object]:
+        """Make `server` try to connect now, skipping its backoff wait.
+
+        Raises:
+            UnknownServer: No such connection.
+        """
+        ...
+
     async def reload(self) -> dict[str, object]:
         """Run startup.lua again and apply it.
 
@@ -259,7 +271,9 @@ def _parse_request(line: bytes) -> tuple[str, dict[str, object]]:
 _ARGUMENTS: dict[str, frozenset[str]] = {
     "ping": frozenset(),
     "status": frozenset(),
+    "info": frozenset(),
     "reload": frozenset(),
+    "reconnect": frozenset({"server"}),
     "events": frozenset({"json"}),
     "call": frozenset({"server", "tool", "args", "timeout"}),
 }
@@ -314,8 +328,15 @@ async def _dispatch(
             result: object = {"pid": os.getpid()}
         elif cmd == "status":
             result = backend.status()
+        elif cmd == "info":
+            result = backend.info()
         elif cmd == "reload":
             result = await backend.reload()
+        elif cmd == "reconnect":
+            server = req.get("server")
+            if not isinstance(server, str) or not server:
+                raise _BadRequest('reconnect: "server" must be a non-empty string')
+            result = backend.reconnect(server)
         else:  # call
             server, tool, args, timeout = _call_arguments(req)
             result = await backend.call(server, tool, args, timeout)
@@ -703,6 +724,14 @@ class ControlClient:
         if not isinstance(result, list):
             raise ControlError("the daemon sent a malformed status (not a list)")
         return [_as_dict(item) for item in result]
+
+    def info(self) -> dict[str, object]:
+        """Daemon-wide facts: config file, last reload result, dropped events."""
+        return _as_dict(self.request({"cmd": "info"}))
+
+    def reconnect(self, server: str) -> dict[str, object]:
+        """Ask the daemon to try `server` now instead of after its backoff."""
+        return _as_dict(self.request({"cmd": "reconnect", "server": server}))
 
     def reload(self) -> dict[str, object]:
         """Run startup.lua again in the daemon and apply it.

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,12 +74,28 @@ class Daemon:
         self.options = options
         self.bus = bus
         self.manager = manager
+        self.last_reload: dict[str, object] | None = None
 
     # --- ControlBackend ----------------------------------------------------------
 
     def status(self) -> list[dict[str, object]]:
         """Status of every connection (control API)."""
         return self.manager.statuses()
+
+    def info(self) -> dict[str, object]:
+        """Daemon-wide facts for the HUD and `status`."""
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "config": str(self.options.config),
+            "last_reload": self.last_reload,
+            "dropped": self.bus.dropped(),
+            "connections": len(self.manager.specs),
+        }
+
+    def reconnect(self, server: str) -> dict[str, object]:
+        """Skip `server`'s backoff wait (control API)."""
+        return {"server": server, "retrying": self.manager.reconnect(server)}
 
     def subscribe(self, name: str) -> Subscription:
         """A new bus subscription for a control client."""
@@ -115,6 +132,13 @@ class Daemon:
         try:
             script = load_file(self.options.config, host=_LuaHost(self.manager))
         except ConfigError as exc:
+            self.last_reload = {
+                "ok": False,
+                "time": time.time(),
+                "file": exc.file or file,
+                "line": exc.line,
+                "message": exc.message,
+            }
             self.bus.publish(
                 ConfigRejected(
                     file=exc.file or file, line=exc.line, message=exc.message
@@ -131,6 +155,7 @@ class Daemon:
                 unchanged=len(result.unchanged),
             )
         )
+        self.last_reload = {"ok": True, "time": time.time(), "file": file}
         return {
             "file": file,
             "added": list(result.added),

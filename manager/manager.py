@@ -192,6 +192,21 @@ class Manager:
             self._closing.discard(conn)
             conn.mark_removed(publish=conn.publish_removed)
 
+    def reconnect(self, name: str) -> bool:
+        """Try `name` now instead of after its backoff wait.
+
+        Returns:
+            True if a wait was cut short; False if it was not waiting (connected,
+            or a try already in flight).
+
+        Raises:
+            UnknownServer: No such connection.
+        """
+        conn = self._conns.get(name)
+        if conn is None:
+            raise UnknownServer(f"no connection named {name!r}")
+        return conn.retry_now()
+
     # --- reading ----------------------------------------------------------------
 
     @property

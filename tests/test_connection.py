@@ -236,3 +236,21 @@ async def test_add_remove_churn_leaves_no_tasks_behind() -> None:
             while mgr.connections_and_closing():
                 await rec.wait_for("removed", after=rec.last_seq)
     assert mgr.statuses() == []
+
+
+async def test_reconnect_skips_the_backoff_wait() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport(failures=1)
+    spec = parse_spec(
+        "s", "http://127.0.0.1:1/mcp", {"backoff": {"initial": 60, "cap": 60}}
+    )
+    async with Manager(bus, transport) as mgr:
+        mgr.add(spec)
+        await rec.wait_for("reconnecting", "s")  # now waiting a whole minute
+        assert mgr.reconnect("s") is True
+        with anyio.fail_after(2):
+            await rec.wait_for("connected", "s")
+        assert mgr.reconnect("s") is False  # connected: nothing to cut short
+        with pytest.raises(UnknownServer):
+            mgr.reconnect("nope")

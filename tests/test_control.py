@@ -70,6 +70,14 @@ class FakeBackend:
         self.subscribed.set()
         return sub
 
+    def info(self) -> dict[str, object]:
+        return {"config": "startup.lua", "dropped": {"hud": 3}}
+
+    def reconnect(self, server: str) -> dict[str, object]:
+        if server != "web":
+            raise UnknownServer(f"no connection named {server!r}")
+        return {"server": server, "retrying": True}
+
     async def reload(self) -> dict[str, object]:
         if self.reload_error is not None:
             raise self.reload_error
@@ -290,6 +298,19 @@ async def test_status_returns_one_dict_per_connection(sock_dir: Path) -> None:
     async with serving(backend, path):
         result = await anyio.to_thread.run_sync(ControlClient(path).status)
     assert result == backend.status()
+
+
+@pytest.mark.anyio
+async def test_info_and_reconnect_reach_the_backend(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    client = ControlClient(path)
+    async with serving(FakeBackend(), path):
+        info = await anyio.to_thread.run_sync(client.info)
+        retried = await anyio.to_thread.run_sync(lambda: client.reconnect("web"))
+        with pytest.raises(UnknownServer, match="'nope'"):
+            await anyio.to_thread.run_sync(lambda: client.reconnect("nope"))
+    assert info["dropped"] == {"hud": 3}
+    assert retried == {"server": "web", "retrying": True}
 
 
 @pytest.mark.anyio

@@ -275,6 +275,7 @@ async def test_shutdown_with_connections_in_every_state_leaves_nothing_running(
 ) -> None:
     bus = EventBus()
     rec = Recorder(bus)
+    tasks_before = len(anyio.get_running_tasks())
     started = anyio.current_time()
     async with Manager(bus) as mgr:
         mgr.add(stdio("up"))  # type: ignore[arg-type]
@@ -295,3 +296,20 @@ async def test_shutdown_with_connections_in_every_state_leaves_nothing_running(
         "refused",
     }
     assert children_of(os.getpid()) == []
+    assert len(anyio.get_running_tasks()) == tasks_before
+
+
+async def test_an_http_server_restarted_between_pings_loses_the_session(
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+) -> None:
+    mgr, rec = env
+    server = make_http_server("http")
+    opts = {**FAST, "ping_interval": 2.0, "ping_timeout": 1.0}
+    mgr.add(parse_spec("web", server.url, opts))
+    first = await rec.wait_for("connected", "web")
+    await server.akill()
+    await server.astart()  # back before the next ping: the old session is unknown
+    lost = await rec.wait_for("disconnected", "web", after=first.seq)
+    assert "session not found" in lost.reason.lower()  # type: ignore[attr-defined]
+    await rec.wait_for("connected", "web", after=lost.seq)
+    assert (await mgr.call("web", "echo", {"text": "again"})).is_error is False
