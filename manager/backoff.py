@@ -11,7 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["WAKE_GRID", "BackoffPolicy", "aligned_delay", "delay", "nominal_delay"]
+__all__ = [
+    "WAKE_GRID",
+    "WAKE_GRIDS",
+    "BackoffPolicy",
+    "aligned_delay",
+    "delay",
+    "nominal_delay",
+]
 
 _MAX_EXPONENT = 2200
 """Past this, `initial * 2 ** n` overflows for any positive float `initial`, so the
@@ -72,7 +79,10 @@ def delay(policy: BackoffPolicy, attempt: int, rand: float) -> float:
 
 
 WAKE_GRID = 0.05
-"""Seconds between shared wake-up instants for retries (see `aligned_delay`)."""
+"""Finest step, in seconds, of the shared wake-up instants for retries."""
+
+WAKE_GRIDS = (0.25, 0.1, WAKE_GRID)
+"""Grid steps tried, coarsest first; the first that fits the jitter window wins."""
 
 _EPSILON = 1e-9
 
@@ -80,14 +90,15 @@ _EPSILON = 1e-9
 def aligned_delay(
     policy: BackoffPolicy, attempt: int, rand: float, now: float
 ) -> float:
-    """`delay()`, moved to end on a shared 50 ms grid of instants when it can.
+    """`delay()`, moved to end on a shared grid of instants when it can.
 
     Hundreds of dead upstreams at the cap each wake the process on their own
     schedule; a wake-up of a cold Python process costs far more than the attempt
     it makes. Ending every delay on a common grid lets one wake-up serve several
-    connections. The result stays within the jitter window
-    `[(1 - jitter) * nominal, nominal]`; when the window is narrower than the grid
-    (short delays), the plain jittered delay is returned.
+    connections. The grid is the coarsest of WAKE_GRIDS that fits the jitter
+    window `[(1 - jitter) * nominal, nominal]` (0.25 s at a 3 s cap), and the
+    result always stays inside that window; when even the finest grid does not
+    fit (short delays), the plain jittered delay is returned.
 
     Args:
         policy: The backoff policy.
@@ -101,10 +112,12 @@ def aligned_delay(
     wait = delay(policy, attempt, rand)
     nominal = nominal_delay(policy, attempt)
     low = (1.0 - policy.jitter) * nominal
+    # the coarsest grid whose step fits the window: 0.25 s at the 3 s cap
+    grid = next((g for g in WAKE_GRIDS if g <= nominal - low), WAKE_GRID)
     due = now + wait
-    snapped = math.floor(due / WAKE_GRID + _EPSILON) * WAKE_GRID
+    snapped = math.floor(due / grid + _EPSILON) * grid
     if snapped - now < low - _EPSILON:
-        snapped += WAKE_GRID
+        snapped += grid
     aligned = snapped - now
     if not low - _EPSILON <= aligned <= nominal + _EPSILON:
         return wait

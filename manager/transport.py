@@ -696,12 +696,12 @@ async def _tcp_precheck(url: str, deadline: float) -> None:
     """
     host, port, family = _address(url)
     try:
-        with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
-            if family is None:  # a name: anyio resolves it (happy eyeballs)
+        if family is None:  # a name: anyio resolves it (happy eyeballs)
+            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
                 stream = await anyio.connect_tcp(host, port)
-                await stream.aclose()
-            else:
-                await _connect_ip(family, host, port)
+            await stream.aclose()
+        else:
+            await _connect_ip(family, host, port, deadline)
     except TimeoutError:
         raise ConnectTimeout(f"TCP connect to {host}:{port} timed out") from None
     except OSError as exc:
@@ -721,18 +721,22 @@ def _address(url: str) -> tuple[str, int, socket.AddressFamily | None]:
     return host, port, socket.AF_INET6 if version == 6 else socket.AF_INET
 
 
-async def _connect_ip(family: socket.AddressFamily, host: str, port: int) -> None:
+async def _connect_ip(
+    family: socket.AddressFamily, host: str, port: int, deadline: float
+) -> None:
     """A bare non-blocking connect to an IP literal: no resolver, no extra task.
 
     This is the whole cost of most attempts to a dead upstream, so it stays lean:
-    anyio's `connect_tcp` spawns a task group per call for happy eyeballs.
+    anyio's `connect_tcp` spawns a task group per call for happy eyeballs, and a
+    refused loopback connect fails synchronously, before any waiting is needed.
     """
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
         error = sock.connect_ex((host, port))
         if error == errno.EINPROGRESS:
-            await anyio.wait_writable(sock)
+            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                await anyio.wait_writable(sock)
             error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if error:
             raise OSError(error, os.strerror(error))
