@@ -15,7 +15,6 @@ import gc
 import logging
 import os
 import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,10 +25,9 @@ from . import __version__
 from .bus import EventBus, Subscription
 from .control import serve_control
 from .errors import ConfigError, ControlError
-from .events import ConfigLoaded, ConfigRejected
 from .logs import LogSink, run_summaries, setup_logging
-from .lua import load_file
 from .manager import Manager
+from .scripting import ConfigRunner
 
 __all__ = ["DaemonOptions", "Daemon", "serve"]
 
@@ -75,7 +73,7 @@ class Daemon:
         self.options = options
         self.bus = bus
         self.manager = manager
-        self.last_reload: dict[str, object] | None = None
+        self.config = ConfigRunner(options.config, manager, bus)
 
     # --- ControlBackend ----------------------------------------------------------
 
@@ -89,7 +87,8 @@ class Daemon:
             "version": __version__,
             "pid": os.getpid(),
             "config": str(self.options.config),
-            "last_reload": self.last_reload,
+            "last_reload": self.config.last_reload,
+            "watching": self.config.watching,
             "dropped": self.bus.dropped(),
             "connections": len(self.manager.specs),
         }
@@ -129,55 +128,7 @@ class Daemon:
         Raises:
             ConfigError: The script failed; the running set is unchanged.
         """
-        file = str(self.options.config)
-        try:
-            script = load_file(self.options.config, host=_LuaHost(self.manager))
-        except ConfigError as exc:
-            self.last_reload = {
-                "ok": False,
-                "time": time.time(),
-                "file": exc.file or file,
-                "line": exc.line,
-                "message": exc.message,
-            }
-            self.bus.publish(
-                ConfigRejected(
-                    file=exc.file or file, line=exc.line, message=exc.message
-                )
-            )
-            raise
-        result = self.manager.reconcile(script.specs)
-        self.bus.publish(
-            ConfigLoaded(
-                file=file,
-                added=result.added,
-                removed=result.removed,
-                changed=result.changed,
-                unchanged=len(result.unchanged),
-            )
-        )
-        self.last_reload = {"ok": True, "time": time.time(), "file": file}
-        return {
-            "file": file,
-            "added": list(result.added),
-            "removed": list(result.removed),
-            "changed": list(result.changed),
-            "unchanged": len(result.unchanged),
-            "connections": len(script.specs),
-        }
-
-
-class _LuaHost:
-    """What startup.lua may read of the running daemon."""
-
-    def __init__(self, manager: Manager) -> None:
-        self._manager = manager
-
-    def status(self, name: str) -> dict[str, object] | None:
-        return self._manager.status(name)
-
-    def list(self) -> list[dict[str, object]]:
-        return self._manager.statuses()
+        return self.config.load()
 
 
 async def serve(options: DaemonOptions) -> int:
@@ -216,6 +167,7 @@ async def _serve(options: DaemonOptions, bus: EventBus, sink: LogSink) -> int:
             # tens of MB of module objects for nothing).
             gc.freeze()
             services.start_soon(run_summaries, sink)
+            await services.start(daemon.config.run)  # hooks, mcp_call, file watch
             # The signal task lives on through the manager's shutdown below: a
             # second Ctrl-C while connections close must still be heard.
             signals_scope = anyio.CancelScope()
@@ -229,6 +181,7 @@ async def _serve(options: DaemonOptions, bus: EventBus, sink: LogSink) -> int:
             )
             await stop.wait()
             logger.info("stopping: closing %d connection(s)", len(manager.specs))
+            daemon.config.close()  # no reload or Lua hook may revive anything now
             with anyio.move_on_after(CLOSE_ALL_LIMIT, shield=True):
                 await _close_all(manager)
             signals_scope.cancel()

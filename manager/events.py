@@ -25,6 +25,7 @@ __all__ = [
     "Connected",
     "Connecting",
     "Event",
+    "HookFailed",
     "Lagged",
     "Lost",
     "Reconnecting",
@@ -171,6 +172,20 @@ class ConfigRejected(Event):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class HookFailed(Event):
+    """A Lua callback (`mcp_on` hook or `mcp_call` completion) failed or ran away.
+
+    `hook` is the event kind it was handling, or `mcp_call`.
+    """
+
+    kind: ClassVar[str] = "hook_error"
+    file: str
+    line: int | None
+    message: str
+    hook: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CallStarted(Event):
     """A tool call was sent to the server `name`."""
 
@@ -227,6 +242,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ServerStderr,
         ConfigLoaded,
         ConfigRejected,
+        HookFailed,
         CallStarted,
         CallFinished,
         CallFailed,

@@ -38,6 +38,7 @@ from .events import (
     Connected,
     Connecting,
     Event,
+    HookFailed,
     Lagged,
     Lost,
     Reconnecting,
@@ -350,6 +351,16 @@ class LogSink:
                     lambda: (
                         f"{n}: call {event.tool} failed after "
                         f"{event.duration:.2f} s: {_first_line(event.error)}"
+                    ),
+                )
+            case HookFailed():
+                where = f"{event.file}:{event.line}" if event.line else event.file
+                self._log(
+                    warn,
+                    event,
+                    lambda: (
+                        f"Lua callback for {event.hook} failed: "
+                        f"{where}: {event.message}"
                     ),
                 )
             case Lagged():

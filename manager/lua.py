@@ -24,30 +24,40 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from lupa.lua54 import LuaError, LuaMemoryError, LuaRuntime, LuaSyntaxError, lua_type
 
 from .errors import ConfigError
+from .events import EVENT_TYPES
 from .redact import SECRETS, is_sensitive_key, redact
 from .spec import ConnectionSpec, changed_fields, parse_spec, validate_name
 
 __all__ = [
+    "DEFAULT_HOOK_BUDGET",
     "DEFAULT_MEMORY_LIMIT",
     "DEFAULT_TIME_BUDGET",
     "PYTHON_VARIABLE",
+    "LiveHost",
+    "LiveScript",
+    "LuaCall",
     "LuaHost",
     "ScriptResult",
     "load_file",
     "run_script",
+    "start_file",
 ]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TIME_BUDGET = 2.0
 """Seconds a script may run before it is stopped."""
+
+DEFAULT_HOOK_BUDGET = 0.25
+"""Seconds one callback (`mcp_on` hook, `mcp_call` completion) may run. Shorter than
+the script's budget: callbacks run on the live event loop, between events."""
 
 PYTHON_VARIABLE = "MCP_MANAGER_PYTHON"
 """`env(PYTHON_VARIABLE)` is the daemon's own Python unless the variable is set, so
@@ -95,7 +105,7 @@ prelude replaces it with `mcp_load`. `warn` would write to stderr."""
 # decode a non-UTF-8 argument) into a message via `fault`.
 _PRELUDE = """
 local check, fault, raw_add, raw_remove, raw_status, raw_list, raw_env, raw_print,
-      raw_load, count = ...
+      raw_load, raw_on, raw_call, count = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
 local error, pcall, rawget, tostring, type = error, pcall, rawget, tostring, type
 local raw_setmetatable = setmetatable
@@ -107,7 +117,7 @@ local utf8len, gsub = utf8.len, string.gsub
 -- so an error swallowed by a pcall is raised again right outside it.
 local expired = false
 local function hook()
-  if expired or check() then
+  if check() then  -- sticky on the Python side until rearmed
     expired = true
     sethook(hook, "", 1)
     -- Blame the script's line, not a line of this prelude.
@@ -209,6 +219,8 @@ end
 mcp_remove = api("mcp_remove", raw_remove)
 mcp_status = api("mcp_status", raw_status)
 mcp_list = api("mcp_list", raw_list)
+mcp_on = api("mcp_on", raw_on)
+mcp_call = api("mcp_call", raw_call)
 
 env = function(name, ...)
   local ok, res = invoke("env", raw_env, name)
@@ -250,7 +262,12 @@ end
 require = mcp_load
 
 sethook(hook, "", count)
-return function(chunk) chunk() end  -- runs the script, dropping its return values
+-- The runner (drops the script's return values), and `rearm`, which gives a
+-- callback run later (mcp_on, mcp_call) a fresh budget after a runaway one.
+return function(chunk) chunk() end, function()
+  expired = false
+  sethook(hook, "", count)
+end
 """
 
 
@@ -267,6 +284,29 @@ class LuaHost(Protocol):
     def list(self) -> builtins.list[dict[str, object]]:
         """The status of every connection, sorted by name, each with a `name` key."""
         ...
+
+
+@runtime_checkable
+class LiveHost(LuaHost, Protocol):
+    """The running daemon, as callbacks see it: they may change the running set."""
+
+    def add(self, spec: ConnectionSpec) -> bool:
+        """Declare (or restart with a changed spec) one connection now."""
+        ...
+
+    def remove(self, name: str) -> bool:
+        """Remove one connection now; returns whether it existed."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LuaCall:
+    """A tool call a script started with `mcp_call`; `fn(result, err)` gets the end."""
+
+    server: str
+    tool: str
+    arguments: dict[str, object]
+    fn: Any = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +357,24 @@ def run_script(
             time budget or memory limit. It names the file, the line when known
             and the connection when the error is about one.
     """
+    run = _execute(
+        source, file, host, getenv, time_budget, memory_limit, on_print, config_dir
+    )
+    run.release()
+    return run.result
+
+
+def _execute(
+    source: str,
+    file: str,
+    host: LuaHost | None,
+    getenv: Callable[[str], str | None],
+    time_budget: float,
+    memory_limit: int,
+    on_print: Callable[[str], None] | None,
+    config_dir: Path | None,
+) -> _Run:
+    """Run the script; the returned run still holds its runtime."""
     if not time_budget > 0 or memory_limit <= 0:
         raise ValueError("time_budget and memory_limit must be positive")
     started = time.perf_counter()
@@ -331,6 +389,7 @@ def run_script(
     try:
         run.execute(source, memory_limit)
     except (LuaError, UnicodeDecodeError) as exc:
+        run.release()
         # The cause keeps no traceback: its frames would keep the runtime alive
         # for as long as someone holds the ConfigError.
         cause = exc.with_traceback(None)
@@ -343,17 +402,22 @@ def run_script(
         else:
             text = str(exc)
         raise run.config_error(text, exc, time_budget, memory_limit) from cause
-    finally:
+    except BaseException:
         run.release()
+        raise
     if run.fault is not None:
+        run.release()
         raise run.fault  # the script caught it with pcall; still a bug to surface
     if run.expired:  # every path that could swallow the budget error is closed; still
+        run.release()
         raise ConfigError(_budget_message(time_budget), file=file)
-    return ScriptResult(
+    run.result = ScriptResult(
         specs=tuple(d.spec for d in run.declared.values()),
         removed=tuple(run.removed),
         duration=time.perf_counter() - started,
     )
+    run.memory_limit = memory_limit
+    return run
 
 
 def load_file(
@@ -384,6 +448,56 @@ def load_file(
     Raises:
         ConfigError: The file cannot be read, is not UTF-8, or the script failed.
     """
+    source, config_dir = _read(path, config_dir)
+    return run_script(
+        source,
+        file=path.name,
+        host=host,
+        getenv=getenv,
+        time_budget=time_budget,
+        memory_limit=memory_limit,
+        on_print=on_print,
+        config_dir=config_dir,
+    )
+
+
+def start_file(
+    path: Path,
+    *,
+    host: LiveHost,
+    getenv: Callable[[str], str | None] = os.environ.get,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    hook_budget: float = DEFAULT_HOOK_BUDGET,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    on_print: Callable[[str], None] | None = None,
+    config_dir: Path | None = None,
+) -> LiveScript:
+    """Run a config script and keep its runtime for its `mcp_on`/`mcp_call` callbacks.
+
+    Args:
+        path: The script.
+        host: The running daemon; callbacks may add and remove connections.
+        getenv: See `run_script`.
+        time_budget: Seconds the script itself may run.
+        hook_budget: Seconds each later callback may run.
+        memory_limit: See `run_script`.
+        on_print: See `run_script`.
+        config_dir: See `load_file`.
+
+    Returns:
+        The live script: its declarations, and its callbacks ready to be driven.
+
+    Raises:
+        ConfigError: As `load_file`.
+    """
+    source, config_dir = _read(path, config_dir)
+    run = _execute(
+        source, path.name, host, getenv, time_budget, memory_limit, on_print, config_dir
+    )
+    return LiveScript(run, hook_budget)
+
+
+def _read(path: Path, config_dir: Path | None) -> tuple[str, Path | None]:
     try:
         source = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
@@ -397,16 +511,100 @@ def load_file(
         ) from exc
     if config_dir is None and (path.parent / "config").is_dir():
         config_dir = path.parent / "config"
-    return run_script(
-        source,
-        file=path.name,
-        host=host,
-        getenv=getenv,
-        time_budget=time_budget,
-        memory_limit=memory_limit,
-        on_print=on_print,
-        config_dir=config_dir,
-    )
+    return source, config_dir
+
+
+class LiveScript:
+    """A script that ran cleanly, kept alive for the callbacks it registered.
+
+    Callbacks (`mcp_on` hooks, `mcp_call` completions) run on the daemon's loop,
+    each under `hook_budget`; an error or a runaway in one is returned as a
+    `ConfigError` naming its line, and never affects the next. `close()` drops the
+    runtime: callbacks of a replaced script never run again.
+    """
+
+    def __init__(self, run: _Run, hook_budget: float) -> None:
+        self._run = run
+        self._hook_budget = hook_budget
+        self._run.live = True
+
+    @property
+    def result(self) -> ScriptResult:
+        """What the script declared."""
+        return self._run.result
+
+    @property
+    def file(self) -> str:
+        """The script's file name, as in messages."""
+        return self._run.file
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` was called."""
+        return self._run.released
+
+    def hook_kinds(self) -> frozenset[str]:
+        """The event kinds with at least one hook (`*` included)."""
+        return frozenset(self._run.hooks)
+
+    def take_calls(self) -> list[LuaCall]:
+        """The `mcp_call`s started since the last take, oldest first."""
+        calls, self._run.calls = self._run.calls, []
+        return calls
+
+    def dispatch(self, event: Mapping[str, object]) -> list[ConfigError]:
+        """Call every hook for `event["kind"]` and for "*" with the event as a table.
+
+        Returns:
+            One error per hook that failed (raised, or ran out of time).
+        """
+        run = self._run
+        if run.released:
+            return []
+        fns = [*run.hooks.get(str(event.get("kind")), ()), *run.hooks.get("*", ())]
+        if not fns:
+            return []
+        errors = []
+        for fn in fns:
+            error = self._invoke(fn, event)
+            if error is not None:
+                errors.append(error)
+        return errors
+
+    def deliver(
+        self, call: LuaCall, result: Mapping[str, object] | None, error: str | None
+    ) -> ConfigError | None:
+        """Run `fn(result, err)` of a finished `mcp_call` (dropped once closed)."""
+        if self._run.released:
+            return None
+        return self._invoke(call.fn, result, error)
+
+    def close(self) -> None:
+        """Release the runtime; later dispatches and deliveries do nothing."""
+        self._run.release()
+
+    def _invoke(self, fn: Any, *values: object) -> ConfigError | None:
+        run = self._run
+        args = [None if v is None else run.to_lua_value(v) for v in values]
+        run.deadline = time.monotonic() + self._hook_budget
+        run.fault = None
+        try:
+            fn(*args)
+        except (LuaError, UnicodeDecodeError) as exc:
+            cause = exc.with_traceback(None)
+            text = str(exc) if isinstance(exc, LuaError) else "invalid UTF-8 in error"
+            error = run.config_error(text, cause, self._hook_budget, run.memory_limit)
+            if run.expired:
+                error.message = error.message.replace("script", "callback", 1)
+                error.args = (error.message,)
+            if run.fault is not None:
+                logger.error("Lua callback: host error", exc_info=run.fault)
+            return error
+        finally:
+            if run.expired or run.out_of_memory:
+                run.gc_and_rearm()
+                run.expired = run.out_of_memory = False
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,6 +638,13 @@ class _Run:
         self.out_of_memory = False
         self.fault: BaseException | None = None
         self.chunks = {file}  # chunk names errors may point into
+        self.hooks: dict[str, list[Any]] = {}  # mcp_on: kind -> Lua functions
+        self.calls: list[LuaCall] = []  # mcp_call: started, not yet handed out
+        self.live = False  # after the script: mcp_add/mcp_remove act at once
+        self.released = False
+        self.result = ScriptResult((), (), 0.0)
+        self.memory_limit = DEFAULT_MEMORY_LIMIT
+        self.rearm: Any = None
         self._errors: dict[str, ConfigError] = {}  # raised into Lua, by message
         self._rt: Any = None
 
@@ -456,7 +661,7 @@ class _Run:
         )
         self._rt = rt
         prelude = rt.compile(_PRELUDE, name="=prelude")
-        runner = prelude(
+        runner, self.rearm = prelude(
             self._check_deadline,
             self._fault,
             self._entry(self._add),
@@ -466,6 +671,8 @@ class _Run:
             self._entry(self._env),
             self._entry(self._print),
             self._entry(self._load),
+            self._entry(self._on),
+            self._entry(self._call),
             _HOOK_COUNT,
         )
         lua_globals = rt.globals()
@@ -477,6 +684,25 @@ class _Run:
     def release(self) -> None:
         """Drop the runtime, so its memory goes back now."""
         self._rt = None
+        self.rearm = None
+        self.hooks = {}
+        self.calls = []
+        self.released = True
+
+    def to_lua_value(self, value: object) -> object:
+        """A Lua value for `value`: plain data, tables for mappings and lists."""
+        if isinstance(value, Mapping | list | tuple):
+            return self._to_lua(value)
+        return _plain(value)
+
+    def gc_and_rearm(self) -> None:
+        """After a runaway or out-of-memory callback: a fresh budget for the next."""
+        self.deadline = time.monotonic() + DEFAULT_HOOK_BUDGET  # for rearm itself
+        self.expired = False
+        if self._rt is not None:
+            self._rt.gccollect()
+        if self.rearm is not None:
+            self.rearm()
 
     def _check_deadline(self) -> bool:
         if time.monotonic() > self.deadline:
@@ -554,6 +780,8 @@ class _Run:
                 connection=name,
             )
         spec = parse_spec(name, endpoint, opts)
+        if self.live:  # from a callback: the running set changes now
+            return self._live_host().add(spec)
         here = f"{src}:{line}" if isinstance(line, int) else str(src or self.file)
         previous = self.declared.get(name)
         if previous is not None:
@@ -575,6 +803,8 @@ class _Run:
             raise ConfigError(
                 f"mcp_remove: connection name must be a string, got {_describe(name)}"
             )
+        if self.live:
+            return self._live_host().remove(name)
         existed = self.declared.pop(name, None) is not None
         if not existed and self.host is not None:
             existed = any(item.get("name") == name for item in self.host.list())
@@ -650,6 +880,56 @@ class _Run:
             raise ConfigError(f"{prefix}: {_strip_lua_text(str(exc))}") from exc
         self.chunks.add(f"{name}.lua")
         return chunk
+
+    def _on(self, *args: object) -> None:
+        kind = args[0] if args else None
+        fn = args[1] if len(args) > 1 else None
+        if not isinstance(kind, str) or (kind != "*" and kind not in EVENT_TYPES):
+            known = ", ".join(sorted(EVENT_TYPES))
+            raise ConfigError(
+                f'mcp_on: the first argument must be an event kind or "*", got '
+                f"{_describe(kind)}; kinds: {known}"
+            )
+        if lua_type(fn) != "function":
+            raise ConfigError(
+                f"mcp_on({kind!r}, fn): fn must be a function, got {_describe(fn)}"
+            )
+        self.hooks.setdefault(kind, []).append(fn)
+
+    def _call(self, *args: object) -> None:
+        if len(args) != 4:
+            raise ConfigError(
+                "mcp_call(server, tool, args, fn) takes 4 arguments, e.g. "
+                'mcp_call("demo", "echo", {text = "hi"}, function(result, err) end)'
+            )
+        server, tool, raw_args, fn = args
+        if not isinstance(server, str) or not isinstance(tool, str):
+            raise ConfigError(
+                "mcp_call: server and tool must be strings, got "
+                f"{_describe(server)} and {_describe(tool)}"
+            )
+        arguments = _lua_to_py(raw_args, "args", [_MAX_ENTRIES]) if raw_args else {}
+        if isinstance(arguments, list) and not arguments:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ConfigError(
+                f"mcp_call({server!r}, {tool!r}): args must be a table of named "
+                f"arguments, got {_describe(raw_args)}"
+            )
+        if lua_type(fn) != "function":
+            raise ConfigError(
+                f"mcp_call({server!r}, {tool!r}): fn must be a function(result, err), "
+                f"got {_describe(fn)}"
+            )
+        self.calls.append(LuaCall(server, tool, arguments, fn))
+
+    def _live_host(self) -> LiveHost:
+        host = self.host
+        if not isinstance(host, LiveHost):
+            raise ConfigError(
+                "mcp_add/mcp_remove from a callback need a running daemon"
+            )
+        return host
 
     def _to_lua(self, value: object) -> object:
         """A Lua table holding a plain copy of `value` (never a Python object)."""

@@ -38,7 +38,14 @@ from .events import Added, CallFailed, CallFinished, CallStarted, Updated
 from .redact import redact
 from .spec import ConnectionSpec, changed_fields, display_endpoint
 from .state import Phase
-from .transport import CallResult, McpTransport, ToolInfo, Transport, Upstream
+from .transport import (
+    CallResult,
+    McpTransport,
+    ProgressCallback,
+    ToolInfo,
+    Transport,
+    Upstream,
+)
 
 __all__ = ["HOLD_FAIL_FAST_FACTOR", "Manager", "ReconcileResult"]
 
@@ -250,6 +257,8 @@ class Manager:
         arguments: Mapping[str, object] | None = None,
         *,
         call_timeout: float | None = None,
+        meta: Mapping[str, object] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> CallResult:
         """Call `tool` on `server` through its live session. Never retried.
 
@@ -258,6 +267,8 @@ class Manager:
             tool: Tool name on that server.
             arguments: Tool arguments.
             call_timeout: Seconds for the call (default: the spec's call_timeout).
+            meta: `_meta` for the request (e.g. the caller's W3C trace context).
+            progress: Receives the server's progress notifications for the call.
 
         Returns:
             The result; `is_error` tells whether the tool reported an error.
@@ -279,7 +290,9 @@ class Manager:
             upstream = await self._ready(conn)
             limit = call_timeout if call_timeout is not None else conn.spec.call_timeout
             with anyio.fail_after(limit + CALL_DEADLINE_SLACK):
-                result = await upstream.call_tool(tool, arguments, limit)
+                result = await upstream.call_tool(
+                    tool, arguments, limit, meta=meta, progress=progress
+                )
         except BaseException as exc:
             error = _call_error(exc, conn, tool, call_timeout)
             if error is None:

@@ -65,6 +65,7 @@ __all__ = [
     "Hooks",
     "LossReport",
     "McpTransport",
+    "ProgressCallback",
     "ServerInfo",
     "ToolInfo",
     "Transport",
@@ -103,6 +104,14 @@ MAX_TOOL_PAGES = 1000
 
 HTTP_READ_TIMEOUT = 300.0
 """httpx read timeout: long, as the SDK's, because a server holds streams open."""
+
+
+class ProgressCallback(Protocol):
+    """Receives a call's `notifications/progress` from the server."""
+
+    async def __call__(
+        self, progress: float, total: float | None, message: str | None
+    ) -> None: ...
 
 
 # ----------------------------------------------------------------- data
@@ -199,9 +208,22 @@ class Upstream(Protocol):
         ...
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, object] | None, limit: float
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        *,
+        meta: Mapping[str, object] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> CallResult:
         """Call a tool.
+
+        Args:
+            name: The tool's name on this server.
+            arguments: Its arguments.
+            limit: Seconds to wait for the result.
+            meta: `_meta` to send with the request (e.g. W3C `traceparent`).
+            progress: Receives the server's progress notifications for the call.
 
         Raises:
             TransportError: Disconnected (the session died) or ConnectTimeout-like
@@ -358,7 +380,13 @@ class _Session:
         return self._tools
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, object] | None, limit: float
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        *,
+        meta: Mapping[str, object] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> CallResult:
         if self._lost.is_set:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
@@ -367,6 +395,8 @@ class _Session:
                 name,
                 dict(arguments) if arguments else None,
                 read_timeout_seconds=limit,
+                progress_callback=progress,
+                meta=dict(meta) if meta else None,  # type: ignore[arg-type]
             )
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:

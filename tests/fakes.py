@@ -21,6 +21,7 @@ from manager.transport import (
     CallResult,
     Hooks,
     LossReport,
+    ProgressCallback,
     ServerInfo,
     ToolInfo,
 )
@@ -88,6 +89,7 @@ class FakeUpstream:
         self._lost = anyio.Event()
         self._report = LossReport("fake server died")
         self.calls: list[tuple[str, Mapping[str, object] | None]] = []
+        self.metas: list[Mapping[str, object] | None] = []
 
     @property
     def info(self) -> ServerInfo:
@@ -105,11 +107,18 @@ class FakeUpstream:
         return self._tools
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, object] | None, limit: float
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        *,
+        meta: Mapping[str, object] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> CallResult:
         if self._lost.is_set():
             raise Disconnected("fake server died")
         self.calls.append((name, arguments))
+        self.metas.append(meta)
         data = {"content": [{"type": "text", "text": f"{name}:{arguments}"}]}
         return CallResult(is_error=False, data={**data, "isError": False})
 

@@ -40,6 +40,7 @@ LAYERS: tuple[str, ...] = (
     "connection",
     "manager",
     "lua",
+    "scripting",
     "logs",
     "telemetry",
     "hud",

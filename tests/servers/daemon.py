@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from manager.control import ControlClient
+from manager.errors import ManagerError
 
 __all__ = ["DaemonProcess"]
 
@@ -83,7 +84,17 @@ class DaemonProcess:
         self._stream = sock
         self._reader = threading.Thread(target=self._follow, daemon=True)
         self._reader.start()
+        while not self._ready():  # events followed; now wait for the file watcher
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise TimeoutError(f"daemon never became ready:\n{self.log()}")
+            time.sleep(0.02)
         return self
+
+    def _ready(self) -> bool:
+        try:
+            return self.client.info().get("watching") is True
+        except ManagerError:
+            return False
 
     def _follow(self) -> None:
         assert self._stream is not None

@@ -1,0 +1,314 @@
+"""The live config script: load and reconcile, watch the file, run Lua callbacks.
+
+`ConfigRunner` owns the current `LiveScript` (the last one that ran cleanly).
+`load()` runs startup.lua in a fresh runtime and, only if it succeeds, applies
+its declarations to the manager as a diff and retires the previous runtime (and
+with it every callback the previous version registered). A failing script
+changes nothing and publishes `config_error`.
+
+`run()` is the runner's task: it follows the bus for `mcp_on` hooks, drives
+`mcp_call`s through the manager and hands results back to Lua, and watches the
+script's directory (editors save by rename) to reload after a burst of saves has
+settled. Callbacks run on the event loop under their own small time budget; a
+failure becomes a `hook_error` event and a log line, never a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .bus import EventBus, Subscription
+from .errors import ConfigError, ManagerError
+from .events import ConfigLoaded, ConfigRejected, HookFailed, event_to_dict
+from .lua import LiveScript, LuaCall, start_file
+from .manager import Manager
+from .spec import ConnectionSpec
+
+__all__ = ["RELOAD_MAX_DELAY", "RELOAD_QUIET", "ConfigRunner"]
+
+logger = logging.getLogger(__name__)
+
+RELOAD_QUIET = 0.2
+"""Seconds without a new save before a watched change is reloaded."""
+
+RELOAD_MAX_DELAY = 2.0
+"""Seconds a stream of saves may postpone its reload at most."""
+
+WATCH_TIMEOUT_MS = 500
+"""How often the file watcher wakes up when nothing changes (it must, to be
+stoppable); its first wake-up also tells that it is watching."""
+
+HOOK_QUEUE = 10_000
+"""Events the hook dispatcher may fall behind by (then it is told how many)."""
+
+
+class ConfigRunner:
+    """Runs startup.lua for the daemon and keeps its callbacks going.
+
+    Args:
+        path: The script.
+        manager: Receives the declared set.
+        bus: Where config and hook events go, and where hooks come from.
+        getenv: The environment scripts see through `env()`.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        manager: Manager,
+        bus: EventBus,
+        *,
+        getenv: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self.path = path
+        self.manager = manager
+        self.bus = bus
+        self.script: LiveScript | None = None
+        self.last_reload: dict[str, object] | None = None
+        self.reloads = 0
+        self._getenv = getenv
+        self.watching = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._last_digest: str | None = None
+
+    # --- loading ----------------------------------------------------------------
+
+    def load(self) -> dict[str, object]:
+        """Run the script; apply its declarations only if it succeeds.
+
+        Returns:
+            What changed: file, added, removed, changed, unchanged, connections.
+
+        Raises:
+            ConfigError: The script failed; the running set is unchanged.
+        """
+        file = str(self.path)
+        self.reloads += 1
+        self._last_digest = _digest(self.path)
+        kwargs = {"getenv": self._getenv} if self._getenv is not None else {}
+        try:
+            script = start_file(self.path, host=_Host(self.manager), **kwargs)  # type: ignore[arg-type]
+        except ConfigError as exc:
+            self.last_reload = {
+                "ok": False,
+                "time": time.time(),
+                "file": exc.file or file,
+                "line": exc.line,
+                "message": exc.message,
+            }
+            self.bus.publish(
+                ConfigRejected(
+                    file=exc.file or file, line=exc.line, message=exc.message
+                )
+            )
+            raise
+        old, self.script = self.script, script
+        if old is not None:
+            old.close()  # its hooks and pending call callbacks are gone now
+        result = self.manager.reconcile(script.result.specs)
+        self.last_reload = {"ok": True, "time": time.time(), "file": file}
+        self.bus.publish(
+            ConfigLoaded(
+                file=file,
+                added=result.added,
+                removed=result.removed,
+                changed=result.changed,
+                unchanged=len(result.unchanged),
+            )
+        )
+        self._start_calls()
+        return {
+            "file": file,
+            "added": list(result.added),
+            "removed": list(result.removed),
+            "changed": list(result.changed),
+            "unchanged": len(result.unchanged),
+            "connections": len(script.result.specs),
+        }
+
+    def close(self) -> None:
+        """Stop for good: no more reloads, hooks or call callbacks."""
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+        if self.script is not None:
+            self.script.close()
+        self.watching = False
+
+    # --- the task -----------------------------------------------------------------
+
+    async def run(
+        self,
+        *,
+        watch: bool = True,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Dispatch hooks, drive `mcp_call`s and (if `watch`) reload on save."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            with self.bus.subscribe("lua-hooks", HOOK_QUEUE) as events:
+                tg.start_soon(self._dispatch_hooks, events)
+                self._start_calls()
+                task_status.started()
+                if watch:
+                    await tg.start(self._watch)
+                    self.watching = True
+                await anyio.sleep_forever()
+
+    async def _dispatch_hooks(self, events: Subscription) -> None:
+        async for event in events:
+            script = self.script
+            if script is None or event.kind == HookFailed.kind:
+                continue
+            kinds = script.hook_kinds()
+            if event.kind not in kinds and "*" not in kinds:
+                continue
+            for error in script.dispatch(event_to_dict(event)):
+                self._hook_failed(error, event.kind)
+            self._start_calls()
+
+    def _start_calls(self) -> None:
+        script = self.script
+        if script is None or self._tg is None:
+            return  # started once `run()` is up
+        for call in script.take_calls():
+            self._tg.start_soon(self._run_call, script, call)
+
+    async def _run_call(self, script: LiveScript, call: LuaCall) -> None:
+        data: dict[str, object] | None = None
+        err: str | None = None
+        try:
+            result = await self.manager.call(call.server, call.tool, call.arguments)
+            data = dict(result.data)
+        except ManagerError as exc:
+            err = str(exc)
+        error = script.deliver(call, data, err)
+        if error is not None:
+            self._hook_failed(error, "mcp_call")
+        self._start_calls()
+
+    def _hook_failed(self, error: ConfigError, hook: str) -> None:
+        self.bus.publish(
+            HookFailed(
+                file=error.file or str(self.path),
+                line=error.line,
+                message=error.message,
+                hook=hook,
+            )
+        )
+
+    # --- watching -----------------------------------------------------------------
+
+    async def _watch(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Reload when the script changes on disk (after a burst settles)."""
+        send, receive = anyio.create_memory_object_stream[None](1)
+        async with anyio.create_task_group() as tg:
+            stop = anyio.Event()
+            tg.start_soon(self._settle_and_reload, receive)
+            try:
+                await tg.start(_watch_directory, self.path, send, stop)
+                task_status.started()
+                await anyio.sleep_forever()
+            finally:
+                stop.set()
+
+    async def _settle_and_reload(
+        self, changes: MemoryObjectReceiveStream[None]
+    ) -> None:
+        async with changes:
+            async for _ in changes:
+                deadline = anyio.current_time() + RELOAD_MAX_DELAY
+                while True:  # wait for the saves to stop
+                    quiet = min(RELOAD_QUIET, deadline - anyio.current_time())
+                    if quiet <= 0:
+                        break
+                    with anyio.move_on_after(quiet) as settled:
+                        await changes.receive()
+                    if settled.cancelled_caught:
+                        break
+                if _digest(self.path) == self._last_digest:
+                    logger.debug("%s saved without changes; not reloading", self.path)
+                    continue
+                logger.info("%s changed: reloading", self.path)
+                try:
+                    self.load()
+                except ConfigError as exc:
+                    logger.error("reload failed, keeping the running set: %s", exc)
+
+
+async def _watch_directory(
+    path: Path,
+    send: MemoryObjectSendStream[None],
+    stop: anyio.Event,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Signal every change of the script or of a module in its `config/` directory.
+
+    Watches directories, not the file: editors save by writing a new file and
+    renaming it over the old one.
+    """
+    from watchfiles import awatch  # lazy: only the daemon watches
+
+    script = path.resolve()  # noqa: ASYNC240 - once, at startup
+    modules = script.parent / "config"
+    roots = [script.parent, *([modules] if modules.is_dir() else [])]
+
+    def relevant(change: object, changed: str) -> bool:
+        p = Path(changed)
+        return p == script or (p.parent == modules and p.suffix == ".lua")
+
+    started = False
+    async for changes in awatch(
+        *roots,
+        watch_filter=relevant,
+        stop_event=stop,
+        debounce=50,
+        step=10,
+        recursive=False,
+        yield_on_timeout=True,  # the first (empty) yield tells us it is watching
+        rust_timeout=WATCH_TIMEOUT_MS,
+    ):
+        if not started:
+            started = True
+            task_status.started()
+        if changes:
+            try:
+                send.send_nowait(None)
+            except anyio.WouldBlock:
+                pass  # a reload is already pending; it will see this change too
+
+
+class _Host:
+    """What Lua may see and (from callbacks) change of the running daemon."""
+
+    def __init__(self, manager: Manager) -> None:
+        self._manager = manager
+
+    def status(self, name: str) -> dict[str, object] | None:
+        return self._manager.status(name)
+
+    def list(self) -> list[dict[str, object]]:
+        return self._manager.statuses()
+
+    def add(self, spec: ConnectionSpec) -> bool:
+        return self._manager.add(spec)
+
+    def remove(self, name: str) -> bool:
+        return self._manager.remove(name)
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -1,0 +1,167 @@
+"""Scripts that stay alive: `mcp_on` hooks, `mcp_call` completions, live changes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from manager.errors import ConfigError
+from manager.lua import LiveScript, start_file
+from manager.spec import ConnectionSpec
+
+
+class FakeLiveHost:
+    """The running set, as a dict; what callbacks may change."""
+
+    def __init__(self) -> None:
+        self.specs: dict[str, ConnectionSpec] = {}
+
+    def status(self, name: str) -> dict[str, object] | None:
+        return {"state": "connected"} if name in self.specs else None
+
+    def list(self) -> list[dict[str, object]]:
+        return [{"name": n, "state": "connected"} for n in sorted(self.specs)]
+
+    def add(self, spec: ConnectionSpec) -> bool:
+        changed = self.specs.get(spec.name) != spec
+        self.specs[spec.name] = spec
+        return changed
+
+    def remove(self, name: str) -> bool:
+        return self.specs.pop(name, None) is not None
+
+
+def start(
+    tmp_path: Path, source: str, **kwargs: object
+) -> tuple[LiveScript, list[str]]:
+    path = tmp_path / "startup.lua"
+    path.write_text(source)
+    printed: list[str] = []
+    script = start_file(
+        path,
+        host=FakeLiveHost(),
+        on_print=printed.append,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return script, printed
+
+
+EVENT = {"seq": 7, "time": 1.0, "kind": "connected", "name": "web", "tools": 3}
+
+
+def test_hooks_get_matching_events_as_plain_tables(tmp_path: Path) -> None:
+    script, printed = start(
+        tmp_path,
+        'mcp_on("connected", function(e) print(e.kind, e.name, e.tools) end)\n'
+        'mcp_on("*", function(e) print("any", e.seq) end)\n'
+        'mcp_on("removed", function(e) print("never") end)\n',
+    )
+    assert script.hook_kinds() == {"connected", "*", "removed"}
+    assert script.dispatch(EVENT) == []
+    assert printed == ["connected\tweb\t3", "any\t7"]
+
+
+def test_a_failing_hook_is_reported_with_its_line_and_others_still_run(
+    tmp_path: Path,
+) -> None:
+    script, printed = start(
+        tmp_path,
+        'mcp_on("connected", function(e)\n  error("boom " .. e.name)\nend)\n'
+        'mcp_on("connected", function(e) print("second ran") end)\n',
+    )
+    errors = script.dispatch(EVENT)
+    assert len(errors) == 1
+    assert (errors[0].file, errors[0].line) == ("startup.lua", 2)
+    assert errors[0].message == "boom web"
+    assert printed == ["second ran"]
+
+
+def test_a_runaway_hook_is_stopped_and_the_next_one_gets_a_fresh_budget(
+    tmp_path: Path,
+) -> None:
+    script, printed = start(
+        tmp_path,
+        'mcp_on("connected", function(e)\n  while true do end\nend)\n'
+        'mcp_on("connected", function(e) print("after") end)\n'
+        'mcp_on("removed", function(e) pcall(function() while true do end end) end)\n',
+        hook_budget=0.2,
+    )
+    started = time.monotonic()
+    errors = script.dispatch(EVENT)
+    assert time.monotonic() - started < 1.0
+    assert [e.line for e in errors] == [2]
+    assert "callback exceeded its time budget of 0.2 s" in errors[0].message
+    assert printed == ["after"]
+    errors = script.dispatch({**EVENT, "kind": "removed"})
+    assert len(errors) == 1 and "time budget" in errors[0].message
+    assert script.dispatch(EVENT)[0].line == 2  # still works afterwards
+
+
+def test_mcp_call_is_queued_and_its_callback_gets_result_or_error(
+    tmp_path: Path,
+) -> None:
+    script, printed = start(
+        tmp_path,
+        'mcp_call("demo", "echo", {text = "hi"}, function(result, err)\n'
+        "  if err then print('err', err) else print('ok', result.content[1].text) end\n"
+        "end)\n",
+    )
+    calls = script.take_calls()
+    assert [(c.server, c.tool, c.arguments) for c in calls] == [
+        ("demo", "echo", {"text": "hi"})
+    ]
+    assert script.take_calls() == []
+    result = {"content": [{"type": "text", "text": "hi"}], "isError": False}
+    assert script.deliver(calls[0], result, None) is None
+    assert script.deliver(calls[0], None, "demo is reconnecting") is None
+    assert printed == ["ok\thi", "err\tdemo is reconnecting"]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('mcp_on("nope", function() end)', "must be an event kind"),
+        ('mcp_on("connected", 42)', "fn must be a function"),
+        ('mcp_call("demo", "echo", {})', "takes 4 arguments"),
+        ('mcp_call("demo", "echo", {1, 2}, function() end)', "args must be a table of"),
+        ('mcp_call(1, "echo", {}, function() end)', "server and tool must be strings"),
+    ],
+)
+def test_bad_hook_and_call_arguments_fail_the_script(
+    tmp_path: Path, source: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        start(tmp_path, "\n" + source)
+    assert info.value.line == 2
+    assert message in info.value.message
+
+
+def test_callbacks_may_change_the_running_set(tmp_path: Path) -> None:
+    path = tmp_path / "startup.lua"
+    path.write_text(
+        'mcp_on("disconnected", function(e)\n'
+        '  mcp_add("backup", "http://127.0.0.1:9/mcp")\n'
+        "  mcp_remove(e.name)\n"
+        "end)\n"
+    )
+    host = FakeLiveHost()
+    host.add(ConnectionSpec(name="web", transport="http", url="http://h/mcp"))
+    script = start_file(path, host=host)
+    assert script.dispatch({**EVENT, "kind": "disconnected"}) == []
+    assert set(host.specs) == {"backup"}
+
+
+def test_a_closed_script_runs_no_more_callbacks(tmp_path: Path) -> None:
+    script, printed = start(
+        tmp_path,
+        'mcp_on("*", function(e) print("hook") end)\n'
+        'mcp_call("demo", "echo", {}, function() print("call") end)\n',
+    )
+    calls = script.take_calls()
+    script.close()
+    assert script.closed
+    assert script.dispatch(EVENT) == []
+    assert script.deliver(calls[0], {}, None) is None
+    assert printed == []

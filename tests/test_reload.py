@@ -1,0 +1,190 @@
+"""Editing startup.lua while the daemon runs: reload on save, SIGHUP and the CLI;
+Lua hooks and calls against real servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from servers import raw_command
+from servers.daemon import DaemonProcess
+
+from manager.cli import main
+
+pytestmark = pytest.mark.usefixtures("no_leaked_children")
+
+
+def server(name: str, *flags: str, extra: str = "") -> str:
+    command, args = raw_command(*flags)
+    arg_list = ", ".join(json.dumps(a) for a in args)
+    return (
+        f"mcp_add({json.dumps(name)}, {{command = {json.dumps(command)}, "
+        f"args = {{{arg_list}}}{extra}}})\n"
+    )
+
+
+def save(path: Path, text: str, *, atomic: bool) -> None:
+    if atomic:  # the way most editors save: write a new file, rename it over
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    else:
+        path.write_text(text)
+
+
+def seq(event: dict[str, object]) -> int:
+    return int(str(event["seq"]))
+
+
+@pytest.mark.parametrize("atomic", [False, True], ids=["in-place", "atomic-rename"])
+def test_saving_touches_exactly_the_added_removed_and_changed_connections(
+    tmp_path: Path, atomic: bool
+) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(server("keep") + server("gone") + server("change"))
+    with DaemonProcess(script) as daemon:
+        for name in ("keep", "gone", "change"):
+            daemon.wait_event("connected", name)
+        keep_pid = {r["name"]: r["pid"] for r in daemon.client.status()}["keep"]
+        mark = daemon.events[-1]
+        save(
+            script,
+            server("keep") + server("change", extra=", hold = 1") + server("new"),
+            atomic=atomic,
+        )
+        loaded = daemon.wait_event("config_loaded", after=seq(mark))
+        assert loaded["added"] == ["new"]
+        assert loaded["removed"] == ["gone"]
+        assert loaded["changed"] == ["change"]
+        assert loaded["unchanged"] == 1
+        daemon.wait_event("connected", "new", after=seq(mark))
+        daemon.wait_event("connected", "change", after=seq(mark))
+        daemon.wait_event("removed", "gone", after=seq(mark))
+        touched = {str(e["name"]) for e in daemon.events if seq(e) > seq(mark)}
+        assert "keep" not in touched
+        rows = {r["name"]: r for r in daemon.client.status()}
+        assert rows["keep"]["pid"] == keep_pid
+        assert set(rows) == {"keep", "change", "new"}
+
+
+@pytest.mark.parametrize(
+    ("bad", "line", "message"),
+    [
+        ("local = 5\n", 3, "<name> expected near '='"),
+        ("local t = nil\nprint(t.field)\n", 4, "attempt to index a nil value"),
+        (
+            "mcp_add('x', 'http://127.0.0.1:9/mcp', {hold = 'long'})\n",
+            3,
+            "hold must be a number of seconds",
+        ),
+        ("while true do end\n", 3, "time budget"),
+    ],
+    ids=["syntax", "runtime", "type", "endless-loop"],
+)
+def test_a_broken_save_changes_nothing_and_reports_the_line(
+    tmp_path: Path, bad: str, line: int, message: str
+) -> None:
+    good = server("a") + server("b")
+    script = tmp_path / "startup.lua"
+    script.write_text(good)
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "a")
+        daemon.wait_event("connected", "b")
+        before = {r["name"]: r["pid"] for r in daemon.client.status()}
+        mark = daemon.events[-1]
+        save(script, good + bad, atomic=True)
+        error = daemon.wait_event("config_error", after=seq(mark))
+        assert error["line"] == line
+        assert message in str(error["message"])
+        assert not [e for e in daemon.events if seq(e) > seq(mark) and e["name"]]
+        assert {r["name"]: r["pid"] for r in daemon.client.status()} == before
+        assert daemon.client.info()["last_reload"]["ok"] is False  # type: ignore[index]
+
+
+def test_twenty_saves_in_a_second_make_one_reload(tmp_path: Path) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(server("a"))
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "a")
+        mark = daemon.events[-1]
+        for i in range(20):
+            save(
+                script,
+                server("a") + f"-- save {i}\n" + server(f"n{i}"),
+                atomic=i % 2 == 0,
+            )
+            time.sleep(0.05)
+        last = daemon.wait_event("connected", "n19", after=seq(mark))
+        loads = [
+            e
+            for e in daemon.events
+            if e["kind"] == "config_loaded" and seq(e) > seq(mark)
+        ]
+        assert len(loads) == 1
+        assert loads[0]["added"] == ["n19"]
+        assert seq(last) > seq(loads[0])
+
+
+def test_cli_reload_reports_what_changed_and_bad_scripts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(server("a"))
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "a")
+        sock = ["--socket", str(daemon.socket)]
+        assert main(["reload", *sock]) == 0
+        assert "0 added" in capsys.readouterr().out
+        script.write_bytes(b"")  # an empty script is valid: everything goes
+        os.utime(script)
+        # a bad script through the CLI: exit 1 with file:line
+        script.write_text(server("a") + "error('nope')\n")
+        assert main(["reload", *sock]) == 1
+        assert "startup.lua:2: nope" in capsys.readouterr().err
+        assert [r["name"] for r in daemon.client.status()] == ["a"]
+
+
+def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        server("fast")
+        + 'mcp_add("down", "http://127.0.0.1:9/mcp", {hold = 0.1})\n'
+        + 'mcp_on("connected", function(e)\n'
+        + '  if e.name ~= "fast" then return end\n'
+        + '  mcp_call("fast", "echo", {text = "from lua"}, function(r, err)\n'
+        + '    print("echo:", r.content[1].text)\n'
+        + '    mcp_add("spawned", "http://127.0.0.1:9/mcp")\n'
+        + "  end)\n"
+        + '  mcp_call("down", "echo", {}, function(r, err) print("down:", err) end)\n'
+        + "end)\n"
+        + 'mcp_on("connected", function(e) error("hook broke on " .. e.name) end)\n'
+        + 'mcp_on("added", function(e) while true do end end)\n'
+    )
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("added", "spawned")  # added by the mcp_call callback
+        failures = [e for e in daemon.events if e["kind"] == "hook_error"]
+        assert any(
+            e["line"] == 11 and "hook broke on fast" in str(e["message"])
+            for e in failures
+        )
+        daemon.wait_event(
+            "hook_error", where=lambda e: "time budget" in str(e["message"])
+        )
+        assert "spawned" in {r["name"] for r in daemon.client.status()}
+        log = daemon.log()
+        assert "echo:\tfrom lua" in log
+        assert "down:\tdown is reconnecting" in log and "connection refused" in log
+        # a reload drops the old hooks: the new script has none
+        mark = daemon.events[-1]
+        script.write_text(server("fast"))
+        daemon.wait_event("config_loaded", after=seq(mark))
+        daemon.client.reconnect("fast")
+        os.kill(int(str(daemon.client.status()[0]["pid"])), signal.SIGKILL)
+        daemon.wait_event("connected", "fast", after=seq(mark))
+        assert not [
+            e for e in daemon.events if e["kind"] == "hook_error" and seq(e) > seq(mark)
+        ]
