@@ -105,7 +105,7 @@ prelude replaces it with `mcp_load`. `warn` would write to stderr."""
 # decode a non-UTF-8 argument) into a message via `fault`.
 _PRELUDE = """
 local check, fault, raw_add, raw_remove, raw_status, raw_list, raw_env, raw_print,
-      raw_load, raw_on, raw_call, count = ...
+      raw_load, raw_on, raw_call, raw_async, count = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
 local error, pcall, rawget, tostring, type = error, pcall, rawget, tostring, type
 local raw_setmetatable = setmetatable
@@ -222,6 +222,53 @@ mcp_list = api("mcp_list", raw_list)
 mcp_on = api("mcp_on", raw_on)
 mcp_call = api("mcp_call", raw_call)
 
+-- Coroutine style: mcp_async(fn) runs fn as a job in which
+-- `local result, err = mcp_await(server, tool, args)` waits for a call without
+-- blocking anything. The daemon drives jobs through `step` (returned below).
+local jobs, awaiting, next_job = {}, {}, 0
+local co_running, co_status = coroutine.running, coroutine.status
+local co_yield = coroutine.yield
+mcp_async = function(fn)
+  if type(fn) ~= "function" then
+    error("mcp_async(fn): fn must be a function, got " .. type(fn), 2)
+  end
+  next_job = next_job + 1
+  jobs[next_job] = create(fn)
+  local ok, res = invoke("mcp_async", raw_async, next_job)
+  if not ok then error(res, 2) end
+  return next_job
+end
+mcp_await = function(server, tool, args)
+  local co, main = co_running()
+  if main then
+    error("mcp_await: only inside mcp_async(function() ... end)", 2)
+  end
+  local known = false
+  for _, job in pairs(jobs) do if job == co then known = true break end end
+  if not known then
+    error("mcp_await: only inside mcp_async(function() ... end)", 2)
+  end
+  awaiting[co] = {server, tool, args}
+  return co_yield()
+end
+local function step(id, ...)
+  local co = jobs[id]
+  if co == nil then return false, "no such job", "dead" end
+  local ok, err = co_resume(co, ...)
+  local status = co_status(co)
+  local request = awaiting[co]
+  awaiting[co] = nil
+  if status == "dead" then jobs[id] = nil end
+  if not ok then jobs[id] = nil return false, err, "dead" end
+  if status == "suspended" and request == nil then
+    jobs[id] = nil
+    return false, "mcp_async: the job yielded without mcp_await; "
+      .. "only mcp_await may wait", "dead"
+  end
+  if request ~= nil then return true, request[1], request[2], request[3] end
+  return true, nil
+end
+
 env = function(name, ...)
   local ok, res = invoke("env", raw_env, name)
   if not ok then error(res, 2) end
@@ -267,7 +314,7 @@ sethook(hook, "", count)
 return function(chunk) chunk() end, function()
   expired = false
   sethook(hook, "", count)
-end
+end, step
 """
 
 
@@ -526,6 +573,7 @@ class LiveScript:
     def __init__(self, run: _Run, hook_budget: float) -> None:
         self._run = run
         self._hook_budget = hook_budget
+        self._ran_out = False
         self._run.live = True
 
     @property
@@ -583,28 +631,92 @@ class LiveScript:
         """Release the runtime; later dispatches and deliveries do nothing."""
         self._run.release()
 
-    def _invoke(self, fn: Any, *values: object) -> ConfigError | None:
+    def take_jobs(self) -> list[int]:
+        """The `mcp_async` jobs started since the last take, oldest first."""
+        jobs, self._run.jobs = self._run.jobs, []
+        return jobs
+
+    def resume(
+        self,
+        job: int,
+        result: Mapping[str, object] | None = None,
+        error: str | None = None,
+    ) -> tuple[LuaCall | None, ConfigError | None]:
+        """Run an `mcp_async` job until it awaits a call or ends.
+
+        Args:
+            job: The job id (from `take_jobs`).
+            result: What the awaited call returned (None to start the job).
+            error: Why the awaited call could not be made.
+
+        Returns:
+            `(call, None)` when the job awaits `call` (its `fn` is unused);
+            `(None, None)` when it finished; `(None, error)` when it failed.
+        """
         run = self._run
-        args = [None if v is None else run.to_lua_value(v) for v in values]
+        if run.released:
+            return None, None
+        outcome, failure = self._guarded(run.step, job, result, error)
+        if failure is not None:
+            return None, failure
+        assert isinstance(outcome, tuple)
+        ok, *rest = outcome
+        if not ok:
+            text = str(rest[0]) if rest else "job failed"
+            run.expired = self._ran_out  # the job's coroutine hit the budget
+            failed = run.config_error(text, None, self._hook_budget, run.memory_limit)
+            run.expired = False
+            return None, self._callback_error(failed)
+        if not rest or rest[0] is None:
+            return None, None
+        server, tool, raw_args = (rest + [None, None, None])[:3]
+        try:
+            arguments = _lua_to_py(raw_args, "args", [_MAX_ENTRIES]) if raw_args else {}
+        except ConfigError as exc:
+            return self.resume(job, None, f"mcp_await: {exc.message}")
+        if not isinstance(server, str) or not isinstance(tool, str):
+            return self.resume(job, None, "mcp_await: server and tool must be strings")
+        if not isinstance(arguments, dict):
+            if arguments == []:
+                arguments = {}
+            else:
+                return self.resume(
+                    job, None, "mcp_await: args must be a table of named arguments"
+                )
+        return LuaCall(server, tool, arguments, None), None
+
+    def _invoke(self, fn: Any, *values: object) -> ConfigError | None:
+        return self._guarded(fn, *values)[1]
+
+    def _guarded(self, fn: Any, *values: object) -> tuple[object, ConfigError | None]:
+        """Call into Lua under the callback budget; errors come back as values."""
+        run = self._run
+        args = [
+            v if isinstance(v, int) else None if v is None else run.to_lua_value(v)
+            for v in values
+        ]
         run.deadline = time.monotonic() + self._hook_budget
         run.fault = None
         try:
-            fn(*args)
+            return fn(*args), None
         except (LuaError, UnicodeDecodeError) as exc:
             cause = exc.with_traceback(None)
             text = str(exc) if isinstance(exc, LuaError) else "invalid UTF-8 in error"
             error = run.config_error(text, cause, self._hook_budget, run.memory_limit)
-            if run.expired:
-                error.message = error.message.replace("script", "callback", 1)
-                error.args = (error.message,)
             if run.fault is not None:
                 logger.error("Lua callback: host error", exc_info=run.fault)
-            return error
+            return None, self._callback_error(error)
         finally:
+            self._ran_out = run.expired
             if run.expired or run.out_of_memory:
                 run.gc_and_rearm()
                 run.expired = run.out_of_memory = False
-        return None
+
+    def _callback_error(self, error: ConfigError) -> ConfigError:
+        if error.message.startswith("script exceeded its time budget"):
+            error.message = error.message.replace("script", "callback", 1)
+            error.args = (error.message,)
+        return error
 
 
 @dataclass(frozen=True, slots=True)
@@ -640,6 +752,8 @@ class _Run:
         self.chunks = {file}  # chunk names errors may point into
         self.hooks: dict[str, list[Any]] = {}  # mcp_on: kind -> Lua functions
         self.calls: list[LuaCall] = []  # mcp_call: started, not yet handed out
+        self.jobs: list[int] = []  # mcp_async: started, not yet handed out
+        self.step: Any = None
         self.live = False  # after the script: mcp_add/mcp_remove act at once
         self.released = False
         self.result = ScriptResult((), (), 0.0)
@@ -661,7 +775,7 @@ class _Run:
         )
         self._rt = rt
         prelude = rt.compile(_PRELUDE, name="=prelude")
-        runner, self.rearm = prelude(
+        runner, self.rearm, self.step = prelude(
             self._check_deadline,
             self._fault,
             self._entry(self._add),
@@ -673,6 +787,7 @@ class _Run:
             self._entry(self._load),
             self._entry(self._on),
             self._entry(self._call),
+            self._entry(self._async),
             _HOOK_COUNT,
         )
         lua_globals = rt.globals()
@@ -923,6 +1038,11 @@ class _Run:
             )
         self.calls.append(LuaCall(server, tool, arguments, fn))
 
+    def _async(self, *args: object) -> None:
+        job = args[0] if args else None
+        if isinstance(job, int):
+            self.jobs.append(job)
+
     def _live_host(self) -> LiveHost:
         host = self.host
         if not isinstance(host, LiveHost):
@@ -938,7 +1058,11 @@ class _Run:
     # ------------------------------------------------------------ errors
 
     def config_error(
-        self, text: str, exc: BaseException, time_budget: float, memory_limit: int
+        self,
+        text: str,
+        exc: BaseException | None,
+        time_budget: float,
+        memory_limit: int,
     ) -> ConfigError:
         """The ConfigError for a Lua error text that ended the run."""
         logger.debug("%s failed: %s", self.file, text)

@@ -180,6 +180,8 @@ class ConfigRunner:
             return  # started once `run()` is up
         for call in script.take_calls():
             self._tg.start_soon(self._run_call, script, call)
+        for job in script.take_jobs():
+            self._tg.start_soon(self._drive_job, script, job)
 
     async def _run_call(self, script: LiveScript, call: LuaCall) -> None:
         data: dict[str, object] | None = None
@@ -193,6 +195,25 @@ class ConfigRunner:
         if error is not None:
             self._hook_failed(error, "mcp_call")
         self._start_calls()
+
+    async def _drive_job(self, script: LiveScript, job: int) -> None:
+        """Resume an `mcp_async` job until it ends, making the calls it awaits."""
+        result: dict[str, object] | None = None
+        err: str | None = None
+        while True:
+            call, failure = script.resume(job, result, err)
+            self._start_calls()  # the job may have started calls or jobs itself
+            if failure is not None:
+                self._hook_failed(failure, "mcp_async")
+                return
+            if call is None:
+                return
+            result, err = None, None
+            try:
+                answer = await self.manager.call(call.server, call.tool, call.arguments)
+                result = dict(answer.data)
+            except ManagerError as exc:
+                err = str(exc)
 
     def _hook_failed(self, error: ConfigError, hook: str) -> None:
         self.bus.publish(

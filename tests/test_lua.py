@@ -490,7 +490,8 @@ def test_huge_allocations_hit_the_memory_limit(source: str) -> None:
 
 EXPECTED_GLOBALS = (
     "_G _VERSION assert coroutine env error getmetatable ipairs math mcp_add "
-    "mcp_call mcp_list mcp_load mcp_on mcp_remove mcp_status next pairs pcall print "
+    "mcp_async mcp_await mcp_call mcp_list mcp_load mcp_on mcp_remove mcp_status next "
+    "pairs pcall print "
     "rawequal rawget "
     "rawlen rawset require select setmetatable string table tonumber tostring type "
     "utf8 xpcall"

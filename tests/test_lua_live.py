@@ -165,3 +165,50 @@ def test_a_closed_script_runs_no_more_callbacks(tmp_path: Path) -> None:
     assert script.dispatch(EVENT) == []
     assert script.deliver(calls[0], {}, None) is None
     assert printed == []
+
+
+def test_an_async_job_awaits_calls_in_order(tmp_path: Path) -> None:
+    script, printed = start(
+        tmp_path,
+        "mcp_async(function()\n"
+        '  local r, err = mcp_await("demo", "echo", {text = "one"})\n'
+        '  print("first", r.content[1].text, err)\n'
+        '  local r2, err2 = mcp_await("down", "echo", {})\n'
+        '  print("second", r2, err2)\n'
+        "end)\n",
+    )
+    [job] = script.take_jobs()
+    call, error = script.resume(job)
+    assert error is None and call is not None
+    assert (call.server, call.tool, call.arguments) == ("demo", "echo", {"text": "one"})
+    result = {"content": [{"type": "text", "text": "one"}]}
+    call, error = script.resume(job, result, None)
+    assert error is None and call is not None and call.server == "down"
+    assert script.resume(job, None, "down is reconnecting") == (None, None)
+    assert printed == ["first\tone\tnil", "second\tnil\tdown is reconnecting"]
+
+
+def test_a_failing_or_runaway_job_is_reported_with_its_line(tmp_path: Path) -> None:
+    script, _ = start(
+        tmp_path,
+        'mcp_async(function()\n  mcp_await("a", "t", {})\n  error("job broke")\nend)\n'
+        "mcp_async(function()\n  while true do end\nend)\n"
+        "mcp_async(function() coroutine.yield(1) end)\n",
+        hook_budget=0.2,
+    )
+    broke, loops, yields = script.take_jobs()
+    assert script.resume(broke)[0] is not None
+    _, error = script.resume(broke, {}, None)
+    assert error is not None and (error.line, error.message) == (3, "job broke")
+    _, error = script.resume(loops)
+    assert error is not None and error.line == 6
+    assert "callback exceeded its time budget" in error.message
+    _, error = script.resume(yields)
+    assert error is not None and "only mcp_await may wait" in error.message
+
+
+def test_mcp_await_outside_a_job_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        start(tmp_path, '\nmcp_await("demo", "echo", {})')
+    assert info.value.line == 2
+    assert "only inside mcp_async" in info.value.message

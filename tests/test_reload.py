@@ -163,6 +163,10 @@ def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
         + "end)\n"
         + 'mcp_on("connected", function(e) error("hook broke on " .. e.name) end)\n'
         + 'mcp_on("added", function(e) while true do end end)\n'
+        + "mcp_async(function()\n"
+        + '  local r, err = mcp_await("fast", "echo", {text = "awaited"})\n'
+        + '  print("await:", r.content[1].text)\n'
+        + "end)\n"
     )
     with DaemonProcess(script) as daemon:
         daemon.wait_event("added", "spawned")  # added by the mcp_call callback
@@ -175,9 +179,10 @@ def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
             "hook_error", where=lambda e: "time budget" in str(e["message"])
         )
         assert "spawned" in {r["name"] for r in daemon.client.status()}
-        log = daemon.log()
-        assert "echo:\tfrom lua" in log
-        assert "down:\tdown is reconnecting" in log and "connection refused" in log
+        daemon.wait_log("echo:\tfrom lua")
+        daemon.wait_log("await:\tawaited")
+        daemon.wait_log("down:\tdown is reconnecting")
+        assert "connection refused" in daemon.log()
         # a reload drops the old hooks: the new script has none
         mark = daemon.events[-1]
         script.write_text(server("fast"))

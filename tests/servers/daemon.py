@@ -136,6 +136,14 @@ class DaemonProcess:
             assert found is not None
             return found
 
+    def wait_log(self, text: str, within: float = 20.0) -> None:
+        """Wait until the daemon's output contains `text` (print from Lua, say)."""
+        deadline = time.monotonic() + within
+        while text not in self.log():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{text!r} never appeared in the log:\n{self.log()}")
+            time.sleep(0.02)
+
     def signal(self, sig: int) -> None:
         """Send `sig` to the daemon (only to it, by PID)."""
         if self.process.poll() is None:
