@@ -2,8 +2,10 @@
 
 `run` starts the daemon (the only caller of `anyio.run`); `status`, `events`,
 `call` and `reload` talk to a running daemon over the control socket; `check`
-validates a startup.lua without connecting anything. Client commands import
-neither anyio, mcp, lupa, textual nor opentelemetry, so they answer fast.
+validates a startup.lua without connecting anything; `hud` attaches the live
+HUD to a running daemon. Client commands import neither anyio, mcp, lupa,
+textual nor opentelemetry, so they answer fast (`status` loads rich for its
+table; `hud` and `run` on a terminal load textual).
 
 Exit codes (this module is the only place that picks them):
 
@@ -52,6 +54,65 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not config.is_file():
         reason = "not a file" if config.exists() else "no such file"
         return _fail(f"cannot run {config}: {reason}")
+    if args.listen is None and (
+        args.token_file or args.allow_host or args.allow_origin
+    ):
+        return _fail("--token-file, --allow-host and --allow-origin need --listen")
+    import anyio
+
+    from .daemon import DaemonOptions, serve
+
+    endpoint = None
+    if args.listen is not None:
+        from .gateway import EndpointError, endpoint_options
+
+        try:
+            endpoint = endpoint_options(
+                args.listen,
+                token_file=args.token_file,
+                allowed_hosts=args.allow_host,
+                allowed_origins=args.allow_origin,
+            )
+        except EndpointError as exc:
+            return _fail(str(exc))
+    options = DaemonOptions(
+        config=config,
+        socket=socket_path(args.socket),
+        log_level=args.log_level,
+        log_format=args.log_format,
+        hud=_hud_wanted(args),
+        endpoint=endpoint,
+        otlp_endpoint=args.otlp_endpoint,
+        otlp_protocol=args.otlp_protocol,
+        telemetry=not args.no_telemetry,
+    )
+    try:
+        return anyio.run(serve, options)
+    except KeyboardInterrupt:
+        return 130
+    except ConfigError as exc:
+        return _fail(_first_line(exc), 1)
+    except ManagerError as exc:
+        return _fail(_first_line(exc))
+
+
+# ----------------------------------------------------------------------- stdio
+
+
+def _cmd_stdio(args: argparse.Namespace) -> int:
+    config = Path(args.file)
+    if not config.is_file():
+        reason = "not a file" if config.exists() else "no such file"
+        return _fail(f"cannot run {config}: {reason}")
+    if args.log_file is not None:
+        # Everything written to fd 2 (our logs, library warnings, tracebacks)
+        # goes to the file from here on; stdout stays the MCP stream.
+        try:
+            fd = os.open(args.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as exc:
+            return _fail(f"cannot open log file {args.log_file}: {exc.strerror}")
+        os.dup2(fd, 2)
+        os.close(fd)
     import anyio
 
     from .daemon import DaemonOptions, serve
@@ -62,6 +123,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         log_format=args.log_format,
         hud=False,
+        stdio=True,
+        control=args.socket is not None,
+        otlp_endpoint=args.otlp_endpoint,
+        otlp_protocol=args.otlp_protocol,
+        telemetry=not args.no_telemetry,
     )
     try:
         return anyio.run(serve, options)
@@ -76,76 +142,45 @@ def _cmd_run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- status
 
 
-def _age(seconds: float) -> str:
-    s = int(max(0.0, seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+def _cmd_status(args: argparse.Namespace) -> int:
+    client = ControlClient(socket_path(args.socket))
+    conns = client.status()
+    if args.json:
+        print(json.dumps(conns, indent=2, ensure_ascii=False))
+        return 0
+    now = time.time()
+    try:
+        info: dict[str, object] | None = client.info()
+    except ControlError:
+        info = None  # the table still says everything about the connections
+    if not conns:
+        print("no connections declared")
+        return 0
+    from .hud.render import print_status  # rich: only for the table
+
+    print_status(conns, now, info=info)
+    return 0
 
 
-def _cell(value: object) -> str:
-    return "-" if value is None or value == "" else str(value)
+# ------------------------------------------------------------------------- hud
 
 
-def _status_row(conn: dict[str, object], now: float) -> list[str]:
-    tools = conn.get("tools")
-    if isinstance(tools, list):
-        tools = len(tools)
-    retry = conn.get("next_retry_in")
-    since = conn.get("since")
-    error = conn.get("error")
-    return [
-        _cell(conn.get("name")),
-        _cell(conn.get("state")),
-        _cell(conn.get("transport")),
-        _cell(conn.get("attempt")),
-        _cell(tools),
-        f"{retry:.1f}s" if isinstance(retry, int | float) else "-",
-        _age(now - since) if isinstance(since, int | float) and since else "-",
-        _cell(conn.get("pid")),
-        _cell(conn.get("exit_code")),
-        _first_line(error)[:100] if error else "-",
-    ]
-
-
-_STATUS_HEADER = [
-    "NAME",
-    "STATE",
-    "TRANSPORT",
-    "ATTEMPT",
-    "TOOLS",
-    "RETRY IN",
-    "FOR",
-    "PID",
-    "EXIT",
-    "ERROR",
-]
-
-
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(
-            cell.ljust(width) for cell, width in zip(row, widths, strict=True)
-        ).rstrip()
-        for row in rows
+def _hud_wanted(args: argparse.Namespace) -> bool:
+    """`run` shows the HUD on a terminal, unless `--no-hud` (or TERM=dumb)."""
+    return (
+        not args.no_hud
+        and sys.stdin.isatty()
+        and sys.stdout.isatty()
+        and os.environ.get("TERM", "") not in ("", "dumb")
     )
 
 
-def _cmd_status(args: argparse.Namespace) -> int:
-    conns = ControlClient(socket_path(args.socket)).status()
-    if args.json:
-        print(json.dumps(conns, indent=2, ensure_ascii=False))
-    elif not conns:
-        print("no connections declared")
-    else:
-        now = time.time()
-        print(_table([_STATUS_HEADER, *(_status_row(c, now) for c in conns)]))
-    return 0
+def _cmd_hud(args: argparse.Namespace) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return _fail("hud needs a terminal; use `status` or `events` in scripts")
+    from .hud.run import run_attached  # textual: only for the HUD
+
+    return run_attached(ControlClient(socket_path(args.socket)))
 
 
 # ---------------------------------------------------------------------- events
@@ -281,6 +316,29 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _add_telemetry_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "telemetry (OpenTelemetry; the standard OTEL_* variables apply, these win)"
+    )
+    group.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="send traces and metrics over OTLP to URL, e.g. http://localhost:4317 "
+        "(gRPC) or http://localhost:4318 (HTTP); default: $OTEL_EXPORTER_OTLP_"
+        "ENDPOINT, else gRPC to localhost:4317",
+    )
+    group.add_argument(
+        "--otlp-protocol",
+        choices=("grpc", "http/protobuf"),
+        help="default: $OTEL_EXPORTER_OTLP_PROTOCOL, else grpc",
+    )
+    group.add_argument(
+        "--no-telemetry",
+        action="store_true",
+        help="export no traces or metrics (same as OTEL_SDK_DISABLED=true)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     # `--socket` works before and after the command; SUPPRESS keeps the
     # subcommand's default from overwriting a value given before it.
@@ -310,13 +368,68 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument(
-        "--no-hud", action="store_true", help="no terminal HUD (the default for now)"
+        "--no-hud",
+        action="store_true",
+        help="no terminal HUD (default: shown when stdin and stdout are a terminal)",
     )
+    endpoint = run.add_argument_group("MCP endpoint (streamable HTTP)")
+    endpoint.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve every upstream's tools as SERVER__TOOL at http://HOST:PORT/mcp "
+        "(loopback unless a token is set)",
+    )
+    endpoint.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="require this bearer token (default: $MCP_MANAGER_TOKEN, if set)",
+    )
+    endpoint.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also accept this Host header name (repeatable)",
+    )
+    endpoint.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also accept this Origin, e.g. https://app.example (repeatable)",
+    )
+    _add_telemetry_flags(run)
     run.set_defaults(handler=_cmd_run)
+
+    stdio = sub.add_parser(
+        "stdio",
+        parents=[common],
+        help="run the daemon and serve MCP on stdin/stdout (for clients that spawn "
+        "servers)",
+    )
+    stdio.add_argument("file", nargs="?", default="startup.lua", metavar="FILE")
+    stdio.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=_LOG_LEVELS,
+        default="WARNING",
+        help="default: WARNING",
+    )
+    stdio.add_argument("--log-format", choices=("text", "json"), default="text")
+    stdio.add_argument(
+        "--log-file", metavar="PATH", help="append logs here instead of stderr"
+    )
+    _add_telemetry_flags(stdio)
+    stdio.set_defaults(handler=_cmd_stdio)
 
     status = sub.add_parser("status", parents=[common], help="show every connection")
     status.add_argument("--json", action="store_true", help="a JSON array")
     status.set_defaults(handler=_cmd_status)
+
+    hud = sub.add_parser(
+        "hud", parents=[common], help="attach a live HUD to the running daemon"
+    )
+    hud.set_defaults(handler=_cmd_hud)
 
     events = sub.add_parser("events", parents=[common], help="follow the event stream")
     events.add_argument("--json", action="store_true", help="one JSON object a line")

@@ -13,6 +13,7 @@ and bounded by the transport.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import random
@@ -40,6 +41,7 @@ from .state import (
     ToolsListed,
     transition,
 )
+from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
 from .transport import Hooks, LossReport, ToolInfo, Transport, Upstream, describe_error
 
 __all__ = ["STDERR_LINES_KEPT", "Connection", "run_connection"]
@@ -61,6 +63,7 @@ class Connection:
         bus: Where state changes are published.
         clock: Wall clock (injectable).
         rand: Random source for jitter (injectable).
+        tracing: Makes each connect attempt a current span (no-op by default).
     """
 
     def __init__(
@@ -70,8 +73,10 @@ class Connection:
         *,
         clock: Callable[[], float] = time.time,
         rand: Callable[[], float] = random.random,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self.spec = spec
+        self._tracing = tracing
         self.scope = anyio.CancelScope()
         self.state = ConnectionState(name=spec.name, since=clock())
         self.upstream: Upstream | None = None
@@ -109,7 +114,11 @@ class Connection:
 
     async def wait_connected(self) -> bool:
         """Wait until the connection is connected (or removed). Returns connected."""
-        while self.state.phase not in (Phase.CONNECTED, Phase.REMOVED):
+        # `upstream` goes first: a lost session is torn down (up to 2 s) before
+        # the state machine hears of the loss, so the phase still says connected.
+        while self.state.phase is not Phase.REMOVED and (
+            self.upstream is None or self.state.phase is not Phase.CONNECTED
+        ):
             await self._connected.wait()
         return self.state.phase is Phase.CONNECTED
 
@@ -255,7 +264,17 @@ class Connection:
         self.signal(AttemptBegan(now=self._clock()))
         connected = False
         try:
-            async with transport.open(self.spec, self._hooks()) as upstream:
+            async with contextlib.AsyncExitStack() as stack:
+                # The attempt span is current while the SDK connects (its
+                # initialize/tools/list spans nest under it) and ends once connected.
+                attributes = attempt_attributes(self.spec, self.state.attempt)
+                with self._tracing.span("mcp.connect_attempt", attributes) as span:
+                    upstream = await stack.enter_async_context(
+                        transport.open(self.spec, self._hooks())
+                    )
+                    span.set_attribute(OUTCOME, "connected")
+                    if upstream.pid is not None:
+                        span.set_attribute(PID, upstream.pid)
                 connected = True
                 self._set_connected(upstream, time.monotonic() - started)
                 report = await self._watch(upstream)

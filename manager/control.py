@@ -13,7 +13,15 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
   ping     none                                              `{"pid": int}`
   status   none                                              list of dicts, one per
                                                              connection
+  info     none                                              dict: version, pid,
+                                                             config, last_reload,
+                                                             dropped, connections
   reload   none                                              dict (what changed)
+  reconnect `server` str                                     `{"server", "retrying"}`
+  details  `server` str                                      `{"spec": dict with
+                                                             secrets masked,
+                                                             "stderr": [str],
+                                                             "tools": [str]}`
   call     `server` str, `tool` str, `args` object (default  the MCP
            `{}`), `timeout` number > 0 or null (default:     `CallToolResult` dict
            the connection's `call_timeout`)
@@ -80,6 +88,7 @@ __all__ = [
     "SEND_TIMEOUT",
     "ControlBackend",
     "ControlClient",
+    "EventStream",
     "check_socket_dir",
     "prepare_socket_dir",
     "serve_control",
@@ -142,6 +151,14 @@ class ControlBackend(Protocol):
 
     def reconnect(self, server: str) -> dict[str, object]:
         """Make `server` try to connect now, skipping its backoff wait.
+
+        Raises:
+            UnknownServer: No such connection.
+        """
+        ...
+
+    def details(self, server: str) -> dict[str, object]:
+        """`server`'s spec (secrets masked), last stderr lines and tool names.
 
         Raises:
             UnknownServer: No such connection.
@@ -274,6 +291,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "info": frozenset(),
     "reload": frozenset(),
     "reconnect": frozenset({"server"}),
+    "details": frozenset({"server"}),
     "events": frozenset({"json"}),
     "call": frozenset({"server", "tool", "args", "timeout"}),
 }
@@ -332,11 +350,14 @@ async def _dispatch(
             result = backend.info()
         elif cmd == "reload":
             result = await backend.reload()
-        elif cmd == "reconnect":
+        elif cmd in ("reconnect", "details"):
             server = req.get("server")
             if not isinstance(server, str) or not server:
-                raise _BadRequest('reconnect: "server" must be a non-empty string')
-            result = backend.reconnect(server)
+                raise _BadRequest(f'{cmd}: "server" must be a non-empty string')
+            if cmd == "reconnect":
+                result = backend.reconnect(server)
+            else:
+                result = backend.details(server)
         else:  # call
             server, tool, args, timeout = _call_arguments(req)
             result = await backend.call(server, tool, args, timeout)
@@ -733,6 +754,15 @@ class ControlClient:
         """Ask the daemon to try `server` now instead of after its backoff."""
         return _as_dict(self.request({"cmd": "reconnect", "server": server}))
 
+    def details(self, server: str) -> dict[str, object]:
+        """`server`'s spec (secrets masked), last stderr lines and tool names.
+
+        Raises:
+            UnknownServer: No such connection.
+            ControlError: The daemon is unreachable.
+        """
+        return _as_dict(self.request({"cmd": "details", "server": server}))
+
     def reload(self) -> dict[str, object]:
         """Run startup.lua again in the daemon and apply it.
 
@@ -778,26 +808,92 @@ class ControlClient:
         Raises:
             ControlError: The daemon is unreachable or the stream broke.
         """
-        with self._connect() as sock, sock.makefile("rb") as reader:
-            self._send(sock, {"cmd": "events"})
-            _unwrap(self._read_line(sock, reader, REPLY_TIMEOUT))
-            sock.settimeout(None)
-            while True:
-                try:
-                    line = reader.readline()
-                except OSError as exc:
-                    raise ControlError(
-                        f"lost the connection to the daemon at {self.path}: {exc}"
-                    ) from None
-                if not line:
+        with self.subscribe() as stream:
+            yield from stream
+
+    def subscribe(self) -> EventStream:
+        """Open the event stream; returns once the daemon has subscribed it.
+
+        Every event published after this returns is delivered, so a snapshot
+        (`status`) taken next misses nothing. Use as a context manager.
+
+        Raises:
+            ControlError: The daemon is unreachable or refused.
+        """
+        sock = self._connect()
+        try:
+            reader = sock.makefile("rb")
+            try:
+                self._send(sock, {"cmd": "events"})
+                _unwrap(self._read_line(sock, reader, REPLY_TIMEOUT))
+            except BaseException:
+                reader.close()
+                raise
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        return EventStream(sock, reader, self.path)
+
+
+class EventStream:
+    """An open `events` stream: iterate for event dicts until the daemon closes it.
+
+    `close()` may be called from another thread to end an iteration that is
+    waiting for the next event (the attached HUD reads on a worker thread).
+    """
+
+    def __init__(
+        self, sock: socket.socket, reader: io.BufferedReader, path: Path
+    ) -> None:
+        self._sock = sock
+        self._reader = reader
+        self._path = path
+        self._closed = False
+
+    def __iter__(self) -> Iterator[dict[str, object]]:
+        """Event dicts in bus order; ends when the stream closes.
+
+        Raises:
+            ControlError: The connection broke or the daemon sent garbage.
+        """
+        while True:
+            try:
+                line = self._reader.readline()
+            except (OSError, ValueError) as exc:  # ValueError: closed meanwhile
+                if self._closed:
                     return
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    raise ControlError(
-                        f"the daemon sent a malformed event: {line[:200]!r}"
-                    ) from None
-                yield _as_dict(event)
+                raise ControlError(
+                    f"lost the connection to the daemon at {self._path}: {exc}"
+                ) from None
+            if not line:
+                return
+            try:
+                event = json.loads(line)
+            except ValueError:
+                raise ControlError(
+                    f"the daemon sent a malformed event: {line[:200]!r}"
+                ) from None
+            yield _as_dict(event)
+
+    def close(self) -> None:
+        """End the stream (from any thread); a waiting iteration returns.
+
+        Only shuts the socket down: the descriptors are released by the owner's
+        `with` block, never under a read running on another thread.
+        """
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+        self._reader.close()
+        self._sock.close()
 
 
 def _as_dict(obj: object) -> dict[str, object]:

@@ -24,10 +24,14 @@ import anyio.abc
 from . import __version__
 from .bus import EventBus, Subscription
 from .control import serve_control
-from .errors import ConfigError, ControlError
+from .errors import ConfigError, ControlError, UnknownServer
+from .gateway import EndpointError, EndpointOptions, Gateway
 from .logs import LogSink, run_summaries, setup_logging
 from .manager import Manager
 from .scripting import ConfigRunner
+from .spec import spec_summary
+from .telemetry import Telemetry, TelemetryConfig, start_telemetry
+from .tracing import NO_TRACING
 
 __all__ = ["DaemonOptions", "Daemon", "serve"]
 
@@ -51,6 +55,13 @@ class DaemonOptions:
         log_level: Logging level name.
         log_format: `text` or `json`.
         hud: Show the terminal HUD.
+        endpoint: Serve the aggregated MCP endpoint over HTTP there.
+        stdio: Serve the aggregated MCP endpoint on stdin/stdout; the daemon
+            stops when the client closes stdin.
+        control: Serve the control socket.
+        otlp_endpoint: `--otlp-endpoint`: OTLP base URL for traces and metrics.
+        otlp_protocol: `--otlp-protocol`: `grpc` or `http/protobuf`.
+        telemetry: False for `--no-telemetry` (else the `OTEL_*` variables rule).
     """
 
     config: Path
@@ -58,6 +69,12 @@ class DaemonOptions:
     log_level: str = "INFO"
     log_format: str = "text"
     hud: bool = False
+    endpoint: EndpointOptions | None = None
+    stdio: bool = False
+    control: bool = True
+    otlp_endpoint: str | None = None
+    otlp_protocol: str | None = None
+    telemetry: bool = True
 
 
 class Daemon:
@@ -74,6 +91,7 @@ class Daemon:
         self.bus = bus
         self.manager = manager
         self.config = ConfigRunner(options.config, manager, bus)
+        self.telemetry: Telemetry | None = None
 
     # --- ControlBackend ----------------------------------------------------------
 
@@ -91,11 +109,23 @@ class Daemon:
             "watching": self.config.watching,
             "dropped": self.bus.dropped(),
             "connections": len(self.manager.specs),
+            "otlp": self.telemetry.info() if self.telemetry is not None else "off",
         }
 
     def reconnect(self, server: str) -> dict[str, object]:
         """Skip `server`'s backoff wait (control API)."""
         return {"server": server, "retrying": self.manager.reconnect(server)}
+
+    def details(self, server: str) -> dict[str, object]:
+        """`server`'s spec (secrets masked), last stderr lines, tool names."""
+        conn = self.manager.connection(server)
+        if conn is None:
+            raise UnknownServer(f"no connection named {server!r}")
+        return {
+            "spec": spec_summary(conn.spec),
+            "stderr": list(conn.stderr),
+            "tools": [tool.name for tool in conn.tools],
+        }
 
     def subscribe(self, name: str) -> Subscription:
         """A new bus subscription for a control client."""
@@ -136,26 +166,57 @@ async def serve(options: DaemonOptions) -> int:
     setup_logging(options.log_level, options.log_format)
     bus = EventBus()
     sink = LogSink(bus)
+    config = TelemetryConfig.from_env(
+        os.environ,
+        endpoint=options.otlp_endpoint,
+        protocol=options.otlp_protocol,
+        disable=not options.telemetry,
+    )
+    # The global tracer provider: the MCP SDK records its own request spans
+    # (children of ours) only through it. One daemon per process, so this is safe.
+    telemetry = start_telemetry(config, bus, set_global=True, capture_logs=True)
     try:
-        return await _serve(options, bus, sink)
+        return await _serve(options, bus, sink, telemetry)
     finally:
         sink.close()
+        await telemetry.aclose()  # bounded: about 1 s at most
 
 
-async def _serve(options: DaemonOptions, bus: EventBus, sink: LogSink) -> int:
+async def _serve(
+    options: DaemonOptions,
+    bus: EventBus,
+    sink: LogSink,
+    telemetry: Telemetry | None = None,
+) -> int:
     stop = anyio.Event()
     forced: list[bool] = []
-    async with Manager(bus) as manager:
+    tracing = telemetry.tracing if telemetry is not None else NO_TRACING
+    async with Manager(bus, tracing=tracing) as manager:
         daemon = Daemon(options, bus, manager)
+        daemon.telemetry = telemetry
+        if telemetry is not None:
+            telemetry.observe_states(
+                lambda: [conn.phase.value for conn in manager.connections()]
+            )
         async with anyio.create_task_group() as services:
             # The socket first: a second daemon on the same socket must stop
             # before it spawns a single server.
             try:
-                await services.start(serve_control, daemon, options.socket)
+                if options.control:
+                    await services.start(serve_control, daemon, options.socket)
             except ControlError as exc:
                 logger.error("not starting: %s", exc)
                 services.cancel_scope.cancel()
                 return 2
+            gateway = None
+            if options.endpoint is not None or options.stdio:
+                gateway = Gateway(manager, bus, config_pending=True)
+                try:  # bound before any server is spawned, like the socket
+                    await services.start(_serve_gateway, gateway, options, stop)
+                except EndpointError as exc:
+                    logger.error("not starting: %s", exc)
+                    services.cancel_scope.cancel()
+                    return 2
             try:
                 summary = daemon.load()
             except ConfigError as exc:
@@ -167,19 +228,25 @@ async def _serve(options: DaemonOptions, bus: EventBus, sink: LogSink) -> int:
             # tens of MB of module objects for nothing).
             gc.freeze()
             services.start_soon(run_summaries, sink)
+            if telemetry is not None:
+                services.start_soon(telemetry.run)
             await services.start(daemon.config.run)  # hooks, mcp_call, file watch
             # The signal task lives on through the manager's shutdown below: a
             # second Ctrl-C while connections close must still be heard.
             signals_scope = anyio.CancelScope()
             services.start_soon(_handle_signals, daemon, stop, forced, signals_scope)
+            if options.hud:
+                services.start_soon(_run_hud, daemon, stop)
             logger.info(
                 "mcp-manager %s running: %s connection(s) from %s; control socket %s",
                 __version__,
                 summary["connections"],
                 options.config,
-                options.socket,
+                options.socket if options.control else "none",
             )
             await stop.wait()
+            if gateway is not None:
+                await gateway.aclose()  # downstream clients first (bounded)
             logger.info("stopping: closing %d connection(s)", len(manager.specs))
             daemon.config.close()  # no reload or Lua hook may revive anything now
             with anyio.move_on_after(CLOSE_ALL_LIMIT, shield=True):
@@ -191,6 +258,29 @@ async def _serve(options: DaemonOptions, bus: EventBus, sink: LogSink) -> int:
         return FORCED_EXIT_CODE
     logger.info("stopped")
     return 0
+
+
+async def _serve_gateway(
+    gateway: Gateway,
+    options: DaemonOptions,
+    stop: anyio.Event,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """The MCP endpoint(s); the daemon stops when a stdio client goes away."""
+    await gateway.serve(
+        options.endpoint,
+        stdio=options.stdio,
+        on_stdio_closed=stop.set,
+        task_status=task_status,
+    )
+
+
+async def _run_hud(daemon: Daemon, stop: anyio.Event) -> None:
+    """The terminal HUD, one more bus subscriber; quitting it stops the daemon."""
+    from .hud.run import run_inline  # textual is loaded only when the HUD shows
+
+    await run_inline(daemon, stop)
 
 
 async def _close_all(manager: Manager) -> None:

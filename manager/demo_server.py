@@ -11,6 +11,7 @@ Tools:
 - `add(a, b)`: returns the sum, as text and as structured content
   `{"sum": ...}` matching the tool's `outputSchema`.
 - `sleep(seconds)`: sleeps, then says so. Useful for timeouts and cancellation.
+  Reports progress (start and end) when the caller asks for it.
 - `fail(message)`: returns a result with `isError: true`.
 - `pid()`: the server's process id.
 - `add_tool(name)` / `remove_tool(name)`: change the tool list at runtime and
@@ -324,7 +325,9 @@ class DemoServer:
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
         seconds = _arg_number(args, "seconds")
+        await ctx.session.report_progress(0, seconds, "sleeping")  # if asked for
         await anyio.sleep(seconds)
+        await ctx.session.report_progress(seconds, seconds, "awake")
         return _text(f"slept {seconds}")
 
     async def _fail(

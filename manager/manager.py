@@ -38,6 +38,17 @@ from .events import Added, CallFailed, CallFinished, CallStarted, Updated
 from .redact import redact
 from .spec import ConnectionSpec, changed_fields, display_endpoint
 from .state import Phase
+from .tracing import (
+    ERROR_TYPE,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    NO_TRACING,
+    SERVER,
+    TRANSPORT,
+    Span,
+    Tracing,
+    call_attributes,
+)
 from .transport import (
     CallResult,
     McpTransport,
@@ -74,6 +85,8 @@ class Manager:
         transport: Opens upstream sessions (the real MCP transport by default).
         clock: Wall clock (injectable).
         rand: Random source for backoff jitter (injectable).
+        tracing: Spans for connect attempts, tool calls and removals (no-op by
+            default; `telemetry.Telemetry.tracing` in the daemon).
     """
 
     def __init__(
@@ -83,8 +96,10 @@ class Manager:
         *,
         clock: Callable[[], float] = time.time,
         rand: Callable[[], float] = random.random,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self.bus = bus
+        self.tracing = tracing
         self._transport = transport or McpTransport()
         self._clock = clock
         self._rand = rand
@@ -124,7 +139,9 @@ class Manager:
         old = self._conns.get(spec.name)
         if old is not None and old.spec == spec:
             return False
-        conn = Connection(spec, self.bus, clock=self._clock, rand=self._rand)
+        conn = Connection(
+            spec, self.bus, clock=self._clock, rand=self._rand, tracing=self.tracing
+        )
         if old is not None:
             self._retire(old, publish_removed=False)
             self.bus.publish(
@@ -155,7 +172,16 @@ class Manager:
         if conn is None:
             return False
         self._retire(conn, publish_removed=True)
+        if self._tg is not None and self.tracing is not NO_TRACING:
+            # Started here, so a reload that removes it is the span's parent.
+            self._tg.start_soon(self._removal_span, conn, name=f"remove {name}")
         return True
+
+    async def _removal_span(self, conn: Connection) -> None:
+        """`mcp.remove`: from the request until the connection has closed."""
+        attributes = {SERVER: conn.name, TRANSPORT: conn.spec.transport}
+        with self.tracing.span("mcp.remove", attributes):
+            await conn.done.wait()
 
     def reconcile(self, specs: Iterable[ConnectionSpec]) -> ReconcileResult:
         """Make the running set equal to `specs`, touching only the difference."""
@@ -279,6 +305,27 @@ class Manager:
             CallTimeout: No result within the timeout.
             CallError: The server rejected the request.
         """
+        attributes = None
+        if self.tracing is not NO_TRACING:  # skip the work when nobody records
+            spec = self._conns[server].spec if server in self._conns else None
+            attributes = call_attributes(spec, tool) if spec else {SERVER: server}
+        # CLIENT span, current while the SDK sends: its own span and the
+        # `traceparent` it puts into `params._meta` become our children.
+        with self.tracing.span(f"tools/call {tool}", attributes, kind="client") as span:
+            return await self._call(
+                span, server, tool, arguments, call_timeout, meta, progress
+            )
+
+    async def _call(
+        self,
+        span: Span,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, object] | None,
+        call_timeout: float | None,
+        meta: Mapping[str, object] | None,
+        progress: ProgressCallback | None,
+    ) -> CallResult:
         conn = self._conns.get(server)
         if conn is None:
             known = ", ".join(sorted(self._conns)) or "none"
@@ -288,6 +335,7 @@ class Manager:
         started = time.monotonic()
         try:
             upstream = await self._ready(conn)
+            _describe_session(span, upstream)
             limit = call_timeout if call_timeout is not None else conn.spec.call_timeout
             with anyio.fail_after(limit + CALL_DEADLINE_SLACK):
                 result = await upstream.call_tool(
@@ -318,6 +366,8 @@ class Manager:
             if error is exc:
                 raise
             raise error from exc
+        if result.is_error:
+            span.set_attribute(ERROR_TYPE, "tool_error")  # MCP semconv
         self.bus.publish(
             CallFinished(
                 name=server,
@@ -351,6 +401,15 @@ class Manager:
             if upstream is not None and conn.phase is Phase.CONNECTED:
                 return upstream
         raise ServerUnavailable(unavailable_message(conn, self._clock()))
+
+
+def _describe_session(span: Span, upstream: Upstream) -> None:
+    """Session attributes of a call span (MCP semantic conventions)."""
+    info = upstream.info
+    if info.protocol:
+        span.set_attribute(MCP_PROTOCOL_VERSION, info.protocol)
+    if info.session_id:
+        span.set_attribute(MCP_SESSION_ID, info.session_id)
 
 
 def unavailable_message(conn: Connection, now: float) -> str:

@@ -84,12 +84,29 @@ class ConfigRunner:
     def load(self) -> dict[str, object]:
         """Run the script; apply its declarations only if it succeeds.
 
+        Traced as `mcp.reload`: the `mcp.add`/`mcp.remove` spans it causes are
+        its children.
+
         Returns:
             What changed: file, added, removed, changed, unchanged, connections.
 
         Raises:
             ConfigError: The script failed; the running set is unchanged.
         """
+        attributes: dict[str, str | int] = {
+            "mcp.config.file": str(self.path),
+            "mcp.reload.count": self.reloads + 1,
+        }
+        with self.manager.tracing.span("mcp.reload", attributes) as span:
+            result = self._load()
+            for key in ("added", "removed", "changed", "unchanged"):
+                value = result[key]
+                count = len(value) if isinstance(value, list) else value
+                if isinstance(count, int):
+                    span.set_attribute(f"mcp.reload.{key}", count)
+        return result
+
+    def _load(self) -> dict[str, object]:
         file = str(self.path)
         self.reloads += 1
         self._last_digest = _digest(self.path)

@@ -61,6 +61,9 @@ class FakeBackend:
     def status(self) -> list[dict[str, object]]:
         return STATUS
 
+    def info(self) -> dict[str, object]:
+        return {"config": "startup.lua", "dropped": {}}
+
     def subscribe(self, name: str) -> Subscription:
         sub = self.bus.subscribe(name)
         self.subs.append(sub)
@@ -142,26 +145,29 @@ def test_status_prints_an_aligned_table(
 ) -> None:
     assert main(["status", "--socket", daemon.socket]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 3
-    header, fs, web = lines
+    assert len(lines) == 6
+    header, rule, web, fs, config, facts = lines  # trouble first
     assert header.split() == [
         "NAME",
         "STATE",
         "TRANSPORT",
         "ATTEMPT",
-        "TOOLS",
         "RETRY",
-        "IN",
+        "TOOLS",
         "FOR",
         "PID",
         "EXIT",
+        "LAST",
         "ERROR",
     ]
-    assert fs.split()[:5] == ["fs", "connected", "stdio", "1", "12"]
-    assert "4242" in fs
-    assert web.split()[:6] == ["web", "reconnecting", "http", "41", "0", "2.5s"]
+    assert set(rule) == {"─"}
+    assert web.split()[:6] == ["web", "↻", "reconnecting", "http", "41", "2.5s"]
     assert web.endswith("connection refused")  # first line of the error only
-    assert header.index("STATE") == fs.index("connected") == web.index("reconnecting")
+    assert fs.split()[:6] == ["fs", "●", "connected", "stdio", "1", "12"]
+    assert fs.endswith("4242")  # no trailing blanks in a pipe
+    assert header.index("STATE") == fs.index("●") == web.index("↻")
+    assert config == "config startup.lua"
+    assert facts.endswith("2 connections: ● 1 connected  ↻ 1 reconnecting")
 
 
 def test_status_json_is_the_daemons_array(

@@ -9,6 +9,7 @@ import shutil
 import socket
 import stat
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -77,6 +78,15 @@ class FakeBackend:
         if server != "web":
             raise UnknownServer(f"no connection named {server!r}")
         return {"server": server, "retrying": True}
+
+    def details(self, server: str) -> dict[str, object]:
+        if server != "fs":
+            raise UnknownServer(f"no connection named {server!r}")
+        return {
+            "spec": {"name": "fs", "env": {"TOKEN": "***"}},
+            "stderr": ["starting", "ready"],
+            "tools": ["read", "write"],
+        }
 
     async def reload(self) -> dict[str, object]:
         if self.reload_error is not None:
@@ -314,6 +324,32 @@ async def test_info_and_reconnect_reach_the_backend(sock_dir: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_details_returns_spec_stderr_and_tools(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    client = ControlClient(path)
+    async with serving(FakeBackend(), path):
+        details = await anyio.to_thread.run_sync(lambda: client.details("fs"))
+        with pytest.raises(UnknownServer, match="'nope'"):
+            await anyio.to_thread.run_sync(lambda: client.details("nope"))
+        async with raw_client(path) as raw:
+            bad = await raw.ask({"cmd": "details"})
+            extra = await raw.ask({"cmd": "details", "server": "fs", "x": 1})
+    assert details == {
+        "spec": {"name": "fs", "env": {"TOKEN": "***"}},
+        "stderr": ["starting", "ready"],
+        "tools": ["read", "write"],
+    }
+    assert bad["error"] == {
+        "type": "ControlError",
+        "message": 'details: "server" must be a non-empty string',
+    }
+    assert extra["error"] == {
+        "type": "ControlError",
+        "message": "details: unknown argument(s) x",
+    }
+
+
+@pytest.mark.anyio
 async def test_call_passes_arguments_and_returns_the_result(sock_dir: Path) -> None:
     path = sock_dir / "control.sock"
     backend = FakeBackend()
@@ -428,6 +464,35 @@ async def test_events_stream_in_bus_order(sock_dir: Path) -> None:
     }
     assert [e["kind"] for e in received[-2:]] == ["connected", "removed"]
     await wait_closed(backend.subs[0])  # the client left: subscription closed
+
+
+@pytest.mark.anyio
+async def test_subscribe_returns_once_subscribed_and_close_ends_a_waiting_read(
+    sock_dir: Path,
+) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    received: list[dict[str, object]] = []
+    async with serving(backend, path):
+        stream = await anyio.to_thread.run_sync(ControlClient(path).subscribe)
+        # Subscribed before `subscribe` returned: nothing published now is lost.
+        assert len(backend.subs) == 1
+        backend.bus.publish(Connecting(name="fs", attempt=1))
+
+        got_one = threading.Event()
+
+        def read() -> None:
+            with stream:
+                for event in stream:  # blocks until close() below
+                    received.append(event)
+                    got_one.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, read)
+            assert await anyio.to_thread.run_sync(got_one.wait, 5)
+            stream.close()  # from another thread than the reader's
+        await wait_closed(backend.subs[0])
+    assert [e["kind"] for e in received] == ["connecting"]
 
 
 @pytest.mark.anyio

@@ -36,6 +36,7 @@ LAYERS: tuple[str, ...] = (
     "spec",
     "state",
     "bus",
+    "tracing",
     "transport",
     "connection",
     "manager",
@@ -61,8 +62,17 @@ DOORS: dict[str, frozenset[str]] = {
     "rich": frozenset({"hud"}),
     "textual": frozenset({"hud"}),
     "opentelemetry": frozenset({"telemetry"}),
+    # The MCP server side: the aggregated endpoint (and the demo server).
+    "uvicorn": frozenset({"gateway", "demo_server"}),
+    "starlette": frozenset({"gateway", "demo_server"}),
 }
 """Third-party top-level package -> the only modules that may import it."""
+
+SUBMODULE_DOORS: dict[str, frozenset[str]] = {
+    "mcp.server": frozenset({"gateway", "demo_server"}),
+    "mcp.client": frozenset({"transport"}),
+}
+"""Finer doors inside a library: the SDK's server side vs its client side."""
 
 PURE_CORE_FORBIDDEN = frozenset(
     {"anyio", "asyncio", "trio", "time", "datetime", "random", "httpx", *DOORS}
@@ -175,6 +185,12 @@ def door_violations(imports: list[Import]) -> list[str]:
             problems.append(f"{imp}: {imp.top} may be imported only in {allowed}")
         if source in PURE_CORE and imp.top in PURE_CORE_FORBIDDEN:
             problems.append(f"{imp}: the pure core must not import {imp.top}")
+        for prefix, sub_doors in SUBMODULE_DOORS.items():
+            if (
+                imp.target == prefix or imp.target.startswith(prefix + ".")
+            ) and source not in sub_doors:
+                allowed = ", ".join(sorted(sub_doors))
+                problems.append(f"{imp}: {prefix} may be imported only in {allowed}")
     return problems
 
 
@@ -274,6 +290,24 @@ def fake_imports(
             "door",
             "mcp may be imported only in demo_server, gateway, transport",
             id="mcp-outside-its-doors",
+        ),
+        pytest.param(
+            {"transport.py": "from mcp.server.stdio import stdio_server\n"},
+            "door",
+            "mcp.server may be imported only in demo_server, gateway",
+            id="mcp-server-side-in-transport",
+        ),
+        pytest.param(
+            {"gateway.py": "from mcp.client.session import ClientSession\n"},
+            "door",
+            "mcp.client may be imported only in transport",
+            id="mcp-client-side-in-gateway",
+        ),
+        pytest.param(
+            {"control.py": "import uvicorn\n"},
+            "door",
+            "uvicorn may be imported only in demo_server, gateway",
+            id="http-server-outside-gateway",
         ),
         pytest.param(
             {"logs.py": "import rich.console\n"},

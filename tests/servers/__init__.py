@@ -7,6 +7,8 @@
 - `blackhole`: a TCP listener that accepts and never answers.
 - `line_client`: bare newline-delimited JSON-RPC to a stdio server process,
   for exit statuses, signals and raw stdout.
+- `otlp` (import it from there): OTLP receivers, gRPC and HTTP/protobuf, that
+  decode what a collector would get from the daemon.
 
 Fixtures built on these live in `tests/conftest.py`.
 """

@@ -37,7 +37,8 @@ class DaemonProcess:
     Args:
         script: The startup.lua to run.
         args: Extra command-line arguments for `run`.
-        env: Extra environment variables.
+        env: Extra environment variables (telemetry is off unless they set
+            `OTEL_SDK_DISABLED=false`).
     """
 
     def __init__(
@@ -58,7 +59,8 @@ class DaemonProcess:
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
+            # No telemetry unless a test asks for it: nothing listens on 4317.
+            env={**os.environ, "OTEL_SDK_DISABLED": "true", **(env or {})},
         )
         self.client = ControlClient(self.socket)
         self.events: list[Event] = []
@@ -79,7 +81,15 @@ class DaemonProcess:
                 raise TimeoutError(f"daemon did not start:\n{self.log()}")
             time.sleep(0.02)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(str(self.socket))
+        while True:  # the file exists a moment before the listener listens
+            try:
+                sock.connect(str(self.socket))
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    sock.close()
+                    raise
+                time.sleep(0.02)
         sock.sendall(b'{"cmd": "events"}\n')
         self._stream = sock
         self._reader = threading.Thread(target=self._follow, daemon=True)

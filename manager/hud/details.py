@@ -1,0 +1,108 @@
+"""The details screen: everything about one connection, on Enter.
+
+Its status as the HUD knows it, its spec as the daemon reports it (secrets
+already masked by `manager.spec.spec_summary`), its tools and its last stderr
+lines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from .state import Row
+from .view import age, state_cell
+
+__all__ = ["DetailsScreen", "details_text"]
+
+
+class DetailsScreen(ModalScreen[None]):
+    """Everything about one connection: status, spec (secrets masked), tools,
+    last stderr lines."""
+
+    DEFAULT_CSS = """
+    DetailsScreen { align: center middle; }
+    DetailsScreen > Vertical {
+        width: 90%;
+        height: 85%;
+        border: round $accent;
+        background: $surface;
+        padding: 0 1;
+    }
+    DetailsScreen VerticalScroll { height: 1fr; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,enter", "dismiss", "Close"),
+        Binding("c", "reconnect", "Reconnect"),
+    ]
+
+    def __init__(
+        self, name: str, body: Text, on_reconnect: Callable[[str], None]
+    ) -> None:
+        super().__init__()
+        self.connection = name
+        self.body = body
+        self._on_reconnect = on_reconnect
+
+    def compose(self) -> ComposeResult:
+        """A title and the scrollable body."""
+        with Vertical():
+            yield Static(Text(f"{self.connection}: details", style="bold"))
+            with VerticalScroll():
+                yield Static(self.body, id="details-body")
+            yield Static(Text("Esc close · c reconnect now", style="dim"))
+
+    async def action_dismiss(self, result: None = None) -> None:
+        """Close the details."""
+        self.dismiss(result)
+
+    def action_reconnect(self) -> None:
+        """Force a reconnect attempt of this connection."""
+        self._on_reconnect(self.connection)
+
+
+def details_text(row: Row | None, details: Mapping[str, object], now: float) -> Text:
+    """The body of the details screen."""
+    text = Text()
+    if row is not None:
+        glyph, style = state_cell(row.state)
+        text.append(glyph, style=style)
+        text.append(f" for {age(now - row.since)}")
+        if row.attempt:
+            text.append(f" · attempt {row.attempt}")
+        if row.pid is not None:
+            text.append(f" · pid {row.pid}")
+        if row.exit_code is not None:
+            text.append(f" · last exit code {row.exit_code}", style="red")
+        if row.server:
+            text.append(f" · server {row.server}")
+        text.append("\n")
+        if row.error:
+            text.append("last error: ", style="bold")
+            text.append(row.error + "\n", style="red")
+    spec = details.get("spec")
+    text.append("\nspec (secrets masked)\n", style="bold")
+    if isinstance(spec, Mapping):
+        width = max((len(str(k)) for k in spec), default=0)
+        for key, value in spec.items():
+            shown = value if isinstance(value, str) else json.dumps(value)
+            text.append(f"  {str(key).ljust(width)}  {shown}\n")
+    listed = details.get("tools")
+    tools = [str(t) for t in listed] if isinstance(listed, list) else []
+    text.append(f"\ntools ({len(tools)})\n", style="bold")
+    text.append(("  " + ", ".join(tools) if tools else "  none listed") + "\n")
+    stderr = details.get("stderr")
+    lines = [str(x) for x in stderr] if isinstance(stderr, list) else []
+    text.append(f"\nlast stderr lines ({len(lines)})\n", style="bold")
+    for line in lines or ["(none)"]:
+        text.append(f"  {line}\n", style="cyan" if lines else "dim")
+    return text

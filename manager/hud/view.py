@@ -1,0 +1,284 @@
+"""What the HUD looks like, as plain data: columns, cells, log, header, footer.
+
+Both renderers draw from here: `render` (rich, the one-shot `status` table) and
+the textual widgets. A cell is `(text, style)` where `style` is a rich style
+string ("bold red", "" for the default), so this module imports neither rich nor
+textual and its output is easy to assert on.
+
+Columns adapt to the width: the essentials (name, state, attempt, retry
+countdown, tools, time in state, last error) always show; transport and exit
+code join from `WIDE` columns on, the pid from `WIDER`. The error column takes
+whatever is left.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .state import HudState, LogLine, Row, first_line
+
+__all__ = [
+    "COLUMNS",
+    "GAP",
+    "LEVEL_STYLE",
+    "STATE_LOOK",
+    "WIDE",
+    "WIDER",
+    "Cell",
+    "Column",
+    "age",
+    "cells",
+    "clock",
+    "countdown",
+    "config_cell",
+    "counts_text",
+    "footer_lines",
+    "layout",
+    "log_cell",
+    "state_cell",
+]
+
+Cell = tuple[str, str]
+"""A cell's text and its rich style string."""
+
+GAP = 2
+"""Spaces between two columns."""
+
+WIDE = 100
+"""From this many columns on, the table also shows transport and exit code."""
+
+WIDER = 120
+"""From this many columns on, the table also shows the pid."""
+
+MIN_ERROR_WIDTH = 12
+"""The error column never gets narrower than this."""
+
+NAME_WIDTH = (4, 28)
+"""The name column fits the longest name within these bounds (longer: cut with …)."""
+
+STATE_LOOK: dict[str, tuple[str, str]] = {
+    "connected": ("●", "green"),
+    "connecting": ("◌", "yellow"),
+    "reconnecting": ("↻", "bold red"),
+    "disabled": ("○", "dim"),
+}
+"""Glyph and style of each state; colour is never the only signal."""
+
+LEVEL_STYLE: dict[str, str] = {
+    "debug": "dim",
+    "info": "",
+    "ok": "green",
+    "warn": "yellow",
+    "error": "red",
+    "stderr": "cyan",
+}
+"""Style of a log line by its level."""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the connection table.
+
+    Attributes:
+        key: Stable id (tests and `cells` use it).
+        header: Its title.
+        width: Cells wide; 0 means "the rest" (only the error column).
+        right: Right-aligned (numbers).
+    """
+
+    key: str
+    header: str
+    width: int
+    right: bool = False
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("name", "NAME", -1),
+    Column("state", "STATE", 14),
+    Column("transport", "TRANSPORT", 9),
+    Column("attempt", "ATTEMPT", 7, right=True),
+    Column("retry", "RETRY", 6, right=True),
+    Column("tools", "TOOLS", 5, right=True),
+    Column("for", "FOR", 6, right=True),
+    Column("pid", "PID", 7, right=True),
+    Column("exit", "EXIT", 4, right=True),
+    Column("error", "LAST ERROR", 0),
+)
+"""Every column, in screen order."""
+
+_OPTIONAL = {"transport": WIDE, "exit": WIDE, "pid": WIDER}
+
+
+def layout(width: int, names: Sequence[str] = ()) -> list[tuple[Column, int]]:
+    """The columns that fit `width` cells, each with its width.
+
+    Args:
+        width: The space available.
+        names: The connection names shown (the name column fits the longest).
+    """
+    longest = max((len(n) for n in names), default=0)
+    name_width = min(max(longest, NAME_WIDTH[0]), NAME_WIDTH[1])
+    chosen = [c for c in COLUMNS if width >= _OPTIONAL.get(c.key, 0)]
+    fixed = sum(name_width if c.width < 0 else c.width for c in chosen if c.width)
+    rest = width - fixed - GAP * (len(chosen) - 1)
+    out: list[tuple[Column, int]] = []
+    for column in chosen:
+        if column.width < 0:
+            out.append((column, name_width))
+        elif column.width == 0:
+            out.append((column, max(rest, MIN_ERROR_WIDTH)))
+        else:
+            out.append((column, column.width))
+    return out
+
+
+# ----------------------------------------------------------------------- cells
+
+
+def age(seconds: float) -> str:
+    """A short duration: `0s`, `59s`, `3m05s`, `2h05m`, `3d04h`."""
+    s = int(max(0.0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def clock(at: float) -> str:
+    """`HH:MM:SS` local time of a wall-clock instant."""
+    return time.strftime("%H:%M:%S", time.localtime(at))
+
+
+def countdown(row: Row, now: float) -> str:
+    """The retry column: `2.3s` while waiting, `trying` while a try is in flight."""
+    if row.next_retry_at is not None:
+        left = max(0.0, row.next_retry_at - now)
+        return f"{left:.1f}s" if left < 10 else age(left)
+    if row.trying and row.state in ("connecting", "reconnecting"):
+        return "trying"
+    return ""
+
+
+def state_cell(state: str) -> Cell:
+    """`● connected` and its style."""
+    glyph, style = STATE_LOOK.get(state, ("?", "magenta"))
+    return f"{glyph} {state}", style
+
+
+def _attempt_style(row: Row) -> str:
+    if row.state == "reconnecting":
+        return "red" if row.attempt >= 5 else "yellow"
+    if row.state == "connected" and row.attempt > 1:
+        return "yellow"  # connected again, but not yet stable: it has been flapping
+    return ""
+
+
+def cells(row: Row, now: float) -> dict[str, Cell]:
+    """Every cell of `row` at time `now`, by column key."""
+    trouble = row.state == "reconnecting"
+    retry = countdown(row, now)
+    exit_code = "" if row.exit_code is None else str(row.exit_code)
+    return {
+        "name": (row.name, "bold" if trouble else ""),
+        "state": state_cell(row.state),
+        "transport": (row.transport, "dim"),
+        "attempt": (str(row.attempt) if row.attempt else "", _attempt_style(row)),
+        "retry": (retry, "yellow" if retry == "trying" else ""),
+        "tools": (
+            str(row.tools) if row.tools or row.state == "connected" else "",
+            "" if row.state == "connected" else "dim",
+        ),
+        "for": (age(now - row.since), "red" if trouble else "dim"),
+        "pid": ("" if row.pid is None else str(row.pid), "dim"),
+        "exit": (exit_code, "red" if exit_code not in ("", "0") else "dim"),
+        "error": (row.error, "red" if trouble else "dim"),
+    }
+
+
+def log_cell(line: LogLine) -> Cell:
+    """A log line with its time, and its style."""
+    return f"{clock(line.time)} {line.text}", LEVEL_STYLE.get(line.level, "")
+
+
+# ------------------------------------------------------------------- footer
+
+
+def _otlp(value: object) -> Cell:
+    """The OTLP exporter's status, from the `otlp` entry of the daemon's info."""
+    if value is None or value == "off":
+        return "otlp: off", "dim"
+    if not isinstance(value, Mapping):
+        text = str(value)
+        bad = any(word in text.lower() for word in ("fail", "error", "unreachable"))
+        return f"otlp: {text}", "red" if bad else ""
+    where = " ".join(str(value[k]) for k in ("protocol", "endpoint") if value.get(k))
+    where = f" {where}" if where else ""
+    error = first_line(value.get("last_error") or value.get("error"))
+    if value.get("ok") is False:
+        failures = value.get("failures")
+        count = f" ({failures}×)" if isinstance(failures, int) and failures else ""
+        because = f": {error}" if error else ""
+        return f"otlp:{where} ✖ failing{count}{because}", "red"
+    if value.get("ok") is True:
+        exports = value.get("exports")
+        done = f" {exports} exports" if isinstance(exports, int) and exports else ""
+        return f"otlp:{where} ✔{done}", "green"
+    state = value.get("status") or value.get("state") or "no export yet"
+    return f"otlp:{where} · {state}", "dim"
+
+
+def footer_lines(hud: HudState) -> tuple[Cell, list[Cell]]:
+    """The footer: the config line, then OTLP status, dropped events and counts.
+
+    A failed reload stays shown, with file:line, until a later one succeeds.
+    """
+    config = config_cell(hud)
+    spans: list[Cell] = []
+    spans.append(_otlp(hud.otlp))
+    total = hud.dropped_total()
+    if total or hud.hud_dropped:
+        mine = f" (this HUD {hud.hud_dropped})" if hud.hud_dropped else ""
+        spans.append((f"dropped {total}{mine}", "yellow"))
+    else:
+        spans.append(("dropped 0", "dim"))
+    spans.append((counts_text(hud), ""))
+    return config, spans
+
+
+def counts_text(hud: HudState, *, compact: bool = False) -> str:
+    """`3 connections: ● 2 connected  ↻ 1 reconnecting` (compact: `● 2 ↻ 1`)."""
+    counts = hud.counts()
+    parts = [
+        f"{STATE_LOOK[state][0]} {counts[state]}" + ("" if compact else f" {state}")
+        for state in ("connected", "connecting", "reconnecting", "disabled")
+        if counts.get(state)
+    ]
+    if compact:
+        return " ".join(parts) or "no connections"
+    noun = "connection" if len(hud.rows) == 1 else "connections"
+    return f"{len(hud.rows)} {noun}" + (f": {'  '.join(parts)}" if parts else "")
+
+
+def config_cell(hud: HudState) -> Cell:
+    """The config file and the result of its last run.
+
+    A failed run reads `config ✖ FILE:LINE: message — not applied, …` in red.
+    """
+    last = hud.last_reload
+    file = hud.config_file or (last.file if last else "") or "startup.lua"
+    if last is not None and not last.ok:
+        where = f"{last.file}:{last.line}" if last.line else last.file
+        when = f" ({clock(last.time)})" if last.time else ""
+        return (
+            f"config ✖ {where}: {last.message} — not applied, "
+            f"running set unchanged{when}",
+            "bold red",
+        )
+    loaded = f" ✔ loaded {clock(last.time)}" if last is not None and last.time else ""
+    auto = " · auto-reload on change" if hud.watching else ""
+    return f"config {file}{loaded}{auto}", "green" if last else ""

@@ -1,0 +1,140 @@
+"""The daemon's metrics (design §5): instruments and the values they observe.
+
+- `mcp.manager.connections` (observable gauge): by `mcp.connection.state`.
+- `mcp.manager.reconnects` (counter): by `mcp.server`, `mcp.reconnect.cause`
+  (`attempt_failed` or `connection_lost`).
+- `mcp.client.operation.duration` (histogram, s): tool calls, with the MCP
+  semconv attributes (`mcp.method.name`, `gen_ai.tool.name`, `error.type`, …).
+- `mcp.client.session.duration` (histogram, s): sessions that ended, by
+  `mcp.server`, `mcp.protocol.version`, `error.type`.
+- `mcp.manager.events.dropped` (observable counter): by `mcp.manager.subscriber`.
+
+Observable instruments are read by the SDK's reader thread; they only read a
+snapshot that the event loop replaces whole (`snapshot()`), so they never touch
+live daemon state from another thread.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final
+
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
+from opentelemetry.semconv._incubating.metrics.mcp_metrics import (
+    MCP_CLIENT_OPERATION_DURATION,
+    MCP_CLIENT_SESSION_DURATION,
+)
+
+from ..tracing import (
+    ERROR_TYPE,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_NAME,
+    MCP_METHOD_NAME,
+    MCP_PROTOCOL_VERSION,
+    NETWORK_TRANSPORT,
+    SERVER,
+    SERVER_ADDRESS,
+    SERVER_PORT,
+    AttributeValue,
+)
+
+__all__ = [
+    "CONNECTIONS",
+    "DROPPED",
+    "RECONNECTS",
+    "STATES",
+    "Metrics",
+]
+
+CONNECTIONS: Final = "mcp.manager.connections"
+RECONNECTS: Final = "mcp.manager.reconnects"
+DROPPED: Final = "mcp.manager.events.dropped"
+
+STATES: Final = ("connecting", "connected", "reconnecting", "disabled")
+"""States always reported (0 when empty), so a series drops to 0, not away."""
+
+DURATION_BUCKETS: Final = (
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+)  # fmt: skip
+"""Histogram bounds the MCP semantic conventions advise, seconds."""
+
+OPERATION_ATTRIBUTES: Final = frozenset(
+    {
+        MCP_METHOD_NAME,
+        GEN_AI_TOOL_NAME,
+        GEN_AI_OPERATION_NAME,
+        ERROR_TYPE,
+        NETWORK_TRANSPORT,
+        MCP_PROTOCOL_VERSION,
+        SERVER_ADDRESS,
+        SERVER_PORT,
+        SERVER,
+    }
+)
+"""Span attributes copied onto `mcp.client.operation.duration` (low cardinality)."""
+
+
+class Metrics:
+    """The instruments, on one meter.
+
+    Args:
+        meter: Where the instruments live.
+    """
+
+    def __init__(self, meter: Meter) -> None:
+        self._states: Mapping[str, int] = {}
+        self._dropped: Mapping[str, int] = {}
+        self.reconnects = meter.create_counter(
+            RECONNECTS,
+            unit="{reconnect}",
+            description="Retries scheduled after a failed attempt or a lost session.",
+        )
+        self.operation_duration = meter.create_histogram(
+            MCP_CLIENT_OPERATION_DURATION,
+            unit="s",
+            description="Duration of MCP requests made through the daemon "
+            "(tool calls), as the caller saw them.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.session_duration = meter.create_histogram(
+            MCP_CLIENT_SESSION_DURATION,
+            unit="s",
+            description="How long upstream sessions stayed up.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        meter.create_observable_gauge(
+            CONNECTIONS,
+            callbacks=[self._observe_states],
+            unit="{connection}",
+            description="Declared connections by state.",
+        )
+        meter.create_observable_counter(
+            DROPPED,
+            callbacks=[self._observe_dropped],
+            unit="{event}",
+            description="Events the bus dropped for a subscriber that fell behind.",
+        )
+
+    def snapshot(self, states: Iterable[str], dropped: Mapping[str, int]) -> None:
+        """Replace the observed values (call from the event loop)."""
+        counts = Counter(states)
+        self._states = {state: counts.get(state, 0) for state in (*STATES, *counts)}
+        self._dropped = dict(dropped)
+
+    def record_operation(
+        self, duration: float, attributes: Mapping[str, AttributeValue]
+    ) -> None:
+        """One MCP request's duration, with its span's low-cardinality attributes."""
+        self.operation_duration.record(
+            duration,
+            {k: v for k, v in attributes.items() if k in OPERATION_ATTRIBUTES},
+        )
+
+    def _observe_states(self, options: CallbackOptions) -> Iterator[Observation]:
+        for state, count in self._states.items():
+            yield Observation(count, {"mcp.connection.state": state})
+
+    def _observe_dropped(self, options: CallbackOptions) -> Iterator[Observation]:
+        for name, count in self._dropped.items():
+            yield Observation(count, {"mcp.manager.subscriber": name})

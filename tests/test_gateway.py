@@ -1,0 +1,584 @@
+"""The aggregated MCP endpoint, seen by the official SDK client.
+
+Most tests run the gateway (manager + HTTP endpoint) in the test's own event loop,
+in front of real upstreams: the hand-written legacy server over stdio (fast to
+start), the demo server over stdio and over streamable HTTP. The end-to-end tests
+run the real daemon (`mcp-manager run --listen`, `mcp-manager stdio`) as a child
+process. Waits are on events, never on sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp.types as types
+import pytest
+from fakes import Recorder
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from servers import HttpServerFactory, free_port, raw_command, stdio_command
+from servers.daemon import DaemonProcess
+
+from manager.bus import EventBus
+from manager.cli import main
+from manager.gateway import (
+    UPSTREAM_META_KEY,
+    EndpointError,
+    EndpointOptions,
+    Gateway,
+    HttpEndpoint,
+    build_tool_table,
+    endpoint_options,
+)
+from manager.manager import Manager
+from manager.spec import ConnectionSpec, parse_spec
+from manager.transport import ToolInfo
+
+FAST = {"backoff": {"initial": 0.05, "cap": 0.4}}
+LOCAL = EndpointOptions(host="127.0.0.1", port=0)
+
+
+def raw(name: str, **opts: object) -> ConnectionSpec:
+    command, args = raw_command()
+    return parse_spec(name, {"command": command, "args": args}, {**FAST, **opts})
+
+
+def demo_stdio(name: str, **opts: object) -> ConnectionSpec:
+    command, args = stdio_command()
+    return parse_spec(name, {"command": command, "args": args}, {**FAST, **opts})
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+@asynccontextmanager
+async def running_gateway(
+    specs: Sequence[ConnectionSpec],
+    endpoint: EndpointOptions = LOCAL,
+    *,
+    wait_for: Sequence[str] = (),
+) -> AsyncIterator[tuple[Gateway, Manager, Recorder]]:
+    """A manager with `specs` behind a gateway serving HTTP on an ephemeral port."""
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as manager:
+        gateway = Gateway(manager, bus)
+        async with anyio.create_task_group() as tg:
+            await tg.start(partial(gateway.serve, endpoint))
+            manager.reconcile(specs)
+            for name in wait_for:
+                await rec.wait_for("connected", name)
+            await wait_until(
+                lambda: (
+                    {r.server for r in gateway.table.routes.values()} >= set(wait_for)
+                )
+            )
+            try:
+                yield gateway, manager, rec
+            finally:
+                await gateway.aclose()
+
+
+@asynccontextmanager
+async def session(
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    notes: list[object] | None = None,
+) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session over streamable HTTP."""
+
+    async def on_message(message: object) -> None:
+        if notes is not None:
+            notes.append(message)
+
+    async with (
+        httpx2.AsyncClient(
+            headers=headers, timeout=httpx2.Timeout(30, read=300)
+        ) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, message_handler=on_message) as client,
+    ):
+        await client.initialize()
+        yield client
+
+
+async def wait_until(predicate: Any, within: float = 10.0) -> None:
+    """Wait for a downstream-visible fact (a notification arrived)."""
+    with anyio.fail_after(within):
+        while not predicate():  # noqa: ASYNC110 - the SDK handler has no event
+            await anyio.sleep(0.01)
+
+
+# ---------------------------------------------------------------- the tool table
+
+
+def info(name: str, **raw: object) -> ToolInfo:
+    return ToolInfo(name, "", {"name": name, "inputSchema": {"type": "object"}, **raw})
+
+
+def test_tools_are_exposed_as_server_double_underscore_tool_with_schemas() -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}}
+    out = {"type": "object", "properties": {"sum": {"type": "number"}}}
+    table = build_tool_table(
+        [
+            ("b", [info("add", inputSchema=schema, outputSchema=out)]),
+            ("a", [info("echo", description="Echo.", title="Echo it")]),
+        ]
+    )
+    assert [t.name for t in table.tools] == ["a__echo", "b__add"]
+    echo, add = table.tools
+    assert (echo.description, echo.title) == ("Echo.", "Echo it")
+    assert add.input_schema == schema and add.output_schema == out
+    assert table.routes["b__add"].server == "b"
+    assert table.routes["b__add"].tool == "add"
+    assert table.problems == ()
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "exposed", "reason"),
+    [
+        ("fs", "read file", "fs__read_file", "characters MCP tool names may not"),
+        ("fs", "dir/list", "fs__dir_list", "characters MCP tool names may not"),
+        ("fs", "ünïcode", "fs___n_code", "characters MCP tool names may not"),
+        ("s", "x" * 130, "s__" + "x" * 118 + "_", "longer than 128"),
+    ],
+)
+def test_invalid_tool_names_are_renamed_and_reported(
+    server: str, tool: str, exposed: str, reason: str
+) -> None:
+    table = build_tool_table([(server, [info(tool)])])
+    (only,) = table.tools
+    assert only.name.startswith(exposed) and len(only.name) <= 128
+    assert table.routes[only.name].tool == tool
+    assert only.meta == {UPSTREAM_META_KEY: {"server": server, "tool": tool}}
+    assert len(table.problems) == 1 and reason in table.problems[0]
+
+
+def test_colliding_names_keep_the_plain_one_and_hash_the_other() -> None:
+    # "a_" + "__" + "_b" and "a" + "__" + "__b" are both "a____b".
+    table = build_tool_table([("a_", [info("_b")]), ("a", [info("__b")])])
+    names = {route.server: name for name, route in table.routes.items()}
+    assert names["a"] == "a____b"  # sorted first, both plain: first wins
+    assert names["a_"].startswith("a____b_") and len(names["a_"]) == len("a____b") + 7
+    assert any("already taken" in p for p in table.problems)
+    again = build_tool_table([("a", [info("__b")]), ("a_", [info("_b")])])
+    assert again.routes.keys() == table.routes.keys()  # stable
+
+
+def test_a_renamed_name_never_takes_a_plain_one() -> None:
+    table = build_tool_table([("a", [info("x y"), info("x_y")])])
+    assert table.routes["a__x_y"].tool == "x_y"
+    renamed = [n for n, r in table.routes.items() if r.tool == "x y"]
+    assert renamed and renamed[0] != "a__x_y"
+
+
+def test_a_tool_listed_twice_is_exposed_once_and_reported() -> None:
+    table = build_tool_table([("a", [info("t"), info("t", description="other")])])
+    assert [t.name for t in table.tools] == ["a__t"]
+    assert "listed twice" in table.problems[0]
+
+
+# -------------------------------------------------------------- endpoint options
+
+
+@pytest.mark.parametrize(
+    ("listen", "host", "port"),
+    [
+        ("127.0.0.1:8765", "127.0.0.1", 8765),
+        ("8765", "127.0.0.1", 8765),
+        (":0", "127.0.0.1", 0),
+        ("localhost:9", "localhost", 9),
+        ("[::1]:1", "::1", 1),
+    ],
+)
+def test_loopback_listen_addresses_need_no_token(
+    listen: str, host: str, port: int
+) -> None:
+    options = endpoint_options(listen, env={})
+    assert (options.host, options.port, options.token) == (host, port, None)
+    assert options.loopback
+
+
+@pytest.mark.parametrize(
+    ("listen", "message"),
+    [
+        ("0.0.0.0:8765", "refusing to listen on 0.0.0.0:8765 without a token"),
+        ("[::]:8765", "without a token"),
+        ("10.1.2.3:80", "without a token"),
+        ("example.com:80", "give an IP address"),
+        ("127.0.0.1:99999", "port must be a number"),
+        ("127.0.0.1", "use HOST:PORT"),
+        ("::1:80", "write IPv6 as [ADDR]:PORT"),
+    ],
+)
+def test_bad_or_unprotected_listen_addresses_are_refused(
+    listen: str, message: str
+) -> None:
+    with pytest.raises(EndpointError, match=message.replace("[", r"\[")):
+        endpoint_options(listen, env={})
+
+
+def test_the_token_comes_from_the_file_or_the_environment(tmp_path: Path) -> None:
+    file = tmp_path / "token"
+    file.write_text("from-file\n")
+    file.chmod(0o600)
+    by_file = endpoint_options("0.0.0.0:1", token_file=str(file), env={})
+    assert by_file.token == "from-file" and not by_file.loopback
+    by_env = endpoint_options("0.0.0.0:1", env={"MCP_MANAGER_TOKEN": " env-tok "})
+    assert by_env.token == "env-tok"
+    assert "from-file" not in repr(by_file)
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(EndpointError, match="is empty"):
+        endpoint_options("0.0.0.0:1", token_file=str(tmp_path / "empty"), env={})
+    with pytest.raises(EndpointError, match="cannot read token file"):
+        endpoint_options("0.0.0.0:1", token_file=str(tmp_path / "nope"), env={})
+
+
+def test_a_busy_port_is_a_clear_endpoint_error() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        endpoint = HttpEndpoint(None, EndpointOptions("127.0.0.1", port))  # type: ignore[arg-type]
+        with pytest.raises(EndpointError, match="address already in use"):
+            endpoint.bind()
+
+
+def test_the_cli_refuses_a_non_loopback_bind_without_a_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCP_MANAGER_TOKEN", raising=False)
+    script = tmp_path / "startup.lua"
+    script.write_text("")
+    assert main(["run", str(script), "--listen", "0.0.0.0:8765"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to listen on 0.0.0.0:8765 without a token" in err
+    assert "MCP_MANAGER_TOKEN" in err and "--token-file" in err
+    assert main(["run", str(script), "--token-file", "x"]) == 2
+    assert "need --listen" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- against upstreams
+
+pytestmark = pytest.mark.usefixtures("no_leaked_children")
+
+
+@pytest.mark.anyio
+async def test_tools_of_stdio_and_http_upstreams_are_listed_and_called(
+    make_http_server: HttpServerFactory,
+) -> None:
+    web = make_http_server("http")
+    specs = [raw("fast"), parse_spec("web", web.url, FAST)]
+    async with (
+        running_gateway(specs, wait_for=["fast", "web"]) as (gateway, _, _),
+        session(str(gateway.url)) as client,
+    ):
+        init_tools = client.server_capabilities
+        assert init_tools is not None and init_tools.tools is not None
+        assert init_tools.tools.list_changed is True
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert {"fast__echo", "fast__pid", "web__echo", "web__add"} <= set(listed)
+        assert listed["web__add"].output_schema is not None
+        assert listed["web__add"].input_schema["required"] == ["a", "b"]
+
+        assert text_of(await client.call_tool("fast__echo", {"text": "hi"})) == "hi"
+        added = await client.call_tool("web__add", {"a": 2, "b": 3})
+        assert added.structured_content == {"sum": 5}
+        failed = await client.call_tool("web__fail", {"message": "boom"})
+        assert failed.is_error and text_of(failed) == "boom"
+        with pytest.raises(MCPError, match="unknown tool 'nope__x'.*SERVER__TOOL"):
+            await client.call_tool("nope__x", {})
+        # A declared server gets calls its list does not show; it answers itself.
+        unlisted = await client.call_tool("fast__no_such_tool", {})
+        assert unlisted.is_error and "unknown tool 'no_such_tool'" in text_of(unlisted)
+
+
+@pytest.mark.anyio
+async def test_trace_context_is_forwarded_and_hop_only_meta_is_not(
+    make_http_server: HttpServerFactory,
+) -> None:
+    web = make_http_server("http")
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    async with (
+        running_gateway([parse_spec("web", web.url, FAST)], wait_for=["web"]) as (
+            gateway,
+            _,
+            rec,
+        ),
+        session(str(gateway.url)) as client,
+    ):
+        result = await client.call_tool(  # type: ignore[call-overload]
+            "web__meta",
+            {},
+            meta={
+                "traceparent": traceparent,
+                "tracestate": "k=v",
+                "io.modelcontextprotocol/logLevel": "debug",
+            },
+        )
+        seen = json.loads(text_of(result))
+        assert seen["traceparent"] == traceparent and seen["tracestate"] == "k=v"
+        assert not any(key.startswith("io.modelcontextprotocol/") for key in seen)
+        # The call is accounted like any other: events name server and tool.
+        done = await rec.wait_for("call_finished", "web")
+        assert done.tool == "meta"  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_upstream_progress_reaches_the_downstream_caller(
+    make_http_server: HttpServerFactory,
+) -> None:
+    web = make_http_server("http")
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(
+        progress: float, total: float | None, message: str | None
+    ) -> None:
+        seen.append((progress, total, message))
+
+    async with (
+        running_gateway([parse_spec("web", web.url, FAST)], wait_for=["web"]) as (
+            gateway,
+            _,
+            _,
+        ),
+        session(str(gateway.url)) as client,
+    ):
+        result = await client.call_tool(
+            "web__sleep", {"seconds": 0.3}, progress_callback=on_progress
+        )
+        assert text_of(result) == "slept 0.3"
+        # The first report is surely in before the result; the last may race it.
+        assert seen and seen[0] == (0, 0.3, "sleeping")
+
+
+@pytest.mark.anyio
+async def test_upstreams_killed_mid_session_keep_the_session_and_the_tool_list(
+    make_http_server: HttpServerFactory,
+) -> None:
+    web = make_http_server("http")
+    specs = [raw("fast"), parse_spec("web", web.url, {**FAST, "hold": 0.5})]
+    notes: list[object] = []
+    async with (
+        running_gateway(specs, wait_for=["fast", "web"]) as (gateway, manager, rec),
+        session(str(gateway.url), notes=notes) as client,
+    ):
+        before = sorted(t.name for t in (await client.list_tools()).tools)
+
+        # stdio: the server dies, comes back within hold, the call just works.
+        pid = manager.status("fast")["pid"]  # type: ignore[index]
+        seen = rec.last_seq
+        os.kill(int(str(pid)), signal.SIGKILL)
+        await rec.wait_for("disconnected", "fast", after=seen)
+        assert text_of(await client.call_tool("fast__echo", {"text": "a"})) == "a"
+        assert manager.status("fast")["pid"] != pid  # type: ignore[index]
+
+        # HTTP: down beyond hold, the call fails with the server's status.
+        await web.akill()
+        outcome = await client.call_tool("web__echo", {"text": "b"})
+        assert outcome.is_error and "web" in text_of(outcome)
+        await rec.wait_for("connect_failed", "web")
+        held = await client.call_tool("web__echo", {"text": "c"})
+        message = text_of(held)
+        assert held.is_error
+        assert "web__echo: web is reconnecting (attempt" in message
+        assert "next retry in" in message and "connection refused" in message
+        status = (held.meta or {})["mcp-manager/error"]
+        assert status["state"] == "reconnecting" and status["attempt"] >= 1
+
+        # The tool list is the same throughout: last known tools stay listed.
+        assert sorted(t.name for t in (await client.list_tools()).tools) == before
+        await web.astart()
+        await rec.wait_for("connected", "web", after=seen)
+        assert text_of(await client.call_tool("web__echo", {"text": "d"})) == "d"
+        assert sorted(t.name for t in (await client.list_tools()).tools) == before
+        assert not any(isinstance(n, types.ToolListChangedNotification) for n in notes)
+
+
+@pytest.mark.anyio
+async def test_upstream_tool_changes_notify_every_downstream_session(
+    make_http_server: HttpServerFactory,
+) -> None:
+    web = make_http_server("http")
+    first: list[object] = []
+    second: list[object] = []
+
+    def changed(notes: list[object]) -> int:
+        return sum(isinstance(n, types.ToolListChangedNotification) for n in notes)
+
+    async with (
+        running_gateway([parse_spec("web", web.url, FAST)], wait_for=["web"]) as (
+            gateway,
+            _,
+            _,
+        ),
+        session(str(gateway.url), notes=first) as one,
+        session(str(gateway.url), notes=second) as two,
+    ):
+        await two.list_tools()  # both sessions have made a request
+        await one.call_tool("web__add_tool", {"name": "extra"})
+        await wait_until(lambda: changed(first) >= 1 and changed(second) >= 1)
+        names = {t.name for t in (await two.list_tools()).tools}
+        assert "web__extra" in names
+        assert text_of(await two.call_tool("web__extra", {"k": 1})) == '{"k": 1}'
+        await one.call_tool("web__remove_tool", {"name": "extra"})
+        await wait_until(lambda: changed(first) >= 2 and changed(second) >= 2)
+        assert "web__extra" not in {t.name for t in (await one.list_tools()).tools}
+        assert gateway.sessions == 2
+
+
+@pytest.mark.anyio
+async def test_downstream_cancellation_cancels_the_upstream_call() -> None:
+    async with (
+        running_gateway([demo_stdio("demo")], wait_for=["demo"]) as (gateway, _, rec),
+        session(str(gateway.url)) as client,
+    ):
+        with anyio.fail_after(10):
+            with pytest.raises(MCPError, match="timed out"):
+                await client.call_tool(
+                    "demo__sleep", {"seconds": 30}, read_timeout_seconds=0.3
+                )
+            failed = await rec.wait_for("call_failed", "demo")
+        assert failed.error == "cancelled"  # type: ignore[attr-defined]
+        assert failed.duration < 5  # type: ignore[attr-defined]
+        assert text_of(await client.call_tool("demo__echo", {"text": "ok"})) == "ok"
+
+
+@pytest.mark.anyio
+async def test_a_server_that_never_connected_gets_a_clear_error_after_hold() -> None:
+    specs = [parse_spec("offline", "http://127.0.0.1:9/mcp", {**FAST, "hold": 0.2})]
+    async with (
+        running_gateway(specs) as (gateway, _, rec),
+        session(str(gateway.url)) as client,
+    ):
+        await rec.wait_for("connect_failed", "offline")
+        assert (await client.list_tools()).tools == []
+        result = await client.call_tool("offline__echo", {})
+        assert result.is_error
+        assert "offline is reconnecting" in text_of(result)
+        assert "connection refused (127.0.0.1:9)" in text_of(result)
+
+
+# ------------------------------------------------------------------------ security
+
+
+@pytest.mark.anyio
+async def test_bad_host_and_origin_are_rejected_before_mcp() -> None:
+    async with running_gateway([]) as (gateway, _, _):
+        url = str(gateway.url)
+        port = url.split(":")[2].split("/")[0]
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        headers = {"accept": "application/json, text/event-stream"}
+        async with httpx2.AsyncClient() as http:
+            evil = await http.post(
+                url, json=body, headers={**headers, "origin": "http://evil.example"}
+            )
+            assert evil.status_code == 403
+            assert "evil.example" in evil.json()["error"]["message"]
+            other_port = await http.post(
+                url, json=body, headers={**headers, "origin": "http://localhost:1"}
+            )
+            assert other_port.status_code == 403
+            rebound = await http.post(
+                url, json=body, headers={**headers, "host": f"attacker.example:{port}"}
+            )
+            assert rebound.status_code == 421
+        own = {"origin": f"http://localhost:{port}"}
+        async with session(url, headers=own) as client:
+            await client.send_ping()
+
+
+@pytest.mark.anyio
+async def test_a_token_is_required_when_configured() -> None:
+    options = EndpointOptions("127.0.0.1", 0, token="s3cret-token")
+    async with running_gateway([raw("fast")], options, wait_for=["fast"]) as (
+        gateway,
+        _,
+        _,
+    ):
+        url = str(gateway.url)
+        async with httpx2.AsyncClient() as http:
+            for auth in (None, "Bearer wrong", "s3cret-token", "Bearer s3cret-tokenX"):
+                headers = {"authorization": auth} if auth else {}
+                response = await http.post(url, json={}, headers=headers)
+                assert response.status_code == 401, auth
+                assert response.headers["www-authenticate"].startswith("Bearer")
+        good = {"authorization": "Bearer s3cret-token"}
+        async with session(url, headers=good) as client:
+            assert text_of(await client.call_tool("fast__echo", {"text": "ok"})) == "ok"
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def write_script(path: Path, *specs: tuple[str, str, list[str]]) -> Path:
+    lines = [
+        f"mcp_add({json.dumps(name)}, {{command = {json.dumps(cmd)}, "
+        f"args = {{{', '.join(json.dumps(a) for a in args)}}}}})"
+        for name, cmd, args in specs
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.anyio
+async def test_the_daemon_serves_the_endpoint_and_survives_an_upstream_kill(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    script = write_script(tmp_path / "startup.lua", ("fast", *raw_command()))
+    with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
+        up = await anyio.to_thread.run_sync(daemon.wait_event, "connected", "fast")
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with session(url) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names == ["fast__echo", "fast__pid", "fast__crash"]
+            pid = int(text_of(await client.call_tool("fast__pid", {})))
+            assert pid == up["pid"]
+            os.kill(pid, signal.SIGKILL)
+            await anyio.to_thread.run_sync(daemon.wait_event, "disconnected", "fast")
+            # The session survives; the call waits for the restart (hold).
+            assert text_of(await client.call_tool("fast__echo", {"text": "x"})) == "x"
+            assert int(text_of(await client.call_tool("fast__pid", {}))) != pid
+        daemon.signal(signal.SIGTERM)
+        assert await anyio.to_thread.run_sync(daemon.wait, 10) == 0
+    assert "MCP endpoint listening at " + url in daemon.log()
+
+
+@pytest.mark.anyio
+async def test_stdio_mode_serves_mcp_on_its_own_stdin_and_stdout(
+    tmp_path: Path,
+) -> None:
+    script = write_script(tmp_path / "startup.lua", ("fast", *raw_command()))
+    log = tmp_path / "gateway.log"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "manager", "stdio", str(script), "--log-level", "INFO"]
+        + ["--log-file", str(log)],
+    )
+    with anyio.fail_after(20):
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            # The first list waits for connections still on their first attempt.
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names == ["fast__echo", "fast__pid", "fast__crash"]
+            assert text_of(await client.call_tool("fast__echo", {"text": "s"})) == "s"
+    text = log.read_text()
+    assert "stdio client closed the connection" in text and "stopped" in text
