@@ -51,6 +51,9 @@ logger = logging.getLogger(__name__)
 STDERR_LINES_KEPT = 50
 """Last stderr lines kept per connection (shown by status and the HUD)."""
 
+EXIT_REPORT_WAIT = 0.6
+"""Seconds a failed ping of a stdio server waits for the process's own exit report."""
+
 STDERR_EVENTS_PER_SECOND = 20
 """stderr lines published as events per connection and second; the rest are counted."""
 
@@ -221,7 +224,15 @@ class Connection:
                 try:
                     await upstream.ping(self.spec.ping_timeout)
                 except TransportError as exc:
-                    report.append(LossReport(str(exc), error_type=type(exc).__name__))
+                    if upstream.pid is not None:
+                        # A stdio server that just exited: its exit code is a
+                        # moment away and says more than "connection closed".
+                        with anyio.move_on_after(EXIT_REPORT_WAIT):
+                            report.append(await upstream.wait_lost())
+                    if not report:
+                        report.append(
+                            LossReport(str(exc), error_type=type(exc).__name__)
+                        )
                     tg_cancel()
                     return
 

@@ -304,10 +304,8 @@ async def _handle_signals(
         async for sig in signals:
             if sig == signal.SIGHUP:
                 logger.info("SIGHUP: reloading %s", daemon.options.config)
-                try:
+                with contextlib.suppress(ConfigError):  # logged as config_error
                     daemon.load()
-                except ConfigError as exc:
-                    logger.error("reload failed, keeping the running set: %s", exc)
             elif not stop.is_set():
                 logger.info(
                     "%s: stopping gracefully (Ctrl-C again to force)",

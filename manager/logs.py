@@ -69,6 +69,7 @@ NOISY_LOGGERS = (
     "opentelemetry",
     "uvicorn.error",
     "uvicorn.access",
+    "watchfiles",
 )
 """Loggers held at WARNING unless the level is DEBUG (their warnings still show)."""
 

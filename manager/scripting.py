@@ -15,6 +15,7 @@ failure becomes a `hook_error` event and a log line, never a crash.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -277,10 +278,8 @@ class ConfigRunner:
                     logger.debug("%s saved without changes; not reloading", self.path)
                     continue
                 logger.info("%s changed: reloading", self.path)
-                try:
+                with contextlib.suppress(ConfigError):  # logged as config_error
                     self.load()
-                except ConfigError as exc:
-                    logger.error("reload failed, keeping the running set: %s", exc)
 
 
 async def _watch_directory(
