@@ -575,6 +575,22 @@ def test_an_unreachable_collector_is_warned_about_once(
     assert logging.getLogger("opentelemetry").propagate
 
 
+def test_quiet_tells_span_builders_to_skip_work_until_a_probe_is_due() -> None:
+    clock = [100.0]
+    status = ExportStatus("http://c:4317", "grpc")
+    sampler = PauseWhileFailing(status, probe_every=30.0, clock=lambda: clock[0])
+    assert not sampler.quiet()  # exports work
+    status.record(False, "connection refused")
+    assert not sampler.quiet()  # failing, but the first probe is due
+    provider = TracerProvider(sampler=sampler, shutdown_on_exit=False)
+    provider.get_tracer("t").start_span("probe").end()
+    assert sampler.quiet()  # probed: nothing to build for 30 s
+    clock[0] += 31.0
+    assert not sampler.quiet()
+    status.record(True)
+    assert not sampler.quiet()
+
+
 def test_while_exports_fail_only_a_probe_span_is_recorded_now_and_then() -> None:
     clock = [0.0]
     status = ExportStatus("http://c:4317", "grpc")

@@ -65,9 +65,11 @@ class Telemetry:
         )
         meter = meter_provider.get_meter(SCOPE, __version__) if meter_provider else None
         self.metrics = Metrics(meter) if meter is not None else None
-        self.lifecycle = LifecycleSpans(tracer, self.metrics, clock=clock)
+        sampler = exporting.sampler if exporting is not None else None
+        quiet = sampler.quiet if sampler is not None else (lambda: False)
+        self.lifecycle = LifecycleSpans(tracer, self.metrics, clock=clock, quiet=quiet)
         self.active = tracer is not None or self.metrics is not None
-        self._current = CurrentSpans(tracer, self.lifecycle, self.metrics)
+        self._current = CurrentSpans(tracer, self.lifecycle, self.metrics, quiet)
         self._bus = bus
         self._exporting = exporting
         self._states: Callable[[], Iterable[str]] | None = None

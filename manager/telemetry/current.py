@@ -14,7 +14,7 @@ records `mcp.client.operation.duration`, even when traces are off.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import Token
 from types import TracebackType
 from typing import Final
@@ -72,7 +72,7 @@ class _ActiveSpan:
     def __enter__(self) -> _ActiveSpan:
         owner = self._owner
         self._start = time.perf_counter()
-        if owner.tracer is not None:
+        if owner.tracer is not None and not owner.quiet():
             parent = None
             if self._name == ATTEMPT_SPAN and owner.lifecycle is not None:
                 parent = owner.lifecycle.episode(str(self._attributes.get(SERVER, "")))
@@ -142,10 +142,12 @@ class CurrentSpans:
         tracer: Tracer | None,
         lifecycle: LifecycleSpans | None = None,
         metrics: Metrics | None = None,
+        quiet: Callable[[], bool] = lambda: False,
     ) -> None:
         self.tracer = tracer
         self.lifecycle = lifecycle
         self.metrics = metrics
+        self.quiet = quiet
 
     def span(
         self,

@@ -127,6 +127,7 @@ class Exporting:
     tracer_provider: TracerProvider | None = None
     meter_provider: MeterProvider | None = None
     status: ExportStatus | None = None
+    sampler: PauseWhileFailing | None = None
     exporters: list[SpanExporter | MetricExporter] = field(default_factory=list)
 
     async def aclose(
@@ -264,6 +265,7 @@ def build_exporting(config: TelemetryConfig, *, set_global: bool = False) -> Exp
     resource = _resource(config)
     if config.traces.exporters:
         sampler = PauseWhileFailing(out.status) if out.status is not None else None
+        out.sampler = sampler
         provider = TracerProvider(
             resource=resource, sampler=sampler, shutdown_on_exit=False
         )

@@ -300,5 +300,11 @@ class PauseWhileFailing(Sampler):
         self._probed = now
         return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
 
+    def quiet(self) -> bool:
+        """True while exports fail and no probe is due: no span would be recorded,
+        so callers may skip building one at all (the cost of hundreds of dead
+        upstreams' attempt spans, with no collector)."""
+        return not self._status.ok and self._clock() - self._probed < self._probe_every
+
     def get_description(self) -> str:
         return "PauseWhileFailing"

@@ -1,7 +1,7 @@
 """The daemon's metrics (design §5): instruments and the values they observe.
 
 - `mcp.manager.connections` (observable gauge): by `mcp.connection.state`.
-- `mcp.manager.reconnects` (counter): by `mcp.server`, `mcp.reconnect.cause`
+- `mcp.manager.reconnects` (observable counter): by `mcp.server`, `mcp.reconnect.cause`
   (`attempt_failed` or `connection_lost`).
 - `mcp.client.operation.duration` (histogram, s): tool calls, with the MCP
   semconv attributes (`mcp.method.name`, `gen_ai.tool.name`, `error.type`, …).
@@ -85,8 +85,12 @@ class Metrics:
     def __init__(self, meter: Meter) -> None:
         self._states: Mapping[str, int] = {}
         self._dropped: Mapping[str, int] = {}
-        self.reconnects = meter.create_counter(
+        # Counted here and observed at export time: an SDK counter `add` per
+        # retry would be most of telemetry's cost with hundreds of dead upstreams.
+        self._reconnects: Counter[tuple[str, str]] = Counter()
+        meter.create_observable_counter(
             RECONNECTS,
+            callbacks=[self._observe_reconnects],
             unit="{reconnect}",
             description="Retries scheduled after a failed attempt or a lost session.",
         )
@@ -130,6 +134,14 @@ class Metrics:
             duration,
             {k: v for k, v in attributes.items() if k in OPERATION_ATTRIBUTES},
         )
+
+    def count_reconnect(self, server: str, cause: str) -> None:
+        """One retry scheduled (event loop; cheap: a dict increment)."""
+        self._reconnects[(server, cause)] += 1
+
+    def _observe_reconnects(self, options: CallbackOptions) -> Iterator[Observation]:
+        for (server, cause), count in dict(self._reconnects).items():  # atomic copy
+            yield Observation(count, {SERVER: server, "mcp.reconnect.cause": cause})
 
     def _observe_states(self, options: CallbackOptions) -> Iterator[Observation]:
         for state, count in self._states.items():

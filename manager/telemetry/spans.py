@@ -132,10 +132,12 @@ class LifecycleSpans:
         metrics: Metrics | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        quiet: Callable[[], bool] = lambda: False,
     ) -> None:
         self._tracer = tracer
         self._metrics = metrics
         self._clock = clock
+        self._quiet = quiet
         self._tracks: dict[str, _Track] = {}
 
     # --- reading ------------------------------------------------------------------
@@ -182,7 +184,7 @@ class LifecycleSpans:
         attributes: Mapping[str, OtelAttributeValue],
         links: list[Link] | None = None,
     ) -> trace.Span | None:
-        if self._tracer is None:
+        if self._tracer is None or self._quiet():
             return None
         return self._tracer.start_span(
             name, context=parent, attributes=attributes, links=links
@@ -257,9 +259,7 @@ class LifecycleSpans:
         track.backoff_ends = self._clock() + event.delay
         if self._metrics is not None:
             cause = "connection_lost" if track.after_loss else "attempt_failed"
-            self._metrics.reconnects.add(
-                1, {SERVER: event.name, "mcp.reconnect.cause": cause}
-            )
+            self._metrics.count_reconnect(event.name, cause)
         track.after_loss = False
 
     def _on_connected(self, event: Connected) -> None:
