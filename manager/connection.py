@@ -268,8 +268,9 @@ class Connection:
         """One try: connect, hold the session until it dies.
 
         Returns:
-            The loss report after a session that had connected, or None when the
-            try failed before connecting (the failure is already signalled).
+            The loss report when a connected session failed by raising, or None
+            when the failure or loss is already signalled (a failed try, or a
+            loss the watchers saw, signalled before the teardown).
         """
         started = time.monotonic()
         self.signal(AttemptBegan(now=self._clock()))
@@ -290,7 +291,11 @@ class Connection:
                 self._set_connected(upstream, time.monotonic() - started)
                 report = await self._watch(upstream)
                 self._set_disconnected()
-            return report
+                # Report the loss now, not after the teardown below: closing a
+                # dead HTTP session can take its full 2 s bound, and detection
+                # must be ping_interval + ping_timeout, not that plus teardown.
+                self._signal_lost(report)
+            return None
         except (TransportError, ConfigError) as exc:
             self._set_disconnected()
             message = redact(str(exc))
@@ -323,6 +328,17 @@ class Connection:
             )
             return None
 
+    def _signal_lost(self, report: LossReport) -> None:
+        self.signal(
+            SessionLost(
+                now=self._clock(),
+                reason=redact(report.reason),
+                rand=self._rand(),
+                exit_code=report.exit_code,
+                error_type=report.error_type,
+            )
+        )
+
 
 async def run_connection(conn: Connection, transport: Transport) -> None:
     """Connect and reconnect `conn` forever (until its scope is cancelled).
@@ -334,15 +350,7 @@ async def run_connection(conn: Connection, transport: Transport) -> None:
     while True:
         report = await conn._attempt(transport)
         if report is not None:
-            conn.signal(
-                SessionLost(
-                    now=conn._clock(),
-                    reason=redact(report.reason),
-                    rand=conn._rand(),
-                    exit_code=report.exit_code,
-                    error_type=report.error_type,
-                )
-            )
+            conn._signal_lost(report)
         next_at = conn.state.next_retry_at
         wait = max(0.0, next_at - conn._clock()) if next_at is not None else 0.0
         with anyio.CancelScope() as conn._retry_scope:  # retry_now() cancels it
