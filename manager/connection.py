@@ -274,7 +274,7 @@ class Connection:
         """
         started = time.monotonic()
         self.signal(AttemptBegan(now=self._clock()))
-        connected = False
+        connected = signalled = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 # The attempt span is current while the SDK connects (its
@@ -295,9 +295,12 @@ class Connection:
                 # dead HTTP session can take its full 2 s bound, and detection
                 # must be ping_interval + ping_timeout, not that plus teardown.
                 self._signal_lost(report)
+                signalled = True
             return None
         except (TransportError, ConfigError) as exc:
             self._set_disconnected()
+            if signalled:
+                return None  # the teardown of a session already reported lost
             message = redact(str(exc))
             exit_code = getattr(exc, "exit_code", None)
             if connected:
@@ -315,6 +318,8 @@ class Connection:
         except Exception as exc:  # boundary: a bug must not end the retry loop
             self._set_disconnected()
             logger.exception("%s: unexpected error in connection attempt", self.name)
+            if signalled:
+                return None
             message = describe_error(exc)
             if connected:
                 return LossReport(message, None, type(exc).__name__)

@@ -146,9 +146,16 @@ class FakeTransport:
         error: The failure message.
     """
 
-    def __init__(self, failures: int = 0, error: str = "connection refused") -> None:
+    def __init__(
+        self,
+        failures: int = 0,
+        error: str = "connection refused",
+        *,
+        teardown_error: bool = False,
+    ) -> None:
         self.failures = failures
         self.error = error
+        self.teardown_error = teardown_error
         self.opens = 0
         self.upstreams: list[FakeUpstream] = []
         self.open_now = anyio.Event()
@@ -170,6 +177,8 @@ class FakeTransport:
         upstream = FakeUpstream()
         self.upstreams.append(upstream)
         yield upstream
+        if self.teardown_error:  # closing a dead session can fail too
+            raise Disconnected("teardown failed")
 
 
 async def eventually(

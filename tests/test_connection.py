@@ -254,3 +254,17 @@ async def test_reconnect_skips_the_backoff_wait() -> None:
         assert mgr.reconnect("s") is False  # connected: nothing to cut short
         with pytest.raises(UnknownServer):
             mgr.reconnect("nope")
+
+
+async def test_a_failing_teardown_does_not_report_the_loss_twice() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = FakeTransport(teardown_error=True)
+    async with Manager(bus, transport) as mgr:
+        mgr.add(fake_spec())
+        first = await rec.wait_for("connected", "s")
+        transport.upstreams[-1].die("gone")
+        await rec.wait_for("connected", "s", after=first.seq)
+    lost = rec.of("disconnected", "s")
+    assert len(lost) == 1 and lost[0].reason == "gone"  # type: ignore[attr-defined]
+    assert len(rec.of("reconnecting", "s")) == 1
