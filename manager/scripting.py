@@ -77,6 +77,7 @@ class ConfigRunner:
         self.reloads = 0
         self._getenv = getenv
         self.watching = False
+        self._hook_events: Subscription | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._last_digest: str | None = None
 
@@ -131,6 +132,7 @@ class ConfigRunner:
         old, self.script = self.script, script
         if old is not None:
             old.close()  # its hooks and pending call callbacks are gone now
+        self._sync_hooks()
         result = self.manager.reconcile(script.result.specs)
         self.last_reload = {"ok": True, "time": time.time(), "file": file}
         self.bus.publish(
@@ -171,14 +173,32 @@ class ConfigRunner:
         """Dispatch hooks, drive `mcp_call`s and (if `watch`) reload on save."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            with self.bus.subscribe("lua-hooks", HOOK_QUEUE) as events:
-                tg.start_soon(self._dispatch_hooks, events)
+            try:
+                self._sync_hooks()
                 self._start_calls()
                 task_status.started()
                 if watch:
                     await tg.start(self._watch)
                     self.watching = True
                 await anyio.sleep_forever()
+            finally:
+                if self._hook_events is not None:
+                    self._hook_events.close()
+
+    def _sync_hooks(self) -> None:
+        """Follow the bus only while the script has hooks.
+
+        A subscription wakes its task on every event; with hundreds of dead
+        upstreams retrying, that is most of the daemon's idle cost, for nothing
+        when no script listens.
+        """
+        wanted = self.script is not None and bool(self.script.hook_kinds())
+        if wanted and self._hook_events is None and self._tg is not None:
+            self._hook_events = self.bus.subscribe("lua-hooks", HOOK_QUEUE)
+            self._tg.start_soon(self._dispatch_hooks, self._hook_events)
+        elif not wanted and self._hook_events is not None:
+            self._hook_events.close()  # its dispatcher ends
+            self._hook_events = None
 
     async def _dispatch_hooks(self, events: Subscription) -> None:
         async for event in events:
@@ -310,7 +330,7 @@ async def _watch_directory(
         watch_filter=relevant,
         stop_event=stop,
         debounce=50,
-        step=10,
+        step=50,  # how often the watcher thread wakes; 10 ms cost ~1 % of a core
         recursive=False,
         yield_on_timeout=True,  # the first (empty) yield tells us it is watching
         rust_timeout=WATCH_TIMEOUT_MS,

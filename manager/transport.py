@@ -24,6 +24,7 @@ import functools
 import ipaddress
 import logging
 import os
+import select
 import signal
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -819,8 +820,12 @@ async def _connect_ip(
         sock.setblocking(False)
         error = sock.connect_ex((host, port))
         if error == errno.EINPROGRESS:
-            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
-                await anyio.wait_writable(sock)
+            # On loopback the handshake (or the refusal) has usually happened
+            # inside connect(): look before registering with the event loop.
+            _, ready, _ = select.select((), (sock,), (), 0)
+            if not ready:
+                with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                    await anyio.wait_writable(sock)
             error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if error:
             raise OSError(error, os.strerror(error))
