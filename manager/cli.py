@@ -26,9 +26,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .control import ControlClient, socket_path
 from .errors import CallError, ConfigError, ControlError, ManagerError
+
+if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
+    from .daemon import DaemonOptions
 
 __all__ = ["main"]
 
@@ -58,9 +62,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         args.token_file or args.allow_host or args.allow_origin
     ):
         return _fail("--token-file, --allow-host and --allow-origin need --listen")
-    import anyio
 
-    from .daemon import DaemonOptions, serve
+    from .daemon import DaemonOptions
 
     endpoint = None
     if args.listen is not None:
@@ -86,6 +89,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         otlp_protocol=args.otlp_protocol,
         telemetry=not args.no_telemetry,
     )
+    return _serve(options)
+
+
+def _serve(options: DaemonOptions) -> int:
+    """Run the daemon; the exit code for how it ended."""
+    import anyio
+
+    from .daemon import serve
+
     try:
         return anyio.run(serve, options)
     except KeyboardInterrupt:
@@ -113,9 +125,8 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
             return _fail(f"cannot open log file {args.log_file}: {exc.strerror}")
         os.dup2(fd, 2)
         os.close(fd)
-    import anyio
 
-    from .daemon import DaemonOptions, serve
+    from .daemon import DaemonOptions
 
     options = DaemonOptions(
         config=config,
@@ -129,14 +140,7 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
         otlp_protocol=args.otlp_protocol,
         telemetry=not args.no_telemetry,
     )
-    try:
-        return anyio.run(serve, options)
-    except KeyboardInterrupt:
-        return 130
-    except ConfigError as exc:
-        return _fail(_first_line(exc), 1)
-    except ManagerError as exc:
-        return _fail(_first_line(exc))
+    return _serve(options)
 
 
 # ---------------------------------------------------------------------- status
