@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -102,9 +103,13 @@ def bench_lua(n: int) -> None:
 
 
 # ------------------------------------------------------------------ reconnects
+# The measure_* functions return raw numbers; run_all.py reuses them.
 
 
-async def _wait_event(events: list[Event], kind: type[Event], after: int) -> Event:
+async def wait_event(
+    events: list[Event], kind: type[Event] | tuple[type[Event], ...], after: int
+) -> Event:
+    """The first recorded event of `kind` after seq `after` (polls the list)."""
     while True:
         for event in events:
             if event.seq > after and isinstance(event, kind):
@@ -112,24 +117,28 @@ async def _wait_event(events: list[Event], kind: type[Event], after: int) -> Eve
         await anyio.sleep(0.001)
 
 
-async def bench_stdio_kill(
-    label: str, command: tuple[str, list[str]], rounds: int
-) -> None:
+@dataclass(frozen=True)
+class KillTimes:
+    """Per kill: kill -> connected, that restart's own start, and the rest."""
+
+    totals: list[float]
+    starts: list[float]
+    overheads: list[float]
+
+
+async def measure_stdio_kill(command: tuple[str, list[str]], rounds: int) -> KillTimes:
+    """SIGKILL a connected stdio server `rounds` times; time each comeback."""
     bus = EventBus()
     events: list[Event] = []
     bus.add_listener(events.append)
     spec = parse_spec(
         "s", {"command": command[0], "args": command[1]}, {"stable_after": 0.0}
     )
-    # the server's own start time: spawn to first connected
-    times, starts, overheads = [], [], []
+    out = KillTimes([], [], [])
     async with Manager(bus) as mgr:
-        started = time.perf_counter()
         mgr.add(spec)
         with anyio.fail_after(30):
-            first = await _wait_event(events, Connected, 0)
-        starts.append(time.perf_counter() - started)
-        last = first.seq
+            last = (await wait_event(events, Connected, 0)).seq
         for _ in range(rounds):
             await anyio.sleep(0.05)
             pid = mgr.statuses()[0]["pid"]
@@ -137,30 +146,39 @@ async def bench_stdio_kill(
             killed = time.perf_counter()
             os.kill(pid, signal.SIGKILL)
             with anyio.fail_after(30):
-                ev = await _wait_event(events, Connected, last)
-            times.append(time.perf_counter() - killed)
-            starts.append(ev.elapsed)  # type: ignore[attr-defined]
-            overheads.append(times[-1] - starts[-1])
+                ev = await wait_event(events, Connected, last)
+            assert isinstance(ev, Connected)
+            out.totals.append(time.perf_counter() - killed)
+            out.starts.append(ev.elapsed)
+            out.overheads.append(out.totals[-1] - ev.elapsed)
             last = ev.seq
+    return out
+
+
+async def bench_stdio_kill(
+    label: str, command: tuple[str, list[str]], rounds: int
+) -> None:
+    kills = await measure_stdio_kill(command, rounds)
     table(
         f"stdio server SIGKILLed -> connected again ({label}, {rounds} kills)",
         [
-            ("kill -> connected, median", ms(statistics.median(times))),
-            ("kill -> connected, max", ms(max(times))),
+            ("kill -> connected, median", ms(statistics.median(kills.totals))),
+            ("kill -> connected, max", ms(max(kills.totals))),
             (
                 "server start + handshake (elapsed), median",
-                ms(statistics.median(starts)),
+                ms(statistics.median(kills.starts)),
             ),
             (
                 "kill -> connected minus that restart's own start, median",
-                ms(statistics.median(overheads))
+                ms(statistics.median(kills.overheads))
                 + " (of which 90-100 ms is the designed first retry delay)",
             ),
         ],
     )
 
 
-async def bench_http_return(rounds: int, down_for: float) -> None:
+async def measure_http_return(rounds: int, down_for: float) -> list[float]:
+    """Kill the demo HTTP server, restart it on its port; time to `connected`."""
     bus = EventBus()
     events: list[Event] = []
     bus.add_listener(events.append)
@@ -172,18 +190,22 @@ async def bench_http_return(rounds: int, down_for: float) -> None:
         async with Manager(bus) as mgr:
             mgr.add(spec)
             with anyio.fail_after(30):
-                last = (await _wait_event(events, Connected, 0)).seq
+                last = (await wait_event(events, Connected, 0)).seq
             for _ in range(rounds):
                 server.kill()
                 await anyio.sleep(down_for)
                 await anyio.to_thread.run_sync(server.start)
                 back = time.perf_counter()
                 with anyio.fail_after(30):
-                    ev = await _wait_event(events, Connected, last)
+                    last = (await wait_event(events, Connected, last)).seq
                 times.append(time.perf_counter() - back)
-                last = ev.seq
     finally:
         server.kill()
+    return times
+
+
+async def bench_http_return(rounds: int, down_for: float) -> None:
+    times = await measure_http_return(rounds, down_for)
     table(
         f"HTTP server down {down_for:g} s, back on the same port -> connected "
         f"(SDK demo server under uvicorn, {rounds} rounds)",
@@ -198,7 +220,8 @@ async def bench_http_return(rounds: int, down_for: float) -> None:
 # ------------------------------------------------------------------ idle cost
 
 
-def _closed_ports(n: int) -> list[int]:
+def closed_ports(n: int) -> list[int]:
+    """Loopback ports that were free a moment ago (nothing listens there)."""
     ports = []
     for _ in range(n):
         with socket.socket() as s:
@@ -207,33 +230,44 @@ def _closed_ports(n: int) -> list[int]:
     return ports
 
 
-def bench_idle(n: int, transport: str, window: float) -> None:
-    """The real daemon (`mcp-manager run`) on a generated startup.lua."""
+@dataclass(frozen=True)
+class IdleCost:
+    """CPU (% of one core, split user/kernel) and RSS of an idle daemon."""
+
+    cpu: float
+    user: float
+    system: float
+    rss_mb: float
+
+
+def measure_idle(
+    n: int,
+    transport: str,
+    window: float,
+    *,
+    settle: float = 10.0,
+    env: dict[str, str] | None = None,
+) -> IdleCost:
+    """The real daemon (`mcp-manager run`) on `n` dead connections at the cap."""
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
         script = Path(tmp) / "startup.lua"
         lines = []
-        for i, port in enumerate(_closed_ports(n)):
+        for i, port in enumerate(closed_ports(n)):
             if transport == "http":
                 lines.append(f'mcp_add("c{i}", "http://127.0.0.1:{port}/mcp")')
             else:
                 lines.append(f'mcp_add("c{i}", {{command = "/nonexistent/s{i}"}})')
         script.write_text("\n".join(lines))
+        command = [sys.executable, "-m", "manager", "run", str(script)]
         child = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "manager",
-                "run",
-                str(script),
-                "--socket",
-                f"{tmp}/c.sock",
-            ],
+            [*command, "--socket", f"{tmp}/c.sock"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
         )
         try:
             proc = psutil.Process(child.pid)
-            time.sleep(10.0)  # start, then 0.1+0.2+…+1.6 s: all at the 3 s cap
+            time.sleep(settle)  # start, then 0.1+0.2+…+1.6 s: all at the 3 s cap
             cpu0 = proc.cpu_times()
             t0 = time.monotonic()
             time.sleep(window)
@@ -247,22 +281,21 @@ def bench_idle(n: int, transport: str, window: float) -> None:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
-    user = cpu1.user - cpu0.user
-    system = cpu1.system - cpu0.system
+    user = 100 * (cpu1.user - cpu0.user) / elapsed
+    system = 100 * (cpu1.system - cpu0.system) / elapsed
+    return IdleCost(user + system, user, system, rss / 2**20)
+
+
+def bench_idle(n: int, transport: str, window: float) -> None:
+    cost = measure_idle(n, transport, window)
     table(
         f"idle cost: the daemon with {n} {transport} connections to closed ports "
         f"at the 3 s cap ({window:g} s window)",
         [
             ("attempts per second", f"~{n / 2.85:.0f}"),
-            (
-                "CPU, % of one core",
-                f"{100 * (user + system) / elapsed:.2f} % (target < 3 %)",
-            ),
-            (
-                "  of which user / kernel",
-                f"{100 * user / elapsed:.2f} % / {100 * system / elapsed:.2f} %",
-            ),
-            ("RSS", f"{rss / 2**20:.0f} MB (target < 150 MB)"),
+            ("CPU, % of one core", f"{cost.cpu:.2f} % (target < 3 %)"),
+            ("  of which user / kernel", f"{cost.user:.2f} % / {cost.system:.2f} %"),
+            ("RSS", f"{cost.rss_mb:.0f} MB (target < 150 MB)"),
         ],
     )
 

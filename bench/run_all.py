@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_backbone import (  # noqa: E402
+    closed_ports,
+    measure_http_return,
+    measure_idle,
+    measure_stdio_kill,
+    wait_event,
+)
 from servers import HttpServerProcess, raw_command  # noqa: E402
 from servers.daemon import DaemonProcess  # noqa: E402
 
@@ -69,21 +75,12 @@ def record(row: Row) -> None:
     print(f"  [{verdict}] {row.figure}: {row.measured}", flush=True)
 
 
-def _closed_ports(n: int) -> list[int]:
-    ports = []
-    for _ in range(n):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
-    return ports
-
-
 def _dead_script(tmp: Path, n: int) -> Path:
     script = tmp / "startup.lua"
     script.write_text(
         "\n".join(
             f'mcp_add("c{i}", "http://127.0.0.1:{port}/mcp")'
-            for i, port in enumerate(_closed_ports(n))
+            for i, port in enumerate(closed_ports(n))
         )
     )
     return script
@@ -209,29 +206,9 @@ def bench_start(quick: bool) -> None:
 
 
 def bench_idle(quick: bool) -> None:
-    n, settle, window = 500, 10.0, 10.0 if quick else 20.0
-    with tempfile.TemporaryDirectory(dir="/tmp") as name:
-        tmp = Path(name)
-        script = _dead_script(tmp, n)
-        child = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "manager", "run", str(script)),
-                *("--socket", str(tmp / "c.sock")),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "OTEL_SDK_DISABLED": "true"},
-        )
-        try:
-            proc = psutil.Process(child.pid)
-            time.sleep(settle)  # 0.1 + 0.2 + … + 1.6 s: all at the 3 s cap
-            cpu0, t0 = proc.cpu_times(), time.monotonic()
-            time.sleep(window)
-            cpu1, elapsed = proc.cpu_times(), time.monotonic() - t0
-            rss = proc.memory_info().rss
-        finally:
-            _stop(child)
-    cpu = 100 * (cpu1.user - cpu0.user + cpu1.system - cpu0.system) / elapsed
+    n, window = 500, 10.0 if quick else 20.0
+    cost = measure_idle(n, "http", window, env={"OTEL_SDK_DISABLED": "true"})
+    cpu, rss_mb = cost.cpu, cost.rss_mb
     record(
         Row(
             "idle cost, 500 down, backoff at cap: CPU",
@@ -246,10 +223,10 @@ def bench_idle(quick: bool) -> None:
         Row(
             "idle cost, 500 down, backoff at cap: RSS",
             "< 150 MB",
-            f"{rss / 2**20:.0f} MB",
-            rss < 150 * 2**20,
+            f"{rss_mb:.0f} MB",
+            rss_mb < 150,
             "same daemon",
-            rss / 2**20,
+            rss_mb,
         )
     )
 
@@ -257,43 +234,10 @@ def bench_idle(quick: bool) -> None:
 # ------------------------------------------------------------------ reconnects
 
 
-async def _wait_event(
-    events: list[Event], kind: type[Event] | tuple[type[Event], ...], after: int
-) -> Event:
-    while True:
-        for event in events:
-            if event.seq > after and isinstance(event, kind):
-                return event
-        await anyio.sleep(0.001)
-
-
 async def bench_stdio_kill(rounds: int) -> None:
-    bus = EventBus()
-    events: list[Event] = []
-    bus.add_listener(events.append)
-    command = raw_command()
-    spec = parse_spec(
-        "s", {"command": command[0], "args": command[1]}, {"stable_after": 0.0}
-    )
-    overheads, totals, starts = [], [], []
-    async with Manager(bus) as mgr:
-        mgr.add(spec)
-        with anyio.fail_after(30):
-            last = (await _wait_event(events, Connected, 0)).seq
-        for _ in range(rounds):
-            await anyio.sleep(0.05)
-            pid = mgr.statuses()[0]["pid"]
-            assert isinstance(pid, int)
-            killed = time.perf_counter()
-            os.kill(pid, signal.SIGKILL)
-            with anyio.fail_after(30):
-                ev = await _wait_event(events, Connected, last)
-            assert isinstance(ev, Connected)
-            totals.append(time.perf_counter() - killed)
-            starts.append(ev.elapsed)
-            overheads.append(totals[-1] - ev.elapsed)
-            last = ev.seq
-    over = statistics.median(overheads)
+    kills = await measure_stdio_kill(raw_command(), rounds)
+    totals, starts = kills.totals, kills.starts
+    over = statistics.median(kills.overheads)
     record(
         Row(
             "stdio server killed → connected again",
@@ -311,28 +255,7 @@ async def bench_stdio_kill(rounds: int) -> None:
 
 
 async def bench_http_return(rounds: int) -> None:
-    bus = EventBus()
-    events: list[Event] = []
-    bus.add_listener(events.append)
-    server = HttpServerProcess("http", ())
-    server.start()
-    spec = parse_spec("web", server.url, {"ping_interval": 0.5, "ping_timeout": 1.0})
-    times = []
-    try:
-        async with Manager(bus) as mgr:
-            mgr.add(spec)
-            with anyio.fail_after(30):
-                last = (await _wait_event(events, Connected, 0)).seq
-            for _ in range(rounds):
-                server.kill()
-                await anyio.sleep(2.0)
-                await anyio.to_thread.run_sync(server.start)
-                back = time.perf_counter()
-                with anyio.fail_after(30):
-                    last = (await _wait_event(events, Connected, last)).seq
-                times.append(time.perf_counter() - back)
-    finally:
-        server.kill()
+    times = await measure_http_return(rounds, 2.0)
     worst, med = max(times), statistics.median(times)
     record(
         Row(
@@ -361,18 +284,18 @@ async def bench_http_silent(rounds: int) -> None:
         async with Manager(bus) as mgr:
             mgr.add(spec)
             with anyio.fail_after(30):
-                last = (await _wait_event(events, Connected, 0)).seq
+                last = (await wait_event(events, Connected, 0)).seq
             for _ in range(rounds):
                 os.kill(server.pid, signal.SIGSTOP)
                 stopped = time.perf_counter()
                 try:
                     with anyio.fail_after(30):
-                        ev = await _wait_event(events, Lost, last)
+                        ev = await wait_event(events, Lost, last)
                     times.append(time.perf_counter() - stopped)
                 finally:
                     os.kill(server.pid, signal.SIGCONT)
                 with anyio.fail_after(30):
-                    last = (await _wait_event(events, Connected, ev.seq)).seq
+                    last = (await wait_event(events, Connected, ev.seq)).seq
     finally:
         server.kill()
     worst = max(times)
