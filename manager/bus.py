@@ -11,6 +11,7 @@ Use from the event-loop thread only.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -21,6 +22,8 @@ import anyio
 from .events import Event, Lagged
 
 __all__ = ["DEFAULT_QUEUE_SIZE", "EventBus", "Subscription"]
+
+logger = logging.getLogger(__name__)
 
 _set = object.__setattr__
 """Writes a field of a frozen event: only `publish` does this, before delivery."""
@@ -123,6 +126,7 @@ class EventBus:
         self._clock = clock
         self._dropped_closed: dict[str, int] = {}
         self._listeners: list[Callable[[Event], None]] = []
+        self._listener_errors: dict[str, int] = {}
 
     @property
     def last_seq(self) -> int:
@@ -146,8 +150,9 @@ class EventBus:
         """Call `fn(event)` synchronously on each publish; returns an unsubscribe.
 
         For cheap, non-blocking sinks (logs, metrics counters) that must see every
-        event in order. `fn` must not raise; if it does, the error propagates to
-        the publisher, so keep listeners trivial.
+        event in order. A listener that raises is a bug in that sink, not in the
+        publisher: the error is logged (once per listener, then counted) and the
+        other listeners and subscribers still get the event.
         """
         self._listeners.append(fn)
         return lambda: self._listeners.remove(fn) if fn in self._listeners else None
@@ -166,10 +171,25 @@ class EventBus:
         _set(event, "seq", self._seq)
         _set(event, "time", self._clock())
         for listener in self._listeners:
-            listener(event)
+            try:
+                listener(event)
+            except Exception:  # boundary: one sink's bug must not stop a publisher
+                self._listener_failed(listener)
         for sub in self._subscribers:
             sub._offer(event)
         return event
+
+    def _listener_failed(self, listener: Callable[[Event], None]) -> None:
+        name = getattr(listener, "__qualname__", repr(listener))
+        count = self._listener_errors.get(name, 0) + 1
+        self._listener_errors[name] = count
+        if count == 1 or count % 1000 == 0:
+            logger.exception("event listener %s failed (%d times so far)", name, count)
+
+    @property
+    def listener_errors(self) -> dict[str, int]:
+        """Exceptions raised by each listener so far (they are never propagated)."""
+        return dict(self._listener_errors)
 
     def dropped(self) -> dict[str, int]:
         """Events dropped so far, per subscriber name (closed ones included)."""

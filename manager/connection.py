@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import random
 import time
 from collections import deque
@@ -218,12 +219,19 @@ class Connection:
             tg_cancel()
 
         async def pinger(tg_cancel: Callable[[], None]) -> None:
-            interval = self.spec.ping_interval
+            # Every ping_interval, and at once when the transport suspects the
+            # server went away (an HTTP event stream that ended).
+            interval = self.spec.ping_interval or math.inf
             while True:
-                await anyio.sleep(interval)
+                suspected = False
+                with anyio.move_on_after(interval):
+                    await upstream.wait_suspect()
+                    suspected = True
                 try:
                     await upstream.ping(self.spec.ping_timeout)
                 except TransportError as exc:
+                    if suspected:
+                        exc = type(exc)(f"the server's event stream ended, then {exc}")
                     if upstream.pid is not None:
                         # A stdio server that just exited: its exit code is a
                         # moment away and says more than "connection closed".
@@ -260,8 +268,7 @@ class Connection:
             cancel = tg.cancel_scope.cancel
             tg.start_soon(on_transport, cancel)
             tg.start_soon(relister, cancel)
-            if self.spec.ping_interval > 0:
-                tg.start_soon(pinger, cancel)
+            tg.start_soon(pinger, cancel)
         return report[0] if report else LossReport("session ended")
 
     async def _attempt(self, transport: Transport) -> LossReport | None:

@@ -244,6 +244,14 @@ class Upstream(Protocol):
         """Return when the transport itself reports the end (EOF, exit)."""
         ...
 
+    async def wait_suspect(self) -> None:
+        """Return when the server may have gone (its HTTP event stream ended).
+
+        Not a loss by itself (servers end that stream at will): the caller
+        probes with a ping at once instead of at the next `ping_interval`.
+        """
+        ...
+
 
 class Transport(Protocol):
     """Opens upstream sessions. `connection.py` knows only this protocol."""
@@ -294,17 +302,53 @@ def _describe_leaf(exc: BaseException) -> str:
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
     if isinstance(exc, httpx2.ConnectError):
+        cause = _first_os_error(exc)
+        if cause is not None:
+            return f"cannot connect: {_os_reason(cause)}"
         return f"cannot connect: {exc}" if str(exc) else "cannot connect"
     if isinstance(exc, httpx2.HTTPStatusError):
         return f"HTTP {exc.response.status_code} from {exc.request.url}"
     if isinstance(exc, httpx2.TimeoutException):
         return f"HTTP timeout ({type(exc).__name__})"
+    if isinstance(exc, httpx2.RemoteProtocolError):
+        return _protocol_error_text(str(exc))
+    if isinstance(exc, httpx2.ReadError):
+        return _with_detail(
+            "the connection broke while reading the server's answer", exc
+        )
+    if isinstance(exc, httpx2.WriteError):
+        return _with_detail("the connection broke while sending to the server", exc)
+    if isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError):
+        return "the server closed the connection"
+    if isinstance(exc, anyio.ClosedResourceError):
+        return "the session was already closed"
     if isinstance(exc, MCPError):
         return f"{exc.message} (MCP error {exc.code})"
     if isinstance(exc, TimeoutError):
         return "timed out"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _protocol_error_text(detail: str) -> str:
+    """A sentence for httpcore's protocol errors (the peer broke HTTP framing)."""
+    lowered = detail.lower()
+    if "without sending a response" in lowered:
+        return "the server closed the connection without answering"
+    if "complete message body" in lowered:
+        return (
+            f"the server closed the connection in the middle of a response ({detail})"
+        )
+    return (
+        f"the server broke the HTTP protocol: {detail}"
+        if detail
+        else ("the server broke the HTTP protocol")
+    )
+
+
+def _with_detail(sentence: str, exc: BaseException) -> str:
+    detail = str(exc)
+    return f"{sentence} ({detail})" if detail else sentence
 
 
 def _map_failure(exc: BaseException, what: str) -> TransportError:
@@ -431,6 +475,9 @@ class _Session:
         await self._lost.event.wait()
         return self._lost.report
 
+    async def wait_suspect(self) -> None:
+        await self._lost.wait_suspect()
+
     def _mapped(self, exc: MCPError, what: str) -> TransportError:
         if _is_session_lost(exc):
             reason = self._lost.report.reason if self._lost.is_set else exc.message
@@ -445,10 +492,22 @@ def _tool_info(tool: types.Tool) -> ToolInfo:
 
 @dataclass(slots=True)
 class _LostSignal:
-    """Set once, by whichever part of the transport notices the end first."""
+    """Set once, by whichever part of the transport notices the end first.
+
+    `suspected` is the weaker signal: something that often means the server
+    went away (its event stream ended), to be confirmed by a probe.
+    """
 
     event: anyio.Event = field(default_factory=anyio.Event)
     report: LossReport = field(default_factory=lambda: LossReport("transport closed"))
+    suspected: anyio.Event = field(default_factory=anyio.Event)
+
+    def suspect(self) -> None:
+        self.suspected.set()
+
+    async def wait_suspect(self) -> None:
+        await self.suspected.wait()
+        self.suspected = anyio.Event()
 
     @property
     def is_set(self) -> bool:
@@ -629,7 +688,8 @@ class McpTransport:
                 # timeout (uvicorn: 5 s), never in a race with it.
                 httpx2.AsyncHTTPTransport(
                     limits=httpx2.Limits(keepalive_expiry=HTTP_KEEPALIVE_EXPIRY)
-                )
+                ),
+                on_event_stream_end=lost.suspect,
             ),
         )
         async with (
@@ -640,24 +700,37 @@ class McpTransport:
 
 
 class _DrainingTransport(httpx2.AsyncBaseTransport):
-    """Keeps HTTP connections reusable across tool calls.
+    """Keeps HTTP connections reusable across calls, and watches the event stream.
 
-    The SDK closes a POST's SSE response as soon as the JSON-RPC response event
-    arrives, a moment before the server's closing chunk; httpcore then drops the
-    connection, so every call paid a new TCP connection and left a socket in
-    TIME_WAIT (thousands a minute under load, measured). Reading that last chunk
-    first (for at most `POST_DRAIN_LIMIT`) returns the connection to the pool. It
-    runs in the SDK's per-request task after the result was handed over, so no
-    caller waits for it.
+    POST: the SDK closes a POST's SSE response as soon as the JSON-RPC response
+    event arrives, a moment before the server's closing chunk; httpcore then
+    drops the connection, so every call paid a new TCP connection and left a
+    socket in TIME_WAIT (thousands a minute under load, measured). Reading that
+    last chunk first (for at most `POST_DRAIN_LIMIT`) returns the connection to
+    the pool. It runs in the SDK's per-request task after the result was handed
+    over, so no caller waits for it. A response on a connection that cannot be
+    reused (`Connection: close`, HTTP/1.0) is not drained at all.
+
+    GET: the standalone event stream stays open while the server lives. When it
+    ends, `on_event_stream_end` is called: the connection probes at once rather
+    than at the next ping (a killed server is noticed in milliseconds).
     """
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+    def __init__(
+        self,
+        inner: httpx2.AsyncBaseTransport,
+        on_event_stream_end: Callable[[], None] = lambda: None,
+    ) -> None:
         self._inner = inner
+        self._on_event_stream_end = on_event_stream_end
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         if request.method == "POST":
-            response.stream = _DrainOnClose(response.stream)
+            if _reusable(response):
+                response.stream = _DrainOnClose(response.stream)
+        elif request.method == "GET" and response.status_code == 200:
+            response.stream = _WatchedStream(response.stream, self._on_event_stream_end)
         return response
 
     async def aclose(self) -> None:
@@ -671,19 +744,88 @@ POST_DRAIN_LIMIT = 0.1
 """Seconds to wait for the rest of a POST response before dropping its connection."""
 
 
-class _DrainOnClose(httpx2.AsyncByteStream):
+def _reusable(response: httpx2.Response) -> bool:
+    """Whether the connection may serve another request after this response."""
+    if response.extensions.get("http_version", b"HTTP/1.1") != b"HTTP/1.1":
+        return False
+    tokens = response.headers.get("connection", "").lower().replace(" ", "")
+    return "close" not in tokens.split(",")
+
+
+class _OnceStream(httpx2.AsyncByteStream):
+    """Iterates an httpcore body stream at most once.
+
+    httpcore's body generator loops without awaiting when iterated again after
+    the body ended on a connection the peer closed: h11 answers
+    `ConnectionClosed` forever and no deadline can fire (it froze the daemon at
+    100 % CPU). So a second pass, or a drain after the end, never starts.
+    """
+
     def __init__(self, inner: Any) -> None:
         self._inner = inner
+        self._started = False
+        self.ended = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            yield chunk
+        if self._started:
+            return
+        self._started = True
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except GeneratorExit:
+            raise  # the reader stopped early: the body has not ended
+        except BaseException:
+            self._end()
+            raise
+        self._end()
+
+    def _end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self._on_end()
+
+    def _on_end(self) -> None:
+        """Called once when the iteration stops (end, error or close)."""
 
     async def aclose(self) -> None:
-        with anyio.move_on_after(POST_DRAIN_LIMIT):
-            async for _ in self._inner:
-                pass
+        self.ended = True
         await self._inner.aclose()
+
+
+class _DrainOnClose(_OnceStream):
+    async def aclose(self) -> None:
+        if not self._started:
+            # Nobody read the body (e.g. 202 Accepted): one bounded pass.
+            with anyio.move_on_after(POST_DRAIN_LIMIT):
+                async for _ in self:
+                    pass
+        elif not self.ended:
+            # The reader stopped early: finish its pass, bounded.
+            with anyio.move_on_after(POST_DRAIN_LIMIT):
+                async for _ in self._rest():
+                    pass
+        await super().aclose()
+
+    async def _rest(self) -> AsyncIterator[bytes]:
+        # The first pass stopped before the end; httpcore continues the same
+        # body where it stopped (a body that ended is never read again).
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        finally:
+            self.ended = True
+
+
+class _WatchedStream(_OnceStream):
+    """The GET event stream: reports its end, whatever ended it."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self._callback = on_end
+
+    def _on_end(self) -> None:
+        self._callback()
 
 
 class _SessionIdWriter:
@@ -833,10 +975,26 @@ async def _connect_ip(
         sock.close()
 
 
+def _first_os_error(exc: BaseException) -> OSError | None:
+    """The first `OSError` with an errno in `exc`'s chain of causes."""
+    cause: BaseException | None = exc
+    for _ in range(20):  # chains are short; a cycle must not loop
+        if cause is None:
+            return None
+        if isinstance(cause, BaseExceptionGroup):
+            cause = flatten(cause)[0]
+        if isinstance(cause, OSError) and cause.errno is not None:
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _os_reason(exc: OSError) -> str:
     """The root cause of a failed connect, e.g. "connection refused"."""
     cause: BaseException | None = exc
     while cause is not None:
+        if isinstance(cause, BaseExceptionGroup):  # anyio's happy eyeballs
+            cause = flatten(cause)[0]
         if isinstance(cause, ConnectionRefusedError) or (
             isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
         ):

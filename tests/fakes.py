@@ -130,6 +130,9 @@ class FakeUpstream:
         await self._lost.wait()
         return self._report
 
+    async def wait_suspect(self) -> None:
+        await anyio.sleep_forever()
+
     def die(
         self, reason: str = "fake server died", exit_code: int | None = None
     ) -> None:

@@ -198,6 +198,31 @@ def test_listeners_see_every_event_in_order_even_when_subscribers_lag() -> None:
     assert seen == published
 
 
+def test_a_listener_that_raises_is_isolated_logged_once_and_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bus = make_bus()
+    before: list[Event] = []
+    after: list[Event] = []
+
+    def broken(event: Event) -> None:
+        raise RuntimeError(f"sink bug at seq {event.seq}")
+
+    bus.add_listener(before.append)
+    bus.add_listener(broken)
+    bus.add_listener(after.append)
+    with bus.subscribe("s") as sub:
+        published = [bus.publish(ev(i)) for i in range(5)]
+        assert [e.seq for e in drain(sub)] == [1, 2, 3, 4, 5]
+    assert before == published
+    assert after == published
+    assert list(bus.listener_errors.values()) == [5]
+    failures = [r for r in caplog.records if "event listener" in r.getMessage()]
+    assert len(failures) == 1
+    assert "broken" in failures[0].getMessage()
+    assert failures[0].exc_info is not None
+
+
 def test_a_removed_listener_sees_nothing_more() -> None:
     bus = make_bus()
     seen: list[Event] = []

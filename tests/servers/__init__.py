@@ -4,6 +4,8 @@
   the hand-written legacy server's command, process-tree helpers.
 - `raw_legacy`: a hand-written, fast-starting stdio server with failure flags
   (run as a script; see `process.raw_command`).
+- `closing_http`: a raw-socket streamable HTTP server that closes every
+  connection after its answer (or in the middle of it), in several variants.
 - `blackhole`: a TCP listener that accepts and never answers.
 - `line_client`: bare newline-delimited JSON-RPC to a stdio server process,
   for exit statuses, signals and raw stdout.
@@ -18,6 +20,7 @@ from __future__ import annotations
 from .blackhole import Blackhole
 from .line_client import LineClient, open_line_client
 from .process import (
+    CLOSING_HTTP_SCRIPT,
     HttpServerFactory,
     HttpServerProcess,
     children_of,
@@ -28,6 +31,7 @@ from .process import (
 )
 
 __all__ = [
+    "CLOSING_HTTP_SCRIPT",
     "Blackhole",
     "HttpServerFactory",
     "HttpServerProcess",

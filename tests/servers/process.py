@@ -29,6 +29,7 @@ import anyio.to_thread
 import psutil
 
 __all__ = [
+    "CLOSING_HTTP_SCRIPT",
     "DEMO_MODULE",
     "RAW_LEGACY_SCRIPT",
     "HttpServerFactory",
@@ -42,6 +43,7 @@ __all__ = [
 
 DEMO_MODULE = "manager.demo_server"
 RAW_LEGACY_SCRIPT = Path(__file__).with_name("raw_legacy.py")
+CLOSING_HTTP_SCRIPT = Path(__file__).with_name("closing_http.py")
 START_TIMEOUT = 15.0
 """Seconds to wait for a started HTTP server to accept TCP connections."""
 STOP_TIMEOUT = 5.0
@@ -108,6 +110,8 @@ class HttpServerProcess:
         port: The port to use; a free one by default.
         log_path: Where the server's stdout and stderr go (appended to, across
             restarts); a file in a new temporary directory by default.
+        program: The command before `--transport ... --port ...`: the demo
+            server by default; e.g. `(sys.executable, CLOSING_HTTP_SCRIPT)`.
     """
 
     def __init__(
@@ -118,8 +122,10 @@ class HttpServerProcess:
         env: Mapping[str, str] | None = None,
         port: int | None = None,
         log_path: Path | None = None,
+        program: Sequence[str | Path] = (sys.executable, "-m", DEMO_MODULE),
     ) -> None:
         self.transport = transport
+        self.program = [str(part) for part in program]
         self.flags = list(flags)
         self.env = dict(env or {})
         self.port = port if port is not None else free_port()
@@ -175,7 +181,7 @@ class HttpServerProcess:
         if self.running:
             raise RuntimeError(f"server already running as pid {self.pid}")
         self._log = self.log_path.open("ab")
-        argv = [sys.executable, "-m", DEMO_MODULE, "--transport", self.transport]
+        argv = [*self.program, "--transport", self.transport]
         argv += ["--host", "127.0.0.1", "--port", str(self.port), *self.flags]
         self.process = subprocess.Popen(
             argv,

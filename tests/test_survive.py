@@ -1,0 +1,121 @@
+"""Survive what real fleets do: upstreams that close their connections, a daemon
+whose loop stops turning, fleets started all at once, HTTP servers that die.
+
+These run the real daemon as a child process against real servers."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from servers import (
+    CLOSING_HTTP_SCRIPT,
+    HttpServerFactory,
+    HttpServerProcess,
+    raw_command,
+)
+from servers.daemon import DaemonProcess
+
+pytestmark = pytest.mark.usefixtures("no_leaked_children")
+
+IDLE_WINDOW = 1.0
+"""Seconds over which the daemon's idle CPU time is measured."""
+
+IDLE_CPU_LIMIT = 0.25
+"""CPU seconds the idle daemon may use in IDLE_WINDOW (a spinning loop uses ~1)."""
+
+STOP_LIMIT = 3.0
+"""Seconds SIGTERM may take to end the daemon (design §8)."""
+
+
+def lua(text: str) -> str:
+    return json.dumps(text)
+
+
+def raw_server(name: str) -> str:
+    command, args = raw_command()
+    arg_list = ", ".join(lua(a) for a in args)
+    return (
+        f"mcp_add({lua(name)}, {{command = {lua(command)}, args = {{{arg_list}}}}})\n"
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def idle_cpu(pid: int) -> float:
+    before = cpu_seconds(pid)
+    time.sleep(IDLE_WINDOW)  # a measurement window, not a wait for something
+    return cpu_seconds(pid) - before
+
+
+def stop_and_time(daemon: DaemonProcess) -> tuple[int, float]:
+    started = time.monotonic()
+    daemon.signal(signal.SIGTERM)
+    code = daemon.wait(within=10)
+    return code, time.monotonic() - started
+
+
+def closing_server(make: HttpServerFactory, mode: str) -> HttpServerProcess:
+    server = make("http", "--mode", mode, start=False)
+    server.program = [sys.executable, str(CLOSING_HTTP_SCRIPT)]
+    server.start()
+    return server
+
+
+@pytest.mark.parametrize("mode", ["close", "http10", "sse-close"])
+def test_an_upstream_that_closes_every_connection_works_and_costs_nothing_idle(
+    tmp_path: Path, make_http_server: HttpServerFactory, mode: str
+) -> None:
+    server = closing_server(make_http_server, mode)
+    script = tmp_path / "startup.lua"
+    script.write_text(f"mcp_add('closer', {lua(server.url)})\n" + raw_server("local"))
+    with DaemonProcess(script) as daemon:
+        connected = daemon.wait_event("connected", "closer")
+        assert connected["tools"] == 2
+        daemon.wait_event("connected", "local")
+        for i in range(5):
+            result = daemon.client.call("closer", "echo", {"text": f"hi {i}"})
+            assert result["content"] == [{"type": "text", "text": f"hi {i}"}]
+        assert idle_cpu(daemon.process.pid) < IDLE_CPU_LIMIT
+        rows = {row["name"]: row["state"] for row in daemon.client.status()}
+        assert rows == {"closer": "connected", "local": "connected"}
+        local_pid = next(
+            r["pid"] for r in daemon.client.status() if r["name"] == "local"
+        )
+        code, took = stop_and_time(daemon)
+        assert code == 0 and took < STOP_LIMIT
+        assert not psutil.pid_exists(int(str(local_pid))) or (
+            psutil.Process(int(str(local_pid))).status() == psutil.STATUS_ZOMBIE
+        )
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("mid-body", "closed the connection in the middle of a response"),
+        ("before-headers", "closed the connection without answering"),
+    ],
+)
+def test_an_upstream_that_closes_mid_answer_is_retried_with_a_clear_reason(
+    tmp_path: Path, make_http_server: HttpServerFactory, mode: str, reason: str
+) -> None:
+    server = closing_server(make_http_server, mode)
+    script = tmp_path / "startup.lua"
+    script.write_text(f"mcp_add('closer', {lua(server.url)})\n")
+    with DaemonProcess(script) as daemon:
+        failed = daemon.wait_event("connect_failed", "closer")
+        assert reason in str(failed["error"])
+        daemon.wait_event("connect_failed", "closer", after=int(str(failed["seq"])))
+        assert idle_cpu(daemon.process.pid) < IDLE_CPU_LIMIT
+        rows = daemon.client.status()
+        assert rows[0]["state"] == "reconnecting"
+        code, took = stop_and_time(daemon)
+        assert code == 0 and took < STOP_LIMIT
