@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from .control import ControlClient, socket_path
 from .errors import CallError, ConfigError, ControlError, ManagerError
+from .watchdog import DEFAULT_WATCHDOG
 
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
     from .daemon import DaemonOptions
@@ -88,6 +89,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         otlp_endpoint=args.otlp_endpoint,
         otlp_protocol=args.otlp_protocol,
         telemetry=not args.no_telemetry,
+        start_slots=args.start_slots,
+        watchdog=args.watchdog,
     )
     return _serve(options)
 
@@ -139,6 +142,8 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
         otlp_endpoint=args.otlp_endpoint,
         otlp_protocol=args.otlp_protocol,
         telemetry=not args.no_telemetry,
+        start_slots=args.start_slots,
+        watchdog=args.watchdog,
     )
     return _serve(options)
 
@@ -343,6 +348,43 @@ def _add_telemetry_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    if text.strip() in ("0", "0.0"):
+        return 0.0
+    return _positive_float(text)
+
+
+def _add_daemon_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("daemon")
+    group.add_argument(
+        "--start-slots",
+        type=_positive_int,
+        metavar="N",
+        help="how many stdio servers may start (spawn + handshake) at once; the "
+        "rest wait their turn, and connect_timeout counts only once a server "
+        "starts (default: the CPU count, at least 2)",
+    )
+    group.add_argument(
+        "--watchdog",
+        type=_non_negative_float,
+        default=DEFAULT_WATCHDOG,
+        metavar="SECONDS",
+        help="log the main thread's stack once when the event loop has not turned "
+        f"for SECONDS, and let SIGTERM end a stuck daemon (default: "
+        f"{DEFAULT_WATCHDOG:g}; 0 = off)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     # `--socket` works before and after the command; SUPPRESS keeps the
     # subcommand's default from overwriting a value given before it.
@@ -402,6 +444,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="also accept this Origin, e.g. https://app.example (repeatable)",
     )
+    _add_daemon_flags(run)
     _add_telemetry_flags(run)
     run.set_defaults(handler=_cmd_run)
 
@@ -423,6 +466,7 @@ def _parser() -> argparse.ArgumentParser:
     stdio.add_argument(
         "--log-file", metavar="PATH", help="append logs here instead of stderr"
     )
+    _add_daemon_flags(stdio)
     _add_telemetry_flags(stdio)
     stdio.set_defaults(handler=_cmd_stdio)
 

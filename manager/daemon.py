@@ -32,6 +32,7 @@ from .scripting import ConfigRunner
 from .spec import spec_summary
 from .telemetry import Telemetry, TelemetryConfig, start_telemetry
 from .tracing import NO_TRACING
+from .watchdog import DEFAULT_WATCHDOG, Watchdog
 
 __all__ = ["DaemonOptions", "Daemon", "serve"]
 
@@ -62,6 +63,9 @@ class DaemonOptions:
         otlp_endpoint: `--otlp-endpoint`: OTLP base URL for traces and metrics.
         otlp_protocol: `--otlp-protocol`: `grpc` or `http/protobuf`.
         telemetry: False for `--no-telemetry` (else the `OTEL_*` variables rule).
+        start_slots: `--start-slots`: concurrent stdio starts (CPU count if None).
+        watchdog: `--watchdog`: seconds of a stuck event loop before its stack is
+            logged; 0 = no watchdog.
     """
 
     config: Path
@@ -75,6 +79,8 @@ class DaemonOptions:
     otlp_endpoint: str | None = None
     otlp_protocol: str | None = None
     telemetry: bool = True
+    start_slots: int | None = None
+    watchdog: float = DEFAULT_WATCHDOG
 
 
 class Daemon:
@@ -175,11 +181,14 @@ async def serve(options: DaemonOptions) -> int:
     # The global tracer provider: the MCP SDK records its own request spans
     # (children of ours) only through it. One daemon per process, so this is safe.
     telemetry = start_telemetry(config, bus, set_global=True, capture_logs=True)
+    watchdog = Watchdog(options.watchdog)
+    watchdog.start()
     try:
-        return await _serve(options, bus, sink, telemetry)
+        return await _serve(options, bus, sink, telemetry, watchdog)
     finally:
         sink.close()
         await telemetry.aclose()  # bounded: about 1 s at most
+        watchdog.stop()
 
 
 async def _serve(
@@ -187,11 +196,15 @@ async def _serve(
     bus: EventBus,
     sink: LogSink,
     telemetry: Telemetry | None = None,
+    watchdog: Watchdog | None = None,
 ) -> int:
     stop = anyio.Event()
     forced: list[bool] = []
+    watchdog = watchdog or Watchdog(0)
     tracing = telemetry.tracing if telemetry is not None else NO_TRACING
-    async with Manager(bus, tracing=tracing) as manager:
+    async with Manager(
+        bus, tracing=tracing, start_slots=options.start_slots
+    ) as manager:
         daemon = Daemon(options, bus, manager)
         daemon.telemetry = telemetry
         if telemetry is not None:
@@ -234,7 +247,11 @@ async def _serve(
             # The signal task lives on through the manager's shutdown below: a
             # second Ctrl-C while connections close must still be heard.
             signals_scope = anyio.CancelScope()
-            services.start_soon(_handle_signals, daemon, stop, forced, signals_scope)
+            services.start_soon(
+                _handle_signals, daemon, stop, forced, signals_scope, watchdog
+            )
+            if watchdog.stall_after > 0:
+                services.start_soon(watchdog.heartbeat)
             if options.hud:
                 services.start_soon(_run_hud, daemon, stop)
             logger.info(
@@ -292,15 +309,24 @@ async def _close_all(manager: Manager) -> None:
 
 
 async def _handle_signals(
-    daemon: Daemon, stop: anyio.Event, forced: list[bool], scope: anyio.CancelScope
+    daemon: Daemon,
+    stop: anyio.Event,
+    forced: list[bool],
+    scope: anyio.CancelScope,
+    watchdog: Watchdog,
 ) -> None:
-    """SIGHUP reloads; SIGINT/SIGTERM stop gracefully; a second SIGINT forces."""
+    """SIGHUP reloads; SIGINT/SIGTERM stop gracefully; a second SIGINT forces.
+
+    The watchdog hears SIGINT/SIGTERM too, so a stuck loop cannot ignore them.
+    """
     with (
         scope,
         anyio.open_signal_receiver(
             signal.SIGINT, signal.SIGTERM, signal.SIGHUP
         ) as signals,
     ):
+        if watchdog.stall_after > 0:
+            watchdog.install((signal.SIGINT, signal.SIGTERM))
         async for sig in signals:
             if sig == signal.SIGHUP:
                 logger.info("SIGHUP: reloading %s", daemon.options.config)

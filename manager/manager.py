@@ -37,6 +37,7 @@ from .errors import (
 from .events import Added, CallFailed, CallFinished, CallStarted, Updated
 from .redact import redact
 from .spec import ConnectionSpec, changed_fields, display_endpoint
+from .starts import StartSlots
 from .state import Phase
 from .tracing import (
     ERROR_TYPE,
@@ -87,6 +88,8 @@ class Manager:
         rand: Random source for backoff jitter (injectable).
         tracing: Spans for connect attempts, tool calls and removals (no-op by
             default; `telemetry.Telemetry.tracing` in the daemon).
+        start_slots: How many stdio servers may start at once with the default
+            transport (`starts.default_start_slots()` when None).
     """
 
     def __init__(
@@ -97,10 +100,12 @@ class Manager:
         clock: Callable[[], float] = time.time,
         rand: Callable[[], float] = random.random,
         tracing: Tracing = NO_TRACING,
+        start_slots: int | None = None,
     ) -> None:
         self.bus = bus
         self.tracing = tracing
-        self._transport = transport or McpTransport()
+        self.starts = StartSlots(start_slots)
+        self._transport = transport or McpTransport(starts=self.starts)
         self._clock = clock
         self._rand = rand
         self._conns: dict[str, Connection] = {}

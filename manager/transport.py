@@ -58,6 +58,8 @@ from .errors import (
 )
 from .redact import SECRETS, redact
 from .spec import ConnectionSpec, resolve_spec
+from .starts import BUSY_EXTENSION_FACTOR, Slot, StartSlots, pace_start
+from .watchdog import CHILD_GROUPS
 
 __all__ = [
     "CLIENT_NAME",
@@ -575,10 +577,17 @@ class McpTransport:
 
     Args:
         getenv: Reads `${env:NAME}` values at connect time.
+        starts: Bounds concurrent stdio starts (`starts.StartSlots`); by default
+            a bound of its own from the CPU count.
     """
 
-    def __init__(self, getenv: Callable[[str], str | None] = os.environ.get) -> None:
+    def __init__(
+        self,
+        getenv: Callable[[str], str | None] = os.environ.get,
+        starts: StartSlots | None = None,
+    ) -> None:
         self._getenv = getenv
+        self._starts = starts if starts is not None else StartSlots()
 
     def open(
         self, spec: ConnectionSpec, hooks: Hooks
@@ -590,7 +599,20 @@ class McpTransport:
         self, spec: ConnectionSpec, hooks: Hooks
     ) -> AsyncIterator[Upstream]:
         resolved = resolve_spec(spec, self._getenv, SECRETS)
-        deadline = anyio.current_time() + spec.connect_timeout
+        # A stdio start waits for a slot first; connect_timeout starts after.
+        slot = await self._starts.acquire() if resolved.transport == "stdio" else None
+        try:
+            async with self._session(resolved, hooks, slot) as upstream:
+                yield upstream
+        finally:
+            if slot is not None:
+                slot.release()
+
+    @asynccontextmanager
+    async def _session(
+        self, resolved: ConnectionSpec, hooks: Hooks, slot: Slot | None
+    ) -> AsyncIterator[Upstream]:
+        deadline = anyio.current_time() + resolved.connect_timeout
         if resolved.transport != "stdio":
             await _tcp_precheck(resolved.url, deadline)
         lost = _LostSignal()
@@ -621,8 +643,10 @@ class McpTransport:
                     )
                     async with session:
                         upstream = await _handshake(
-                            resolved, session, write, lost, pid, deadline
+                            resolved, session, write, lost, pid, deadline, slot
                         )
+                        if slot is not None:
+                            slot.release()  # started: the next server may begin
                         try:
                             yield upstream
                         except BaseException as exc:
@@ -878,25 +902,41 @@ async def _handshake(
     lost: _LostSignal,
     pid: int | None,
     deadline: float,
+    slot: Slot | None = None,
 ) -> _Session:
-    """initialize + list all tools before `deadline`; errors mapped and explained."""
+    """initialize + list all tools before `deadline`; errors mapped and explained.
+
+    A stdio server's start is paced (`starts.pace_start`): its slot is given back
+    once it idles, and the deadline moves out while it is still busy.
+    """
+    hard_deadline = deadline + (BUSY_EXTENSION_FACTOR - 1) * spec.connect_timeout
+    scope = anyio.CancelScope(deadline=deadline)
     try:
-        with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
-            init = await session.initialize()
-            info = ServerInfo(
-                name=init.server_info.name,
-                version=init.server_info.version,
-                protocol=str(init.protocol_version),
-                session_id=getattr(write, "session_id", None),
-            )
-            upstream = _Session(session, info, lost, pid)
-            await upstream.list_tools()
-            return upstream
+        async with _first_error(), anyio.create_task_group() as pacing:
+            if pid is not None and slot is not None:
+                pacing.start_soon(pace_start, scope, pid, slot, hard_deadline)
+            with scope:
+                init = await session.initialize()
+                info = ServerInfo(
+                    name=init.server_info.name,
+                    version=init.server_info.version,
+                    protocol=str(init.protocol_version),
+                    session_id=getattr(write, "session_id", None),
+                )
+                upstream = _Session(session, info, lost, pid)
+                await upstream.list_tools()
+            pacing.cancel_scope.cancel()
+        if scope.cancelled_caught:
+            raise TimeoutError
+        return upstream
     except TimeoutError:
+        took = anyio.current_time() - (deadline - spec.connect_timeout)
         message = (
             f"no complete handshake within connect_timeout {spec.connect_timeout:g} s "
             "(initialize + tools/list)"
         )
+        if took > spec.connect_timeout + 0.5:
+            message += f"; given {took:.0f} s in all while the server was busy"
         if lost.is_set:
             message = f"{message}; {lost.report.reason}"
         raise ConnectTimeout(message, exit_code=lost.report.exit_code) from None
@@ -913,6 +953,18 @@ async def _handshake(
         if isinstance(exc, TransportError):
             raise
         raise ConnectFailed(f"handshake failed: {describe_error(exc)}") from exc
+
+
+@asynccontextmanager
+async def _first_error() -> AsyncIterator[None]:
+    """Unwrap a task group's single error, so callers can catch it by type."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = flatten(group)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
 
 
 async def _tcp_precheck(url: str, deadline: float) -> None:
@@ -1044,6 +1096,7 @@ async def _stdio_streams(
         ) from exc
 
     pid = process.pid
+    CHILD_GROUPS.add(pid)  # start_new_session: the server leads its own group
     hooks.on_spawn(pid)
     read_writer, read_stream = anyio.create_memory_object_stream[
         SessionMessage | Exception
@@ -1182,6 +1235,7 @@ async def _stop_process(process: anyio.abc.Process) -> None:
                     "server process %d survived SIGKILL; abandoning it", pgid
                 )
     _killpg(pgid, signal.SIGKILL)  # sweep grandchildren left in the group
+    CHILD_GROUPS.discard(pgid)
     for stream in (process.stdout, process.stderr):
         if stream is not None:
             with contextlib.suppress(

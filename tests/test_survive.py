@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -119,3 +120,49 @@ def test_an_upstream_that_closes_mid_answer_is_retried_with_a_clear_reason(
         assert rows[0]["state"] == "reconnecting"
         code, took = stop_and_time(daemon)
         assert code == 0 and took < STOP_LIMIT
+
+
+def test_a_stuck_event_loop_is_reported_and_sigterm_still_ends_it_and_its_children(
+    tmp_path: Path,
+) -> None:
+    script = Path(__file__).parent / "servers" / "stuck_loop.py"
+    log = tmp_path / "stuck.log"
+    with (
+        log.open("wb") as err,
+        subprocess.Popen(
+            [sys.executable, str(script), "0.5"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        ) as proc,
+    ):
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert line.startswith("stuck "), line
+            child = int(line.split()[1])
+            wait_for_text(log, "spin_forever", within=10)  # the stack, logged once
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=10)
+            took = time.monotonic() - started
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert code == 128 + signal.SIGTERM
+    assert took < STOP_LIMIT
+    text = log.read_text()
+    assert text.count("event loop has not turned") == 1
+    assert "SIGTERM while the event loop is stuck" in text
+    assert "killed 1 server process group(s)" in text
+    assert not psutil.pid_exists(child) or (
+        psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    )
+
+
+def wait_for_text(path: Path, text: str, within: float) -> None:
+    deadline = time.monotonic() + within
+    while text not in path.read_text():
+        assert time.monotonic() < deadline, f"{text!r} not in:\n{path.read_text()}"
+        time.sleep(0.05)  # polling a log file written by another process

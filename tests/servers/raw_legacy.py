@@ -19,6 +19,8 @@ Run as a script: `python tests/servers/raw_legacy.py [flags]`. Flags:
 - `--exit-immediately CODE`: exit at once with `CODE`.
 - `--ignore-sigterm`: ignore SIGTERM and stdin EOF; only SIGKILL ends it.
 - `--slow-start SECONDS`: sleep before reading stdin.
+- `--busy-start SECONDS`: burn CPU that long before reading stdin (a heavy
+  start, like an SDK server's imports on a loaded machine).
 """
 
 from __future__ import annotations
@@ -150,12 +152,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--exit-immediately", type=int, metavar="CODE")
     parser.add_argument("--ignore-sigterm", action="store_true")
     parser.add_argument("--slow-start", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--busy-start", type=float, default=0.0, metavar="SECONDS")
     args = parser.parse_args(argv)
     if args.exit_immediately is not None:
         return int(args.exit_immediately)
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(args.slow_start)
+    busy_until = time.process_time() + args.busy_start
+    while time.process_time() < busy_until:
+        pass
     if args.garbage:
         _drain(GARBAGE_LINE)
     elif args.hang_on_initialize:
