@@ -274,6 +274,15 @@ def _cmd_reload(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(_first_line(exc), file=sys.stderr)
         return 1
+    earlier = result.get("already_applied")
+    if isinstance(earlier, dict):
+        when = time.strftime("%H:%M:%S", time.localtime(float(earlier["time"])))
+        print(
+            f"{result.get('file', 'startup.lua')} is unchanged: already applied at "
+            f"{when} by the {earlier['trigger']}; "
+            f"{result.get('connections', 0)} connection(s), nothing to do"
+        )
+        return 0
     parts = []
     for key in ("added", "removed", "changed"):
         names = _names(result.get(key))

@@ -143,7 +143,7 @@ class Daemon:
         Raises:
             ConfigError: The script failed; nothing was changed.
         """
-        return self.load()
+        return self.load("reload command")
 
     async def call(
         self,
@@ -158,13 +158,13 @@ class Daemon:
 
     # --- config ---------------------------------------------------------------------
 
-    def load(self) -> dict[str, object]:
+    def load(self, trigger: str = "daemon at start") -> dict[str, object]:
         """Run startup.lua and reconcile; publish `config_loaded` or `config_error`.
 
         Raises:
             ConfigError: The script failed; the running set is unchanged.
         """
-        return self.config.load()
+        return self.config.load(trigger)
 
 
 async def serve(options: DaemonOptions) -> int:
@@ -331,7 +331,7 @@ async def _handle_signals(
             if sig == signal.SIGHUP:
                 logger.info("SIGHUP: reloading %s", daemon.options.config)
                 with contextlib.suppress(ConfigError):  # logged as config_error
-                    daemon.load()
+                    daemon.load("SIGHUP")
             elif not stop.is_set():
                 logger.info(
                     "%s: stopping gracefully (Ctrl-C again to force)",

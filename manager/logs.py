@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, TextIO
 
+import anyio
+
 from .events import (
     Added,
     AttemptFailed,
@@ -53,7 +55,9 @@ from .redact import redact
 __all__ = [
     "NOISY_LOGGERS",
     "LogSink",
+    "TEARDOWN_NOISE",
     "RedactingFilter",
+    "TeardownNoiseFilter",
     "run_summaries",
     "setup_logging",
 ]
@@ -113,6 +117,62 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         return True
+
+
+class TeardownNoiseFilter(logging.Filter):
+    """Turns the SDK's ERROR tracebacks about closed streams into one DEBUG line.
+
+    When an HTTP session ends (a server restart, our own teardown, a cancelled
+    call), the SDK's SSE readers log `ERROR ... Error parsing SSE message` or
+    `Error in sse_reader` with a 10-line traceback of a `BrokenResourceError` or
+    a dropped connection: nothing an operator can act on, and the loss itself is
+    reported by the connection. Such records become one DEBUG line (shown only
+    at `--log-level debug`) and are counted in `suppressed`.
+    """
+
+    QUIET = (
+        anyio.BrokenResourceError,
+        anyio.ClosedResourceError,
+        anyio.EndOfStream,
+    )
+    QUIET_MODULES = ("httpx2", "httpcore2")
+    """Network errors of the HTTP stack (a dropped or refused connection)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.suppressed = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR or not record.exc_info:
+            return True
+        exc = record.exc_info[1]
+        if exc is None or not all(self._quiet(e) for e in _leaves(exc)):
+            return True
+        self.suppressed += 1
+        record.msg = f"{record.getMessage()}: {type(exc).__name__} (session teardown)"
+        record.args = None
+        record.exc_info = None
+        record.exc_text = None
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+    def _quiet(self, exc: BaseException) -> bool:
+        if isinstance(exc, self.QUIET):
+            return True
+        module = type(exc).__module__.partition(".")[0]
+        return module in self.QUIET_MODULES and "Error" in type(exc).__name__
+
+
+TEARDOWN_NOISE = TeardownNoiseFilter()
+"""The filter on the SDK's HTTP/SSE client loggers (see `setup_logging`)."""
+
+TEARDOWN_NOISE_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse")
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
 
 
 class _TextFormatter(logging.Formatter):
@@ -188,6 +248,10 @@ def setup_logging(
         logging.getLogger(name).setLevel(
             logging.NOTSET if numeric <= logging.DEBUG else logging.WARNING
         )
+    for name in TEARDOWN_NOISE_LOGGERS:
+        sdk_logger = logging.getLogger(name)
+        if TEARDOWN_NOISE not in sdk_logger.filters:
+            sdk_logger.addFilter(TEARDOWN_NOISE)
 
 
 # ------------------------------------------------------------------------- sink

@@ -80,17 +80,24 @@ class ConfigRunner:
         self._hook_events: Subscription | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._last_digest: str | None = None
+        self._applied: tuple[str | None, float, str] | None = None
+        """(file digest, time, trigger) of the load that last changed something."""
 
     # --- loading ----------------------------------------------------------------
 
-    def load(self) -> dict[str, object]:
+    def load(self, trigger: str = "load") -> dict[str, object]:
         """Run the script; apply its declarations only if it succeeds.
 
         Traced as `mcp.reload`: the `mcp.add`/`mcp.remove` spans it causes are
         its children.
 
+        Args:
+            trigger: Who asked ("file watcher", "SIGHUP", "reload command"...).
+
         Returns:
-            What changed: file, added, removed, changed, unchanged, connections.
+            What changed: file, added, removed, changed, unchanged, connections;
+            and when the same file content was already applied and nothing
+            changed, `already_applied` = {"time", "trigger"} of that earlier load.
 
         Raises:
             ConfigError: The script failed; the running set is unchanged.
@@ -100,7 +107,7 @@ class ConfigRunner:
             "mcp.reload.count": self.reloads + 1,
         }
         with self.manager.tracing.span("mcp.reload", attributes) as span:
-            result = self._load()
+            result = self._load(trigger)
             for key in ("added", "removed", "changed", "unchanged"):
                 value = result[key]
                 count = len(value) if isinstance(value, list) else value
@@ -108,10 +115,10 @@ class ConfigRunner:
                     span.set_attribute(f"mcp.reload.{key}", count)
         return result
 
-    def _load(self) -> dict[str, object]:
+    def _load(self, trigger: str) -> dict[str, object]:
         file = str(self.path)
         self.reloads += 1
-        self._last_digest = _digest(self.path)
+        self._last_digest = digest = _digest(self.path)
         kwargs = {"getenv": self._getenv} if self._getenv is not None else {}
         try:
             script = start_file(self.path, host=_Host(self.manager), **kwargs)  # type: ignore[arg-type]
@@ -145,7 +152,7 @@ class ConfigRunner:
             )
         )
         self._start_calls()
-        return {
+        summary: dict[str, object] = {
             "file": file,
             "added": list(result.added),
             "removed": list(result.removed),
@@ -153,6 +160,13 @@ class ConfigRunner:
             "unchanged": len(result.unchanged),
             "connections": len(script.result.specs),
         }
+        previous, now = self._applied, time.time()
+        nothing = not (result.added or result.removed or result.changed)
+        if nothing and previous is not None and previous[0] == digest:
+            summary["already_applied"] = {"time": previous[1], "trigger": previous[2]}
+        else:
+            self._applied = (digest, now, trigger)
+        return summary
 
     def close(self) -> None:
         """Stop for good: no more reloads, hooks or call callbacks."""
@@ -299,7 +313,7 @@ class ConfigRunner:
                     continue
                 logger.info("%s changed: reloading", self.path)
                 with contextlib.suppress(ConfigError):  # logged as config_error
-                    self.load()
+                    self.load("file watcher")
 
 
 async def _watch_directory(

@@ -31,7 +31,13 @@ from manager.events import (
     ToolsChanged,
     Updated,
 )
-from manager.logs import NOISY_LOGGERS, LogSink, run_summaries, setup_logging
+from manager.logs import (
+    NOISY_LOGGERS,
+    TEARDOWN_NOISE,
+    LogSink,
+    run_summaries,
+    setup_logging,
+)
 from manager.redact import SECRETS
 
 DEBUG, INFO, WARNING, ERROR = (
@@ -473,3 +479,39 @@ def test_a_bad_format_string_does_not_lose_the_line(root_logging: None) -> None:
         for handler in others:
             root.addHandler(handler)
     assert "'%d items' (unformattable arguments ('many',))" in out.getvalue()
+
+
+def _sdk_error(exc: BaseException, name: str = "mcp.client.streamable_http") -> None:
+    try:
+        raise exc
+    except BaseException:
+        logging.getLogger(name).exception("Error parsing SSE message")
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_sdk_teardown_tracebacks_become_one_debug_line(
+    root_logging: None, level: str
+) -> None:
+    out = io.StringIO()
+    setup_logging(level, "text", out)
+    before = TEARDOWN_NOISE.suppressed
+    _sdk_error(anyio.BrokenResourceError())
+    _sdk_error(ExceptionGroup("g", [anyio.ClosedResourceError()]), "mcp.client.sse")
+    assert TEARDOWN_NOISE.suppressed == before + 2
+    lines = out.getvalue().splitlines()
+    if level == "INFO":
+        assert lines == []
+    else:
+        assert len(lines) == 2
+        assert " DEBUG " in lines[0] and "Traceback" not in out.getvalue()
+        assert lines[0].endswith(
+            "Error parsing SSE message: BrokenResourceError (session teardown)"
+        )
+
+
+def test_other_sdk_errors_keep_their_level_and_traceback(root_logging: None) -> None:
+    out = io.StringIO()
+    setup_logging("INFO", "text", out)
+    _sdk_error(ValueError("a real parse error"))
+    text = out.getvalue()
+    assert " ERROR " in text and "Traceback" in text and "a real parse error" in text

@@ -135,17 +135,26 @@ def test_cli_reload_reports_what_changed_and_bad_scripts(
     script = tmp_path / "startup.lua"
     script.write_text(server("a"))
     with DaemonProcess(script) as daemon:
-        daemon.wait_event("connected", "a")
+        up = daemon.wait_event("connected", "a")
         sock = ["--socket", str(daemon.socket)]
         assert main(["reload", *sock]) == 0
-        assert "0 added" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "is unchanged: already applied at" in out
+        assert "by the daemon at start; 1 connection(s), nothing to do" in out
+        # The watcher applies an edit first: reload says so, not "0 added".
+        mark = daemon.wait_event("config_loaded", after=seq(up))  # that reload
+        script.write_text(server("a") + server("b"))
+        daemon.wait_event("config_loaded", after=seq(mark))
+        assert main(["reload", *sock]) == 0
+        assert "already applied at" in (out := capsys.readouterr().out)
+        assert "by the file watcher; 2 connection(s)" in out
         script.write_bytes(b"")  # an empty script is valid: everything goes
         os.utime(script)
         # a bad script through the CLI: exit 1 with file:line
         script.write_text(server("a") + "error('nope')\n")
         assert main(["reload", *sock]) == 1
         assert "startup.lua:2: nope" in capsys.readouterr().err
-        assert [r["name"] for r in daemon.client.status()] == ["a"]
+        assert [r["name"] for r in daemon.client.status()] == ["a", "b"]
 
 
 def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
