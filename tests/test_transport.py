@@ -332,3 +332,38 @@ async def test_an_http_server_restarted_between_pings_loses_the_session(
     assert "session not found" in reason or "connection refused" in reason
     await rec.wait_for("connected", "web", after=lost.seq)
     assert (await mgr.call("web", "echo", {"text": "again"})).is_error is False
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+@pytest.mark.parametrize("how", ["kill", "stop"])
+async def test_a_call_in_flight_when_an_http_server_dies_gets_a_clear_disconnected_error(
+    env: tuple[Manager, Recorder],
+    make_http_server: HttpServerFactory,
+    transport: str,
+    how: str,
+) -> None:
+    mgr, rec = env
+    server = make_http_server(transport)  # type: ignore[arg-type]
+    endpoint = {"url": server.url, "transport": transport}
+    mgr.add(parse_spec("web", endpoint, {**FAST, "ping_interval": 600.0, "hold": 0.2}))
+    first = await rec.wait_for("connected", "web")
+    errors: list[BaseException] = []
+
+    async def slow_call() -> None:
+        try:
+            await mgr.call("web", "sleep", {"seconds": 30})
+        except ServerUnavailable as exc:
+            errors.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow_call)
+        await rec.wait_for("call_started", "web")
+        await (server.akill() if how == "kill" else server.astop())
+        lost = await rec.wait_for("disconnected", "web", after=first.seq)
+        # A call made now, before any reconnect: held, then the same clear error.
+        with pytest.raises(ServerUnavailable, match="web"):
+            await mgr.call("web", "echo", {"text": "late"})
+    assert len(errors) == 1
+    assert "disconnected during the call" in str(errors[0])
+    assert "-32603" not in str(errors[0])
+    assert lost.seq > first.seq
