@@ -336,7 +336,7 @@ async def test_an_http_server_restarted_between_pings_loses_the_session(
 
 @pytest.mark.parametrize("transport", ["http", "sse"])
 @pytest.mark.parametrize("how", ["kill", "stop"])
-async def test_a_call_in_flight_when_an_http_server_dies_gets_a_clear_disconnected_error(
+async def test_a_call_in_flight_when_an_http_server_dies_fails_as_disconnected(
     env: tuple[Manager, Recorder],
     make_http_server: HttpServerFactory,
     transport: str,
