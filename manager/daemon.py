@@ -116,6 +116,12 @@ class Daemon:
             "dropped": self.bus.dropped(),
             "connections": len(self.manager.specs),
             "otlp": self.telemetry.info() if self.telemetry is not None else "off",
+            "starts": {
+                "slots": self.manager.starts.size,
+                "starting": self.manager.starts.in_use,
+                "waiting": self.manager.starts.waiting,
+            },
+            "listener_errors": self.bus.listener_errors,
         }
 
     def reconnect(self, server: str) -> dict[str, object]:

@@ -306,6 +306,14 @@ def test_a_config_error_stays_in_the_footer_until_a_later_load() -> None:
     assert footer_lines(hud)[0][0] == "config startup.lua ✔ loaded 22:13:23"
 
 
+def test_the_footer_says_how_many_stdio_servers_wait_to_start() -> None:
+    hud = HudState()
+    hud.set_info({"starts": {"slots": 2, "starting": 2, "waiting": 28}})
+    assert ("28 waiting to start (2 at a time)", "yellow") in footer_lines(hud)[1]
+    hud.set_info({"starts": {"slots": 2, "starting": 1, "waiting": 0}})
+    assert not any("waiting" in text for text, _ in footer_lines(hud)[1])
+
+
 def test_lag_is_counted_and_asks_for_a_fresh_snapshot() -> None:
     hud = HudState()
     hud.apply({"kind": "lagged", "name": "hud", "dropped": 17, "time": T0}, T0)

@@ -190,6 +190,7 @@ class HudState:
         last_reload: The last run of it, if known.
         watching: The daemon reloads the file by itself when it changes.
         otlp: The OTLP exporter status from `info`, if the daemon reports one.
+        starts: stdio start slots from `info`: `slots`, `starting`, `waiting`.
         hud_dropped: Events this HUD lost by falling behind (`lagged`).
         daemon_dropped: Events dropped per subscriber, daemon-wide (`info`).
         daemon_pid: The daemon's process id, if known.
@@ -206,6 +207,7 @@ class HudState:
     last_reload: ReloadResult | None = None
     watching: bool = False
     otlp: object = None
+    starts: Mapping[str, object] = field(default_factory=dict)
     hud_dropped: int = 0
     daemon_dropped: dict[str, int] = field(default_factory=dict)
     daemon_pid: int | None = None
@@ -254,6 +256,8 @@ class HudState:
         self.config_file = str(info.get("config") or self.config_file)
         self.watching = bool(info.get("watching"))
         self.otlp = info.get("otlp")
+        starts = info.get("starts")
+        self.starts = starts if isinstance(starts, Mapping) else {}
         self.daemon_pid = _int(info.get("pid"))
         self.version = str(info.get("version") or self.version)
         dropped = info.get("dropped")

@@ -247,6 +247,10 @@ def footer_lines(hud: HudState) -> tuple[Cell, list[Cell]]:
     else:
         spans.append(("dropped 0", "dim"))
     spans.append((counts_text(hud), ""))
+    waiting = hud.starts.get("waiting")
+    if isinstance(waiting, int) and waiting:
+        slots = hud.starts.get("slots")
+        spans.append((f"{waiting} waiting to start ({slots} at a time)", "yellow"))
     return config, spans
 
 
