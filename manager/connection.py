@@ -231,7 +231,7 @@ class Connection:
                     await upstream.ping(self.spec.ping_timeout)
                 except TransportError as exc:
                     if suspected:
-                        exc = type(exc)(f"the server's event stream ended, then {exc}")
+                        exc = type(exc)(f"the server closed its connections; {exc}")
                     if upstream.pid is not None:
                         # A stdio server that just exited: its exit code is a
                         # moment away and says more than "connection closed".

@@ -27,7 +27,7 @@ import os
 import select
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -56,6 +56,7 @@ from .errors import (
     Disconnected,
     TransportError,
 )
+from .liveness import TcpSentinel
 from .redact import SECRETS, redact
 from .spec import ConnectionSpec, resolve_spec
 from .starts import BUSY_EXTENSION_FACTOR, Slot, StartSlots, pace_start
@@ -386,11 +387,13 @@ class _Session:
         info: ServerInfo,
         lost: _LostSignal,
         pid: int | None,
+        sentinel: TcpSentinel | None = None,
     ) -> None:
         self._session = session
         self._info = info
         self._lost = lost
         self._pid = pid
+        self._sentinel = sentinel
         self._tools: tuple[ToolInfo, ...] = ()
 
     @property
@@ -478,7 +481,21 @@ class _Session:
         return self._lost.report
 
     async def wait_suspect(self) -> None:
-        await self._lost.wait_suspect()
+        if self._sentinel is None:
+            await self._lost.wait_suspect()
+            return
+        async with anyio.create_task_group() as tg:
+
+            async def first(wait: Callable[[], Awaitable[None]]) -> None:
+                await wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(first, self._lost.wait_suspect)
+            tg.start_soon(first, self._sentinel.wait_closed)
+
+    async def aclose(self) -> None:
+        if self._sentinel is not None:
+            await self._sentinel.aclose()
 
     def _mapped(self, exc: MCPError, what: str) -> TransportError:
         if _is_session_lost(exc):
@@ -654,6 +671,7 @@ class McpTransport:
                             raise
                         finally:
                             outer.deadline = anyio.current_time() + TEARDOWN_TIMEOUT
+                            await upstream.aclose()
             except (TransportError, ConfigError):
                 raise
             except Exception as exc:  # boundary: map SDK/httpx/OS failures once
@@ -923,7 +941,11 @@ async def _handshake(
                     protocol=str(init.protocol_version),
                     session_id=getattr(write, "session_id", None),
                 )
-                upstream = _Session(session, info, lost, pid)
+                sentinel = None
+                if spec.transport == "http":  # SSE and stdio see their end already
+                    host, port, _ = _address(spec.url)
+                    sentinel = TcpSentinel(host, port)
+                upstream = _Session(session, info, lost, pid, sentinel)
                 await upstream.list_tools()
             pacing.cancel_scope.cancel()
         if scope.cancelled_caught:

@@ -39,6 +39,7 @@ LAYERS: tuple[str, ...] = (
     "watchdog",
     "tracing",
     "starts",
+    "liveness",
     "transport",
     "connection",
     "manager",
