@@ -684,7 +684,7 @@ class McpTransport:
                         raise leaf from exc
                 if upstream is None:
                     raise _map_failure(exc, "") from exc
-                raise Disconnected(describe_error(exc)) from exc
+                raise Disconnected(f"lost the server: {describe_error(exc)}") from exc
 
     @asynccontextmanager
     async def _streams(
