@@ -1176,9 +1176,12 @@ async def _stdio_streams(
                     )
                     await process.stdin.send(data.encode() + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            lost.set(
-                LossReport("server stopped reading stdin", error_type="ProcessExited")
+            # Usually the server died: its exit code says more than the pipe.
+            code = await _exit_code(process, EXIT_CODE_WAIT)
+            reason = (
+                "server stopped reading stdin" if code is None else _exit_text(code)
             )
+            lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
             await read_writer.aclose()
 
     async with anyio.create_task_group() as tg:

@@ -11,6 +11,10 @@
   for exit statuses, signals and raw stdout.
 - `otlp` (import it from there): OTLP receivers, gRPC and HTTP/protobuf, that
   decode what a collector would get from the daemon.
+- `chaos` (import it from there): the chaos campaign, the real daemon under
+  random faults while SDK clients call through its endpoint
+  (`chaos_clients`), checked afterwards (`chaos_report`); run by
+  `tests/test_chaos.py` and `bench/chaos.py`.
 
 Fixtures built on these live in `tests/conftest.py`.
 """
