@@ -32,7 +32,7 @@ from .scripting import ConfigRunner
 from .spec import spec_summary
 from .telemetry import Telemetry, TelemetryConfig, start_telemetry
 from .tracing import NO_TRACING
-from .watchdog import DEFAULT_WATCHDOG, Watchdog
+from .watchdog import CHILD_GROUPS, DEFAULT_WATCHDOG, Watchdog
 
 __all__ = ["DaemonOptions", "Daemon", "serve"]
 
@@ -189,12 +189,14 @@ async def serve(options: DaemonOptions) -> int:
     telemetry = start_telemetry(config, bus, set_global=True, capture_logs=True)
     watchdog = Watchdog(options.watchdog)
     watchdog.start()
+    CHILD_GROUPS.start_guardian()  # no server outlives even a SIGKILLed daemon
     try:
         return await _serve(options, bus, sink, telemetry, watchdog)
     finally:
         sink.close()
         await telemetry.aclose()  # bounded: about 1 s at most
         watchdog.stop()
+        CHILD_GROUPS.stop_guardian()
 
 
 async def _serve(

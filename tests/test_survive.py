@@ -19,6 +19,7 @@ from servers import (
     HttpServerFactory,
     HttpServerProcess,
     raw_command,
+    stdio_command,
 )
 from servers.daemon import DaemonProcess
 
@@ -166,3 +167,35 @@ def wait_for_text(path: Path, text: str, within: float) -> None:
     while text not in path.read_text():
         assert time.monotonic() < deadline, f"{text!r} not in:\n{path.read_text()}"
         time.sleep(0.05)  # polling a log file written by another process
+
+
+def test_a_sigkilled_daemon_leaves_no_server_or_grandchild_behind(
+    tmp_path: Path,
+) -> None:
+    command, args = stdio_command()
+    arg_list = ", ".join(lua(a) for a in args)
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        f"mcp_add('demo', {{command = {lua(command)}, args = {{{arg_list}}}}})\n"
+    )
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "demo")
+        server = int(str(daemon.client.status()[0]["pid"]))
+        result = daemon.client.call("demo", "spawn_child", {"seconds": 60})
+        grandchild = int(result["content"][0]["text"])  # type: ignore[index]
+        assert psutil.pid_exists(server) and psutil.pid_exists(grandchild)
+        daemon.signal(signal.SIGKILL)  # no cleanup of its own is possible
+        daemon.wait(within=10)
+        for pid in (server, grandchild):
+            try:
+                psutil.Process(pid).wait(timeout=5)  # the guardian kills them
+            except psutil.NoSuchProcess:
+                pass
+            assert not alive(pid), f"pid {pid} survived the daemon"
+
+
+def alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
