@@ -42,7 +42,13 @@ from bench_backbone import (  # noqa: E402
     measure_stdio_kill,
     wait_event,
 )
-from servers import HttpServerProcess, raw_command  # noqa: E402
+from bench_survive import Kind, detect_http, fleet_together  # noqa: E402
+from servers import (  # noqa: E402
+    CLOSING_HTTP_SCRIPT,
+    HttpServerProcess,
+    raw_command,
+    stdio_command,
+)
 from servers.daemon import DaemonProcess  # noqa: E402
 
 from manager.bus import EventBus  # noqa: E402
@@ -308,6 +314,83 @@ async def bench_http_silent(rounds: int) -> None:
             worst <= (interval + timeout) * 1.05,
             "in-process Manager, demo server under uvicorn, SIGSTOP then SIGCONT",
             worst,
+        )
+    )
+
+
+# ------------------------------------------------------------------ survive
+
+
+async def bench_http_death(rounds: int) -> None:
+    det = await detect_http("http", signal.SIGKILL, rounds, {})
+    worst = max(det.times) if det.times else float("inf")
+    record(
+        Row(
+            "HTTP server process dies → detected",
+            "< 1.5 s",
+            f"median {statistics.median(det.times) * 1000:.0f} ms, max "
+            f"{worst * 1000:.0f} ms ({len(det.times)} SIGKILLs, default ping 10 s)"
+            if det.times
+            else f"not measured: {'; '.join(det.problems)}",
+            worst < 1.5 and not det.problems,
+            "in-process Manager, demo server under uvicorn, SIGKILL while idle",
+            worst,
+        )
+    )
+
+
+async def bench_fleet30() -> None:
+    kind = Kind("sdk", "SDK demo server", stdio_command(), 30)
+    run = await fleet_together(kind, 30, 120.0)
+    record(
+        Row(
+            "30 stdio servers declared at once (Python SDK servers)",
+            "all connected, < 25 s on 2 cores",
+            f"{run.connected}/30 in {run.elapsed:.1f} s, {run.connect_failed} "
+            f"connect_failed (max attempt {run.max_attempt})",
+            run.complete and run.elapsed < 25 and run.connect_failed == 0,
+            "in-process Manager, default options, python -m manager.demo_server",
+            run.elapsed,
+        )
+    )
+
+
+def bench_connection_close() -> None:
+    server = HttpServerProcess(
+        "http", ["--mode", "close"], program=(sys.executable, CLOSING_HTTP_SCRIPT)
+    )
+    server.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "startup.lua"
+        script.write_text(f'mcp_add("closer", "{server.url}")\n')
+        try:
+            with DaemonProcess(script) as daemon:
+                daemon.wait_event("connected", "closer")
+                ok = all(
+                    not daemon.client.call("closer", "echo", {"text": str(i)})[
+                        "isError"
+                    ]
+                    for i in range(20)
+                )
+                proc = psutil.Process(daemon.process.pid)
+                before = sum(proc.cpu_times()[:2])
+                time.sleep(5.0)  # the idle window measured
+                idle = (sum(proc.cpu_times()[:2]) - before) / 5.0
+                started = time.monotonic()
+                daemon.signal(signal.SIGTERM)
+                code = daemon.wait(within=10)
+                stop = time.monotonic() - started
+        finally:
+            server.kill()
+    record(
+        Row(
+            "upstream answering Connection: close",
+            "idle CPU ~0, calls work, SIGTERM exit < 3 s",
+            f"idle {idle * 100:.2f} % of a core, 20 calls {'ok' if ok else 'FAILED'}, "
+            f"exit {code} in {stop:.2f} s",
+            ok and idle < 0.02 and code == 0 and stop < 3.0,
+            "daemon process, raw-socket server closing every connection",
+            idle,
         )
     )
 
@@ -589,6 +672,9 @@ def main() -> int:
         "stdio_kill": lambda: anyio.run(bench_stdio_kill, 5 if quick else 20),
         "http_return": lambda: anyio.run(bench_http_return, 3 if quick else 6),
         "http_silent": lambda: anyio.run(bench_http_silent, 3 if quick else 5),
+        "http_death": lambda: anyio.run(bench_http_death, 3 if quick else 10),
+        "fleet": lambda: anyio.run(bench_fleet30),
+        "close": bench_connection_close,
         "bus": lambda: bench_bus(quick),
         "cycles": lambda: bench_cycles(quick),
         "gateway": lambda: bench_gateway_vs_fastmcp(quick),

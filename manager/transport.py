@@ -23,6 +23,7 @@ import errno
 import functools
 import ipaddress
 import logging
+import math
 import os
 import select
 import signal
@@ -105,6 +106,9 @@ STDERR_LINE_LIMIT = 1000
 
 MAX_TOOL_PAGES = 1000
 """Pages of tools/list followed before giving up on a cursor that never ends."""
+
+SUSPECT_INTERVAL = 5.0
+"""Seconds between two probes caused by an HTTP event stream that ended."""
 
 HTTP_READ_TIMEOUT = 300.0
 """httpx read timeout: long, as the SDK's, because a server holds streams open."""
@@ -520,9 +524,15 @@ class _LostSignal:
     event: anyio.Event = field(default_factory=anyio.Event)
     report: LossReport = field(default_factory=lambda: LossReport("transport closed"))
     suspected: anyio.Event = field(default_factory=anyio.Event)
+    last_suspected: float = -math.inf
 
     def suspect(self) -> None:
-        self.suspected.set()
+        # A server that ends its event stream at once, again and again (the
+        # SDK reopens it every second), must not cost a ping a second.
+        now = anyio.current_time()
+        if now - self.last_suspected >= SUSPECT_INTERVAL:
+            self.last_suspected = now
+            self.suspected.set()
 
     async def wait_suspect(self) -> None:
         await self.suspected.wait()
