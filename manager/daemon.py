@@ -122,6 +122,7 @@ class Daemon:
                 "waiting": self.manager.starts.waiting,
             },
             "listener_errors": self.bus.listener_errors,
+            "guardian": CHILD_GROUPS.guardian_pid,
         }
 
     def reconnect(self, server: str) -> dict[str, object]:

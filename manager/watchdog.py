@@ -111,6 +111,12 @@ class ChildGroups:
                     self._tell(b"+%d\n" % pgid)
             return self._guardian.pid
 
+    @property
+    def guardian_pid(self) -> int | None:
+        """The guardian's pid while it runs (it is the daemon's child too)."""
+        guardian = self._guardian
+        return guardian.pid if guardian is not None else None
+
     def stop_guardian(self) -> None:
         """Close the pipe: the guardian kills what is still listed and exits."""
         with self._lock:

@@ -92,11 +92,11 @@ def test_an_upstream_that_closes_every_connection_works_and_costs_nothing_idle(
         local_pid = next(
             r["pid"] for r in daemon.client.status() if r["name"] == "local"
         )
+        guardian = int(str(daemon.client.info()["guardian"]))
         code, took = stop_and_time(daemon)
         assert code == 0 and took < STOP_LIMIT
-        assert not psutil.pid_exists(int(str(local_pid))) or (
-            psutil.Process(int(str(local_pid))).status() == psutil.STATUS_ZOMBIE
-        )
+        assert not alive(int(str(local_pid)))
+        assert not alive(guardian)  # it left with the daemon
 
 
 @pytest.mark.parametrize(
@@ -184,9 +184,10 @@ def test_a_sigkilled_daemon_leaves_no_server_or_grandchild_behind(
         result = daemon.client.call("demo", "spawn_child", {"seconds": 60})
         grandchild = int(result["content"][0]["text"])  # type: ignore[index]
         assert psutil.pid_exists(server) and psutil.pid_exists(grandchild)
+        guardian = int(str(daemon.client.info()["guardian"]))
         daemon.signal(signal.SIGKILL)  # no cleanup of its own is possible
         daemon.wait(within=10)
-        for pid in (server, grandchild):
+        for pid in (server, grandchild, guardian):
             try:
                 psutil.Process(pid).wait(timeout=5)  # the guardian kills them
             except psutil.NoSuchProcess:
