@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("mcp-manager")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+__version__ = "0.1.0"
+"""The package version (pyproject.toml reads it from here)."""
 
 __all__ = ["__version__"]

@@ -28,7 +28,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .control import ControlClient, socket_path
+from . import __version__
+from .control.client import ControlClient
+from .control.paths import socket_path
 from .errors import CallError, ConfigError, ControlError, ManagerError
 from .watchdog import DEFAULT_WATCHDOG
 
@@ -268,6 +270,21 @@ def _names(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
+def _cmd_reconnect(args: argparse.Namespace) -> int:
+    try:
+        result = ControlClient(socket_path(args.socket)).reconnect(args.server)
+    except CallError as exc:  # no such connection
+        return _fail(_first_line(exc))
+    if result.get("retrying"):
+        print(f"{args.server}: trying now (its backoff wait was cut short)")
+    else:
+        print(
+            f"{args.server}: not waiting to retry (connected, or a try is already "
+            "in flight); nothing to do"
+        )
+    return 0
+
+
 def _cmd_reload(args: argparse.Namespace) -> int:
     try:
         result = ControlClient(socket_path(args.socket)).reload()
@@ -410,6 +427,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG, description="Keep a declared set of MCP client connections alive."
     )
     parser.add_argument("--socket", metavar="PATH", default=None, help=socket_help)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", parents=[common], help="run the daemon (foreground)")
@@ -507,6 +525,14 @@ def _parser() -> argparse.ArgumentParser:
 
     reload = sub.add_parser("reload", parents=[common], help="re-run startup.lua")
     reload.set_defaults(handler=_cmd_reload)
+
+    reconnect = sub.add_parser(
+        "reconnect",
+        parents=[common],
+        help="try a reconnecting server now instead of after its backoff wait",
+    )
+    reconnect.add_argument("server", metavar="SERVER")
+    reconnect.set_defaults(handler=_cmd_reconnect)
 
     check = sub.add_parser(
         "check", parents=[common], help="validate a startup.lua without running it"

@@ -23,7 +23,7 @@ import anyio.abc
 
 from . import __version__
 from .bus import EventBus, Subscription
-from .control import serve_control
+from .control.server import serve_control
 from .errors import ConfigError, ControlError, UnknownServer
 from .gateway import EndpointError, EndpointOptions, Gateway
 from .logs import LogSink, run_summaries, setup_logging

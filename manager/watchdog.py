@@ -15,16 +15,18 @@ Standard library only: the CLI imports this module for its defaults.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable
-from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI imports this module: keep it light
+    import logging
+    import subprocess
+    from types import FrameType
 
 __all__ = [
     "CHILD_GROUPS",
@@ -34,7 +36,14 @@ __all__ = [
     "Watchdog",
 ]
 
-logger = logging.getLogger(__name__)
+
+def _logger() -> logging.Logger:
+    """This module's logger; `logging` loads only when there is something to say
+    (the CLI imports this module for its defaults and must start fast)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 DEFAULT_WATCHDOG = 5.0
 """Seconds without a turn of the event loop before its stack is logged."""
@@ -93,6 +102,8 @@ class ChildGroups:
 
     def start_guardian(self) -> int:
         """Start the guardian process (once); returns its pid."""
+        import subprocess
+
         with self._lock:
             if self._guardian is None:
                 read, write = os.pipe()
@@ -125,6 +136,8 @@ class ChildGroups:
                 os.close(self._pipe)
                 self._pipe = None
         if guardian is not None:
+            import subprocess
+
             try:
                 guardian.wait(timeout=2)
             except subprocess.TimeoutExpired:
@@ -248,7 +261,7 @@ class Watchdog:
                     # logging lock (a blocked stderr), only that thread waits.
                     _detached(self._log_stall, now - beat)
             elif stalled_since is not None:
-                logger.warning(
+                _logger().warning(
                     "event loop turning again after %.1f s", now - stalled_since
                 )
                 stalled_since = None
@@ -259,9 +272,11 @@ class Watchdog:
                     return
 
     def _log_stall(self, age: float) -> None:
+        import traceback
+
         frame = sys._current_frames().get(self._main or -1)
         stack = "".join(traceback.format_stack(frame)) if frame else "(no frame)\n"
-        logger.error(
+        _logger().error(
             "event loop has not turned for %.1f s (a bug in mcp-manager: please "
             "report it with this stack); main thread:\n%s",
             age,
@@ -275,7 +290,7 @@ class Watchdog:
             f"{name} while the event loop is stuck ({age:.1f} s): killed "
             f"{killed} server process group(s), exiting now"
         )
-        said = _detached(logger.critical, message)
+        said = _detached(_logger().critical, message)
         said.join(timeout=EMERGENCY_LOG_WAIT)  # logging may be what is stuck
         self._exit(128 + signum)
 

@@ -15,9 +15,10 @@ from pathlib import Path
 import anyio.from_thread
 import pytest
 
+from manager import __version__
 from manager.bus import EventBus, Subscription
 from manager.cli import main
-from manager.control import serve_control
+from manager.control.server import serve_control
 from manager.errors import CallTimeout, ConfigError, ServerUnavailable, UnknownServer
 from manager.events import AttemptFailed, Connecting, Event
 
@@ -73,6 +74,11 @@ class FakeBackend:
     def end_streams(self) -> None:
         for sub in self.subs:
             sub.close()
+
+    def reconnect(self, server: str) -> dict[str, object]:
+        if server not in ("fs", "web"):
+            raise UnknownServer(f"no connection named {server!r}")
+        return {"server": server, "retrying": server == "web"}
 
     async def reload(self) -> dict[str, object]:
         if self.reload_error is not None:
@@ -332,6 +338,27 @@ def test_a_bad_timeout_is_a_usage_error(
 
 
 # ---------------------------------------------------------------------- reload
+
+
+def test_version_prints_the_package_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"mcp-manager {__version__}\n"
+
+
+def test_reconnect_cuts_a_backoff_wait_short_or_says_there_is_none(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sock = ["--socket", daemon.socket]
+    assert main(["reconnect", "web", *sock]) == 0
+    assert (
+        capsys.readouterr().out == "web: trying now (its backoff wait was cut short)\n"
+    )
+    assert main(["reconnect", "fs", *sock]) == 0
+    assert "fs: not waiting to retry" in capsys.readouterr().out
+    assert main(["reconnect", "nope", *sock]) == 2
+    assert "no connection named 'nope'" in capsys.readouterr().err
 
 
 def test_reload_prints_a_one_line_summary(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -17,14 +18,11 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from manager import control
 from manager.bus import EventBus, Subscription
-from manager.control import (
-    ControlClient,
-    prepare_socket_dir,
-    serve_control,
-    socket_path,
-)
+from manager.control.client import ControlClient
+from manager.control.paths import prepare_socket_dir, socket_path
+from manager.control.protocol import IDLE_TIMEOUT, MAX_REQUEST_BYTES
+from manager.control.server import serve_control
 from manager.errors import (
     CallError,
     CallTimeout,
@@ -122,9 +120,13 @@ def sock_dir() -> Iterator[Path]:
 
 
 @contextlib.asynccontextmanager
-async def serving(backend: FakeBackend, path: Path) -> AsyncIterator[None]:
+async def serving(
+    backend: FakeBackend, path: Path, idle_timeout: float = IDLE_TIMEOUT
+) -> AsyncIterator[None]:
     async with anyio.create_task_group() as tg:
-        await tg.start(serve_control, backend, path)
+        await tg.start(
+            functools.partial(serve_control, idle_timeout=idle_timeout), backend, path
+        )
         yield
         tg.cancel_scope.cancel()
 
@@ -595,7 +597,7 @@ async def test_an_overlong_request_is_refused_and_the_client_dropped(
     path = sock_dir / "control.sock"
     async with serving(FakeBackend(), path):
         async with raw_client(path) as client:
-            await client.send(b"x" * (control.MAX_REQUEST_BYTES + 100))
+            await client.send(b"x" * (MAX_REQUEST_BYTES + 100))
             response = await client.line()
             assert "longer than" in str(response["error"])
             assert await client.at_eof()
@@ -603,23 +605,17 @@ async def test_an_overlong_request_is_refused_and_the_client_dropped(
 
 
 @pytest.mark.anyio
-async def test_an_idle_client_is_dropped(
-    sock_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(control, "IDLE_TIMEOUT", 0.05)
+async def test_an_idle_client_is_dropped(sock_dir: Path) -> None:
     path = sock_dir / "control.sock"
-    async with serving(FakeBackend(), path), raw_client(path) as client:
+    async with serving(FakeBackend(), path, 0.05), raw_client(path) as client:
         assert await client.at_eof()
 
 
 @pytest.mark.anyio
-async def test_a_streaming_client_is_not_dropped_for_idling(
-    sock_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(control, "IDLE_TIMEOUT", 0.05)
+async def test_a_streaming_client_is_not_dropped_for_idling(sock_dir: Path) -> None:
     path = sock_dir / "control.sock"
     backend = FakeBackend()
-    async with serving(backend, path), raw_client(path) as client:
+    async with serving(backend, path, 0.05), raw_client(path) as client:
         await client.ask({"cmd": "events"})
         await anyio.sleep(0.2)  # several idle timeouts pass
         backend.bus.publish(Connecting(name="fs", attempt=1))

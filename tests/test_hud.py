@@ -36,7 +36,8 @@ from textual.pilot import Pilot
 
 from manager.bus import EventBus
 from manager.cli import main
-from manager.control import ControlClient, serve_control
+from manager.control.client import ControlClient
+from manager.control.server import serve_control
 from manager.errors import ConfigError, UnknownServer
 from manager.events import (
     Added,

@@ -210,7 +210,7 @@ class _Stream(Protocol):
 
 
 class ControlView(Protocol):
-    """The part of `manager.control.ControlClient` the attached HUD uses."""
+    """The part of `manager.control.client.ControlClient` the attached HUD uses."""
 
     @property
     def path(self) -> Path: ...

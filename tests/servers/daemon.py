@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
-from manager.control import ControlClient
+from manager.control.client import ControlClient
 from manager.errors import ManagerError
 
 __all__ = ["DaemonProcess"]

@@ -1,0 +1,10 @@
+"""The control API: a Unix socket the CLI and an attached HUD talk to.
+
+- `protocol`: the wire format (newline-delimited JSON) and its bounds.
+- `paths`: where the socket lives and the ownership rules of its directory.
+- `server`: `serve_control`, run by the daemon.
+- `client`: `ControlClient`, blocking and stdlib only: all the CLI imports for
+  its client commands.
+
+This file imports nothing, so `import manager.control.client` stays light.
+"""

@@ -1,0 +1,314 @@
+"""The control API's client: blocking, stdlib only, one connection per request.
+
+All the CLI imports for its client commands (`status`, `events`, `call`, ...):
+no anyio, no mcp, so those commands start in a few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import socket
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from ..errors import ConfigError, ControlError
+from .paths import check_socket_dir
+from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, encode
+
+__all__ = ["ControlClient", "EventStream"]
+
+
+def _raise_error(body: object) -> None:
+    if not isinstance(body, dict):
+        raise ControlError(f"the daemon sent a malformed error: {body!r}")
+    kind = str(body.get("type", ""))
+    message = str(body.get("message", "unknown error"))
+    cls = ERROR_TYPES.get(kind)
+    if cls is ConfigError:
+        file, line, conn = body.get("file"), body.get("line"), body.get("connection")
+        raise ConfigError(
+            message,
+            file=file if isinstance(file, str) else None,
+            line=line if isinstance(line, int) else None,
+            connection=conn if isinstance(conn, str) else None,
+        )
+    if cls is not None:
+        raise cls(message)
+    raise ControlError(message)
+
+
+def _unwrap(line: bytes) -> object:
+    try:
+        response = json.loads(line)
+    except ValueError:
+        raise ControlError(
+            f"the daemon sent a malformed response: {line[:200]!r}"
+        ) from None
+    if not isinstance(response, dict) or "ok" not in response:
+        raise ControlError(f"the daemon sent a malformed response: {line[:200]!r}")
+    if not response["ok"]:
+        _raise_error(response.get("error"))
+    return response.get("result")
+
+
+class ControlClient:
+    """A blocking client of the control socket; one connection per request.
+
+    Args:
+        path: The socket (see `socket_path`).
+        connect_timeout: Seconds to wait for the connection.
+    """
+
+    def __init__(self, path: Path, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        self.path = path
+        self.connect_timeout = connect_timeout
+
+    def _unreachable(self, reason: str) -> ControlError:
+        return ControlError(
+            f"cannot reach the mcp-manager daemon at {self.path}: {reason}; "
+            "is `mcp-manager run` running?"
+        )
+
+    def _connect(self) -> socket.socket:
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            check_socket_dir(self.path.parent)  # never talk to someone else's socket
+            owner = os.stat(self.path).st_uid
+            if owner != os.getuid():
+                raise ControlError(
+                    f"{self.path} belongs to uid {owner}, not to you; "
+                    "refusing to talk to another user's socket"
+                )
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.connect_timeout)
+        try:
+            sock.connect(os.fspath(self.path))
+        except TimeoutError:
+            sock.close()
+            raise self._unreachable("timed out") from None
+        except FileNotFoundError:
+            sock.close()
+            raise self._unreachable("no socket there") from None
+        except ConnectionRefusedError:
+            sock.close()
+            raise self._unreachable("connection refused (stale socket)") from None
+        except OSError as exc:
+            sock.close()
+            raise self._unreachable(str(exc.strerror or exc).lower()) from None
+        return sock
+
+    def _send(self, sock: socket.socket, request: Mapping[str, object]) -> None:
+        try:
+            sock.sendall(encode(request))
+        except OSError as exc:
+            raise ControlError(
+                f"lost the connection to the daemon at {self.path}: {exc}"
+            ) from None
+
+    def _read_line(
+        self, sock: socket.socket, reader: io.BufferedReader, timeout: float | None
+    ) -> bytes:
+        sock.settimeout(timeout)
+        try:
+            line = reader.readline()
+        except TimeoutError:
+            raise ControlError(
+                f"the daemon at {self.path} did not answer within {timeout} s"
+            ) from None
+        except OSError as exc:
+            raise ControlError(
+                f"lost the connection to the daemon at {self.path}: {exc}"
+            ) from None
+        if not line:
+            raise ControlError(
+                f"the daemon at {self.path} closed the connection without answering"
+            )
+        return line
+
+    def request(
+        self, request: Mapping[str, object], timeout: float | None = REPLY_TIMEOUT
+    ) -> object:
+        """Send one request and return its `result`.
+
+        Args:
+            request: The request object (with `cmd`).
+            timeout: Seconds to wait for the answer; None waits indefinitely.
+
+        Raises:
+            ControlError: The daemon is unreachable or refused the request.
+            ConfigError: `reload` found a bad script.
+            CallError: `call` could not be made (or a subclass).
+        """
+        with self._connect() as sock, sock.makefile("rb") as reader:
+            self._send(sock, request)
+            return _unwrap(self._read_line(sock, reader, timeout))
+
+    def ping(self) -> dict[str, object]:
+        """Check that the daemon answers; returns `{"pid": ...}`."""
+        return _as_dict(self.request({"cmd": "ping"}))
+
+    def status(self) -> list[dict[str, object]]:
+        """One dict per connection."""
+        result = self.request({"cmd": "status"})
+        if not isinstance(result, list):
+            raise ControlError("the daemon sent a malformed status (not a list)")
+        return [_as_dict(item) for item in result]
+
+    def info(self) -> dict[str, object]:
+        """Daemon-wide facts: config file, last reload result, dropped events."""
+        return _as_dict(self.request({"cmd": "info"}))
+
+    def reconnect(self, server: str) -> dict[str, object]:
+        """Ask the daemon to try `server` now instead of after its backoff."""
+        return _as_dict(self.request({"cmd": "reconnect", "server": server}))
+
+    def details(self, server: str) -> dict[str, object]:
+        """`server`'s spec (secrets masked), last stderr lines and tool names.
+
+        Raises:
+            UnknownServer: No such connection.
+            ControlError: The daemon is unreachable.
+        """
+        return _as_dict(self.request({"cmd": "details", "server": server}))
+
+    def reload(self) -> dict[str, object]:
+        """Run startup.lua again in the daemon and apply it.
+
+        Raises:
+            ConfigError: The script is bad; nothing changed.
+            ControlError: The daemon is unreachable.
+        """
+        return _as_dict(self.request({"cmd": "reload"}))
+
+    def call(
+        self,
+        server: str,
+        tool: str,
+        args: Mapping[str, object] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, object]:
+        """Call a tool through the daemon; returns the `CallToolResult` dict.
+
+        Args:
+            server: Connection name.
+            tool: Tool name.
+            args: Tool arguments.
+            timeout: Seconds for the call; None uses the connection's call_timeout.
+
+        Raises:
+            CallError: The call could not be made (UnknownServer,
+                ServerUnavailable, CallTimeout).
+            ControlError: The daemon is unreachable.
+        """
+        request = {
+            "cmd": "call",
+            "server": server,
+            "tool": tool,
+            "args": dict(args or {}),
+            "timeout": timeout,
+        }
+        wait = None if timeout is None else timeout + CALL_SLACK
+        return _as_dict(self.request(request, wait))
+
+    def events(self) -> Iterator[dict[str, object]]:
+        """Follow the event stream; ends when the daemon closes it.
+
+        Raises:
+            ControlError: The daemon is unreachable or the stream broke.
+        """
+        with self.subscribe() as stream:
+            yield from stream
+
+    def subscribe(self) -> EventStream:
+        """Open the event stream; returns once the daemon has subscribed it.
+
+        Every event published after this returns is delivered, so a snapshot
+        (`status`) taken next misses nothing. Use as a context manager.
+
+        Raises:
+            ControlError: The daemon is unreachable or refused.
+        """
+        sock = self._connect()
+        try:
+            reader = sock.makefile("rb")
+            try:
+                self._send(sock, {"cmd": "events"})
+                _unwrap(self._read_line(sock, reader, REPLY_TIMEOUT))
+            except BaseException:
+                reader.close()
+                raise
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        return EventStream(sock, reader, self.path)
+
+
+class EventStream:
+    """An open `events` stream: iterate for event dicts until the daemon closes it.
+
+    `close()` may be called from another thread to end an iteration that is
+    waiting for the next event (the attached HUD reads on a worker thread).
+    """
+
+    def __init__(
+        self, sock: socket.socket, reader: io.BufferedReader, path: Path
+    ) -> None:
+        self._sock = sock
+        self._reader = reader
+        self._path = path
+        self._closed = False
+
+    def __iter__(self) -> Iterator[dict[str, object]]:
+        """Event dicts in bus order; ends when the stream closes.
+
+        Raises:
+            ControlError: The connection broke or the daemon sent garbage.
+        """
+        while True:
+            try:
+                line = self._reader.readline()
+            except (OSError, ValueError) as exc:  # ValueError: closed meanwhile
+                if self._closed:
+                    return
+                raise ControlError(
+                    f"lost the connection to the daemon at {self._path}: {exc}"
+                ) from None
+            if not line:
+                return
+            try:
+                event = json.loads(line)
+            except ValueError:
+                raise ControlError(
+                    f"the daemon sent a malformed event: {line[:200]!r}"
+                ) from None
+            yield _as_dict(event)
+
+    def close(self) -> None:
+        """End the stream (from any thread); a waiting iteration returns.
+
+        Only shuts the socket down: the descriptors are released by the owner's
+        `with` block, never under a read running on another thread.
+        """
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+        self._reader.close()
+        self._sock.close()
+
+
+def _as_dict(obj: object) -> dict[str, object]:
+    if not isinstance(obj, dict):
+        raise ControlError(
+            f"the daemon sent {type(obj).__name__} where an object was due"
+        )
+    return obj

@@ -1,0 +1,83 @@
+"""Where the control socket lives, and the rules its directory must follow.
+
+The socket is mode 0600 in a 0700 directory owned by the daemon's user: nobody
+else may connect, and the client never talks to a socket in a directory someone
+else could have prepared.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..errors import ControlError
+
+__all__ = ["check_socket_dir", "prepare_socket_dir", "socket_path"]
+
+
+def socket_path(explicit: str | None = None) -> Path:
+    """Where the control socket lives.
+
+    In order: `explicit` (the `--socket` option), `$MCP_MANAGER_SOCKET`,
+    `$XDG_RUNTIME_DIR/mcp-manager/control.sock`, `/tmp/mcp-manager-UID/control.sock`.
+    Nothing is created.
+    """
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("MCP_MANAGER_SOCKET")
+    if env:
+        return Path(env).expanduser()
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        return Path(runtime) / "mcp-manager" / "control.sock"
+    return Path(f"/tmp/mcp-manager-{os.getuid()}") / "control.sock"
+
+
+def check_socket_dir(directory: Path) -> None:
+    """Refuse a socket directory that another user could reach or control.
+
+    Raises:
+        ControlError: `directory` is not a directory, is owned by another user, or
+            is accessible to its group or to others.
+    """
+    st = os.stat(directory)
+    if not stat.S_ISDIR(st.st_mode):
+        raise ControlError(f"{directory} is not a directory; choose another --socket")
+    if st.st_mode & stat.S_ISVTX and st.st_uid in (0, os.getuid()):
+        # A sticky shared directory such as /tmp: nobody else can remove or
+        # replace our socket, whose own mode (0600) keeps others from connecting,
+        # and the client checks that the socket is ours.
+        return
+    if st.st_uid != os.getuid():
+        raise ControlError(
+            f"{directory} is owned by uid {st.st_uid}, not by you (uid {os.getuid()}); "
+            "refusing to use it for the control socket"
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise ControlError(
+            f"{directory} is accessible to other users (mode {mode:04o}); "
+            f"run `chmod 700 {directory}` or choose a --socket in a private directory"
+        )
+
+
+def prepare_socket_dir(directory: Path) -> None:
+    """Create `directory` with mode 0700 (parents as needed), or check the one there.
+
+    Raises:
+        ControlError: It cannot be created, or fails `check_socket_dir`.
+    """
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise ControlError(
+            f"cannot create the control socket directory {directory}: "
+            f"{exc.strerror or exc}"
+        ) from exc
+    else:
+        os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
+    check_socket_dir(directory)

@@ -1,0 +1,127 @@
+"""The control API's wire format, shared by the server and the client.
+
+Protocol: newline-delimited JSON (UTF-8), one object per line, over a Unix
+stream socket that only the daemon's user can reach (the socket is mode 0600 in a
+0700 directory owned by that user).
+
+* Request: `{"cmd": NAME, ...arguments}`; one connection may send several
+  requests in turn. Commands and their arguments:
+
+  ======== ================================================= ======================
+  cmd      arguments                                         result
+  ======== ================================================= ======================
+  ping     none                                              `{"pid": int}`
+  status   none                                              list of dicts, one per
+                                                             connection
+  info     none                                              dict: version, pid,
+                                                             config, last_reload,
+                                                             dropped, connections
+  reload   none                                              dict (what changed)
+  reconnect `server` str                                     `{"server", "retrying"}`
+  details  `server` str                                      `{"spec": dict with
+                                                             secrets masked,
+                                                             "stderr": [str],
+                                                             "tools": [str]}`
+  call     `server` str, `tool` str, `args` object (default  the MCP
+           `{}`), `timeout` number > 0 or null (default:     `CallToolResult` dict
+           the connection's `call_timeout`)
+  events   `json` bool (accepted, ignored: always JSON)      a stream, see below
+  ======== ================================================= ======================
+
+* Response: exactly one line, `{"ok": true, "result": ...}` or
+  `{"ok": false, "error": {"type": ERROR_CLASS, "message": str}}`; for
+  `ConfigError` the error also carries `file`, `line` and `connection`.
+  `type` is the name of a class in `manager.errors` (`ConfigError`,
+  `UnknownServer`, `ServerUnavailable`, `CallTimeout`, `CallError`,
+  `ControlError` for a malformed request) or `InternalError`.
+* Stream: `events` is answered with `{"ok": true, "result": "streaming"}`, then
+  one line per event (`manager.events.event_to_dict`, which always has `kind`),
+  in bus order, until either side closes. A `lagged` event says how many events
+  this client missed because it read too slowly. The connection carries nothing
+  else after `events`.
+
+Bounds: a request line is at most `MAX_REQUEST_BYTES`; a connection that sends
+nothing for `IDLE_TIMEOUT` seconds while a request is due is dropped (a client
+that is streaming events is exempt); a response that cannot be written within
+`SEND_TIMEOUT` seconds drops the client. A malformed request gets an error
+response and never disturbs the server or other clients; an over-long line also
+ends its connection, since the stream cannot be resynchronised.
+
+`client.py` speaks it with the blocking stdlib `socket` module and imports no
+anyio, so CLI commands start fast; `server.py` serves it inside the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import (
+    CallError,
+    CallTimeout,
+    ConfigError,
+    ControlError,
+    ManagerError,
+    ServerUnavailable,
+    UnknownServer,
+)
+
+__all__ = [
+    "CALL_SLACK",
+    "CONNECT_TIMEOUT",
+    "ERROR_TYPES",
+    "IDLE_TIMEOUT",
+    "MAX_REQUEST_BYTES",
+    "REPLY_TIMEOUT",
+    "SEND_TIMEOUT",
+    "encode",
+    "error_body",
+]
+
+MAX_REQUEST_BYTES = 1024 * 1024
+"""Longest request line, in bytes, newline excluded."""
+
+IDLE_TIMEOUT = 10.0
+"""Seconds a connection may stay silent while the server waits for a request."""
+
+SEND_TIMEOUT = 10.0
+"""Seconds a response may take to be written before the client is dropped."""
+
+CONNECT_TIMEOUT = 2.0
+"""Seconds the client waits to connect to the daemon."""
+
+REPLY_TIMEOUT = 30.0
+"""Seconds the client waits for the answer to `ping`, `status` or `reload`."""
+
+CALL_SLACK = 30.0
+"""Seconds the client adds to a call's timeout: `hold` (default 5 s) plus margin."""
+
+ERROR_TYPES: dict[str, type[ManagerError]] = {
+    cls.__name__: cls
+    for cls in (
+        CallError,
+        CallTimeout,
+        ConfigError,
+        ControlError,
+        ServerUnavailable,
+        UnknownServer,
+    )
+}
+
+
+def error_body(exc: ManagerError) -> dict[str, object]:
+    """The wire form of an error: its class name and message (and, for a
+    `ConfigError`, file, line and connection)."""
+    if isinstance(exc, ConfigError):
+        return {
+            "type": "ConfigError",
+            "message": exc.message,
+            "file": exc.file,
+            "line": exc.line,
+            "connection": exc.connection,
+        }
+    return {"type": type(exc).__name__, "message": str(exc)}
+
+
+def encode(obj: object) -> bytes:
+    """One JSON line."""
+    return json.dumps(obj, ensure_ascii=False, default=str).encode() + b"\n"
