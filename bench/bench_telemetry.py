@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from servers import raw_command  # noqa: E402
 
 from manager.bus import EventBus  # noqa: E402
-from manager.control import ControlClient  # noqa: E402
+from manager.control.client import ControlClient  # noqa: E402
 from manager.errors import ConnectFailed  # noqa: E402
 from manager.events import (  # noqa: E402
     Added,

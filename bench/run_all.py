@@ -52,7 +52,7 @@ from servers import (  # noqa: E402
 from servers.daemon import DaemonProcess  # noqa: E402
 
 from manager.bus import EventBus  # noqa: E402
-from manager.control import ControlClient  # noqa: E402
+from manager.control.client import ControlClient  # noqa: E402
 from manager.errors import ManagerError  # noqa: E402
 from manager.events import Connected, Connecting, Event, Lost  # noqa: E402
 from manager.lua import run_script  # noqa: E402
