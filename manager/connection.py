@@ -43,7 +43,8 @@ from .state import (
     transition,
 )
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
-from .transport import Hooks, LossReport, ToolInfo, Transport, Upstream, describe_error
+from .transport.base import Hooks, LossReport, ToolInfo, Transport, Upstream
+from .transport.errors import describe_error
 
 __all__ = ["STDERR_LINES_KEPT", "Connection", "run_connection"]
 

@@ -79,7 +79,7 @@ from .errors import (
 from .events import Event
 from .manager import Manager
 from .redact import SECRETS
-from .transport import ProgressCallback
+from .transport.base import ProgressCallback
 
 __all__ = [
     "HTTP_PATH",

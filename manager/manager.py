@@ -37,7 +37,6 @@ from .errors import (
 from .events import Added, CallFailed, CallFinished, CallStarted, Updated
 from .redact import redact
 from .spec import ConnectionSpec, changed_fields, display_endpoint
-from .starts import StartSlots
 from .state import Phase
 from .tracing import (
     ERROR_TYPE,
@@ -50,14 +49,15 @@ from .tracing import (
     Tracing,
     call_attributes,
 )
-from .transport import (
+from .transport.base import (
     CallResult,
-    McpTransport,
     ProgressCallback,
     ToolInfo,
     Transport,
     Upstream,
 )
+from .transport.connect import McpTransport
+from .transport.starts import StartSlots
 
 __all__ = ["HOLD_FAIL_FAST_FACTOR", "Manager", "ReconcileResult"]
 

@@ -17,7 +17,7 @@ from manager.bus import EventBus
 from manager.errors import ConnectFailed, Disconnected
 from manager.events import Event
 from manager.spec import ConnectionSpec
-from manager.transport import (
+from manager.transport.base import (
     CallResult,
     Hooks,
     LossReport,

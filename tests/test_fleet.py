@@ -20,7 +20,7 @@ from manager.bus import EventBus
 from manager.events import Event
 from manager.manager import Manager
 from manager.spec import ConnectionSpec, parse_spec
-from manager.starts import StartSlots, cpu_ticks
+from manager.transport.starts import StartSlots, cpu_ticks
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 

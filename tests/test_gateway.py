@@ -44,7 +44,7 @@ from manager.gateway import (
 )
 from manager.manager import Manager
 from manager.spec import ConnectionSpec, parse_spec
-from manager.transport import ToolInfo
+from manager.transport.base import ToolInfo
 
 FAST = {"backoff": {"initial": 0.05, "cap": 0.4}}
 LOCAL = EndpointOptions(host="127.0.0.1", port=0)

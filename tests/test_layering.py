@@ -38,8 +38,6 @@ LAYERS: tuple[str, ...] = (
     "bus",
     "watchdog",
     "tracing",
-    "starts",
-    "liveness",
     "transport",
     "connection",
     "manager",
@@ -222,6 +220,29 @@ def test_package_imports_point_down_the_layer_table() -> None:
 
 def test_third_party_libraries_are_imported_only_through_their_door() -> None:
     assert door_violations(ALL_IMPORTS) == []
+
+
+LIGHT_MODULES: dict[str, frozenset[str]] = {
+    # The seam: connection.py and the fakes import it without the SDK.
+    "transport/base.py": frozenset({"mcp", "mcp_types", "httpx2"}),
+    # What the CLI's client commands import: no event loop, no SDK.
+    "control/client.py": frozenset({"anyio", "mcp", "mcp_types", "httpx2"}),
+    "control/protocol.py": frozenset({"anyio", "mcp", "mcp_types", "httpx2"}),
+    "control/paths.py": frozenset({"anyio", "mcp", "mcp_types", "httpx2"}),
+}
+"""Modules that must stay light, and the libraries each must not import."""
+
+
+def test_light_modules_import_no_heavy_library() -> None:
+    problems = [
+        f"{imp}: {imp.top} is too heavy here"
+        for imp in ALL_IMPORTS
+        for name, heavy in LIGHT_MODULES.items()
+        if imp.source == PACKAGE_DIR / name and imp.top in heavy
+    ]
+    assert not problems, "\n".join(problems)
+    for name in LIGHT_MODULES:
+        assert (PACKAGE_DIR / name).is_file(), name
 
 
 def test_nobody_in_the_package_imports_a_leaf_module() -> None:

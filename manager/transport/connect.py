@@ -1,0 +1,167 @@
+"""Open an upstream session: the real `Transport`, over stdio, HTTP or SSE.
+
+`McpTransport.open(spec, hooks)` is an async context manager that connects
+(spawns a stdio server, or opens streamable HTTP / legacy SSE), runs `initialize`
+and lists *all* tool pages, all under `connect_timeout`, and yields an `Upstream`.
+Leaving it closes the session and the transport within `TEARDOWN_TIMEOUT`
+(shielded), and for stdio reaps the server and sweeps its process group.
+
+Every failure leaves as a `TransportError` (`ConnectFailed`, `ConnectTimeout`,
+`Disconnected`) with a one-line, redacted message (`errors`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from mcp import ClientSession
+
+from .. import __version__
+from ..errors import (
+    ConfigError,
+    Disconnected,
+    TransportError,
+)
+from ..redact import SECRETS
+from ..spec import ConnectionSpec, resolve_spec
+from .base import Hooks, Upstream
+from .errors import describe_error, flatten, map_failure
+from .http import open_http_streams, open_sse_streams
+from .probe import tcp_precheck
+from .session import (
+    EOF_REPORT,
+    EofSignalingReadStream,
+    LostSignal,
+    McpSession,
+    handshake,
+    message_handler,
+)
+from .starts import Slot, StartSlots
+from .stdio import stdio_streams
+
+__all__ = ["CLIENT_NAME", "TEARDOWN_TIMEOUT", "McpTransport"]
+
+CLIENT_NAME = "mcp-manager"
+"""`clientInfo.name` upstreams see, so their logs can tell us apart."""
+
+TEARDOWN_TIMEOUT = 2.0
+"""Seconds closing a session and its transport may take, whatever the server does."""
+
+
+class McpTransport:
+    """The real transport: stdio subprocesses, streamable HTTP and legacy SSE.
+
+    Args:
+        getenv: Reads `${env:NAME}` values at connect time.
+        starts: Bounds concurrent stdio starts (`starts.StartSlots`); by default
+            a bound of its own from the CPU count.
+    """
+
+    def __init__(
+        self,
+        getenv: Callable[[str], str | None] = os.environ.get,
+        starts: StartSlots | None = None,
+    ) -> None:
+        self._getenv = getenv
+        self._starts = starts if starts is not None else StartSlots()
+
+    def open(
+        self, spec: ConnectionSpec, hooks: Hooks
+    ) -> AbstractAsyncContextManager[Upstream]:
+        return self._open(spec, hooks)
+
+    @asynccontextmanager
+    async def _open(
+        self, spec: ConnectionSpec, hooks: Hooks
+    ) -> AsyncIterator[Upstream]:
+        resolved = resolve_spec(spec, self._getenv, SECRETS)
+        # A stdio start waits for a slot first; connect_timeout starts after.
+        slot = await self._starts.acquire() if resolved.transport == "stdio" else None
+        try:
+            async with self._session(resolved, hooks, slot) as upstream:
+                yield upstream
+        finally:
+            if slot is not None:
+                slot.release()
+
+    @asynccontextmanager
+    async def _session(
+        self, resolved: ConnectionSpec, hooks: Hooks, slot: Slot | None
+    ) -> AsyncIterator[Upstream]:
+        deadline = anyio.current_time() + resolved.connect_timeout
+        if resolved.transport != "stdio":
+            await tcp_precheck(resolved.url, deadline)
+        lost = LostSignal()
+        upstream: McpSession | None = None
+        body_error: BaseException | None = None
+        # The outer scope bounds teardown: once the body is done, closing the
+        # session and the transport may take at most TEARDOWN_TIMEOUT.
+        with anyio.CancelScope() as outer:
+            try:
+                async with self._streams(resolved, hooks, lost, deadline) as (
+                    read,
+                    write,
+                    pid,
+                ):
+
+                    def on_eof() -> None:
+                        # stdio reports the end itself, with the exit code
+                        if resolved.transport != "stdio":
+                            lost.set(EOF_REPORT)
+
+                    session = ClientSession(
+                        EofSignalingReadStream(read, on_eof),
+                        write,
+                        message_handler=message_handler(resolved.name, hooks),
+                        client_info=types.Implementation(
+                            name=CLIENT_NAME, version=__version__
+                        ),
+                    )
+                    async with session:
+                        upstream = await handshake(
+                            resolved, session, write, lost, pid, deadline, slot
+                        )
+                        if slot is not None:
+                            slot.release()  # started: the next server may begin
+                        try:
+                            yield upstream
+                        except BaseException as exc:
+                            body_error = exc
+                            raise
+                        finally:
+                            outer.deadline = anyio.current_time() + TEARDOWN_TIMEOUT
+                            await upstream.aclose()
+            except (TransportError, ConfigError):
+                raise
+            except Exception as exc:  # boundary: map SDK/httpx/OS failures once
+                if body_error is not None and any(
+                    leaf is body_error for leaf in flatten(exc)
+                ):
+                    raise
+                for leaf in flatten(exc):
+                    if isinstance(leaf, TransportError):
+                        raise leaf from exc
+                if upstream is None:
+                    raise map_failure(exc, "") from exc
+                raise Disconnected(f"lost the server: {describe_error(exc)}") from exc
+
+    @asynccontextmanager
+    async def _streams(
+        self, spec: ConnectionSpec, hooks: Hooks, lost: LostSignal, deadline: float
+    ) -> AsyncIterator[tuple[Any, Any, int | None]]:
+        if spec.transport == "stdio":
+            async with stdio_streams(spec, hooks, lost) as (read, write, pid):
+                yield read, write, pid
+            return
+        if spec.transport == "sse":
+            async with open_sse_streams(spec) as (s_read, s_write):
+                yield s_read, s_write, None
+            return
+        async with open_http_streams(spec, lost.suspect) as (h_read, h_write):
+            yield h_read, h_write, None

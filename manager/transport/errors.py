@@ -1,0 +1,163 @@
+"""The one place where SDK, HTTP and OS errors become ours, as sentences.
+
+`describe_error` gives one redacted line for humans; `map_failure` turns what
+escaped connect code into a `TransportError`.
+"""
+
+from __future__ import annotations
+
+import errno
+
+import anyio
+import anyio.abc
+import httpx2
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+from ..errors import (
+    ConfigError,
+    ConnectFailed,
+    ConnectTimeout,
+    TransportError,
+)
+from ..redact import redact
+
+__all__ = [
+    "describe_error",
+    "first_os_error",
+    "flatten",
+    "is_session_lost",
+    "map_failure",
+    "os_reason",
+]
+
+
+def flatten(exc: BaseException) -> list[BaseException]:
+    """The leaf exceptions of (nested) exception groups, in order."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in flatten(sub)]
+    return [exc]
+
+
+def describe_error(exc: BaseException) -> str:
+    """One redacted line describing `exc` for humans (status, events, logs)."""
+    leaves = [
+        e for e in flatten(exc) if not isinstance(e, anyio.get_cancelled_exc_class())
+    ]
+    leaf = _most_informative(leaves) if leaves else exc
+    text = _describe_leaf(leaf)
+    return redact(text.splitlines()[0] if text else type(leaf).__name__)[:500]
+
+
+def _most_informative(leaves: list[BaseException]) -> BaseException:
+    for kind in (TransportError, OSError, httpx2.HTTPError, MCPError):
+        for leaf in leaves:
+            if isinstance(leaf, kind):
+                return leaf
+    return leaves[0]
+
+
+def _describe_leaf(exc: BaseException) -> str:
+    if isinstance(exc, TransportError | ConfigError):
+        return str(exc)
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, httpx2.ConnectError):
+        cause = first_os_error(exc)
+        if cause is not None:
+            return f"cannot connect: {os_reason(cause)}"
+        return f"cannot connect: {exc}" if str(exc) else "cannot connect"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} from {exc.request.url}"
+    if isinstance(exc, httpx2.TimeoutException):
+        return f"HTTP timeout ({type(exc).__name__})"
+    if isinstance(exc, httpx2.RemoteProtocolError):
+        return _protocol_error_text(str(exc))
+    if isinstance(exc, httpx2.ReadError):
+        return _with_detail(
+            "the connection broke while reading the server's answer", exc
+        )
+    if isinstance(exc, httpx2.WriteError):
+        return _with_detail("the connection broke while sending to the server", exc)
+    if isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError):
+        return "the server closed the connection"
+    if isinstance(exc, anyio.ClosedResourceError):
+        return "the session was already closed"
+    if isinstance(exc, MCPError):
+        return f"{exc.message} (MCP error {exc.code})"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _protocol_error_text(detail: str) -> str:
+    """A sentence for httpcore's protocol errors (the peer broke HTTP framing)."""
+    lowered = detail.lower()
+    if "without sending a response" in lowered:
+        return "the server closed the connection without answering"
+    if "complete message body" in lowered:
+        return (
+            f"the server closed the connection in the middle of a response ({detail})"
+        )
+    return (
+        f"the server broke the HTTP protocol: {detail}"
+        if detail
+        else ("the server broke the HTTP protocol")
+    )
+
+
+def _with_detail(sentence: str, exc: BaseException) -> str:
+    detail = str(exc)
+    return f"{sentence} ({detail})" if detail else sentence
+
+
+def map_failure(exc: BaseException, what: str) -> TransportError:
+    """Map an exception escaping connect/session code to a TransportError."""
+    leaves = flatten(exc)
+    for leaf in leaves:
+        if isinstance(leaf, TransportError):
+            return leaf
+    leaf = _most_informative(leaves)
+    message = describe_error(exc)
+    if isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT:
+        return ConnectTimeout(f"{what}: {message}")
+    return ConnectFailed(f"{what}: {message}" if what else message)
+
+
+def is_session_lost(exc: MCPError) -> bool:
+    """Connection closed, the HTTP session is gone, or the server forgot it."""
+    if exc.code == CONNECTION_CLOSED:
+        return True
+    text = exc.message.lower()
+    return "session terminated" in text or "session not found" in text
+
+
+def first_os_error(exc: BaseException) -> OSError | None:
+    """The first `OSError` with an errno in `exc`'s chain of causes."""
+    cause: BaseException | None = exc
+    for _ in range(20):  # chains are short; a cycle must not loop
+        if cause is None:
+            return None
+        if isinstance(cause, BaseExceptionGroup):
+            cause = flatten(cause)[0]
+        if isinstance(cause, OSError) and cause.errno is not None:
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def os_reason(exc: OSError) -> str:
+    """The root cause of a failed connect, e.g. "connection refused"."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, BaseExceptionGroup):  # anyio's happy eyeballs
+            cause = flatten(cause)[0]
+        if isinstance(cause, ConnectionRefusedError) or (
+            isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
+        ):
+            return "connection refused"
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror[0].lower() + cause.strerror[1:]
+        cause = cause.__cause__ or cause.__context__
+    return describe_error(exc)

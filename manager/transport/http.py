@@ -1,0 +1,247 @@
+"""Streamable HTTP and legacy SSE: our HTTP client under the SDK's transports.
+
+Connections are kept reusable across calls (a POST body's last chunk is read
+before the connection goes back to the pool, never twice), the server's event
+stream is watched for its end, and the session id is remembered for spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx2
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from ..spec import ConnectionSpec
+
+__all__ = [
+    "HTTP_READ_TIMEOUT",
+    "DrainingTransport",
+    "SessionIdWriter",
+    "open_http_streams",
+    "open_sse_streams",
+]
+
+HTTP_READ_TIMEOUT = 300.0
+"""httpx read timeout: long, as the SDK's, because a server holds streams open."""
+
+
+class DrainingTransport(httpx2.AsyncBaseTransport):
+    """Keeps HTTP connections reusable across calls, and watches the event stream.
+
+    POST: the SDK closes a POST's SSE response as soon as the JSON-RPC response
+    event arrives, a moment before the server's closing chunk; httpcore then
+    drops the connection, so every call paid a new TCP connection and left a
+    socket in TIME_WAIT (thousands a minute under load, measured). Reading that
+    last chunk first (for at most `POST_DRAIN_LIMIT`) returns the connection to
+    the pool. It runs in the SDK's per-request task after the result was handed
+    over, so no caller waits for it. A response on a connection that cannot be
+    reused (`Connection: close`, HTTP/1.0) is not drained at all.
+
+    GET: the standalone event stream stays open while the server lives. When it
+    ends, `on_event_stream_end` is called: the connection probes at once rather
+    than at the next ping (a killed server is noticed in milliseconds).
+    """
+
+    def __init__(
+        self,
+        inner: httpx2.AsyncBaseTransport,
+        on_event_stream_end: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._inner = inner
+        self._on_event_stream_end = on_event_stream_end
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if request.method == "POST":
+            if _reusable(response):
+                response.stream = _DrainOnClose(response.stream)
+        elif request.method == "GET" and response.status_code == 200:
+            response.stream = _WatchedStream(response.stream, self._on_event_stream_end)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+HTTP_KEEPALIVE_EXPIRY = 2.0
+"""Seconds an idle upstream HTTP connection is kept for reuse."""
+
+POST_DRAIN_LIMIT = 0.1
+"""Seconds to wait for the rest of a POST response before dropping its connection."""
+
+
+def _reusable(response: httpx2.Response) -> bool:
+    """Whether the connection may serve another request after this response."""
+    if response.extensions.get("http_version", b"HTTP/1.1") != b"HTTP/1.1":
+        return False
+    tokens = response.headers.get("connection", "").lower().replace(" ", "")
+    return "close" not in tokens.split(",")
+
+
+class _OnceStream(httpx2.AsyncByteStream):
+    """Iterates an httpcore body stream at most once.
+
+    httpcore's body generator loops without awaiting when iterated again after
+    the body ended on a connection the peer closed: h11 answers
+    `ConnectionClosed` forever and no deadline can fire (it froze the daemon at
+    100 % CPU). So a second pass, or a drain after the end, never starts.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._started = False
+        self.ended = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._started:
+            return
+        self._started = True
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except GeneratorExit:
+            raise  # the reader stopped early: the body has not ended
+        except BaseException:
+            self._end()
+            raise
+        self._end()
+
+    def _end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self._on_end()
+
+    def _on_end(self) -> None:
+        """Called once when the iteration stops (end, error or close)."""
+
+    async def aclose(self) -> None:
+        self.ended = True
+        await self._inner.aclose()
+
+
+class _DrainOnClose(_OnceStream):
+    async def aclose(self) -> None:
+        if not self._started:
+            # Nobody read the body (e.g. 202 Accepted): one bounded pass.
+            with anyio.move_on_after(POST_DRAIN_LIMIT):
+                async for _ in self:
+                    pass
+        elif not self.ended:
+            # The reader stopped early: finish its pass, bounded.
+            with anyio.move_on_after(POST_DRAIN_LIMIT):
+                async for _ in self._rest():
+                    pass
+        await super().aclose()
+
+    async def _rest(self) -> AsyncIterator[bytes]:
+        # The first pass stopped before the end; httpcore continues the same
+        # body where it stopped (a body that ended is never read again).
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        finally:
+            self.ended = True
+
+
+class _WatchedStream(_OnceStream):
+    """The GET event stream: reports its end, whatever ended it."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self._callback = on_end
+
+    def _on_end(self) -> None:
+        self._callback()
+
+
+class SessionIdWriter:
+    """Passes the write stream through and exposes the HTTP session id seen so far."""
+
+    def __init__(self, inner: Any, ids: list[str]) -> None:
+        self._inner = inner
+        self._ids = ids
+
+    @property
+    def session_id(self) -> str | None:
+        return self._ids[0] if self._ids else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def __aenter__(self) -> SessionIdWriter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def open_sse_streams(spec: ConnectionSpec) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's legacy SSE client streams for `spec`."""
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth)
+
+    async with sse_client(
+        spec.url,
+        headers=dict(spec.headers),
+        timeout=spec.connect_timeout,
+        sse_read_timeout=HTTP_READ_TIMEOUT,
+        httpx_client_factory=factory,
+    ) as (read, write):
+        yield read, write
+
+
+@asynccontextmanager
+async def open_http_streams(
+    spec: ConnectionSpec, on_event_stream_end: Callable[[], None]
+) -> AsyncIterator[tuple[Any, SessionIdWriter]]:
+    """The SDK's streamable HTTP client streams for `spec`, on our HTTP client.
+
+    The write stream tells the session id; `on_event_stream_end` is called when
+    the server's standalone event stream ends.
+    """
+    session_ids: list[str] = []
+
+    async def remember_session(response: httpx2.Response) -> None:
+        sid = response.headers.get("mcp-session-id")
+        if sid and not session_ids:
+            session_ids.append(sid)
+
+    client = httpx2.AsyncClient(
+        headers=dict(spec.headers),
+        timeout=httpx2.Timeout(spec.connect_timeout, read=HTTP_READ_TIMEOUT),
+        event_hooks={"response": [remember_session]},
+        transport=DrainingTransport(
+            # Idle connections expire before a server's own keep-alive
+            # timeout (uvicorn: 5 s), never in a race with it.
+            httpx2.AsyncHTTPTransport(
+                limits=httpx2.Limits(keepalive_expiry=HTTP_KEEPALIVE_EXPIRY)
+            ),
+            on_event_stream_end=on_event_stream_end,
+        ),
+    )
+    async with (
+        client,
+        streamable_http_client(spec.url, http_client=client) as (read, write),
+    ):
+        yield read, SessionIdWriter(write, session_ids)

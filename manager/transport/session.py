@@ -1,0 +1,365 @@
+"""An initialized upstream session: the `Upstream` over an SDK `ClientSession`.
+
+`handshake` runs initialize + all tool pages under the deadline (paced for a
+stdio start); `McpSession` makes calls, pings and notices the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from mcp import ClientSession
+from mcp.client.session import IncomingMessage, MessageHandlerFnT
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+
+from ..errors import (
+    CallError,
+    ConnectFailed,
+    ConnectTimeout,
+    Disconnected,
+    TransportError,
+)
+from ..redact import redact
+from ..spec import ConnectionSpec
+from .base import (
+    EXIT_CODE_WAIT,
+    CallResult,
+    Hooks,
+    LossReport,
+    ProgressCallback,
+    ServerInfo,
+    ToolInfo,
+)
+from .errors import describe_error, flatten, is_session_lost
+from .liveness import TcpSentinel
+from .probe import address
+from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
+
+__all__ = [
+    "EOF_REPORT",
+    "EofSignalingReadStream",
+    "LostSignal",
+    "McpSession",
+    "handshake",
+    "message_handler",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_TOOL_PAGES = 1000
+"""Pages of tools/list followed before giving up on a cursor that never ends."""
+
+SUSPECT_INTERVAL = 5.0
+"""Seconds between two probes caused by an HTTP event stream that ended."""
+
+
+class McpSession:
+    """The `Upstream` implementation over an SDK `ClientSession`."""
+
+    def __init__(
+        self,
+        session: ClientSession,
+        info: ServerInfo,
+        lost: LostSignal,
+        pid: int | None,
+        sentinel: TcpSentinel | None = None,
+    ) -> None:
+        self._session = session
+        self._info = info
+        self._lost = lost
+        self._pid = pid
+        self._sentinel = sentinel
+        self._tools: tuple[ToolInfo, ...] = ()
+
+    @property
+    def info(self) -> ServerInfo:
+        return self._info
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
+
+    @property
+    def tools(self) -> tuple[ToolInfo, ...]:
+        return self._tools
+
+    async def list_tools(self) -> tuple[ToolInfo, ...]:
+        tools: list[ToolInfo] = []
+        cursor: str | None = None
+        try:
+            for _ in range(MAX_TOOL_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await self._session.list_tools(params=params)
+                tools.extend(_tool_info(t) for t in page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            else:
+                raise ConnectFailed(
+                    f"tools/list returned more than {MAX_TOOL_PAGES} pages; "
+                    "the server's cursor never ends"
+                )
+        except MCPError as exc:
+            raise self._mapped(exc, "tools/list") from exc
+        self._tools = tuple(tools)
+        return self._tools
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        *,
+        meta: Mapping[str, object] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> CallResult:
+        if self._lost.is_set:
+            raise Disconnected(f"session closed: {self._lost.report.reason}")
+        try:
+            result = await self._session.call_tool(
+                name,
+                dict(arguments) if arguments else None,
+                read_timeout_seconds=limit,
+                progress_callback=progress,
+                meta=dict(meta) if meta else None,  # type: ignore[arg-type]
+            )
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise ConnectTimeout(
+                    f"tools/call {name} timed out after {limit:g} s"
+                ) from exc
+            if is_session_lost(exc):
+                raise self._mapped(exc, f"tools/call {name}") from exc
+            raise CallError(
+                f"tools/call {name} rejected by the server: {redact(exc.message)} "
+                f"(MCP error {exc.code})"
+            ) from exc
+        data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return CallResult(is_error=bool(result.is_error), data=data, raw=result)
+
+    async def ping(self, limit: float) -> None:
+        try:
+            with anyio.fail_after(limit):
+                try:
+                    await self._session.send_ping()
+                except MCPError as exc:
+                    if exc.code != METHOD_NOT_FOUND:
+                        raise
+                    await self._session.list_tools()  # 2026 sessions have no ping
+        except TimeoutError:
+            raise Disconnected(f"no answer to ping within {limit:g} s") from None
+        except MCPError as exc:
+            raise Disconnected(f"ping failed: {describe_error(exc)}") from exc
+
+    async def wait_lost(self) -> LossReport:
+        await self._lost.event.wait()
+        return self._lost.report
+
+    async def wait_suspect(self) -> None:
+        if self._sentinel is None:
+            await self._lost.wait_suspect()
+            return
+        async with anyio.create_task_group() as tg:
+
+            async def first(wait: Callable[[], Awaitable[None]]) -> None:
+                await wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(first, self._lost.wait_suspect)
+            tg.start_soon(first, self._sentinel.wait_closed)
+
+    async def aclose(self) -> None:
+        if self._sentinel is not None:
+            await self._sentinel.aclose()
+
+    def _mapped(self, exc: MCPError, what: str) -> TransportError:
+        if is_session_lost(exc):
+            reason = self._lost.report.reason if self._lost.is_set else exc.message
+            return Disconnected(f"{what}: {redact(reason)}")
+        return ConnectFailed(f"{what}: {describe_error(exc)}")
+
+
+def _tool_info(tool: types.Tool) -> ToolInfo:
+    raw = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return ToolInfo(name=tool.name, description=tool.description or "", raw=raw)
+
+
+@dataclass(slots=True)
+class LostSignal:
+    """Set once, by whichever part of the transport notices the end first.
+
+    `suspected` is the weaker signal: something that often means the server
+    went away (its event stream ended), to be confirmed by a probe.
+    """
+
+    event: anyio.Event = field(default_factory=anyio.Event)
+    report: LossReport = field(default_factory=lambda: LossReport("transport closed"))
+    suspected: anyio.Event = field(default_factory=anyio.Event)
+    last_suspected: float = -math.inf
+
+    def suspect(self) -> None:
+        # A server that ends its event stream at once, again and again (the
+        # SDK reopens it every second), must not cost a ping a second.
+        now = anyio.current_time()
+        if now - self.last_suspected >= SUSPECT_INTERVAL:
+            self.last_suspected = now
+            self.suspected.set()
+
+    async def wait_suspect(self) -> None:
+        await self.suspected.wait()
+        self.suspected = anyio.Event()
+
+    @property
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def set(self, report: LossReport) -> None:
+        if not self.event.is_set():
+            self.report = report
+            self.event.set()
+
+
+class EofSignalingReadStream:
+    """Wraps a transport read stream; reports the end when the transport closes it.
+
+    stdio and SSE close their read stream as soon as the server goes away, so this
+    detects death without traffic. Other attributes pass through (the SDK's
+    dispatcher reads some).
+    """
+
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (
+            anyio.EndOfStream,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+        ):
+            self._on_eof()
+            raise
+
+    def __aiter__(self) -> EofSignalingReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def __aenter__(self) -> EofSignalingReadStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+EOF_REPORT = LossReport("server closed the connection")
+
+
+def message_handler(name: str, hooks: Hooks) -> MessageHandlerFnT:
+    async def on_message(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            hooks.on_tools_changed()
+        elif isinstance(message, Exception):
+            logger.debug("%s: transport reported %s", name, describe_error(message))
+
+    return on_message
+
+
+async def handshake(
+    spec: ConnectionSpec,
+    session: ClientSession,
+    write: Any,
+    lost: LostSignal,
+    pid: int | None,
+    deadline: float,
+    slot: Slot | None = None,
+) -> McpSession:
+    """initialize + list all tools before `deadline`; errors mapped and explained.
+
+    A stdio server's start is paced (`starts.pace_start`): its slot is given back
+    once it idles, and the deadline moves out while it is still busy.
+    """
+    hard_deadline = deadline + (BUSY_EXTENSION_FACTOR - 1) * spec.connect_timeout
+    scope = anyio.CancelScope(deadline=deadline)
+    try:
+        async with _first_error(), anyio.create_task_group() as pacing:
+            if pid is not None and slot is not None:
+                pacing.start_soon(pace_start, scope, pid, slot, hard_deadline)
+            with scope:
+                init = await session.initialize()
+                info = ServerInfo(
+                    name=init.server_info.name,
+                    version=init.server_info.version,
+                    protocol=str(init.protocol_version),
+                    session_id=getattr(write, "session_id", None),
+                )
+                sentinel = None
+                if spec.transport == "http":  # SSE and stdio see their end already
+                    host, port, _ = address(spec.url)
+                    sentinel = TcpSentinel(host, port)
+                upstream = McpSession(session, info, lost, pid, sentinel)
+                await upstream.list_tools()
+            pacing.cancel_scope.cancel()
+        if scope.cancelled_caught:
+            raise TimeoutError
+        return upstream
+    except TimeoutError:
+        took = anyio.current_time() - (deadline - spec.connect_timeout)
+        message = (
+            f"no complete handshake within connect_timeout {spec.connect_timeout:g} s "
+            "(initialize + tools/list)"
+        )
+        if took > spec.connect_timeout + 0.5:
+            message += f"; given {took:.0f} s in all while the server was busy"
+        if lost.is_set:
+            message = f"{message}; {lost.report.reason}"
+        raise ConnectTimeout(message, exit_code=lost.report.exit_code) from None
+    except (MCPError, TransportError) as exc:
+        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+            # The session saw EOF first; the transport is about to say why
+            # (exit code), which is the error worth showing.
+            with anyio.move_on_after(EXIT_CODE_WAIT + 0.1):
+                await lost.event.wait()
+        if lost.is_set:  # the real cause: the server exited or closed the stream
+            raise ConnectFailed(
+                lost.report.reason, exit_code=lost.report.exit_code
+            ) from exc
+        if isinstance(exc, TransportError):
+            raise
+        raise ConnectFailed(f"handshake failed: {describe_error(exc)}") from exc
+
+
+@asynccontextmanager
+async def _first_error() -> AsyncIterator[None]:
+    """Unwrap a task group's single error, so callers can catch it by type."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = flatten(group)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise

@@ -1,0 +1,247 @@
+"""stdio servers: spawn in their own process group, bridge the pipes, reap.
+
+Implemented here rather than with the SDK's `stdio_client`, because the daemon
+needs what that helper hides: the pid, the exit code, stderr captured line by
+line (never written to the terminal) and a process-group sweep that leaves no
+grandchild behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+from ..errors import (
+    ConnectFailed,
+)
+from ..spec import ConnectionSpec
+from ..watchdog import CHILD_GROUPS
+from .base import EXIT_CODE_WAIT, Hooks, LossReport
+from .session import LostSignal
+
+__all__ = ["stdio_streams"]
+
+logger = logging.getLogger(__name__)
+
+STDIN_CLOSE_GRACE = 0.5
+"""Seconds a stdio server gets to exit by itself after its stdin closes."""
+
+SIGTERM_GRACE = 1.0
+"""Seconds between SIGTERM and SIGKILL to the server's process group."""
+
+REAP_TIMEOUT = 0.4
+"""Seconds to wait for the event loop to observe a killed server's exit."""
+
+MAX_LINE = 4 * 1024 * 1024
+"""Longest stdout line (one JSON-RPC message) accepted from a stdio server, bytes."""
+
+STDERR_LINE_LIMIT = 1000
+"""Characters of one stderr line kept; the rest is cut."""
+
+
+@asynccontextmanager
+async def stdio_streams(
+    spec: ConnectionSpec, hooks: Hooks, lost: LostSignal
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+        int,
+    ]
+]:
+    """Spawn a stdio server in its own process group and bridge its pipes."""
+    env = get_default_environment() | dict(spec.env)
+    try:
+        process = await anyio.open_process(
+            [spec.command, *spec.args],
+            stdin=-1,
+            stdout=-1,
+            stderr=-1,
+            env=env,
+            cwd=spec.cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ConnectFailed(
+            f"cannot start {spec.command!r}: not found (check command, PATH and cwd)"
+        ) from exc
+    except PermissionError as exc:
+        raise ConnectFailed(
+            f"cannot start {spec.command!r}: permission denied"
+        ) from exc
+    except OSError as exc:
+        raise ConnectFailed(
+            f"cannot start {spec.command!r}: {exc.strerror or exc}"
+        ) from exc
+
+    pid = process.pid
+    CHILD_GROUPS.add(pid)  # start_new_session: the server leads its own group
+    hooks.on_spawn(pid)
+    read_writer, read_stream = anyio.create_memory_object_stream[
+        SessionMessage | Exception
+    ](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    garbage = [0]
+
+    async def stdout_reader() -> None:
+        assert process.stdout is not None
+        buffer = b""
+        try:
+            async with read_writer:
+                async for chunk in process.stdout:
+                    buffer += chunk
+                    if len(buffer) > MAX_LINE and b"\n" not in buffer:
+                        hooks.on_stderr(
+                            f"[stdout] line longer than {MAX_LINE} bytes dropped"
+                        )
+                        buffer = b""
+                        continue
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        message = _parse_stdout_line(line, garbage, hooks)
+                        if message is not None:
+                            await read_writer.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        code = await _exit_code(process, EXIT_CODE_WAIT)
+        reason = "server closed stdout" if code is None else _exit_text(code)
+        lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
+
+    async def stderr_reader() -> None:
+        assert process.stderr is not None
+        buffer = b""
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            async for chunk in process.stderr:
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                if len(buffer) > 64 * 1024:
+                    lines.append(buffer)
+                    buffer = b""
+                for line in lines:
+                    text = line.decode("utf-8", "replace").rstrip("\r")
+                    hooks.on_stderr(text[:STDERR_LINE_LIMIT])
+        if buffer:
+            hooks.on_stderr(buffer.decode("utf-8", "replace")[:STDERR_LINE_LIMIT])
+
+    async def stdin_writer() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_reader:
+                async for message in write_reader:
+                    data = message.message.model_dump_json(
+                        by_alias=True, exclude_unset=True
+                    )
+                    await process.stdin.send(data.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # Usually the server died: its exit code says more than the pipe.
+            code = await _exit_code(process, EXIT_CODE_WAIT)
+            reason = (
+                "server stopped reading stdin" if code is None else _exit_text(code)
+            )
+            lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
+            await read_writer.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stdout_reader)
+        tg.start_soon(stderr_reader)
+        tg.start_soon(stdin_writer)
+        try:
+            yield read_stream, write_stream, pid
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop_process(process)
+                write_stream.close()
+                read_stream.close()
+                tg.cancel_scope.cancel()
+
+
+def _parse_stdout_line(
+    line: bytes, garbage: list[int], hooks: Hooks
+) -> SessionMessage | None:
+    """One JSON-RPC message, or None for a blank or garbage line (reported, dropped)."""
+    line = line.rstrip(b"\r")
+    if not line.strip():
+        return None
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError:
+        garbage[0] += 1
+        if garbage[0] <= 3 or garbage[0] % 100 == 0:
+            sample = line[:120].decode("utf-8", "replace")
+            hooks.on_stderr(
+                f"[stdout] not JSON-RPC (line {garbage[0]} of garbage): {sample!r}"
+            )
+        return None
+    return SessionMessage(message)
+
+
+async def _exit_code(process: anyio.abc.Process, limit: float) -> int | None:
+    """The exit code once the event loop has seen the exit, polling `returncode`.
+
+    Not `process.wait()`: on asyncio it also waits for pipe EOF, and a grandchild
+    holding the pipes would make an exited server look alive.
+    """
+    with anyio.move_on_after(limit):
+        while process.returncode is None:  # noqa: ASYNC110 - no event to wait on
+            await anyio.sleep(0.005)
+    return process.returncode
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"server killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"server killed by signal {-code}"
+    return f"server exited with code {code}"
+
+
+async def _stop_process(process: anyio.abc.Process) -> None:
+    """Close stdin, grace, SIGTERM the group, SIGKILL the group; sweep the group.
+
+    Bounded by STDIN_CLOSE_GRACE + SIGTERM_GRACE + 2 * REAP_TIMEOUT (< 2 s). The
+    final SIGKILL to the group also ends grandchildren the server left behind.
+    """
+    pgid = process.pid  # start_new_session: the server leads its own group
+    if process.stdin is not None:
+        with contextlib.suppress(
+            OSError, anyio.BrokenResourceError, anyio.ClosedResourceError
+        ):
+            await process.stdin.aclose()
+    if await _exit_code(process, STDIN_CLOSE_GRACE) is None:
+        _killpg(pgid, signal.SIGTERM)
+        if await _exit_code(process, SIGTERM_GRACE) is None:
+            _killpg(pgid, signal.SIGKILL)
+            if await _exit_code(process, REAP_TIMEOUT) is None:
+                logger.warning(
+                    "server process %d survived SIGKILL; abandoning it", pgid
+                )
+    _killpg(pgid, signal.SIGKILL)  # sweep grandchildren left in the group
+    CHILD_GROUPS.discard(pgid)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            with contextlib.suppress(
+                OSError, anyio.BrokenResourceError, anyio.ClosedResourceError
+            ):
+                await stream.aclose()
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):  # release the asyncio subprocess transport now, not at GC
+        with contextlib.suppress(PermissionError):
+            close()
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
