@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from servers import HttpServerProcess, raw_command, stdio_command  # noqa: E402
 
-from manager.bus import EventBus  # noqa: E402
-from manager.events import Connected, Event  # noqa: E402
+from manager.core.events import Connected, Event  # noqa: E402
+from manager.core.spec import parse_spec  # noqa: E402
+from manager.engine.bus import EventBus  # noqa: E402
+from manager.engine.manager import Manager  # noqa: E402
 from manager.lua import run_script  # noqa: E402
-from manager.manager import Manager  # noqa: E402
-from manager.spec import parse_spec  # noqa: E402
 
 
 def table(title: str, rows: list[tuple[str, str]]) -> None:

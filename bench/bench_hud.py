@@ -48,8 +48,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from manager.bus import EventBus  # noqa: E402
-from manager.events import (  # noqa: E402
+from manager.core.events import (  # noqa: E402
     Added,
     AttemptFailed,
     Connected,
@@ -58,6 +57,7 @@ from manager.events import (  # noqa: E402
     Lost,
     Reconnecting,
 )
+from manager.engine.bus import EventBus  # noqa: E402
 from manager.hud.state import HudState  # noqa: E402
 
 SIZE = (200, 50)

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from servers.daemon import DaemonProcess  # noqa: E402
 
-from manager.scripting import RELOAD_QUIET  # noqa: E402
+from manager.daemon.config_runner import RELOAD_QUIET  # noqa: E402
 
 
 def table(title: str, rows: list[tuple[str, str]]) -> None:

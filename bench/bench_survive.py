@@ -4,7 +4,7 @@ Run: `.venv/bin/python bench/bench_survive.py [--quick] [--json PATH]` (full
 size: about 9 minutes on 2 cores and ~20 GB of memory for 300 SDK servers;
 `--quick`: under 2 minutes; `--help` for narrower runs). Prints
 one table per figure; every figure says what it ran against. Everything runs
-in-process against `manager.manager.Manager` with its default options (so the
+in-process against `manager.engine.manager.Manager` with its default options (so the
 default number of parallel stdio starts, whatever this version of the Manager
 does), and real server processes.
 
@@ -68,8 +68,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from servers import HttpServerProcess, raw_command, stdio_command  # noqa: E402
 
-from manager.bus import EventBus  # noqa: E402
-from manager.events import (  # noqa: E402
+from manager.core.events import (  # noqa: E402
     AttemptFailed,
     Connected,
     Connecting,
@@ -77,8 +76,9 @@ from manager.events import (  # noqa: E402
     Lost,
     Removed,
 )
-from manager.manager import Manager  # noqa: E402
-from manager.spec import OPTION_DEFAULTS, parse_spec  # noqa: E402
+from manager.core.spec import OPTION_DEFAULTS, parse_spec  # noqa: E402
+from manager.engine.bus import EventBus  # noqa: E402
+from manager.engine.manager import Manager  # noqa: E402
 
 Command = tuple[str, list[str]]
 
@@ -956,7 +956,7 @@ def environment() -> dict[str, object]:
     if "start_slots" in params:
         slots: object = "default"
         with contextlib.suppress(ImportError, AttributeError):
-            from manager import starts  # the module arrives with start_slots
+            from manager.transport import starts
 
             slots = starts.default_start_slots()
         info["start_slots"] = slots

@@ -49,10 +49,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from servers import raw_command  # noqa: E402
 
-from manager.bus import EventBus  # noqa: E402
 from manager.control.client import ControlClient  # noqa: E402
-from manager.errors import ConnectFailed  # noqa: E402
-from manager.events import (  # noqa: E402
+from manager.core.errors import ConnectFailed  # noqa: E402
+from manager.core.events import (  # noqa: E402
     Added,
     AttemptFailed,
     Connected,
@@ -60,11 +59,12 @@ from manager.events import (  # noqa: E402
     Event,
     Reconnecting,
 )
-from manager.manager import Manager  # noqa: E402
-from manager.spec import parse_spec  # noqa: E402
+from manager.core.spec import parse_spec  # noqa: E402
+from manager.engine.bus import EventBus  # noqa: E402
+from manager.engine.manager import Manager  # noqa: E402
+from manager.engine.tracing import NO_TRACING, Tracing  # noqa: E402
 from manager.telemetry import Telemetry, TelemetryConfig  # noqa: E402
 from manager.telemetry.export import build_exporting  # noqa: E402
-from manager.tracing import NO_TRACING, Tracing  # noqa: E402
 
 
 def table(title: str, rows: list[tuple[str, str]]) -> None:

@@ -51,13 +51,13 @@ from servers import (  # noqa: E402
 )
 from servers.daemon import DaemonProcess  # noqa: E402
 
-from manager.bus import EventBus  # noqa: E402
 from manager.control.client import ControlClient  # noqa: E402
-from manager.errors import ManagerError  # noqa: E402
-from manager.events import Connected, Connecting, Event, Lost  # noqa: E402
+from manager.core.errors import ManagerError  # noqa: E402
+from manager.core.events import Connected, Connecting, Event, Lost  # noqa: E402
+from manager.core.spec import parse_spec  # noqa: E402
+from manager.engine.bus import EventBus  # noqa: E402
+from manager.engine.manager import Manager  # noqa: E402
 from manager.lua import run_script  # noqa: E402
-from manager.manager import Manager  # noqa: E402
-from manager.spec import parse_spec  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "latest.json"
 
@@ -190,7 +190,7 @@ def bench_start(quick: bool) -> None:
         for _ in range(3):
             t0 = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-c", "import manager.daemon, manager.cli"],
+                [sys.executable, "-c", "import manager.daemon.serve, manager.cli"],
                 check=True,
             )
             imports.append(time.perf_counter() - t0)

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 from . import __version__
 from .control.client import ControlClient
 from .control.paths import socket_path
-from .errors import CallError, ConfigError, ControlError, ManagerError
-from .watchdog import DEFAULT_WATCHDOG
+from .core.errors import CallError, ConfigError, ControlError, ManagerError
+from .daemon.watchdog import DEFAULT_WATCHDOG
 
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
-    from .daemon import DaemonOptions
+    from .daemon.serve import DaemonOptions
 
 __all__ = ["main"]
 
@@ -66,7 +66,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     ):
         return _fail("--token-file, --allow-host and --allow-origin need --listen")
 
-    from .daemon import DaemonOptions
+    from .daemon.serve import DaemonOptions
 
     endpoint = None
     if args.listen is not None:
@@ -101,7 +101,7 @@ def _serve(options: DaemonOptions) -> int:
     """Run the daemon; the exit code for how it ended."""
     import anyio
 
-    from .daemon import serve
+    from .daemon.serve import serve
 
     try:
         return anyio.run(serve, options)
@@ -131,7 +131,7 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
         os.dup2(fd, 2)
         os.close(fd)
 
-    from .daemon import DaemonOptions
+    from .daemon.serve import DaemonOptions
 
     options = DaemonOptions(
         config=config,

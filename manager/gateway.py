@@ -69,16 +69,16 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import __version__
-from .bus import EventBus
-from .errors import (
+from .core.errors import (
     CallError,
     ManagerError,
     ServerUnavailable,
     UnknownServer,
 )
-from .events import Event
-from .manager import Manager
-from .redact import SECRETS
+from .core.events import Event
+from .core.redact import SECRETS
+from .engine.bus import EventBus
+from .engine.manager import Manager
 from .transport.base import ProgressCallback
 
 __all__ = [

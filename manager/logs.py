@@ -3,7 +3,7 @@
 `setup_logging()` installs one handler on the root logger: text (time, level,
 logger, message) or JSON (one object per line, with the event's fields when the
 line came from an event). Its filter passes every message, argument, exception
-traceback and stack through `manager.redact.redact`, so a registered secret never
+traceback and stack through `manager.core.redact.redact`, so a registered secret never
 reaches a log line, whoever logged it. Chatty third-party loggers are held at
 WARNING unless the level is DEBUG.
 
@@ -29,7 +29,7 @@ from typing import Protocol, TextIO
 
 import anyio
 
-from .events import (
+from .core.events import (
     Added,
     AttemptFailed,
     CallFailed,
@@ -50,7 +50,7 @@ from .events import (
     Updated,
     event_to_dict,
 )
-from .redact import redact
+from .core.redact import redact
 
 __all__ = [
     "NOISY_LOGGERS",

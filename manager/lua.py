@@ -30,10 +30,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from lupa.lua54 import LuaError, LuaMemoryError, LuaRuntime, LuaSyntaxError, lua_type
 
-from .errors import ConfigError
-from .events import EVENT_TYPES
-from .redact import SECRETS, is_sensitive_key, redact
-from .spec import ConnectionSpec, changed_fields, parse_spec, validate_name
+from .core.errors import ConfigError
+from .core.events import EVENT_TYPES
+from .core.redact import SECRETS, is_sensitive_key, redact
+from .core.spec import ConnectionSpec, changed_fields, parse_spec, validate_name
 
 __all__ = [
     "DEFAULT_HOOK_BUDGET",

@@ -13,10 +13,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import anyio
 
-from manager.bus import EventBus
-from manager.errors import ConnectFailed, Disconnected
-from manager.events import Event
-from manager.spec import ConnectionSpec
+from manager.core.errors import ConnectFailed, Disconnected
+from manager.core.events import Event
+from manager.core.spec import ConnectionSpec
+from manager.engine.bus import EventBus
 from manager.transport.base import (
     CallResult,
     Hooks,

@@ -1,4 +1,4 @@
-"""Tests for manager.backoff: capped exponential delays, jittered downwards only."""
+"""Tests for manager.core.backoff: capped exponential delays, jittered downward."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from manager.backoff import (
+from manager.core.backoff import (
     WAKE_GRIDS,
     BackoffPolicy,
     aligned_delay,

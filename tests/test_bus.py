@@ -1,4 +1,4 @@
-"""Tests for manager.bus: broadcast fan-out that never blocks publishers."""
+"""Tests for manager.engine.bus: broadcast fan-out that never blocks publishers."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from manager.bus import DEFAULT_QUEUE_SIZE, EventBus, Subscription
-from manager.events import Connecting, Event, Lagged
+from manager.core.events import Connecting, Event, Lagged
+from manager.engine.bus import DEFAULT_QUEUE_SIZE, EventBus, Subscription
 
 
 def fake_clock() -> itertools.count[float]:

@@ -16,11 +16,16 @@ import anyio.from_thread
 import pytest
 
 from manager import __version__
-from manager.bus import EventBus, Subscription
 from manager.cli import main
 from manager.control.server import serve_control
-from manager.errors import CallTimeout, ConfigError, ServerUnavailable, UnknownServer
-from manager.events import AttemptFailed, Connecting, Event
+from manager.core.errors import (
+    CallTimeout,
+    ConfigError,
+    ServerUnavailable,
+    UnknownServer,
+)
+from manager.core.events import AttemptFailed, Connecting, Event
+from manager.engine.bus import EventBus, Subscription
 
 STATUS: list[dict[str, object]] = [
     {

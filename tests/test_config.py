@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from manager.cli import _parser
-from manager.errors import ConfigError
+from manager.core.errors import ConfigError
 from manager.lua import run_script
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"

@@ -10,11 +10,11 @@ import anyio
 import pytest
 from fakes import FakeTransport, Recorder
 
-from manager.bus import EventBus
-from manager.errors import ServerUnavailable, UnknownServer
-from manager.events import Reconnecting
-from manager.manager import Manager
-from manager.spec import ConnectionSpec, parse_spec
+from manager.core.errors import ServerUnavailable, UnknownServer
+from manager.core.events import Reconnecting
+from manager.core.spec import ConnectionSpec, parse_spec
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
 
 pytestmark = pytest.mark.anyio
 

@@ -18,12 +18,11 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from manager.bus import EventBus, Subscription
 from manager.control.client import ControlClient
 from manager.control.paths import prepare_socket_dir, socket_path
 from manager.control.protocol import IDLE_TIMEOUT, MAX_REQUEST_BYTES
 from manager.control.server import serve_control
-from manager.errors import (
+from manager.core.errors import (
     CallError,
     CallTimeout,
     ConfigError,
@@ -31,7 +30,8 @@ from manager.errors import (
     ServerUnavailable,
     UnknownServer,
 )
-from manager.events import Connected, Connecting, Removed
+from manager.core.events import Connected, Connecting, Removed
+from manager.engine.bus import EventBus, Subscription
 
 
 class TrackedSubscription(Subscription):

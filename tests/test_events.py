@@ -1,4 +1,4 @@
-"""Tests for manager.events: frozen, typed events and their wire form."""
+"""Tests for manager.core.events: frozen, typed events and their wire form."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-import manager.events as events_module
-from manager.events import (
+import manager.core.events as events_module
+from manager.core.events import (
     EVENT_TYPES,
     Added,
     AttemptFailed,

@@ -32,10 +32,10 @@ from servers import Blackhole, HttpServerFactory, free_port, raw_command
 from servers import stdio_command as demo_command
 from servers.daemon import DaemonProcess
 
-from manager.bus import EventBus
-from manager.errors import CallTimeout
-from manager.manager import Manager
-from manager.spec import parse_spec
+from manager.core.errors import CallTimeout
+from manager.core.spec import parse_spec
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -376,7 +376,7 @@ async def test_a_silently_dead_http_server_is_reported_within_the_ping_bounds(
 ) -> None:
     """SIGSTOP: no FIN, no RST. The loss must be published after ping_interval +
     ping_timeout, not after that plus the (up to 2 s) teardown of the session."""
-    from manager.events import Connected, Event, Lost
+    from manager.core.events import Connected, Event, Lost
 
     server = make_http_server("http")
     bus = EventBus()

@@ -16,10 +16,10 @@ import pytest
 from fakes import Recorder
 from servers import HttpServerFactory, raw_command, stdio_command
 
-from manager.bus import EventBus
-from manager.events import Event
-from manager.manager import Manager
-from manager.spec import ConnectionSpec, parse_spec
+from manager.core.events import Event
+from manager.core.spec import ConnectionSpec, parse_spec
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
 from manager.transport.starts import StartSlots, cpu_ticks
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]

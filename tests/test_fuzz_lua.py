@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manager.errors import ConfigError
+from manager.core.errors import ConfigError
 from manager.lua import ScriptResult, run_script
 
 BUDGET = 0.5

@@ -31,8 +31,10 @@ from mcp.shared.exceptions import MCPError
 from servers import HttpServerFactory, free_port, raw_command, stdio_command
 from servers.daemon import DaemonProcess
 
-from manager.bus import EventBus
 from manager.cli import main
+from manager.core.spec import ConnectionSpec, parse_spec
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
 from manager.gateway import (
     UPSTREAM_META_KEY,
     EndpointError,
@@ -42,8 +44,6 @@ from manager.gateway import (
     build_tool_table,
     endpoint_options,
 )
-from manager.manager import Manager
-from manager.spec import ConnectionSpec, parse_spec
 from manager.transport.base import ToolInfo
 
 FAST = {"backoff": {"initial": 0.05, "cap": 0.4}}

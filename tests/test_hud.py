@@ -34,12 +34,11 @@ from servers import raw_command
 from servers.daemon import DaemonProcess
 from textual.pilot import Pilot
 
-from manager.bus import EventBus
 from manager.cli import main
 from manager.control.client import ControlClient
 from manager.control.server import serve_control
-from manager.errors import ConfigError, UnknownServer
-from manager.events import (
+from manager.core.errors import ConfigError, UnknownServer
+from manager.core.events import (
     Added,
     AttemptFailed,
     CallFailed,
@@ -56,6 +55,8 @@ from manager.events import (
     Updated,
     event_to_dict,
 )
+from manager.core.spec import parse_spec, spec_summary
+from manager.engine.bus import EventBus
 from manager.hud import terminal as hud_terminal
 from manager.hud.app import HudApp
 from manager.hud.details import DetailsScreen
@@ -72,7 +73,6 @@ from manager.hud.state import HudState
 from manager.hud.terminal import OutputCapture, _open_terminal, _TerminalFile
 from manager.hud.view import age, countdown, footer_lines, layout
 from manager.logs import LogSink
-from manager.spec import parse_spec, spec_summary
 
 T0 = 1_700_000_000.0
 """A fixed wall-clock instant for the reducer and snapshot tests."""

@@ -29,20 +29,10 @@ PACKAGE = "manager"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
 
 LAYERS: tuple[str, ...] = (
-    "errors",
-    "events",
-    "backoff",
-    "redact",
-    "spec",
-    "state",
-    "bus",
-    "watchdog",
-    "tracing",
+    "core",
     "transport",
-    "connection",
-    "manager",
+    "engine",
     "lua",
-    "scripting",
     "logs",
     "telemetry",
     "hud",
@@ -53,7 +43,7 @@ LAYERS: tuple[str, ...] = (
 )
 """Bottom first: a module may import only modules listed before it."""
 
-PURE_CORE = frozenset({"errors", "events", "backoff", "redact", "spec", "state"})
+PURE_CORE = frozenset({"core"})
 """No I/O, clocks, randomness or third-party runtime (style.md habit 3)."""
 
 DOORS: dict[str, frozenset[str]] = {
@@ -268,21 +258,30 @@ def fake_imports(
     ("files", "kind", "problem"),
     [
         pytest.param(
-            {"errors.py": "from .spec import ConnectionSpec\n", "spec.py": ""},
+            {
+                "core/__init__.py": "",
+                "core/errors.py": "from ..engine.bus import EventBus\n",
+                "engine/__init__.py": "",
+                "engine/bus.py": "",
+            },
             "layer",
-            "'spec' is above 'errors'",
+            "'engine' is above 'core'",
             id="upward-relative",
         ),
         pytest.param(
-            {"events.py": "import manager.state\n", "state.py": ""},
+            {"core/__init__.py": "", "core/events.py": "import manager.engine.bus\n"},
             "layer",
-            "'state' is above 'events'",
+            "'engine' is above 'core'",
             id="upward-absolute",
         ),
         pytest.param(
-            {"spec.py": "from . import bus\n", "bus.py": ""},
+            {
+                "transport/__init__.py": "",
+                "transport/base.py": "from .. import engine\n",
+                "engine/__init__.py": "",
+            },
             "layer",
-            "'bus' is above 'spec'",
+            "'engine' is above 'transport'",
             id="upward-from-dot-import",
         ),
         pytest.param(
@@ -292,25 +291,28 @@ def fake_imports(
             id="upward-from-subpackage",
         ),
         pytest.param(
-            {"state.py": "from .helpers import x\n", "helpers.py": ""},
+            {"core/__init__.py": "", "core/state.py": "from ..helpers import x\n"},
             "layer",
             "'helpers' is not in LAYERS",
             id="unlisted-module",
         ),
         pytest.param(
-            {"state.py": "import anyio\n"},
+            {"core/__init__.py": "", "core/state.py": "import anyio\n"},
             "door",
             "pure core must not import anyio",
             id="pure-core-anyio",
         ),
         pytest.param(
-            {"backoff.py": "def f():\n    import random\n"},
+            {
+                "core/__init__.py": "",
+                "core/backoff.py": "def f():\n    import random\n",
+            },
             "door",
             "pure core must not import random",
             id="pure-core-random-in-function",
         ),
         pytest.param(
-            {"connection.py": "from mcp.client.session import ClientSession\n"},
+            {"engine.py": "from mcp.client.session import ClientSession\n"},
             "door",
             "mcp may be imported only in demo_server, gateway, transport",
             id="mcp-outside-its-doors",
@@ -340,7 +342,7 @@ def fake_imports(
             id="rich-outside-hud",
         ),
         pytest.param(
-            {"manager.py": "from opentelemetry import trace\n"},
+            {"engine.py": "from opentelemetry import trace\n"},
             "door",
             "opentelemetry may be imported only in telemetry",
             id="otel-outside-telemetry",
@@ -379,7 +381,13 @@ def test_the_checker_reports_each_kind_of_violation(
     "files",
     [
         pytest.param({"transport.py": "from . import __version__\n"}, id="root"),
-        pytest.param({"spec.py": "from .backoff import B\n"}, id="downward"),
+        pytest.param(
+            {
+                "engine/__init__.py": "",
+                "engine/bus.py": "from ..core.events import E\n",
+            },
+            id="downward",
+        ),
         pytest.param({"cli.py": "from .daemon import run\n"}, id="cli-down"),
         pytest.param({"__main__.py": "from .cli import main\n"}, id="main-runs-cli"),
         pytest.param(
@@ -393,7 +401,10 @@ def test_the_checker_reports_each_kind_of_violation(
             },
             id="within-a-subpackage",
         ),
-        pytest.param({"bus.py": "import anyio\n"}, id="bus-is-not-pure-core"),
+        pytest.param(
+            {"engine/__init__.py": "", "engine/bus.py": "import anyio\n"},
+            id="the-engine-is-not-pure-core",
+        ),
     ],
 )
 def test_the_checker_accepts_allowed_imports(

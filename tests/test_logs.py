@@ -11,8 +11,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from manager.bus import EventBus
-from manager.events import (
+from manager.core.events import (
     Added,
     AttemptFailed,
     CallFailed,
@@ -31,6 +30,8 @@ from manager.events import (
     ToolsChanged,
     Updated,
 )
+from manager.core.redact import SECRETS
+from manager.engine.bus import EventBus
 from manager.logs import (
     NOISY_LOGGERS,
     TEARDOWN_NOISE,
@@ -38,7 +39,6 @@ from manager.logs import (
     run_summaries,
     setup_logging,
 )
-from manager.redact import SECRETS
 
 DEBUG, INFO, WARNING, ERROR = (
     logging.DEBUG,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from manager.errors import ConfigError
+from manager.core.errors import ConfigError
+from manager.core.redact import SECRETS
 from manager.lua import ScriptResult, load_file, run_script
-from manager.redact import SECRETS
 
 STARTUP = Path(__file__).resolve().parent.parent / "startup.lua"
 

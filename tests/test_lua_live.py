@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from manager.errors import ConfigError
+from manager.core.errors import ConfigError
+from manager.core.spec import ConnectionSpec
 from manager.lua import LiveScript, start_file
-from manager.spec import ConnectionSpec
 
 
 class FakeLiveHost:

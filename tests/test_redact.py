@@ -1,10 +1,10 @@
-"""Tests for manager.redact: secrets masked by key and by value."""
+"""Tests for manager.core.redact: secrets masked by key and by value."""
 
 from __future__ import annotations
 
 import pytest
 
-from manager.redact import (
+from manager.core.redact import (
     MASK,
     MIN_SECRET_LENGTH,
     SECRETS,

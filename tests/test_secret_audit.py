@@ -19,7 +19,7 @@ from servers import Blackhole, HttpServerFactory, free_port, raw_command
 from servers.daemon import DaemonProcess
 
 from manager.cli import main
-from manager.errors import ManagerError
+from manager.core.errors import ManagerError
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 

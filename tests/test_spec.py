@@ -1,4 +1,4 @@
-"""Tests for manager.spec: validating declarations, resolving templates, display."""
+"""Tests for manager.core.spec: validating declarations, resolving templates."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from manager.backoff import BackoffPolicy
-from manager.errors import ConfigError
-from manager.redact import SECRETS, SecretRegistry
-from manager.spec import (
+from manager.core.backoff import BackoffPolicy
+from manager.core.errors import ConfigError
+from manager.core.redact import SECRETS, SecretRegistry
+from manager.core.spec import (
     OPTION_DEFAULTS,
     ConnectionSpec,
     changed_fields,

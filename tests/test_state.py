@@ -1,4 +1,4 @@
-"""Tests for manager.state: the pure connection state machine."""
+"""Tests for manager.core.state: the pure connection state machine."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from manager.backoff import BackoffPolicy, aligned_delay, nominal_delay
-from manager.events import (
+from manager.core.backoff import BackoffPolicy, aligned_delay, nominal_delay
+from manager.core.events import (
     AttemptFailed,
     Connected,
     Connecting,
@@ -20,7 +20,7 @@ from manager.events import (
     Removed,
     ToolsChanged,
 )
-from manager.state import (
+from manager.core.state import (
     AttemptBegan,
     AttemptError,
     ConnectionState,

@@ -42,14 +42,20 @@ from opentelemetry.semconv.attributes import (
 from opentelemetry.trace import SpanKind, StatusCode
 from servers import Blackhole, free_port, raw_command, stdio_command
 
-from manager import tracing
-from manager.bus import EventBus
-from manager.errors import ServerUnavailable, UnknownServer
-from manager.events import Added, AttemptFailed, Connected, Connecting, Reconnecting
+from manager.core.errors import ServerUnavailable, UnknownServer
+from manager.core.events import (
+    Added,
+    AttemptFailed,
+    Connected,
+    Connecting,
+    Reconnecting,
+)
+from manager.core.redact import SECRETS
+from manager.core.spec import ConnectionSpec, parse_spec
+from manager.engine import tracing
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
 from manager.gateway import EndpointOptions, Gateway
-from manager.manager import Manager
-from manager.redact import SECRETS
-from manager.spec import ConnectionSpec, parse_spec
 from manager.telemetry import (
     DropSpans,
     ExportStatus,

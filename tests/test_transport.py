@@ -24,11 +24,11 @@ from servers import (
     stdio_command,
 )
 
-from manager.bus import EventBus
-from manager.errors import CallTimeout, ServerUnavailable
-from manager.events import Reconnecting
-from manager.manager import Manager
-from manager.spec import parse_spec
+from manager.core.errors import CallTimeout, ServerUnavailable
+from manager.core.events import Reconnecting
+from manager.core.spec import parse_spec
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 

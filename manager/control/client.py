@@ -14,7 +14,7 @@ import socket
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ..errors import ConfigError, ControlError
+from ..core.errors import ConfigError, ControlError
 from .paths import check_socket_dir
 from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, encode
 

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..errors import ControlError
+from ..core.errors import ControlError
 
 __all__ = ["check_socket_dir", "prepare_socket_dir", "socket_path"]
 

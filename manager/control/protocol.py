@@ -31,11 +31,11 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
 * Response: exactly one line, `{"ok": true, "result": ...}` or
   `{"ok": false, "error": {"type": ERROR_CLASS, "message": str}}`; for
   `ConfigError` the error also carries `file`, `line` and `connection`.
-  `type` is the name of a class in `manager.errors` (`ConfigError`,
+  `type` is the name of a class in `manager.core.errors` (`ConfigError`,
   `UnknownServer`, `ServerUnavailable`, `CallTimeout`, `CallError`,
   `ControlError` for a malformed request) or `InternalError`.
 * Stream: `events` is answered with `{"ok": true, "result": "streaming"}`, then
-  one line per event (`manager.events.event_to_dict`, which always has `kind`),
+  one line per event (`manager.core.events.event_to_dict`, which always has `kind`),
   in bus order, until either side closes. A `lagged` event says how many events
   this client missed because it read too slowly. The connection carries nothing
   else after `events`.
@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import json
 
-from ..errors import (
+from ..core.errors import (
     CallError,
     CallTimeout,
     ConfigError,

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import (
+from ..core.errors import (
     ControlError,
     ManagerError,
 )
@@ -27,7 +27,7 @@ from .protocol import IDLE_TIMEOUT, MAX_REQUEST_BYTES, SEND_TIMEOUT, encode, err
 if TYPE_CHECKING:
     from anyio.abc import SocketStream, TaskStatus
 
-    from ..bus import Subscription
+    from ..engine.bus import Subscription
 
 __all__ = ["ControlBackend", "serve_control"]
 
@@ -292,7 +292,7 @@ async def _stream_events(backend: ControlBackend, conn: _Conn) -> None:
     """Send every event to the client until it disconnects."""
     import anyio
 
-    from ..events import event_to_dict  # server side only: clients stay light
+    from ..core.events import event_to_dict  # server side only: clients stay light
 
     with backend.subscribe("control") as sub:
         await conn.reply({"ok": True, "result": "streaming"})

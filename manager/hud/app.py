@@ -30,7 +30,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
-from ..errors import ManagerError
+from ..core.errors import ManagerError
 from .details import DetailsScreen, details_text
 from .feed import FeedItem, HudBackend, HudFeed, Note, Snapshot, Unreachable
 from .state import HudState, Row, first_line

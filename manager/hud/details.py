@@ -1,7 +1,7 @@
 """The details screen: everything about one connection, on Enter.
 
 Its status as the HUD knows it, its spec as the daemon reports it (secrets
-already masked by `manager.spec.spec_summary`), its tools and its last stderr
+already masked by `manager.core.spec.spec_summary`), its tools and its last stderr
 lines.
 """
 

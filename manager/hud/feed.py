@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..events import Event
+from ..core.events import Event
 
 __all__ = [
     "EventSource",
@@ -85,7 +85,7 @@ class HudFeed(Protocol):
 
 
 class EventSource(Protocol):
-    """The part of `manager.bus.Subscription` the HUD uses."""
+    """The part of `manager.engine.bus.Subscription` the HUD uses."""
 
     def receive_nowait(self) -> Event | None:
         """The next event (or `Lagged` notice), or None if nothing is queued."""
@@ -99,7 +99,7 @@ class EventSource(Protocol):
 class HudBackend(Protocol):
     """What the HUD asks of the daemon (directly, or over the control socket).
 
-    Each method raises `manager.errors.ManagerError` (`ConfigError` for a bad
+    Each method raises `manager.core.errors.ManagerError` (`ConfigError` for a bad
     reload, `UnknownServer`, `ControlError` when the daemon is unreachable).
     """
 

@@ -30,7 +30,7 @@ from typing import Protocol
 import anyio
 import anyio.to_thread
 
-from ..errors import ManagerError
+from ..core.errors import ManagerError
 from .app import HudApp
 from .feed import (
     EventSource,
@@ -74,7 +74,7 @@ class _Options(Protocol):
 
 
 class DaemonView(Protocol):
-    """The part of `manager.daemon.Daemon` the inline HUD uses."""
+    """The part of `manager.daemon.serve.Daemon` the inline HUD uses."""
 
     @property
     def bus(self) -> _Bus: ...

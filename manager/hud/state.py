@@ -1,12 +1,12 @@
 """`HudState`: a pure reducer from bus events to what the HUD shows.
 
 `apply(event, now)` takes an `Event` or the dict the control socket streams for
-it (`manager.events.event_to_dict`), so the HUD inside the daemon and the one
+it (`manager.core.events.event_to_dict`), so the HUD inside the daemon and the one
 attached through the socket share every line of logic. `seed(rows, now)` starts
 (or restarts, after a lag or a daemon restart) from a status snapshot;
 `set_info(info)` takes the daemon-wide facts of the control API's `info`.
 
-The reducer mirrors the daemon's state machine (`manager.state`) closely enough
+The reducer mirrors the daemon's state machine (`manager.core.state`) closely enough
 that a snapshot taken later agrees with it: `connecting` is only the first try
 after a connection was declared, every failure moves it to `reconnecting`, and
 `attempt` counts tries since the connection was last stable.
@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..events import Event, event_to_dict
+from ..core.events import Event, event_to_dict
 
 __all__ = [
     "LOG_LINES",

@@ -8,7 +8,7 @@
   `LogCapture`), and `PauseWhileFailing`, which stops recording spans nobody
   receives.
 - `spans`: the connection lifecycle as spans, built from events.
-- `current`: the `manager.tracing.Tracing` implementation, for spans that must
+- `current`: the `manager.engine.tracing.Tracing` implementation, for spans that must
   be current while the SDK works (connect attempts, tool calls, reloads).
 - `metrics`: connections by state, reconnects, call and session durations,
   events dropped per subscriber.

@@ -19,9 +19,9 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from .. import __version__
-from ..bus import EventBus
-from ..redact import redact_url
-from ..tracing import NO_TRACING, Tracing
+from ..core.redact import redact_url
+from ..engine.bus import EventBus
+from ..engine.tracing import NO_TRACING, Tracing
 from .config import SignalConfig, TelemetryConfig
 from .current import CurrentSpans
 from .export import Exporting, LogCapture, build_exporting

@@ -24,8 +24,8 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from ..redact import redact
-from ..tracing import (
+from ..core.redact import redact
+from ..engine.tracing import (
     ERROR_TYPE,
     EXIT_CODE,
     MCP_METHOD_NAME,
@@ -156,5 +156,5 @@ class CurrentSpans:
         *,
         kind: SpanKindName = "internal",
     ) -> _ActiveSpan:
-        """A span, current for the `with` block (see `manager.tracing.Tracing`)."""
+        """A span, current for the `with` block (see `engine.tracing.Tracing`)."""
         return _ActiveSpan(self, name, attributes, kind)

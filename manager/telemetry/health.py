@@ -36,7 +36,7 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import Link, SpanKind, TraceState
 from opentelemetry.util.types import Attributes
 
-from ..redact import redact, redact_url
+from ..core.redact import redact, redact_url
 
 __all__ = [
     "PROBE_EVERY",

@@ -26,7 +26,7 @@ from opentelemetry.semconv._incubating.metrics.mcp_metrics import (
     MCP_CLIENT_SESSION_DURATION,
 )
 
-from ..tracing import (
+from ..engine.tracing import (
     ERROR_TYPE,
     GEN_AI_OPERATION_NAME,
     GEN_AI_TOOL_NAME,

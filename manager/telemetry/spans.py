@@ -36,7 +36,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, Tracer
 from opentelemetry.util.types import AttributeValue as OtelAttributeValue
 
-from ..events import (
+from ..core.events import (
     Added,
     Connected,
     Connecting,
@@ -46,8 +46,8 @@ from ..events import (
     Removed,
     Updated,
 )
-from ..redact import redact
-from ..tracing import (
+from ..core.redact import redact
+from ..engine.tracing import (
     ATTEMPT,
     ENDPOINT,
     ERROR_TYPE,

@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..spec import ConnectionSpec
+from ..core.spec import ConnectionSpec
 
 __all__ = [
     "CallResult",

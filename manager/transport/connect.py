@@ -23,13 +23,13 @@ import mcp.types as types
 from mcp import ClientSession
 
 from .. import __version__
-from ..errors import (
+from ..core.errors import (
     ConfigError,
     Disconnected,
     TransportError,
 )
-from ..redact import SECRETS
-from ..spec import ConnectionSpec, resolve_spec
+from ..core.redact import SECRETS
+from ..core.spec import ConnectionSpec, resolve_spec
 from .base import Hooks, Upstream
 from .errors import describe_error, flatten, map_failure
 from .http import open_http_streams, open_sse_streams

@@ -14,13 +14,13 @@ import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from ..errors import (
+from ..core.errors import (
     ConfigError,
     ConnectFailed,
     ConnectTimeout,
     TransportError,
 )
-from ..redact import redact
+from ..core.redact import redact
 
 __all__ = [
     "describe_error",

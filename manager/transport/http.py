@@ -17,7 +17,7 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from ..spec import ConnectionSpec
+from ..core.spec import ConnectionSpec
 
 __all__ = [
     "HTTP_READ_TIMEOUT",

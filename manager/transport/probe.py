@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from ..errors import (
+from ..core.errors import (
     ConnectFailed,
     ConnectTimeout,
 )

@@ -21,15 +21,15 @@ from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
-from ..errors import (
+from ..core.errors import (
     CallError,
     ConnectFailed,
     ConnectTimeout,
     Disconnected,
     TransportError,
 )
-from ..redact import redact
-from ..spec import ConnectionSpec
+from ..core.redact import redact
+from ..core.spec import ConnectionSpec
 from .base import (
     EXIT_CODE_WAIT,
     CallResult,

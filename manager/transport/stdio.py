@@ -22,12 +22,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-from ..errors import (
+from ..core.errors import (
     ConnectFailed,
 )
-from ..spec import ConnectionSpec
-from ..watchdog import CHILD_GROUPS
+from ..core.spec import ConnectionSpec
 from .base import EXIT_CODE_WAIT, Hooks, LossReport
+from .children import CHILD_GROUPS
 from .session import LostSignal
 
 __all__ = ["stdio_streams"]

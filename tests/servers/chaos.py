@@ -58,7 +58,7 @@ import anyio.to_thread
 import mcp.types as types
 import psutil
 
-from manager.errors import ManagerError
+from manager.core.errors import ManagerError
 
 from .chaos_clients import EchoClients, open_session, text_of
 from .chaos_report import (

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from manager.control.client import ControlClient
-from manager.errors import ManagerError
+from manager.core.errors import ManagerError
 
 __all__ = ["DaemonProcess"]
 

@@ -17,7 +17,8 @@ import time
 
 import anyio
 
-from manager.watchdog import CHILD_GROUPS, Watchdog
+from manager.daemon.watchdog import Watchdog
+from manager.transport.children import CHILD_GROUPS
 
 
 def spin_forever() -> None:

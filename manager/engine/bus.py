@@ -19,7 +19,7 @@ from types import TracebackType
 
 import anyio
 
-from .events import Event, Lagged
+from ..core.events import Event, Lagged
 
 __all__ = ["DEFAULT_QUEUE_SIZE", "EventBus", "Subscription"]
 

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Final, Literal, Protocol
 from urllib.parse import urlsplit
 
-from .spec import ConnectionSpec
+from ..core.spec import ConnectionSpec
 
 __all__ = [
     "ATTEMPT",

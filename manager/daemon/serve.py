@@ -21,18 +21,19 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from . import __version__
-from .bus import EventBus, Subscription
-from .control.server import serve_control
-from .errors import ConfigError, ControlError, UnknownServer
-from .gateway import EndpointError, EndpointOptions, Gateway
-from .logs import LogSink, run_summaries, setup_logging
-from .manager import Manager
-from .scripting import ConfigRunner
-from .spec import spec_summary
-from .telemetry import Telemetry, TelemetryConfig, start_telemetry
-from .tracing import NO_TRACING
-from .watchdog import CHILD_GROUPS, DEFAULT_WATCHDOG, Watchdog
+from .. import __version__
+from ..control.server import serve_control
+from ..core.errors import ConfigError, ControlError, UnknownServer
+from ..core.spec import spec_summary
+from ..engine.bus import EventBus, Subscription
+from ..engine.manager import Manager
+from ..engine.tracing import NO_TRACING
+from ..gateway import EndpointError, EndpointOptions, Gateway
+from ..logs import LogSink, run_summaries, setup_logging
+from ..telemetry import Telemetry, TelemetryConfig, start_telemetry
+from ..transport.children import CHILD_GROUPS
+from .config_runner import ConfigRunner
+from .watchdog import DEFAULT_WATCHDOG, Watchdog
 
 __all__ = ["DaemonOptions", "Daemon", "serve"]
 
@@ -304,7 +305,7 @@ async def _serve_gateway(
 
 async def _run_hud(daemon: Daemon, stop: anyio.Event) -> None:
     """The terminal HUD, one more bus subscriber; quitting it stops the daemon."""
-    from .hud.run import run_inline  # textual is loaded only when the HUD shows
+    from ..hud.run import run_inline  # textual is loaded only when the HUD shows
 
     await run_inline(daemon, stop)
 

@@ -26,12 +26,12 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .bus import EventBus, Subscription
-from .errors import ConfigError, ManagerError
-from .events import ConfigLoaded, ConfigRejected, HookFailed, event_to_dict
-from .lua import LiveScript, LuaCall, start_file
-from .manager import Manager
-from .spec import ConnectionSpec
+from ..core.errors import ConfigError, ManagerError
+from ..core.events import ConfigLoaded, ConfigRejected, HookFailed, event_to_dict
+from ..core.spec import ConnectionSpec
+from ..engine.bus import EventBus, Subscription
+from ..engine.manager import Manager
+from ..lua import LiveScript, LuaCall, start_file
 
 __all__ = ["RELOAD_MAX_DELAY", "RELOAD_QUIET", "ConfigRunner"]
 

@@ -24,12 +24,11 @@ from collections.abc import Callable
 
 import anyio
 
-from .bus import EventBus
-from .errors import ConfigError, TransportError
-from .events import ServerStderr
-from .redact import redact
-from .spec import ConnectionSpec
-from .state import (
+from ..core.errors import ConfigError, TransportError
+from ..core.events import ServerStderr
+from ..core.redact import redact
+from ..core.spec import ConnectionSpec
+from ..core.state import (
     AttemptBegan,
     AttemptError,
     ConnectionState,
@@ -42,9 +41,10 @@ from .state import (
     ToolsListed,
     transition,
 )
+from ..transport.base import Hooks, LossReport, ToolInfo, Transport, Upstream
+from ..transport.errors import describe_error
+from .bus import EventBus
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
-from .transport.base import Hooks, LossReport, ToolInfo, Transport, Upstream
-from .transport.errors import describe_error
 
 __all__ = ["STDERR_LINES_KEPT", "Connection", "run_connection"]
 

@@ -23,9 +23,7 @@ from types import TracebackType
 import anyio
 import anyio.abc
 
-from .bus import EventBus
-from .connection import Connection, run_connection
-from .errors import (
+from ..core.errors import (
     CallError,
     CallTimeout,
     ConnectTimeout,
@@ -34,10 +32,21 @@ from .errors import (
     TransportError,
     UnknownServer,
 )
-from .events import Added, CallFailed, CallFinished, CallStarted, Updated
-from .redact import redact
-from .spec import ConnectionSpec, changed_fields, display_endpoint
-from .state import Phase
+from ..core.events import Added, CallFailed, CallFinished, CallStarted, Updated
+from ..core.redact import redact
+from ..core.spec import ConnectionSpec, changed_fields, display_endpoint
+from ..core.state import Phase
+from ..transport.base import (
+    CallResult,
+    ProgressCallback,
+    ToolInfo,
+    Transport,
+    Upstream,
+)
+from ..transport.connect import McpTransport
+from ..transport.starts import StartSlots
+from .bus import EventBus
+from .connection import Connection, run_connection
 from .tracing import (
     ERROR_TYPE,
     MCP_PROTOCOL_VERSION,
@@ -49,15 +58,6 @@ from .tracing import (
     Tracing,
     call_attributes,
 )
-from .transport.base import (
-    CallResult,
-    ProgressCallback,
-    ToolInfo,
-    Transport,
-    Upstream,
-)
-from .transport.connect import McpTransport
-from .transport.starts import StartSlots
 
 __all__ = ["HOLD_FAIL_FAST_FACTOR", "Manager", "ReconcileResult"]
 

@@ -1,0 +1,11 @@
+"""The pure core: facts and rules, no I/O, no clocks, no randomness.
+
+- `errors`: the exception tree (`ManagerError` and its branches).
+- `events`: the typed events and their wire form.
+- `backoff`: the retry schedule.
+- `redact`: masking secrets by key and by value.
+- `spec`: parsing and validating a declared connection (`ConnectionSpec`).
+- `state`: the connection state machine (`transition`).
+
+Nothing here imports anyio, mcp, lupa, rich or opentelemetry.
+"""

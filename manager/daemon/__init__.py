@@ -1,0 +1,9 @@
+"""The daemon's lifecycle.
+
+- `serve`: startup, serve (signals, reload), shutdown; the `Daemon` the control
+  API and the HUD talk to.
+- `config_runner`: runs startup.lua, reloads it on save, runs its hooks.
+- `watchdog`: notices an event loop that stopped turning; keeps SIGTERM working.
+
+This file imports nothing: the CLI imports `watchdog` for its defaults.
+"""
