@@ -1,0 +1,36 @@
+"""The Lua control plane: the only package that imports lupa.
+
+- `run`: run `startup.lua` (`run_script`, `load_file`, `start_file`).
+- `sandbox`: one sandboxed runtime per run; the API functions; budgets.
+- `prelude.lua`: the Lua side of the API (a real Lua file).
+- `live`: a script kept alive for its hooks and calls.
+- `convert`: Lua values to Python values, bounded.
+- `host`: the protocols the manager implements for a script.
+"""
+
+from __future__ import annotations
+
+from .host import LiveHost, LuaCall, LuaHost, ScriptResult
+from .live import LiveScript
+from .run import load_file, run_script, start_file
+from .sandbox import (
+    DEFAULT_HOOK_BUDGET,
+    DEFAULT_MEMORY_LIMIT,
+    DEFAULT_TIME_BUDGET,
+    PYTHON_VARIABLE,
+)
+
+__all__ = [
+    "DEFAULT_HOOK_BUDGET",
+    "DEFAULT_MEMORY_LIMIT",
+    "DEFAULT_TIME_BUDGET",
+    "PYTHON_VARIABLE",
+    "LiveHost",
+    "LiveScript",
+    "LuaCall",
+    "LuaHost",
+    "ScriptResult",
+    "load_file",
+    "run_script",
+    "start_file",
+]

@@ -1,0 +1,68 @@
+"""What a script talks to (`LuaHost`, `LiveHost`) and what a run yields.
+
+The manager side implements the host protocols; the script never sees Python
+objects, only the functions of the API that call them.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..core.spec import ConnectionSpec
+
+__all__ = ["LiveHost", "LuaCall", "LuaHost", "ScriptResult"]
+
+
+class LuaHost(Protocol):
+    """What the script can see of the running daemon (read-only)."""
+
+    def status(self, name: str) -> dict[str, object] | None:
+        """The JSON-ready status of one connection, or None if it is not running.
+
+        Keys: state, attempt, tools, error, next_retry_in, since, pid, exit_code.
+        """
+        ...
+
+    def list(self) -> builtins.list[dict[str, object]]:
+        """The status of every connection, sorted by name, each with a `name` key."""
+        ...
+
+
+@runtime_checkable
+class LiveHost(LuaHost, Protocol):
+    """The running daemon, as callbacks see it: they may change the running set."""
+
+    def add(self, spec: ConnectionSpec) -> bool:
+        """Declare (or restart with a changed spec) one connection now."""
+        ...
+
+    def remove(self, name: str) -> bool:
+        """Remove one connection now; returns whether it existed."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LuaCall:
+    """A tool call a script started with `mcp_call`; `fn(result, err)` gets the end."""
+
+    server: str
+    tool: str
+    arguments: dict[str, object]
+    fn: Any = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptResult:
+    """What one run of the script declared.
+
+    Attributes:
+        specs: Declared connections, in declaration order (after removes).
+        removed: Names passed to `mcp_remove` and not declared again afterwards.
+        duration: Seconds the run took.
+    """
+
+    specs: tuple[ConnectionSpec, ...]
+    removed: tuple[str, ...]
+    duration: float

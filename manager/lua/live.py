@@ -1,0 +1,181 @@
+"""A script that stays alive in the daemon: its hooks and `mcp_call` completions.
+
+`LiveScript` keeps the run's runtime, feeds it events (`mcp_on`), completes its
+calls (`mcp_call`, `mcp_async`/`mcp_await` jobs), each under a fresh budget.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from lupa.lua54 import LuaError
+
+from ..core.errors import ConfigError
+from .convert import MAX_ENTRIES, lua_to_py
+from .host import LuaCall, ScriptResult
+from .sandbox import ScriptRun
+
+__all__ = ["LiveScript"]
+
+logger = logging.getLogger("manager.lua")
+
+
+class LiveScript:
+    """A script that ran cleanly, kept alive for the callbacks it registered.
+
+    Callbacks (`mcp_on` hooks, `mcp_call` completions) run on the daemon's loop,
+    each under `hook_budget`; an error or a runaway in one is returned as a
+    `ConfigError` naming its line, and never affects the next. `close()` drops the
+    runtime: callbacks of a replaced script never run again.
+    """
+
+    def __init__(self, run: ScriptRun, hook_budget: float) -> None:
+        self._run = run
+        self._hook_budget = hook_budget
+        self._ran_out = False
+        self._run.live = True
+
+    @property
+    def result(self) -> ScriptResult:
+        """What the script declared."""
+        return self._run.result
+
+    @property
+    def file(self) -> str:
+        """The script's file name, as in messages."""
+        return self._run.file
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` was called."""
+        return self._run.released
+
+    def hook_kinds(self) -> frozenset[str]:
+        """The event kinds with at least one hook (`*` included)."""
+        return frozenset(self._run.hooks)
+
+    def take_calls(self) -> list[LuaCall]:
+        """The `mcp_call`s started since the last take, oldest first."""
+        calls, self._run.calls = self._run.calls, []
+        return calls
+
+    def dispatch(self, event: Mapping[str, object]) -> list[ConfigError]:
+        """Call every hook for `event["kind"]` and for "*" with the event as a table.
+
+        Returns:
+            One error per hook that failed (raised, or ran out of time).
+        """
+        run = self._run
+        if run.released:
+            return []
+        fns = [*run.hooks.get(str(event.get("kind")), ()), *run.hooks.get("*", ())]
+        if not fns:
+            return []
+        errors = []
+        for fn in fns:
+            error = self._invoke(fn, event)
+            if error is not None:
+                errors.append(error)
+        return errors
+
+    def deliver(
+        self, call: LuaCall, result: Mapping[str, object] | None, error: str | None
+    ) -> ConfigError | None:
+        """Run `fn(result, err)` of a finished `mcp_call` (dropped once closed)."""
+        if self._run.released:
+            return None
+        return self._invoke(call.fn, result, error)
+
+    def close(self) -> None:
+        """Release the runtime; later dispatches and deliveries do nothing."""
+        self._run.release()
+
+    def take_jobs(self) -> list[int]:
+        """The `mcp_async` jobs started since the last take, oldest first."""
+        jobs, self._run.jobs = self._run.jobs, []
+        return jobs
+
+    def resume(
+        self,
+        job: int,
+        result: Mapping[str, object] | None = None,
+        error: str | None = None,
+    ) -> tuple[LuaCall | None, ConfigError | None]:
+        """Run an `mcp_async` job until it awaits a call or ends.
+
+        Args:
+            job: The job id (from `take_jobs`).
+            result: What the awaited call returned (None to start the job).
+            error: Why the awaited call could not be made.
+
+        Returns:
+            `(call, None)` when the job awaits `call` (its `fn` is unused);
+            `(None, None)` when it finished; `(None, error)` when it failed.
+        """
+        run = self._run
+        if run.released:
+            return None, None
+        outcome, failure = self._guarded(run.step, job, result, error)
+        if failure is not None:
+            return None, failure
+        assert isinstance(outcome, tuple)
+        ok, *rest = outcome
+        if not ok:
+            text = str(rest[0]) if rest else "job failed"
+            run.expired = self._ran_out  # the job's coroutine hit the budget
+            failed = run.config_error(text, None, self._hook_budget, run.memory_limit)
+            run.expired = False
+            return None, self._callback_error(failed)
+        if not rest or rest[0] is None:
+            return None, None
+        server, tool, raw_args = (rest + [None, None, None])[:3]
+        try:
+            arguments = lua_to_py(raw_args, "args", [MAX_ENTRIES]) if raw_args else {}
+        except ConfigError as exc:
+            return self.resume(job, None, f"mcp_await: {exc.message}")
+        if not isinstance(server, str) or not isinstance(tool, str):
+            return self.resume(job, None, "mcp_await: server and tool must be strings")
+        if not isinstance(arguments, dict):
+            if arguments == []:
+                arguments = {}
+            else:
+                return self.resume(
+                    job, None, "mcp_await: args must be a table of named arguments"
+                )
+        return LuaCall(server, tool, arguments, None), None
+
+    def _invoke(self, fn: Any, *values: object) -> ConfigError | None:
+        return self._guarded(fn, *values)[1]
+
+    def _guarded(self, fn: Any, *values: object) -> tuple[object, ConfigError | None]:
+        """Call into Lua under the callback budget; errors come back as values."""
+        run = self._run
+        args = [
+            v if isinstance(v, int) else None if v is None else run.to_lua_value(v)
+            for v in values
+        ]
+        run.deadline = time.monotonic() + self._hook_budget
+        run.fault = None
+        try:
+            return fn(*args), None
+        except (LuaError, UnicodeDecodeError) as exc:
+            cause = exc.with_traceback(None)
+            text = str(exc) if isinstance(exc, LuaError) else "invalid UTF-8 in error"
+            error = run.config_error(text, cause, self._hook_budget, run.memory_limit)
+            if run.fault is not None:
+                logger.error("Lua callback: host error", exc_info=run.fault)
+            return None, self._callback_error(error)
+        finally:
+            self._ran_out = run.expired
+            if run.expired or run.out_of_memory:
+                run.gc_and_rearm()
+                run.expired = run.out_of_memory = False
+
+    def _callback_error(self, error: ConfigError) -> ConfigError:
+        if error.message.startswith("script exceeded its time budget"):
+            error.message = error.message.replace("script", "callback", 1)
+            error.args = (error.message,)
+        return error

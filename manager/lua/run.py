@@ -1,0 +1,218 @@
+"""Run `startup.lua` (or a source string) and collect what it declares.
+
+Every failure leaves as one `ConfigError` naming the file, the line and, when
+known, the connection. The script only records intent: `mcp_add` validates a
+declaration and returns in microseconds; it never touches the network.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from lupa.lua54 import LuaError
+
+from ..core.errors import ConfigError
+from .host import LiveHost, LuaHost, ScriptResult
+from .live import LiveScript
+from .sandbox import (
+    DEFAULT_HOOK_BUDGET,
+    DEFAULT_MEMORY_LIMIT,
+    DEFAULT_TIME_BUDGET,
+    ScriptRun,
+    budget_message,
+)
+
+__all__ = ["execute", "load_file", "read_script", "run_script", "start_file"]
+
+
+def run_script(
+    source: str,
+    *,
+    file: str = "startup.lua",
+    host: LuaHost | None = None,
+    getenv: Callable[[str], str | None] = os.environ.get,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    on_print: Callable[[str], None] | None = None,
+    config_dir: Path | None = None,
+) -> ScriptResult:
+    """Run a config script in a fresh sandboxed runtime and return its declarations.
+
+    Args:
+        source: The Lua source.
+        file: The name used in messages and as the chunk name (`@file`).
+        host: The running daemon, for `mcp_status`, `mcp_list` and `mcp_remove`.
+        getenv: The environment seen through `env()`.
+        time_budget: Seconds the whole run may take.
+        memory_limit: Bytes the runtime may allocate.
+        on_print: Receives each `print` line (redacted); without it lines go to
+            the log at INFO.
+        config_dir: Where `mcp_load`/`require` find `<name>.lua` modules; None
+            means modules are unavailable.
+
+    Returns:
+        The declared specs, the removed names and the duration.
+
+    Raises:
+        ConfigError: The script failed: syntax, runtime error, bad declaration,
+            time budget or memory limit. It names the file, the line when known
+            and the connection when the error is about one.
+    """
+    run = execute(
+        source, file, host, getenv, time_budget, memory_limit, on_print, config_dir
+    )
+    run.release()
+    return run.result
+
+
+def execute(
+    source: str,
+    file: str,
+    host: LuaHost | None,
+    getenv: Callable[[str], str | None],
+    time_budget: float,
+    memory_limit: int,
+    on_print: Callable[[str], None] | None,
+    config_dir: Path | None,
+) -> ScriptRun:
+    """Run the script; the returned run still holds its runtime."""
+    if not time_budget > 0 or memory_limit <= 0:
+        raise ValueError("time_budget and memory_limit must be positive")
+    started = time.perf_counter()
+    run = ScriptRun(
+        file=file,
+        host=host,
+        getenv=getenv,
+        on_print=on_print,
+        config_dir=config_dir,
+        deadline=time.monotonic() + time_budget,
+    )
+    try:
+        run.execute(source, memory_limit)
+    except (LuaError, UnicodeDecodeError) as exc:
+        run.release()
+        # The cause keeps no traceback: its frames would keep the runtime alive
+        # for as long as someone holds the ConfigError.
+        cause = exc.with_traceback(None)
+        if run.fault is not None:
+            raise run.fault from cause  # a bug in the host or here, not the script
+        if isinstance(exc, UnicodeDecodeError):
+            # lupa could not decode the error message the script raised.
+            raw = exc.object if isinstance(exc.object, bytes) else b""
+            text = raw.decode("utf-8", "replace")
+        else:
+            text = str(exc)
+        raise run.config_error(text, exc, time_budget, memory_limit) from cause
+    except BaseException:
+        run.release()
+        raise
+    if run.fault is not None:
+        run.release()
+        raise run.fault  # the script caught it with pcall; still a bug to surface
+    if run.expired:  # every path that could swallow the budget error is closed; still
+        run.release()
+        raise ConfigError(budget_message(time_budget), file=file)
+    run.result = ScriptResult(
+        specs=tuple(d.spec for d in run.declared.values()),
+        removed=tuple(run.removed),
+        duration=time.perf_counter() - started,
+    )
+    run.memory_limit = memory_limit
+    return run
+
+
+def load_file(
+    path: Path,
+    *,
+    host: LuaHost | None = None,
+    getenv: Callable[[str], str | None] = os.environ.get,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    on_print: Callable[[str], None] | None = None,
+    config_dir: Path | None = None,
+) -> ScriptResult:
+    """Read a config script and run it with `run_script`.
+
+    Args:
+        path: The script. Messages name it as `path.name`.
+        host: See `run_script`.
+        getenv: See `run_script`.
+        time_budget: See `run_script`.
+        memory_limit: See `run_script`.
+        on_print: See `run_script`.
+        config_dir: See `run_script`; defaults to the `config/` directory next to
+            the script, if there is one.
+
+    Returns:
+        What the script declared.
+
+    Raises:
+        ConfigError: The file cannot be read, is not UTF-8, or the script failed.
+    """
+    source, config_dir = read_script(path, config_dir)
+    return run_script(
+        source,
+        file=path.name,
+        host=host,
+        getenv=getenv,
+        time_budget=time_budget,
+        memory_limit=memory_limit,
+        on_print=on_print,
+        config_dir=config_dir,
+    )
+
+
+def start_file(
+    path: Path,
+    *,
+    host: LiveHost,
+    getenv: Callable[[str], str | None] = os.environ.get,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    hook_budget: float = DEFAULT_HOOK_BUDGET,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    on_print: Callable[[str], None] | None = None,
+    config_dir: Path | None = None,
+) -> LiveScript:
+    """Run a config script and keep its runtime for its `mcp_on`/`mcp_call` callbacks.
+
+    Args:
+        path: The script.
+        host: The running daemon; callbacks may add and remove connections.
+        getenv: See `run_script`.
+        time_budget: Seconds the script itself may run.
+        hook_budget: Seconds each later callback may run.
+        memory_limit: See `run_script`.
+        on_print: See `run_script`.
+        config_dir: See `load_file`.
+
+    Returns:
+        The live script: its declarations, and its callbacks ready to be driven.
+
+    Raises:
+        ConfigError: As `load_file`.
+    """
+    source, config_dir = read_script(path, config_dir)
+    run = execute(
+        source, path.name, host, getenv, time_budget, memory_limit, on_print, config_dir
+    )
+    return LiveScript(run, hook_budget)
+
+
+def read_script(path: Path, config_dir: Path | None) -> tuple[str, Path | None]:
+    try:
+        source = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(f"cannot read {path}: {reason}", file=path.name) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (bad byte at offset {exc.start}); "
+            "save it as UTF-8",
+            file=path.name,
+        ) from exc
+    if config_dir is None and (path.parent / "config").is_dir():
+        config_dir = path.parent / "config"
+    return source, config_dir
