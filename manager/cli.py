@@ -70,7 +70,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     endpoint = None
     if args.listen is not None:
-        from .gateway import EndpointError, endpoint_options
+        from .gateway.options import EndpointError, endpoint_options
 
         try:
             endpoint = endpoint_options(

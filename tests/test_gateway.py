@@ -40,10 +40,10 @@ from manager.gateway import (
     EndpointError,
     EndpointOptions,
     Gateway,
-    HttpEndpoint,
     build_tool_table,
     endpoint_options,
 )
+from manager.gateway.http import HttpEndpoint
 from manager.transport.base import ToolInfo
 
 FAST = {"backoff": {"initial": 0.05, "cap": 0.4}}

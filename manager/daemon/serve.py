@@ -28,7 +28,8 @@ from ..core.spec import spec_summary
 from ..engine.bus import EventBus, Subscription
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
-from ..gateway import EndpointError, EndpointOptions, Gateway
+from ..gateway.options import EndpointError, EndpointOptions
+from ..gateway.server import Gateway
 from ..logs import LogSink, run_summaries, setup_logging
 from ..telemetry import Telemetry, TelemetryConfig, start_telemetry
 from ..transport.children import CHILD_GROUPS

@@ -1,0 +1,108 @@
+"""The HTTP endpoint's gate: Host (DNS rebinding), Origin and bearer token.
+
+Checked before the SDK sees a request; a refusal is a plain HTTP error.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Guard"]
+
+
+class Guard:
+    """ASGI middleware: Host, Origin and bearer-token checks, then the MCP app.
+
+    Args:
+        app: The MCP ASGI app.
+        hosts: Accepted Host header names (any port); None accepts any.
+        origins: Accepted Origin values (exact).
+        token: The bearer token, or None.
+        on_delete: Called with the session id of a DELETE (the session ends).
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        hosts: frozenset[str] | None,
+        origins: frozenset[str],
+        token: str | None,
+        on_delete: Callable[[str], None],
+    ) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.origins = origins
+        self._token = f"Bearer {token}".encode() if token else None
+        self._on_delete = on_delete
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = origin = auth = session = None
+        for key, value in scope["headers"]:
+            if key == b"host":
+                host = value
+            elif key == b"origin":
+                origin = value
+            elif key == b"authorization":
+                auth = value
+            elif key == b"mcp-session-id":
+                session = value
+        problem = self._check(host, origin, auth)
+        if problem is not None:
+            status, message, extra = problem
+            await _reject(send, status, message, extra)
+            return
+        await self.app(scope, receive, send)
+        if scope["method"] == "DELETE" and session is not None:
+            self._on_delete(session.decode("latin-1"))
+
+    def _check(
+        self, host: bytes | None, origin: bytes | None, auth: bytes | None
+    ) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        if self.hosts is not None:
+            name = _host_name(host.decode("latin-1")) if host else ""
+            if name not in self.hosts:
+                return 421, f"Host {name or '(none)'!r} is not accepted here", []
+        if origin is not None and origin.decode("latin-1") not in self.origins:
+            shown = origin.decode("latin-1")[:100]
+            return 403, f"Origin {shown!r} is not allowed (see --allow-origin)", []
+        if self._token is not None and (
+            auth is None or not hmac.compare_digest(auth, self._token)
+        ):
+            challenge = [(b"www-authenticate", b'Bearer realm="mcp-manager"')]
+            return 401, "missing or wrong bearer token", challenge
+        return None
+
+
+def _host_name(header: str) -> str:
+    """The name part of a Host header, lowercased (`[::1]:80` -> `[::1]`)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[: header.find("]") + 1]
+    return header.rsplit(":", 1)[0] if ":" in header else header
+
+
+async def _reject(
+    send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]]
+) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

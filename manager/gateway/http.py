@@ -1,0 +1,208 @@
+"""The aggregated endpoint over streamable HTTP: uvicorn inside the daemon's loop.
+
+uvicorn runs on a socket we bind ourselves (so a busy port is a clear
+`EndpointError`, not uvicorn's `sys.exit`), without its signal handlers (the
+daemon owns signals), and is stopped with `should_exit` and a bounded grace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import socket
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+
+from .guard import Guard
+from .options import EndpointError, EndpointOptions
+from .server import SESSION_IDLE_TIMEOUT
+
+if TYPE_CHECKING:
+    from .server import Gateway
+
+__all__ = [
+    "HTTP_KEEP_ALIVE",
+    "HTTP_PATH",
+    "HTTP_SHUTDOWN_GRACE",
+    "HTTP_STOP_LIMIT",
+    "HttpEndpoint",
+]
+
+logger = logging.getLogger("manager.gateway")
+
+HTTP_PATH = "/mcp"
+"""Where the streamable HTTP endpoint is served."""
+
+
+HTTP_SHUTDOWN_GRACE = 1
+"""Seconds uvicorn waits for open requests and streams when stopping (an int)."""
+
+HTTP_KEEP_ALIVE = 30
+"""Seconds an idle downstream connection stays open: longer than clients keep
+theirs (httpx: 5 s), so a client never sends on a connection we are closing."""
+
+HTTP_STOP_LIMIT = 3.0
+"""Seconds `HttpEndpoint.aclose` waits for uvicorn before giving up on it."""
+
+
+def _host_of(url_host: str) -> str:
+    return f"[{url_host}]" if ":" in url_host else url_host
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers: the daemon owns SIGINT/SIGTERM.
+
+    uvicorn's own handlers would re-raise a captured signal after serving,
+    which the daemon would see as a second Ctrl-C (a forced stop).
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class HttpEndpoint:
+    """Streamable HTTP at `HTTP_PATH`, served by uvicorn in this event loop.
+
+    Args:
+        gateway: The MCP server to serve.
+        options: Address, token and allowed hosts/origins.
+    """
+
+    def __init__(self, gateway: Gateway, options: EndpointOptions) -> None:
+        self.gateway = gateway
+        self.options = options
+        self._sock: socket.socket | None = None
+        self._server: _Uvicorn | None = None
+        self._done = anyio.Event()
+        self.port = options.port
+
+    @property
+    def url(self) -> str:
+        """`http://HOST:PORT/mcp` as bound."""
+        return f"http://{_host_of(self.options.host)}:{self.port}{HTTP_PATH}"
+
+    def bind(self) -> None:
+        """Bind and listen now, so a bad or busy address fails before startup.
+
+        Raises:
+            EndpointError: The address cannot be bound.
+        """
+        host, port = self.options.host, self.options.port
+        where = f"{_host_of(host)}:{port}"
+        try:
+            family, kind, proto, _, address = socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )[0]
+            sock = socket.socket(family, kind, proto)
+        except OSError as exc:
+            raise EndpointError(f"cannot listen on {where}: {exc}") from None
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+            sock.listen(1024)
+        except OSError as exc:
+            sock.close()
+            raise EndpointError(
+                f"cannot listen on {where}: {_bind_reason(exc)}"
+            ) from None
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+
+    def _app(self) -> Guard:
+        options = self.options
+        app = self.gateway.server.streamable_http_app(
+            streamable_http_path=HTTP_PATH,
+            # Host/Origin are checked by `Guard`, with our own rules.
+            transport_security=TransportSecuritySettings(
+                enable_dns_rebinding_protection=False
+            ),
+            session_idle_timeout=SESSION_IDLE_TIMEOUT,
+            # Plain JSON responses, not an SSE stream per POST: the per-request
+            # stream machinery was the largest cost of a forwarded call
+            # (profiled). Progress still reaches the client, on its standalone
+            # stream (see `_progress_forwarder`).
+            json_response=True,
+        )
+        names = {"localhost", "127.0.0.1", "[::1]", *options.allowed_hosts}
+        wildcard = options.host in ("0.0.0.0", "::")
+        if not wildcard:
+            names.add(_host_of(options.host).lower())
+        hosts: frozenset[str] | None = frozenset(names)
+        if wildcard and not options.allowed_hosts:
+            logger.warning(
+                "listening on %s: the Host header is not checked (the bearer "
+                "token protects the endpoint); pin names with --allow-host",
+                options.host,
+            )
+            hosts = None
+        origins = {
+            f"http://{name}:{self.port}" for name in ("127.0.0.1", "localhost", "[::1]")
+        }
+        if not options.loopback and not wildcard:
+            origins.add(f"http://{_host_of(options.host)}:{self.port}")
+        origins.update(options.allowed_origins)
+        return Guard(
+            app,
+            hosts=hosts,
+            origins=frozenset(origins),
+            token=options.token,
+            on_delete=self.gateway.forget_session,
+        )
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve until `aclose()`; reports started once uvicorn accepts requests."""
+        if self._sock is None:
+            self.bind()
+        assert self._sock is not None
+        config = uvicorn.Config(
+            self._app(),
+            log_config=None,
+            log_level=None,
+            access_log=False,
+            lifespan="on",
+            server_header=False,
+            timeout_graceful_shutdown=HTTP_SHUTDOWN_GRACE,
+            timeout_keep_alive=HTTP_KEEP_ALIVE,
+        )
+        server = self._server = _Uvicorn(config)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(server.serve, [self._sock])
+                while not server.started:  # uvicorn has no started event
+                    if server.should_exit:
+                        raise EndpointError(
+                            f"the MCP endpoint at {self.url} failed to start"
+                        )
+                    await anyio.sleep(0.005)
+                logger.info("MCP endpoint listening at %s", self.url)
+                task_status.started()
+        finally:
+            self._done.set()
+            self._sock.close()
+
+    async def aclose(self) -> None:
+        """Stop uvicorn gracefully, waiting at most `HTTP_STOP_LIMIT` seconds."""
+        if self._server is None:
+            return
+        self._server.should_exit = True
+        with anyio.move_on_after(HTTP_STOP_LIMIT, shield=True):
+            await self._done.wait()
+
+
+def _bind_reason(exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return "address already in use (another mcp-manager, or another program?)"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return "that address does not belong to this machine"
+    if exc.errno == errno.EACCES:
+        return "permission denied (ports below 1024 need privileges)"
+    return exc.strerror or str(exc)

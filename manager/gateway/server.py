@@ -1,0 +1,476 @@
+"""The aggregated MCP endpoint's server: one MCP server in front of every upstream.
+
+Downstream clients (editors, agents) connect once, over streamable HTTP at `/mcp`
+(`mcp-manager run --listen HOST:PORT`) or over this process's own stdin/stdout
+(`mcp-manager stdio`), and see the tools of every upstream as `{server}__{tool}`.
+The `gateway` package is the only one that imports the server side of the SDK.
+
+* **Tool table.** Rebuilt from the manager's connections whenever an event says
+  a tool list may have changed (`connected`, `tools_changed`, `removed`, …),
+  debounced by `LIST_CHANGED_DEBOUNCE`. The last known tools of a reconnecting
+  upstream stay listed. When the union changes, every downstream session gets
+  `notifications/tools/list_changed` (handshake-era sessions on their
+  standalone channel, 2026-07-28 clients on their `subscriptions/listen` stream).
+  Names that are not valid MCP tool names (`[A-Za-z0-9._-]{1,128}`) or that
+  collide are renamed deterministically, never dropped, and each rename is
+  logged once and marked in the tool's `_meta` (`mcp-manager/upstream`).
+* **Calls** go through `Manager.call`: forwarded at once to a connected
+  upstream with the caller's `_meta` (W3C trace context) and progress; held up
+  to `hold` for a reconnecting one, then answered with a tool error
+  (`isError: true`) naming the server, its state, attempt, next retry and last
+  error. Never retried. Cancelling the downstream request cancels the upstream
+  call (the SDK sends `notifications/cancelled` on).
+* **Security** (HTTP): `_Guard` checks the Host header (DNS rebinding), the
+  Origin header (only the endpoint's own loopback origins unless allowed
+  explicitly) and, when configured, a bearer token, before the SDK sees the
+  request. `endpoint_options` refuses a non-loopback bind without a token.
+* **Lifecycle.** uvicorn runs inside the daemon's event loop on a socket we
+  bind ourselves (so a busy port is a clear `EndpointError`, not uvicorn's
+  `sys.exit`), without its signal handlers (the daemon owns signals), and is
+  stopped with `should_exit` and a bounded grace.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ToolsListChanged,
+)
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .. import __version__
+from ..core.errors import (
+    CallError,
+    ServerUnavailable,
+    UnknownServer,
+)
+from ..core.events import Event
+from ..engine.bus import EventBus
+from ..engine.manager import Manager
+from ..transport.base import ProgressCallback
+from .names import SEPARATOR, ToolTable, build_tool_table
+from .options import EndpointOptions
+
+if TYPE_CHECKING:
+    from .http import HttpEndpoint
+
+__all__ = [
+    "ERROR_META_KEY",
+    "Gateway",
+    "LIST_CHANGED_DEBOUNCE",
+    "NOTIFY_TIMEOUT",
+    "SESSION_IDLE_TIMEOUT",
+    "STARTUP_LIST_WAIT",
+]
+
+logger = logging.getLogger("manager.gateway")
+
+ERROR_META_KEY = "mcp-manager/error"
+"""`_meta` key on a tool error made by the gateway: the server's status."""
+
+LIST_CHANGED_DEBOUNCE = 0.05
+"""Seconds to gather tool-list changes before rebuilding and notifying once."""
+
+STARTUP_LIST_WAIT = 5.0
+"""Seconds after start during which `tools/list` waits for connections still on
+their first attempt, so a client that lists once at startup sees their tools."""
+
+NOTIFY_TIMEOUT = 1.0
+"""Seconds a `list_changed` notification may take per session before it is dropped."""
+
+SESSION_IDLE_TIMEOUT = 30 * 60.0
+"""Seconds without a request after which an HTTP session is forgotten (the SDK
+closes it after the same time)."""
+
+
+_FORWARDED_META_DROP = "io.modelcontextprotocol/"
+"""Reserved `_meta` keys that describe the downstream envelope, not the call."""
+
+_TABLE_EVENTS = frozenset(
+    {
+        "added",
+        "updated",
+        "connected",
+        "connect_failed",
+        "tools_changed",
+        "removed",
+        "config_loaded",
+        "lagged",
+    }
+)
+"""Event kinds after which the tool table (or first-attempt state) may differ."""
+
+
+@dataclass(slots=True)
+class _Peer:
+    """A handshake-era downstream session, for `list_changed`."""
+
+    session: ServerSession
+    last_seen: float
+
+
+class _GatewayServer(Server[dict[str, Any]]):
+    """The SDK server, advertising `tools.listChanged` on every transport.
+
+    The streamable HTTP session manager calls `create_initialization_options()`
+    without arguments, so the default has to change here.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def _text_error(
+    text: str, meta: Mapping[str, object] | None = None
+) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        is_error=True,
+        _meta=dict(meta) if meta else None,
+    )
+
+
+def _forwarded_meta(params: Mapping[str, Any] | None) -> dict[str, object] | None:
+    """The downstream request's `_meta` minus what describes only that hop."""
+    meta = params.get("_meta") if params else None
+    if not isinstance(meta, dict) or not meta:
+        return None
+    out = {
+        key: value
+        for key, value in meta.items()
+        if key != "progressToken" and not key.startswith(_FORWARDED_META_DROP)
+    }
+    return out or None
+
+
+def _progress_forwarder(session: ServerSession, token: str | int) -> ProgressCallback:
+    """Relay upstream progress to the downstream caller under its own token.
+
+    Sent without `related_request_id`: over HTTP the endpoint answers with plain
+    JSON (no per-request stream), so progress travels on the session's
+    standalone stream; the token tells the client which call it belongs to.
+    """
+
+    async def forward(
+        progress: float, total: float | None, message: str | None
+    ) -> None:
+        await session.send_progress_notification(token, progress, total, message)
+
+    return forward
+
+
+def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The downstream connection a request came on: its HTTP session id, or stdio."""
+    request = ctx.request
+    if request is None:
+        return "stdio"
+    headers = getattr(request, "headers", None)
+    return headers.get("mcp-session-id") if headers is not None else None
+
+
+class Gateway:
+    """The aggregated MCP server over a running `Manager`.
+
+    Args:
+        manager: The connections (entered).
+        bus: The event bus (tool-list changes are read from it).
+        debounce: Seconds to gather changes before one `list_changed`.
+        list_wait: Seconds after start during which `tools/list` waits for
+            connections on their first attempt.
+        config_pending: The configuration has not been loaded yet: `tools/list`
+            also waits (within `list_wait`) for the first `config_loaded`.
+    """
+
+    def __init__(
+        self,
+        manager: Manager,
+        bus: EventBus,
+        *,
+        debounce: float = LIST_CHANGED_DEBOUNCE,
+        list_wait: float = STARTUP_LIST_WAIT,
+        config_pending: bool = False,
+    ) -> None:
+        self.manager = manager
+        self._config_pending = config_pending
+        self._bus = bus
+        self._debounce = debounce
+        self._list_wait = list_wait
+        self._table = ToolTable()
+        self._dirty = anyio.Event()
+        self._refreshed = anyio.Event()
+        self._settle_until = 0.0
+        self._reported: set[str] = set()
+        self._peers: dict[str, _Peer] = {}
+        self._subscriptions = InMemorySubscriptionBus()
+        self._http: HttpEndpoint | None = None
+        self._scope: anyio.CancelScope | None = None
+        self.server: Server[dict[str, Any]] = _GatewayServer(
+            "mcp-manager",
+            version=__version__,
+            instructions=(
+                "Tools of the MCP servers that mcp-manager keeps connected, named "
+                "SERVER__TOOL. A server that is restarting keeps its tools listed; "
+                "a call to it waits briefly for it, then fails with its status."
+            ),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self._subscriptions),
+        )
+        self.server.middleware.append(self._track_session)
+
+    @property
+    def table(self) -> ToolTable:
+        """The tool table as last rebuilt."""
+        return self._table
+
+    @property
+    def url(self) -> str | None:
+        """The HTTP endpoint's URL once it listens, else None."""
+        return self._http.url if self._http is not None else None
+
+    # --- lifecycle ------------------------------------------------------------
+
+    async def serve(
+        self,
+        endpoint: EndpointOptions | None = None,
+        *,
+        stdio: bool = False,
+        on_stdio_closed: Callable[[], None] = lambda: None,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Keep the tool table current and serve the requested endpoints.
+
+        Runs until cancelled or `aclose()`. Reports started once the HTTP endpoint
+        accepts requests (its address is then `url`).
+
+        Args:
+            endpoint: Serve streamable HTTP there.
+            stdio: Serve MCP on this process's stdin/stdout.
+            on_stdio_closed: Called once the stdio client closed stdin.
+
+        Raises:
+            EndpointError: The HTTP address cannot be bound (before reporting).
+        """
+        http = None
+        if endpoint is not None:
+            from .http import HttpEndpoint  # uvicorn loads only with --listen
+
+            http = HttpEndpoint(self, endpoint)
+        if http is not None:
+            http.bind()
+        self._http = http
+        with anyio.CancelScope() as self._scope:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self.run)
+                if http is not None:
+                    await tg.start(http.run)
+                if stdio:
+                    tg.start_soon(self._serve_stdio, on_stdio_closed)
+                task_status.started()
+
+    async def aclose(self) -> None:
+        """Stop serving: HTTP first (bounded grace), then everything else."""
+        if self._http is not None:
+            await self._http.aclose()
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _serve_stdio(self, on_closed: Callable[[], None]) -> None:
+        try:
+            async with stdio_server() as (read, write):
+                await self.server.run(
+                    read, write, self.server.create_initialization_options()
+                )
+        finally:
+            logger.info("stdio client closed the connection")
+            on_closed()
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Rebuild the table after relevant events and notify sessions (forever)."""
+        remove = self._bus.add_listener(self._on_event)
+        try:
+            self._settle_until = anyio.current_time() + self._list_wait
+            self._refresh()
+            task_status.started()
+            while True:
+                await self._dirty.wait()
+                await anyio.sleep(self._debounce)
+                self._dirty = anyio.Event()
+                if self._refresh():
+                    await self.notify_tools_changed()
+        finally:
+            remove()
+
+    def _on_event(self, event: Event) -> None:
+        # A bus listener, not a subscription: it runs on every publish (two per
+        # tool call), so it only filters and flags; the rebuild runs in `run`.
+        if event.kind in _TABLE_EVENTS:
+            self._dirty.set()
+        if event.kind in ("config_loaded", "config_error"):
+            self._config_pending = False
+
+    def _refresh(self) -> bool:
+        """Rebuild the table from the manager. Returns whether the tools changed."""
+        table = build_tool_table(
+            (conn.name, conn.tools) for conn in self.manager.connections()
+        )
+        for problem in table.problems:
+            if problem not in self._reported:
+                self._reported.add(problem)
+                logger.warning("gateway: %s", problem)
+        changed = not table.same_tools(self._table)
+        self._table = table
+        self._refreshed.set()
+        self._refreshed = anyio.Event()
+        if changed:
+            logger.debug("gateway: %d tools exposed", len(table.tools))
+        return changed
+
+    async def notify_tools_changed(self) -> None:
+        """Send `notifications/tools/list_changed` to every downstream session."""
+        await self._subscriptions.publish(ToolsListChanged())
+        now = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for key, peer in list(self._peers.items()):
+                if now - peer.last_seen > SESSION_IDLE_TIMEOUT:
+                    self._peers.pop(key, None)
+                else:
+                    tg.start_soon(self._notify_peer, key, peer)
+
+    async def _notify_peer(self, key: str, peer: _Peer) -> None:
+        try:
+            with anyio.fail_after(NOTIFY_TIMEOUT):
+                await peer.session.send_tool_list_changed()
+        except Exception:  # boundary: a gone client must not stop the others
+            logger.debug("gateway: dropping session %s (notify failed)", key[:8])
+            self._peers.pop(key, None)
+
+    def forget_session(self, key: str) -> None:
+        """Stop notifying a downstream session (it was closed)."""
+        self._peers.pop(key, None)
+
+    @property
+    def sessions(self) -> int:
+        """Downstream sessions that get `list_changed` on their standalone channel."""
+        return len(self._peers)
+
+    # --- MCP handlers -----------------------------------------------------------
+
+    async def _track_session(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if (
+            ctx.method != "initialize"
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+            key = _session_key(ctx)
+            if key is not None:
+                peer = self._peers.get(key)
+                if peer is None:
+                    self._peers[key] = _Peer(ctx.session, time.monotonic())
+                else:
+                    peer.last_seen = time.monotonic()
+        return await call_next(ctx)
+
+    async def _settle(self) -> None:
+        """At startup, wait (bounded) until the configuration is loaded, no
+        connection is on its first attempt and the table shows it all."""
+        while anyio.current_time() < self._settle_until and (
+            self._config_pending
+            or self._dirty.is_set()  # a change the table does not show yet
+            or any(conn.phase == "connecting" for conn in self.manager.connections())
+        ):
+            with anyio.move_on_after(self._settle_until - anyio.current_time()):
+                await self._refreshed.wait()
+
+    async def _list_tools(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.PaginatedRequestParams | None,
+    ) -> types.ListToolsResult:
+        if anyio.current_time() < self._settle_until:
+            await self._settle()
+        return types.ListToolsResult(tools=list(self._table.tools))
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = params.name
+        route = self._table.routes.get(name)
+        if route is not None:
+            server, tool = route.server, route.tool
+        else:
+            # Not (yet) in the table: a declared server that has not listed its
+            # tools yet (first attempt, or a change not rebuilt yet) still gets
+            # the call, with the usual hold; anything else is unknown.
+            server, sep, tool = name.partition(SEPARATOR)
+            if not sep or server not in self.manager.specs:
+                raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
+        progress = None
+        if ctx.meta is not None:
+            token = ctx.meta.get("progress_token")
+            if isinstance(token, str | int):
+                progress = _progress_forwarder(ctx.session, token)
+        try:
+            result = await self.manager.call(
+                server,
+                tool,
+                params.arguments,
+                meta=_forwarded_meta(ctx.params),
+                progress=progress,
+            )
+        except (ServerUnavailable, UnknownServer) as exc:
+            return _text_error(f"{name}: {exc}", self._status_meta(server))
+        except CallError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, MCPError):  # the upstream's own protocol error
+                raise MCPError(
+                    cause.code, f"{server}: {cause.message}", cause.data
+                ) from None
+            return _text_error(f"{name}: {exc}", self._status_meta(server))
+        raw = result.raw
+        if isinstance(raw, types.CallToolResult):
+            return raw
+        return types.CallToolResult.model_validate(result.data, by_name=False)
+
+    def _unknown_tool(self, name: str) -> str:
+        servers = ", ".join(sorted(self.manager.specs)) or "none"
+        return (
+            f"unknown tool {name!r}: mcp-manager exposes tools as "
+            f"SERVER{SEPARATOR}TOOL (servers: {servers}); list the tools again"
+        )
+
+    def _status_meta(self, server: str) -> dict[str, object] | None:
+        status = self.manager.status(server)
+        if status is None:
+            return None
+        keep = ("state", "attempt", "next_retry_in", "error", "since")
+        return {ERROR_META_KEY: {"server": server, **{k: status.get(k) for k in keep}}}
