@@ -37,7 +37,7 @@ from .daemon.watchdog import DEFAULT_WATCHDOG
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
     from .daemon.serve import DaemonOptions
 
-__all__ = ["main"]
+__all__ = ["build_parser", "hud_wanted", "main"]
 
 PROG = "mcp-manager"
 
@@ -86,7 +86,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         socket=socket_path(args.socket),
         log_level=args.log_level,
         log_format=args.log_format,
-        hud=_hud_wanted(args),
+        hud=hud_wanted(args),
         endpoint=endpoint,
         otlp_endpoint=args.otlp_endpoint,
         otlp_protocol=args.otlp_protocol,
@@ -176,7 +176,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------- hud
 
 
-def _hud_wanted(args: argparse.Namespace) -> bool:
+def hud_wanted(args: argparse.Namespace) -> bool:
     """`run` shows the HUD on a terminal, unless `--no-hud` (or TERM=dumb)."""
     return (
         not args.no_hud
@@ -411,7 +411,8 @@ def _add_daemon_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (`mcp-manager --help`)."""
     # `--socket` works before and after the command; SUPPRESS keeps the
     # subcommand's default from overwriting a value given before it.
     socket_help = (
@@ -552,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         The process exit code.
     """
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
     handler: Callable[[argparse.Namespace], int] = args.handler

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from manager.cli import _parser
+from manager.cli import build_parser
 from manager.core.errors import ConfigError
 from manager.lua import run_script
 
@@ -57,7 +57,7 @@ def test_systemd_unit_runs_the_daemon_with_flags_the_cli_accepts() -> None:
     service = unit["Service"]
     argv = shlex.split(service["ExecStart"])
     assert argv[0].endswith("/.venv/bin/mcp-manager")
-    args = _parser().parse_args(argv[1:])
+    args = build_parser().parse_args(argv[1:])
     assert args.command == "run" and args.no_hud and args.log_format == "json"
     assert service["ExecReload"] == "/bin/kill -HUP $MAINPID"
     assert service["KillMode"] == "mixed"  # SIGTERM to the daemon; it closes servers

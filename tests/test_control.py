@@ -37,8 +37,8 @@ from manager.engine.bus import EventBus, Subscription
 class TrackedSubscription(Subscription):
     """A subscription that tells the test when the server closed it."""
 
-    def __init__(self, bus: EventBus, name: str) -> None:
-        super().__init__(bus, name, maxlen=1000)
+    def __init__(self, bus: EventBus, name: str, maxlen: int) -> None:
+        super().__init__(bus, name, maxlen)
         self.closed = anyio.Event()
 
     def close(self) -> None:
@@ -63,8 +63,8 @@ class FakeBackend:
         ]
 
     def subscribe(self, name: str) -> Subscription:
-        sub = TrackedSubscription(self.bus, name)
-        self.bus._subscribers.append(sub)  # what bus.subscribe() does
+        sub = self.bus.subscribe(name, 1000, kind=TrackedSubscription)
+        assert isinstance(sub, TrackedSubscription)
         self.subs.append(sub)
         self.subscribed.set()
         return sub

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import termios
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +57,6 @@ from manager.core.events import (
 )
 from manager.core.spec import parse_spec, spec_summary
 from manager.engine.bus import EventBus
-from manager.hud import terminal as hud_terminal
 from manager.hud.app import HudApp
 from manager.hud.details import DetailsScreen
 from manager.hud.feed import (
@@ -70,7 +69,7 @@ from manager.hud.feed import (
 from manager.hud.render import render_status
 from manager.hud.run import AttachedReader, run_inline
 from manager.hud.state import HudState
-from manager.hud.terminal import OutputCapture, _open_terminal, _TerminalFile
+from manager.hud.terminal import OutputCapture, TerminalFile, open_terminal
 from manager.hud.view import age, countdown, footer_lines, layout
 from manager.logs import LogSink
 
@@ -581,10 +580,12 @@ def screen_text(app: HudApp) -> str:
 
 @contextlib.asynccontextmanager
 async def rig(
-    size: tuple[int, int] = (120, 30), maxlen: int = 10_000
+    size: tuple[int, int] = (120, 30),
+    maxlen: int = 10_000,
+    bus_clock: Callable[[], float] | None = None,
 ) -> AsyncIterator[Rig]:
     clock = Clock()
-    bus = EventBus(clock=clock)
+    bus = EventBus(clock=bus_clock or clock)
     backend = FakeBackend()
     with bus.subscribe("hud", maxlen) as sub:
         app = HudApp(
@@ -640,9 +641,9 @@ async def test_hud_shows_state_changes_from_bus_events() -> None:
 
 @pytest.mark.anyio
 async def test_countdown_ticks_on_its_own() -> None:
-    async with rig() as r:
+    # Real time on the bus: the frame timer moves the countdown.
+    async with rig(bus_clock=time.time) as r:
         r.clock.now = time.time()
-        r.bus._clock = time.time  # real time: the frame timer moves the countdown
         r.publish(*fleet())
         r.frame()
         first = float(r.app.table.cell("web", "retry").rstrip("s"))
@@ -815,7 +816,7 @@ async def test_a_stalled_terminal_skips_frames_and_a_lost_one_ends_the_hud(
 
 def test_a_hung_up_terminal_loses_output_instead_of_raising() -> None:
     master, slave = os.openpty()
-    terminal = _TerminalFile(_open_terminal(slave))
+    terminal = TerminalFile(open_terminal(slave))
     try:
         terminal.write("frame 1")
         assert os.read(master, 100) == b"frame 1" and not terminal.lost
@@ -827,12 +828,9 @@ def test_a_hung_up_terminal_loses_output_instead_of_raising() -> None:
         os.close(slave)
 
 
-def test_a_closing_hud_waits_for_a_stalled_terminal_only_briefly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(hud_terminal, "CLOSE_GRACE", 0.05)
+def test_a_closing_hud_waits_for_a_stalled_terminal_only_briefly() -> None:
     master, slave = os.openpty()
-    terminal = _TerminalFile(_open_terminal(slave))
+    terminal = TerminalFile(open_terminal(slave), close_grace=0.05)
     terminal.closing = True
     try:
         started = time.monotonic()
@@ -1010,7 +1008,7 @@ async def test_inline_hud_quit_stops_the_daemon_and_stop_closes_the_hud() -> Non
         daemon, stop, run_app=lambda app: app.run_async(headless=True, auto_pilot=drive)
     )
     assert seen == ["● connected"] and stop.is_set()
-    assert daemon.bus._subscribers == []  # its subscription is gone
+    assert daemon.bus.subscriber_names == ()  # its subscription is gone
 
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
@@ -1129,8 +1127,8 @@ def test_run_shows_the_hud_only_on_a_terminal(
     monkeypatch.setattr(sys.stdin, "isatty", lambda: tty)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: tty)
     monkeypatch.setenv("TERM", term)
-    args = cli._parser().parse_args(argv)
-    assert cli._hud_wanted(args) is shown
+    args = cli.build_parser().parse_args(argv)
+    assert cli.hud_wanted(args) is shown
 
 
 # ------------------------------------------------------------ end to end

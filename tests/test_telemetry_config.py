@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from opentelemetry.sdk.resources import Resource
 
-from manager.cli import _parser
+from manager.cli import build_parser
 from manager.telemetry import SignalConfig, TelemetryConfig
-from manager.telemetry.export import _resource
+from manager.telemetry.export import build_resource
 
 GRPC_DEFAULT = SignalConfig(("otlp",), "grpc", "http://localhost:4317")
 
@@ -163,20 +163,20 @@ def test_the_service_name_defaults_to_mcp_manager(
         monkeypatch.setenv(key, value)
     config = TelemetryConfig.from_env(environ)
     assert config.service_name == name
-    resource: Resource = _resource(config)
+    resource: Resource = build_resource(config)
     assert resource.attributes["service.name"] == name
     assert resource.attributes["service.version"]
 
 
 def test_run_and_stdio_take_the_telemetry_flags() -> None:
     for command in ("run", "stdio"):
-        args = _parser().parse_args(
+        args = build_parser().parse_args(
             [command, "x.lua", "--otlp-endpoint", "http://c:4318"]
             + ["--otlp-protocol", "http/protobuf", "--no-telemetry"]
         )
         assert args.otlp_endpoint == "http://c:4318"
         assert args.otlp_protocol == "http/protobuf"
         assert args.no_telemetry is True
-    defaults = _parser().parse_args(["run"])
+    defaults = build_parser().parse_args(["run"])
     assert (defaults.otlp_endpoint, defaults.otlp_protocol) == (None, None)
     assert defaults.no_telemetry is False

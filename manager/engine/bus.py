@@ -133,16 +133,23 @@ class EventBus:
         """The `seq` of the most recently published event (0 if none)."""
         return self._seq
 
-    def subscribe(self, name: str, maxlen: int = DEFAULT_QUEUE_SIZE) -> Subscription:
+    def subscribe(
+        self,
+        name: str,
+        maxlen: int = DEFAULT_QUEUE_SIZE,
+        *,
+        kind: type[Subscription] | None = None,
+    ) -> Subscription:
         """Open a new subscription that receives every event published from now on.
 
         Args:
             name: Shown in lag notices and drop metrics.
             maxlen: Queue bound; beyond it the oldest events are dropped.
+            kind: A `Subscription` subclass to make (tests watch closing).
         """
         if maxlen < 1:
             raise ValueError("maxlen must be >= 1")
-        sub = Subscription(self, name, maxlen)
+        sub = (kind or Subscription)(self, name, maxlen)
         self._subscribers.append(sub)
         return sub
 
@@ -190,6 +197,11 @@ class EventBus:
     def listener_errors(self) -> dict[str, int]:
         """Exceptions raised by each listener so far (they are never propagated)."""
         return dict(self._listener_errors)
+
+    @property
+    def subscriber_names(self) -> tuple[str, ...]:
+        """The names of the open subscriptions, oldest first."""
+        return tuple(sub.name for sub in self._subscribers)
 
     def dropped(self) -> dict[str, int]:
         """Events dropped so far, per subscriber name (closed ones included)."""

@@ -30,7 +30,14 @@ from types import TracebackType
 
 from .feed import Note
 
-__all__ = ["CAPTURED_LINES", "CLOSE_GRACE", "OutputCapture", "TerminalOutput"]
+__all__ = [
+    "CAPTURED_LINES",
+    "CLOSE_GRACE",
+    "OutputCapture",
+    "TerminalFile",
+    "TerminalOutput",
+    "open_terminal",
+]
 
 CAPTURED_LINES = 5000
 """Log records / stderr lines held between two frames; beyond, the oldest go."""
@@ -83,7 +90,7 @@ class TerminalOutput:
     a bounded queue; the event loop blocks when that queue is full. Inside the
     daemon that must never happen, so while this is entered:
 
-    * `sys.__stderr__` is a `_TerminalFile` opened afresh on the terminal (the
+    * `sys.__stderr__` is a `TerminalFile` opened afresh on the terminal (the
       one on fd 2, else fd 1), non-blocking: a terminal that hung up (EIO)
       makes writes vanish and sets `lost`, instead of killing the writer
       thread and, with it, the event loop; once `closing` is set, a write
@@ -98,13 +105,13 @@ class TerminalOutput:
     """Frames waiting for the terminal beyond which the app stops drawing."""
 
     def __init__(self) -> None:
-        self.file: _TerminalFile | None = None
+        self.file: TerminalFile | None = None
         self._saved: object = None
 
     def __enter__(self) -> TerminalOutput:
         for fd in (2, 1):
             if os.isatty(fd):
-                self.file = _TerminalFile(_open_terminal(fd))
+                self.file = TerminalFile(open_terminal(fd))
                 self._saved = sys.__stderr__
                 # typeshed marks it Final; textual reads it when it starts.
                 sys.__dict__["__stderr__"] = self.file
@@ -150,7 +157,7 @@ CLOSE_GRACE = 0.5
 """Seconds a closing HUD waits for a stalled terminal before dropping output."""
 
 
-def _open_terminal(fd: int) -> int:
+def open_terminal(fd: int) -> int:
     """A non-blocking descriptor of the terminal on `fd`, with its own flags.
 
     Opened by name, not `dup`ed: O_NONBLOCK on a duplicate would also change
@@ -162,16 +169,17 @@ def _open_terminal(fd: int) -> int:
         return os.dup(fd)  # blocking, but still ours to close
 
 
-class _TerminalFile(io.TextIOBase):
+class TerminalFile(io.TextIOBase):
     """A text file on a terminal descriptor whose writes never raise.
 
     Written only from textual's writer thread, where waiting for a slow
     terminal is harmless.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, close_grace: float = CLOSE_GRACE) -> None:
         super().__init__()
         self._fd = fd
+        self._close_grace = close_grace
         self.lost = False
         self.closing = False
 
@@ -183,7 +191,7 @@ class _TerminalFile(io.TextIOBase):
                 view = view[os.write(self._fd, view) :]
             except BlockingIOError:  # a stalled terminal: wait for it
                 if self.closing:
-                    give_up = give_up or time.monotonic() + CLOSE_GRACE
+                    give_up = give_up or time.monotonic() + self._close_grace
                     if time.monotonic() > give_up:
                         self.lost = True  # closing anyway: drop the rest
                         break

@@ -61,6 +61,7 @@ __all__ = [
     "LogCapture",
     "PauseWhileFailing",
     "build_exporting",
+    "build_resource",
     "is_sdk_ping",
 ]
 
@@ -208,7 +209,8 @@ async def _in_daemon_thread(
     return finished
 
 
-def _resource(config: TelemetryConfig) -> Resource:
+def build_resource(config: TelemetryConfig) -> Resource:
+    """The OTel resource: service name and version, from OTEL_* unless set."""
     resource = Resource.create({SERVICE_VERSION: __version__})
     name = resource.attributes.get(SERVICE_NAME)
     if not name or str(name).startswith("unknown_service"):
@@ -262,7 +264,7 @@ def build_exporting(config: TelemetryConfig, *, set_global: bool = False) -> Exp
     otlp = config.traces if config.traces.otlp else config.metrics
     if otlp.otlp:
         out.status = ExportStatus(otlp.endpoint, otlp.protocol)
-    resource = _resource(config)
+    resource = build_resource(config)
     if config.traces.exporters:
         sampler = PauseWhileFailing(out.status) if out.status is not None else None
         out.sampler = sampler
