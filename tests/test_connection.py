@@ -226,6 +226,7 @@ async def test_add_remove_churn_leaves_no_tasks_behind() -> None:
     bus = EventBus()
     rec = Recorder(bus)
     transport = FakeTransport(failures=5)
+    tasks_before = len(anyio.get_running_tasks())
     async with Manager(bus, transport) as mgr:
         for i in range(200):
             mgr.add(fake_spec(f"c{i % 7}", hold=float(i % 3 + 1)))
@@ -235,6 +236,9 @@ async def test_add_remove_churn_leaves_no_tasks_behind() -> None:
         with anyio.fail_after(5):
             while mgr.connections_and_closing():
                 await rec.wait_for("removed", after=rec.last_seq)
+        await anyio.wait_all_tasks_blocked()  # finished tasks are gone
+        # Every connection task of the churn has ended, inside the manager too.
+        assert len(anyio.get_running_tasks()) == tasks_before
     assert mgr.statuses() == []
 
 
