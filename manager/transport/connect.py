@@ -45,13 +45,22 @@ from .session import (
 from .starts import Slot, StartSlots
 from .stdio import stdio_streams
 
-__all__ = ["CLIENT_NAME", "TEARDOWN_TIMEOUT", "McpTransport"]
+__all__ = ["CLIENT_NAME", "TEARDOWN_TIMEOUT", "McpTransport", "StreamOpener"]
 
 CLIENT_NAME = "mcp-manager"
 """`clientInfo.name` upstreams see, so their logs can tell us apart."""
 
 TEARDOWN_TIMEOUT = 2.0
 """Seconds closing a session and its transport may take, whatever the server does."""
+
+
+StreamOpener = Callable[
+    [ConnectionSpec, Hooks, LostSignal, float],
+    AbstractAsyncContextManager[tuple[Any, Any, int | None]],
+]
+"""Opens one attempt's streams: (spec, hooks, loss signal, deadline) -> an async
+context manager yielding (read stream, write stream, pid or None). It reports the
+server's end on the loss signal when the read stream alone cannot tell."""
 
 
 class McpTransport:
@@ -61,15 +70,20 @@ class McpTransport:
         getenv: Reads `${env:NAME}` values at connect time.
         starts: Bounds concurrent stdio starts (`starts.StartSlots`); by default
             a bound of its own from the CPU count.
+        open_streams: Opens the message streams of one attempt (the seam
+            tests use to run a server in memory); by default stdio, HTTP or
+            SSE as the spec says.
     """
 
     def __init__(
         self,
         getenv: Callable[[str], str | None] = os.environ.get,
         starts: StartSlots | None = None,
+        open_streams: StreamOpener | None = None,
     ) -> None:
         self._getenv = getenv
         self._starts = starts if starts is not None else StartSlots()
+        self._open_streams = open_streams or self._streams
 
     def open(
         self, spec: ConnectionSpec, hooks: Hooks
@@ -95,8 +109,6 @@ class McpTransport:
         self, resolved: ConnectionSpec, hooks: Hooks, slot: Slot | None
     ) -> AsyncIterator[Upstream]:
         deadline = anyio.current_time() + resolved.connect_timeout
-        if resolved.transport != "stdio":
-            await tcp_precheck(resolved.url, deadline)
         lost = LostSignal()
         upstream: McpSession | None = None
         body_error: BaseException | None = None
@@ -104,7 +116,7 @@ class McpTransport:
         # session and the transport may take at most TEARDOWN_TIMEOUT.
         with anyio.CancelScope() as outer:
             try:
-                async with self._streams(resolved, hooks, lost, deadline) as (
+                async with self._open_streams(resolved, hooks, lost, deadline) as (
                     read,
                     write,
                     pid,
@@ -159,6 +171,7 @@ class McpTransport:
             async with stdio_streams(spec, hooks, lost) as (read, write, pid):
                 yield read, write, pid
             return
+        await tcp_precheck(spec.url, deadline)
         if spec.transport == "sse":
             async with open_sse_streams(spec) as (s_read, s_write):
                 yield s_read, s_write, None

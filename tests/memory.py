@@ -1,0 +1,81 @@
+"""The in-memory transport seam: the demo server in this process, over memory streams.
+
+`MemoryServers.open` is a `StreamOpener` for `McpTransport(open_streams=...)`:
+each connect attempt runs a fresh `DemoServer` (the real SDK server and our real
+client session, handshake and all) over the SDK's memory streams, with no
+process and no socket. `kill(name)` ends a server as a crash would; names in
+`down` refuse to start. Tests of the session, handshake, paging, list_changed,
+hold and error paths use it instead of a subprocess each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp.shared.memory import create_client_server_memory_streams
+
+from manager.core.errors import ConnectFailed
+from manager.core.spec import ConnectionSpec, parse_spec
+from manager.demo_server import DemoServer
+from manager.transport.base import Hooks, LossReport
+from manager.transport.session import LostSignal
+
+__all__ = ["MEMORY_REASON", "MemoryServers", "memory_spec"]
+
+MEMORY_REASON = "in-memory server stopped"
+
+
+def memory_spec(name: str, **opts: object) -> ConnectionSpec:
+    """A declaration the memory opener serves (stdio-shaped: no TCP probe)."""
+    return parse_spec(name, {"command": "in-memory-demo"}, opts)
+
+
+class MemoryServers:
+    """Demo servers started per attempt, by connection name.
+
+    Args:
+        page_size: Tools per `tools/list` page of every server.
+    """
+
+    def __init__(self, page_size: int = 100) -> None:
+        self.page_size = page_size
+        self.servers: dict[str, DemoServer] = {}
+        self.down: set[str] = set()
+        self.starts: dict[str, int] = {}
+        self._scopes: dict[str, anyio.CancelScope] = {}
+
+    def kill(self, name: str) -> None:
+        """End `name`'s running server at once."""
+        self._scopes[name].cancel()
+
+    @asynccontextmanager
+    async def open(
+        self, spec: ConnectionSpec, hooks: Hooks, lost: LostSignal, deadline: float
+    ) -> AsyncIterator[tuple[Any, Any, int | None]]:
+        if spec.name in self.down:
+            raise ConnectFailed(f"{spec.name}: in-memory server refused to start")
+        self.starts[spec.name] = self.starts.get(spec.name, 0) + 1
+        demo = DemoServer(page_size=self.page_size)
+        self.servers[spec.name] = demo
+        scope = anyio.CancelScope()
+        self._scopes[spec.name] = scope
+        async with (
+            create_client_server_memory_streams() as (client, server),
+            anyio.create_task_group() as tg,
+        ):
+
+            async def serve() -> None:
+                with scope:
+                    options = demo.server.create_initialization_options()
+                    await demo.server.run(server[0], server[1], options)
+                lost.set(LossReport(MEMORY_REASON, error_type="Disconnected"))
+                await server[1].aclose()  # the client's read stream ends
+
+            tg.start_soon(serve)
+            try:
+                yield client[0], client[1], None
+            finally:
+                tg.cancel_scope.cancel()
