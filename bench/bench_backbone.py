@@ -141,7 +141,7 @@ async def measure_stdio_kill(command: tuple[str, list[str]], rounds: int) -> Kil
             last = (await wait_event(events, Connected, 0)).seq
         for _ in range(rounds):
             await anyio.sleep(0.05)
-            pid = mgr.statuses()[0]["pid"]
+            pid = mgr.statuses()[0].pid
             assert isinstance(pid, int)
             killed = time.perf_counter()
             os.kill(pid, signal.SIGKILL)

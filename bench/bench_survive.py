@@ -506,7 +506,7 @@ async def fleet_together(kind: Kind, n: int, limit: float) -> FleetRun:
             firsts = sorted(t - started for t in rec.first_connected.values())
             if firsts:
                 run.first, run.median = firsts[0], statistics.median(firsts)
-            run.states = dict(Counter(str(s["state"]) for s in mgr.statuses()))
+            run.states = dict(Counter(s.state for s in mgr.statuses()))
             if run.complete:
                 run.pss_all_up = await anyio.to_thread.run_sync(tree_pss)
             closing = time.perf_counter()
@@ -555,7 +555,7 @@ async def fleet_one_by_one(
             run.connected = len(rec.connected)
             run.complete = len(each) == measure and run.connected == measure
             tally(run, rec)
-            run.states = dict(Counter(str(s["state"]) for s in mgr.statuses()))
+            run.states = dict(Counter(s.state for s in mgr.statuses()))
             if each:
                 run.first, run.median = each[0], statistics.median(each)
             if run.complete and measure < n:

@@ -42,8 +42,8 @@ async def test_connection_retries_until_the_server_answers() -> None:
         assert connected.attempt == 5  # type: ignore[attr-defined]
         assert [e.attempt for e in rec.of("connecting", "s")] == [1, 2, 3, 4, 5]  # type: ignore[attr-defined]
         assert len(rec.of("connect_failed", "s")) == 4
-        assert mgr.status("s") == {**mgr.statuses()[0]}
-        assert mgr.statuses()[0]["state"] == "connected"
+        assert mgr.status("s") == mgr.statuses()[0]
+        assert mgr.statuses()[0].state == "connected"
 
 
 async def test_backoff_doubles_and_stays_at_the_cap() -> None:
@@ -217,7 +217,7 @@ async def test_a_disabled_connection_is_listed_but_never_started() -> None:
         mgr.add(fake_spec(enabled=False))
         await anyio.wait_all_tasks_blocked()
         assert transport.opens == 0
-        assert mgr.statuses()[0]["state"] == "disabled"
+        assert mgr.statuses()[0].state == "disabled"
         with pytest.raises(ServerUnavailable, match="disabled"):
             await mgr.call("s", "echo", {})
 

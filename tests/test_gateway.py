@@ -380,12 +380,12 @@ async def test_upstreams_killed_mid_session_keep_the_session_and_the_tool_list(
         before = sorted(t.name for t in (await client.list_tools()).tools)
 
         # stdio: the server dies, comes back within hold, the call just works.
-        pid = manager.status("fast")["pid"]  # type: ignore[index]
+        pid = manager.status("fast").pid  # type: ignore[union-attr]
         seen = rec.last_seq
         os.kill(int(str(pid)), signal.SIGKILL)
         await rec.wait_for("disconnected", "fast", after=seen)
         assert text_of(await client.call_tool("fast__echo", {"text": "a"})) == "a"
-        assert manager.status("fast")["pid"] != pid  # type: ignore[index]
+        assert manager.status("fast").pid != pid  # type: ignore[union-attr]
 
         # HTTP: down beyond hold, the call fails with the server's status.
         await web.akill()

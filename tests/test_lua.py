@@ -10,6 +10,7 @@ import pytest
 
 from manager.core.errors import ConfigError
 from manager.core.redact import SECRETS
+from manager.core.status import ConnectionStatus
 from manager.lua import ScriptResult, load_file, run_script
 
 STARTUP = Path(__file__).resolve().parent.parent / "startup.lua"
@@ -27,20 +28,25 @@ class FakeHost:
     def __init__(self, statuses: dict[str, dict[str, object]]) -> None:
         self.statuses = statuses
 
-    def status(self, name: str) -> dict[str, object] | None:
-        return self.statuses.get(name)
+    def status(self, name: str) -> ConnectionStatus | None:
+        facts = self.statuses.get(name)
+        return (
+            None
+            if facts is None
+            else ConnectionStatus.from_dict({"name": name, **facts})
+        )
 
-    def list(self) -> list[dict[str, object]]:
-        return [{"name": n, **s} for n, s in sorted(self.statuses.items())]
+    def list(self) -> list[ConnectionStatus]:
+        return [self.status(n) for n in sorted(self.statuses)]  # type: ignore[misc]
 
 
 class BrokenHost:
     """A host with a bug: every call raises."""
 
-    def status(self, name: str) -> dict[str, object] | None:
+    def status(self, name: str) -> ConnectionStatus | None:
         raise KeyError(name)
 
-    def list(self) -> list[dict[str, object]]:
+    def list(self) -> list[ConnectionStatus]:
         raise KeyError("list")
 
 

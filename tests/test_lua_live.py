@@ -9,6 +9,7 @@ import pytest
 
 from manager.core.errors import ConfigError
 from manager.core.spec import ConnectionSpec
+from manager.core.status import ConnectionStatus
 from manager.lua import LiveScript, start_file
 
 
@@ -18,11 +19,11 @@ class FakeLiveHost:
     def __init__(self) -> None:
         self.specs: dict[str, ConnectionSpec] = {}
 
-    def status(self, name: str) -> dict[str, object] | None:
-        return {"state": "connected"} if name in self.specs else None
+    def status(self, name: str) -> ConnectionStatus | None:
+        return ConnectionStatus(name, state="connected") if name in self.specs else None
 
-    def list(self) -> list[dict[str, object]]:
-        return [{"name": n, "state": "connected"} for n in sorted(self.specs)]
+    def list(self) -> list[ConnectionStatus]:
+        return [ConnectionStatus(n, state="connected") for n in sorted(self.specs)]
 
     def add(self, spec: ConnectionSpec) -> bool:
         changed = self.specs.get(spec.name) != spec

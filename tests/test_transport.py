@@ -63,7 +63,7 @@ async def test_stdio_server_killed_comes_back_by_itself(
     mgr, rec = env
     mgr.add(stdio("demo"))  # type: ignore[arg-type]
     first = await rec.wait_for("connected", "demo")
-    pid = mgr.statuses()[0]["pid"]
+    pid = mgr.statuses()[0].pid
     assert isinstance(pid, int) and psutil.pid_exists(pid)
     os.kill(pid, signal.SIGKILL)
     lost = await rec.wait_for("disconnected", "demo")
@@ -71,8 +71,8 @@ async def test_stdio_server_killed_comes_back_by_itself(
     assert "SIGKILL" in lost.reason  # type: ignore[attr-defined]
     await rec.wait_for("connected", "demo", after=first.seq)
     status = mgr.statuses()[0]
-    assert status["state"] == "connected"
-    assert status["pid"] not in (None, pid)
+    assert status.state == "connected"
+    assert status.pid not in (None, pid)
     assert _gone(pid)
     result = await mgr.call("demo", "echo", {"text": "back"})
     assert "back" in str(result.data)
@@ -106,7 +106,7 @@ async def test_tool_errors_and_timeouts_are_reported_not_retried(
     assert failed.is_error
     with pytest.raises(CallTimeout, match="no result within 0.2 s"):
         await mgr.call("demo", "sleep", {"seconds": 5}, call_timeout=0.2)
-    assert mgr.statuses()[0]["state"] == "connected"  # a slow tool is not a dead server
+    assert mgr.statuses()[0].state == "connected"  # a slow tool is not a dead server
 
 
 async def test_missing_executable_is_retried_forever_with_a_clear_error(
@@ -116,8 +116,8 @@ async def test_missing_executable_is_retried_forever_with_a_clear_error(
     mgr.add(parse_spec("ghost", {"command": "/nonexistent/mcp-server"}, FAST))
     await rec.wait_for("connect_failed", "ghost", where=lambda e: e.attempt >= 3)  # type: ignore[attr-defined]
     status = mgr.statuses()[0]
-    assert status["state"] == "reconnecting"
-    assert "cannot start '/nonexistent/mcp-server': not found" in str(status["error"])
+    assert status.state == "reconnecting"
+    assert "cannot start '/nonexistent/mcp-server': not found" in str(status.error)
 
 
 @pytest.mark.parametrize(
@@ -139,9 +139,9 @@ async def test_broken_stdio_servers_get_a_clear_error_and_are_retried(
     mgr.add(stdio("bad", *flags, raw=True, connect_timeout=0.5))  # type: ignore[arg-type]
     await rec.wait_for("connect_failed", "bad", where=lambda e: e.attempt >= 2)  # type: ignore[attr-defined]
     status = mgr.statuses()[0]
-    stderr_and_error = f"{status['error']} {status['stderr']}"
+    stderr_and_error = f"{status.error} {list(status.stderr)}"
     assert expected in stderr_and_error
-    assert status["state"] == "reconnecting"
+    assert status.state == "reconnecting"
 
 
 async def test_crash_after_handshake_backs_off_to_the_cap(
@@ -168,8 +168,8 @@ async def test_remove_during_a_connect_attempt_reaps_the_server(
     mgr, rec = env
     mgr.add(stdio("hang", "--hang-on-initialize", raw=True))  # type: ignore[arg-type]
     await rec.wait_for("connecting", "hang")
-    await eventually(lambda: mgr.statuses()[0]["pid"] is not None)
-    pid = mgr.statuses()[0]["pid"]
+    await eventually(lambda: mgr.statuses()[0].pid is not None)
+    pid = mgr.statuses()[0].pid
     assert isinstance(pid, int)
     mgr.remove("hang")
     await rec.wait_for("removed", "hang", within=3)
@@ -182,7 +182,7 @@ async def test_a_server_that_ignores_sigterm_is_killed_within_the_teardown_bound
     mgr, rec = env
     mgr.add(stdio("stubborn", "--ignore-sigterm", raw=True))  # type: ignore[arg-type]
     await rec.wait_for("connected", "stubborn")
-    pid = mgr.statuses()[0]["pid"]
+    pid = mgr.statuses()[0].pid
     started = anyio.current_time()
     mgr.remove("stubborn")
     await rec.wait_for("removed", "stubborn", within=3)
@@ -221,7 +221,7 @@ async def test_http_server_stopped_and_started_again_reconnects(
     server.kill()
     await rec.wait_for("disconnected", "web", after=first.seq)
     await rec.wait_for("connect_failed", "web", after=first.seq)
-    assert "connection refused" in str(mgr.statuses()[0]["error"])
+    assert "connection refused" in str(mgr.statuses()[0].error)
     await anyio.to_thread.run_sync(server.start)
     await rec.wait_for("connected", "web", after=first.seq)
     assert (await mgr.call("web", "echo", {"text": "y"})).is_error is False
@@ -253,7 +253,7 @@ async def test_a_blackhole_times_out_and_is_retried(
     mgr, rec = env
     mgr.add(parse_spec("hole", blackhole.url(), {**FAST, "connect_timeout": 0.3}))
     await rec.wait_for("connect_failed", "hole", where=lambda e: e.attempt >= 2)  # type: ignore[attr-defined]
-    error = str(mgr.statuses()[0]["error"])
+    error = str(mgr.statuses()[0].error)
     assert "no complete handshake within connect_timeout 0.3 s" in error
 
 

@@ -29,6 +29,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ..core.errors import ConfigError, ManagerError
 from ..core.events import ConfigLoaded, ConfigRejected, HookFailed, event_to_dict
 from ..core.spec import ConnectionSpec
+from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
 from ..engine.manager import Manager
 from ..lua import LiveScript, LuaCall, start_file
@@ -365,10 +366,10 @@ class _Host:
     def __init__(self, manager: Manager) -> None:
         self._manager = manager
 
-    def status(self, name: str) -> dict[str, object] | None:
+    def status(self, name: str) -> ConnectionStatus | None:
         return self._manager.status(name)
 
-    def list(self) -> list[dict[str, object]]:
+    def list(self) -> list[ConnectionStatus]:
         return self._manager.statuses()
 
     def add(self, spec: ConnectionSpec) -> bool:

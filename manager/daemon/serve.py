@@ -104,8 +104,8 @@ class Daemon:
     # --- ControlBackend ----------------------------------------------------------
 
     def status(self) -> list[dict[str, object]]:
-        """Status of every connection (control API)."""
-        return self.manager.statuses()
+        """Status of every connection, in its wire form (control API)."""
+        return [status.to_dict() for status in self.manager.statuses()]
 
     def info(self) -> dict[str, object]:
         """Daemon-wide facts for the HUD and `status`."""

@@ -36,6 +36,7 @@ from ..core.events import Added, CallFailed, CallFinished, CallStarted, Updated
 from ..core.redact import redact
 from ..core.spec import ConnectionSpec, changed_fields, display_endpoint
 from ..core.state import Phase
+from ..core.status import ConnectionStatus
 from ..transport.base import (
     CallResult,
     ProgressCallback,
@@ -264,15 +265,15 @@ class Manager:
         """Declared connections plus those removed but still closing."""
         return [*self.connections(), *self._closing]
 
-    def status(self, name: str) -> dict[str, object] | None:
-        """The status dict of one connection, or None if not declared."""
+    def status(self, name: str) -> ConnectionStatus | None:
+        """The status of one connection, or None if not declared."""
         conn = self._conns.get(name)
-        return None if conn is None else status_dict(conn, self._clock())
+        return None if conn is None else connection_status(conn, self._clock())
 
-    def statuses(self) -> list[dict[str, object]]:
-        """Status dicts of every declared connection, sorted by name."""
+    def statuses(self) -> list[ConnectionStatus]:
+        """The status of every declared connection, sorted by name."""
         now = self._clock()
-        return [status_dict(c, now) for c in self.connections()]
+        return [connection_status(c, now) for c in self.connections()]
 
     def tools(self, name: str) -> tuple[ToolInfo, ...]:
         """The last known tools of a connection (kept while it reconnects)."""
@@ -456,24 +457,24 @@ def _call_error(
     return None
 
 
-def status_dict(conn: Connection, now: float) -> dict[str, object]:
-    """The JSON-ready status of one connection (design §2 `mcp_status` fields)."""
+def connection_status(conn: Connection, now: float) -> ConnectionStatus:
+    """The status of one connection at wall time `now`."""
     state = conn.state
     next_in = None
     if state.next_retry_at is not None:
         next_in = round(max(0.0, state.next_retry_at - now), 3)
-    return {
-        "name": conn.name,
-        "transport": conn.spec.transport,
-        "endpoint": display_endpoint(conn.spec),
-        "state": state.phase.value,
-        "attempt": state.attempt,
-        "tools": len(state.tools),
-        "error": state.error,
-        "next_retry_in": next_in,
-        "since": state.since,
-        "pid": state.pid,
-        "exit_code": state.exit_code,
-        "enabled": conn.spec.enabled,
-        "stderr": list(conn.stderr)[-10:],
-    }
+    return ConnectionStatus(
+        name=conn.name,
+        transport=conn.spec.transport,
+        endpoint=display_endpoint(conn.spec),
+        state=state.phase.value,
+        attempt=state.attempt,
+        tools=len(state.tools),
+        error=state.error,
+        next_retry_in=next_in,
+        since=state.since,
+        pid=state.pid,
+        exit_code=state.exit_code,
+        enabled=conn.spec.enabled,
+        stderr=tuple(conn.stderr)[-10:],
+    )

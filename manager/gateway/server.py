@@ -473,4 +473,5 @@ class Gateway:
         if status is None:
             return None
         keep = ("state", "attempt", "next_retry_in", "error", "since")
-        return {ERROR_META_KEY: {"server": server, **{k: status.get(k) for k in keep}}}
+        facts = status.to_dict()
+        return {ERROR_META_KEY: {"server": server, **{k: facts[k] for k in keep}}}

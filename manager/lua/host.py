@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..core.spec import ConnectionSpec
+from ..core.status import ConnectionStatus
 
 __all__ = ["LiveHost", "LuaCall", "LuaHost", "ScriptResult"]
 
@@ -18,15 +19,12 @@ __all__ = ["LiveHost", "LuaCall", "LuaHost", "ScriptResult"]
 class LuaHost(Protocol):
     """What the script can see of the running daemon (read-only)."""
 
-    def status(self, name: str) -> dict[str, object] | None:
-        """The JSON-ready status of one connection, or None if it is not running.
-
-        Keys: state, attempt, tools, error, next_retry_in, since, pid, exit_code.
-        """
+    def status(self, name: str) -> ConnectionStatus | None:
+        """The status of one connection, or None if it is not running."""
         ...
 
-    def list(self) -> builtins.list[dict[str, object]]:
-        """The status of every connection, sorted by name, each with a `name` key."""
+    def list(self) -> builtins.list[ConnectionStatus]:
+        """The status of every connection, sorted by name."""
         ...
 
 

@@ -295,7 +295,7 @@ class ScriptRun:
             return self._live_host().remove(name)
         existed = self.declared.pop(name, None) is not None
         if not existed and self.host is not None:
-            existed = any(item.get("name") == name for item in self.host.list())
+            existed = any(item.name == name for item in self.host.list())
         self.removed[name] = None
         return existed
 
@@ -306,12 +306,12 @@ class ScriptRun:
                 f"mcp_status: connection name must be a string, got {as_text(name)}"
             )
         status = self.host.status(name) if self.host is not None else None
-        return None if status is None else self._to_lua(status)
+        return None if status is None else self._to_lua(status.to_dict())
 
     def _list(self, *args: object) -> object:
         items = self.host.list() if self.host is not None else []
-        items = sorted(items, key=lambda item: str(item.get("name", "")))
-        return self._to_lua(items)
+        ordered = sorted(items, key=lambda item: item.name)
+        return self._to_lua([item.to_dict() for item in ordered])
 
     def _env(self, *args: object) -> str | None:
         name = args[0] if args else None

@@ -1,0 +1,88 @@
+"""`ConnectionStatus`: one connection's status, one typed form from end to end.
+
+The manager makes it; the control socket sends `to_dict()` and the far end reads
+it back with `from_dict()`; Lua's `mcp_status` gets the dict form. The fields are
+design §2's `mcp_status` table plus what the HUD and `status` show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["ConnectionStatus"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatus:
+    """What a connection is doing right now.
+
+    Attributes:
+        name: Connection name.
+        transport: `stdio`, `http` or `sse`.
+        endpoint: The endpoint as shown (secrets masked).
+        state: `connecting`, `connected`, `reconnecting`, `disabled`, ...
+        attempt: Tries since the connection was last stable.
+        tools: Tool count of the current (or last) session.
+        error: The last error, "" or None when there is none.
+        next_retry_in: Seconds until the next try while waiting, else None.
+        since: Wall time of the last state change.
+        pid: The stdio server's process id while it runs.
+        exit_code: The stdio server's last exit code.
+        enabled: False when declared with `enabled = false`.
+        stderr: The last lines the server wrote to stderr (at most 10).
+    """
+
+    name: str
+    transport: str = ""
+    endpoint: str = ""
+    state: str = "connecting"
+    attempt: int = 0
+    tools: int = 0
+    error: str | None = None
+    next_retry_in: float | None = None
+    since: float = 0.0
+    pid: int | None = None
+    exit_code: int | None = None
+    enabled: bool = True
+    stderr: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON-ready form (the control socket's and Lua's)."""
+        out = asdict(self)
+        out["stderr"] = list(self.stderr)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> ConnectionStatus:
+        """Read the JSON form back; unknown keys are ignored, wrong types dropped."""
+
+        def num(key: str) -> float | None:
+            value = data.get(key)
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            return float(value) if ok else None  # type: ignore[arg-type]
+
+        def whole(key: str) -> int | None:
+            value = data.get(key)
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            return value if ok else None  # type: ignore[return-value]
+
+        stderr = data.get("stderr")
+        error = data.get("error")
+        return cls(
+            name=str(data.get("name", "")),
+            transport=str(data.get("transport") or ""),
+            endpoint=str(data.get("endpoint") or ""),
+            state=str(data.get("state") or "connecting"),
+            attempt=whole("attempt") or 0,
+            tools=whole("tools") or 0,
+            error=str(error) if error is not None else None,
+            next_retry_in=num("next_retry_in"),
+            since=num("since") or 0.0,
+            pid=whole("pid"),
+            exit_code=whole("exit_code"),
+            enabled=data.get("enabled") is not False,
+            stderr=tuple(str(line) for line in stderr)
+            if isinstance(stderr, list)
+            else (),
+        )
