@@ -242,7 +242,7 @@ def _daemon_load(
             time.sleep(2.0)  # warm up
 
             def attempts() -> int:
-                return sum(int(str(row["attempt"])) for row in client.status())
+                return sum(int(str(row.attempt)) for row in client.status())
 
             a0, cpu0, t0 = attempts(), proc.cpu_times(), time.monotonic()
             time.sleep(window)

@@ -157,7 +157,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     client = ControlClient(socket_path(args.socket))
     conns = client.status()
     if args.json:
-        print(json.dumps(conns, indent=2, ensure_ascii=False))
+        rows = [conn.to_dict() for conn in conns]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     now = time.time()
     try:

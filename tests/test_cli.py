@@ -25,6 +25,7 @@ from manager.core.errors import (
     UnknownServer,
 )
 from manager.core.events import AttemptFailed, Connecting, Event
+from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus, Subscription
 
 STATUS: list[dict[str, object]] = [
@@ -185,7 +186,12 @@ def test_status_json_is_the_daemons_array(
     daemon: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--socket", daemon.socket, "status", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == STATUS
+    rows = json.loads(capsys.readouterr().out)
+    # Every field the daemon sent, as sent (the rest at their typed defaults).
+    assert [
+        {k: row[k] for k in sent} for row, sent in zip(rows, STATUS, strict=True)
+    ] == STATUS
+    assert rows == [ConnectionStatus.from_dict(sent).to_dict() for sent in STATUS]
 
 
 def test_socket_comes_from_the_environment_too(

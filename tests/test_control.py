@@ -31,6 +31,7 @@ from manager.core.errors import (
     UnknownServer,
 )
 from manager.core.events import Connected, Connecting, Removed
+from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus, Subscription
 
 
@@ -304,12 +305,16 @@ async def test_server_refuses_a_path_that_is_not_a_socket(sock_dir: Path) -> Non
 
 
 @pytest.mark.anyio
-async def test_status_returns_one_dict_per_connection(sock_dir: Path) -> None:
+async def test_status_returns_one_typed_status_per_connection(sock_dir: Path) -> None:
     path = sock_dir / "control.sock"
     backend = FakeBackend()
     async with serving(backend, path):
         result = await anyio.to_thread.run_sync(ControlClient(path).status)
-    assert result == backend.status()
+    assert result == [ConnectionStatus.from_dict(row) for row in backend.status()]
+    assert [(s.name, s.state, s.attempt) for s in result] == [
+        ("fs", "connected", 1),
+        ("web", "reconnecting", 4),
+    ]
 
 
 @pytest.mark.anyio

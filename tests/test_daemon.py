@@ -58,11 +58,11 @@ def test_daemon_serves_status_and_calls_and_revives_a_killed_server(
     with DaemonProcess(script) as daemon:
         daemon.wait_event("connected", "fast")
         daemon.wait_event("connect_failed", "down")
-        rows = {row["name"]: row for row in daemon.client.status()}
-        assert rows["fast"]["state"] == "connected"
-        assert rows["down"]["state"] == "reconnecting"
-        assert "connection refused" in str(rows["down"]["error"])
-        pid = rows["fast"]["pid"]
+        rows = {row.name: row for row in daemon.client.status()}
+        assert rows["fast"].state == "connected"
+        assert rows["down"].state == "reconnecting"
+        assert "connection refused" in str(rows["down"].error)
+        pid = rows["fast"].pid
         assert isinstance(pid, int)
 
         result = daemon.client.call("fast", "echo", {"text": "hello"})
@@ -113,7 +113,7 @@ def test_sighup_reloads_and_a_bad_reload_keeps_the_running_set(tmp_path: Path) -
         daemon.signal(signal.SIGHUP)
         error = daemon.wait_event("config_error", after=int(str(loaded["seq"])))
         assert error["line"] == 2 and "command is empty" in str(error["message"])
-        names = {row["name"]: row["state"] for row in daemon.client.status()}
+        names = {row.name: row.state for row in daemon.client.status()}
         assert names == {"a": "connected", "b": "connected"}
 
 
@@ -180,7 +180,7 @@ def test_secrets_never_reach_logs_status_or_events(tmp_path: Path) -> None:
     ) as daemon:
         daemon.wait_event("connected", "local")
         daemon.wait_event("connect_failed", "web")
-        status = json.dumps(daemon.client.status())
+        status = json.dumps([row.to_dict() for row in daemon.client.status()])
         events = json.dumps(daemon.events)
     for surface, text in (
         ("status", status),

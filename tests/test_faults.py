@@ -104,13 +104,13 @@ def wait_until(what: str, check: Callable[[], bool], within: float = 20.0) -> No
 
 def pid_of(daemon: DaemonProcess, name: str) -> int | None:
     for row in daemon.client.status():
-        if row["name"] == name and isinstance(row["pid"], int):
-            return row["pid"]
+        if row.name == name and isinstance(row.pid, int):
+            return row.pid
     return None
 
 
 def states(daemon: DaemonProcess) -> dict[str, str]:
-    return {str(r["name"]): str(r["state"]) for r in daemon.client.status()}
+    return {str(r.name): str(r.state) for r in daemon.client.status()}
 
 
 @pytest.fixture
@@ -249,13 +249,11 @@ def _campaign(
 
         wait_until(f"states {expected}", converged, within=30)
         # Nothing the removed connections started may survive them.
-        live_pids = {
-            int(str(r["pid"])) for r in client.status() if isinstance(r["pid"], int)
-        }
+        live_pids = {int(str(r.pid)) for r in client.status() if isinstance(r.pid, int)}
 
         def only_live_servers() -> bool:
             current = {
-                int(str(r["pid"])) for r in client.status() if isinstance(r["pid"], int)
+                int(str(r.pid)) for r in client.status() if isinstance(r.pid, int)
             }
             return set(marked_processes(marker)) <= current | live_pids
 

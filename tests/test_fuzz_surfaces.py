@@ -107,7 +107,7 @@ def _assert_clear_errors(replies: list[dict[str, object]]) -> None:
 
 def _still_serving(target: Target) -> None:
     assert target.daemon.client.ping()
-    assert [row["name"] for row in target.daemon.client.status()] == ["fast"]
+    assert [row.name for row in target.daemon.client.status()] == ["fast"]
 
 
 _json_values = st.recursive(

@@ -56,6 +56,7 @@ from manager.core.events import (
     event_to_dict,
 )
 from manager.core.spec import parse_spec, spec_summary
+from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus
 from manager.hud.app import HudApp
 from manager.hud.details import DetailsScreen
@@ -72,6 +73,12 @@ from manager.hud.state import HudState
 from manager.hud.terminal import OutputCapture, TerminalFile, open_terminal
 from manager.hud.view import age, countdown, footer_lines, layout
 from manager.logs import LogSink
+
+
+def typed(rows: list[dict[str, object]]) -> list[ConnectionStatus]:
+    """Status snapshots in their typed form, from their wire form."""
+    return [ConnectionStatus.from_dict(row) for row in rows]
+
 
 T0 = 1_700_000_000.0
 """A fixed wall-clock instant for the reducer and snapshot tests."""
@@ -256,23 +263,25 @@ def test_unknown_event_kinds_are_logged_not_fatal() -> None:
 def test_seed_takes_a_status_snapshot() -> None:
     hud = HudState()
     hud.seed(
-        [
-            {
-                "name": "web",
-                "transport": "http",
-                "state": "reconnecting",
-                "attempt": 4,
-                "tools": 0,
-                "error": "refused\nline two",
-                "next_retry_in": 1.5,
-                "since": T0 - 30,
-                "pid": None,
-                "exit_code": None,
-                "enabled": True,
-            },
-            {"name": "off", "state": "disabled", "enabled": False, "since": T0},
-            {"name": "busy", "state": "reconnecting", "next_retry_in": None},
-        ],
+        typed(
+            [
+                {
+                    "name": "web",
+                    "transport": "http",
+                    "state": "reconnecting",
+                    "attempt": 4,
+                    "tools": 0,
+                    "error": "refused\nline two",
+                    "next_retry_in": 1.5,
+                    "since": T0 - 30,
+                    "pid": None,
+                    "exit_code": None,
+                    "enabled": True,
+                },
+                {"name": "off", "state": "disabled", "enabled": False, "since": T0},
+                {"name": "busy", "state": "reconnecting", "next_retry_in": None},
+            ]
+        ),
         now=T0,
     )
     web, off, busy = hud.rows["web"], hud.rows["off"], hud.rows["busy"]
@@ -285,7 +294,7 @@ def test_seed_takes_a_status_snapshot() -> None:
 def test_rows_sort_trouble_first_then_by_name_and_filter() -> None:
     hud = HudState()
     states = {"a": "connected", "b": "reconnecting", "c": "disabled", "d": "connecting"}
-    hud.seed([{"name": n, "state": s} for n, s in states.items()], now=T0)
+    hud.seed(typed([{"name": n, "state": s} for n, s in states.items()]), now=T0)
     hud.rows["a"].error = ""
     hud.rows["b"].error = "connection refused"
     assert [r.name for r in hud.sorted_rows()] == ["b", "d", "a", "c"]
@@ -442,7 +451,7 @@ def recorded(renderable: object, width: int) -> str:
 
 
 def test_status_table_snapshot() -> None:
-    text = recorded(render_status(STATUS, T0, info=INFO, width=120), 120)
+    text = recorded(render_status(typed(STATUS), T0, info=INFO, width=120), 120)
     assert text == SNAPSHOT_120
 
 
@@ -457,7 +466,7 @@ otlp: off │ dropped 0 │ 3 connections: ● 1 connected  ↻ 2 reconnecting""
 
 
 def test_status_table_drops_columns_on_a_narrow_terminal() -> None:
-    text = recorded(render_status(STATUS, T0, width=80), 80)
+    text = recorded(render_status(typed(STATUS), T0, width=80), 80)
     header = text.splitlines()[0].split()
     assert header == [
         "NAME",
@@ -498,7 +507,7 @@ class FakeBackend:
 
     async def snapshot(self) -> Snapshot:
         self.snapshots += 1
-        return Snapshot(list(self.rows), {"config": "startup.lua"})
+        return Snapshot(typed(self.rows), {"config": "startup.lua"})
 
     async def info(self) -> dict[str, object]:
         return {"config": "startup.lua", "dropped": {}}
@@ -872,7 +881,9 @@ async def test_an_unreachable_daemon_is_shown_and_a_snapshot_reattaches() -> Non
     feed = QueueFeed()
     app = HudApp(FakeBackend(), feed, attached=True, clock=clock)
     async with app.run_test(size=(100, 20)):
-        feed.queue.put(Snapshot([{"name": "fs", "state": "connected"}], {"pid": 11}))
+        feed.queue.put(
+            Snapshot(typed([{"name": "fs", "state": "connected"}]), {"pid": 11})
+        )
         app.frame()
         feed.queue.put(Unreachable("no socket there"))
         app.frame()
@@ -880,7 +891,9 @@ async def test_an_unreachable_daemon_is_shown_and_a_snapshot_reattaches() -> Non
         assert "daemon unreachable, retrying" in screen
         assert "daemon unreachable: no socket there" in screen
         assert app.table.stale
-        feed.queue.put(Snapshot([{"name": "fs", "state": "connected"}], {"pid": 12}))
+        feed.queue.put(
+            Snapshot(typed([{"name": "fs", "state": "connected"}]), {"pid": 12})
+        )
         app.frame()
         screen = screen_text(app)
         assert "attached to daemon pid 11" in screen
@@ -971,8 +984,8 @@ class FakeDaemon:
         self.bus = EventBus()
         self.options = type("Options", (), {"socket": Path("/tmp/x.sock")})()
 
-    def status(self) -> list[dict[str, object]]:
-        return [{"name": "fs", "state": "connecting"}]
+    def statuses(self) -> list[ConnectionStatus]:
+        return [ConnectionStatus("fs", state="connecting")]
 
     def info(self) -> dict[str, object]:
         return {"config": "startup.lua", "pid": os.getpid()}
@@ -1062,7 +1075,7 @@ def test_attached_reader_survives_a_daemon_restart() -> None:
                 future, _ = portal.start_task(serve_control, backend, path)
                 snapshot = take(feed, Snapshot)
                 assert isinstance(snapshot, Snapshot)
-                assert snapshot.rows == backend.status()
+                assert snapshot.rows == typed(backend.status())
                 portal.call(backend.bus.publish, Connecting(name="fs", attempt=9))
                 event = take(feed, dict)
                 assert isinstance(event, dict) and event["attempt"] == 9

@@ -49,7 +49,7 @@ def test_saving_touches_exactly_the_added_removed_and_changed_connections(
     with DaemonProcess(script) as daemon:
         for name in ("keep", "gone", "change"):
             daemon.wait_event("connected", name)
-        keep_pid = {r["name"]: r["pid"] for r in daemon.client.status()}["keep"]
+        keep_pid = {r.name: r.pid for r in daemon.client.status()}["keep"]
         mark = daemon.events[-1]
         save(
             script,
@@ -66,8 +66,8 @@ def test_saving_touches_exactly_the_added_removed_and_changed_connections(
         daemon.wait_event("removed", "gone", after=seq(mark))
         touched = {str(e["name"]) for e in daemon.events if seq(e) > seq(mark)}
         assert "keep" not in touched
-        rows = {r["name"]: r for r in daemon.client.status()}
-        assert rows["keep"]["pid"] == keep_pid
+        rows = {r.name: r for r in daemon.client.status()}
+        assert rows["keep"].pid == keep_pid
         assert set(rows) == {"keep", "change", "new"}
 
 
@@ -94,14 +94,14 @@ def test_a_broken_save_changes_nothing_and_reports_the_line(
     with DaemonProcess(script) as daemon:
         daemon.wait_event("connected", "a")
         daemon.wait_event("connected", "b")
-        before = {r["name"]: r["pid"] for r in daemon.client.status()}
+        before = {r.name: r.pid for r in daemon.client.status()}
         mark = daemon.events[-1]
         save(script, good + bad, atomic=True)
         error = daemon.wait_event("config_error", after=seq(mark))
         assert error["line"] == line
         assert message in str(error["message"])
         assert not [e for e in daemon.events if seq(e) > seq(mark) and e["name"]]
-        assert {r["name"]: r["pid"] for r in daemon.client.status()} == before
+        assert {r.name: r.pid for r in daemon.client.status()} == before
         assert daemon.client.info()["last_reload"]["ok"] is False  # type: ignore[index]
 
 
@@ -154,7 +154,7 @@ def test_cli_reload_reports_what_changed_and_bad_scripts(
         script.write_text(server("a") + "error('nope')\n")
         assert main(["reload", *sock]) == 1
         assert "startup.lua:2: nope" in capsys.readouterr().err
-        assert [r["name"] for r in daemon.client.status()] == ["a", "b"]
+        assert [r.name for r in daemon.client.status()] == ["a", "b"]
 
 
 def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
         daemon.wait_event(
             "hook_error", where=lambda e: "time budget" in str(e["message"])
         )
-        assert "spawned" in {r["name"] for r in daemon.client.status()}
+        assert "spawned" in {r.name for r in daemon.client.status()}
         daemon.wait_log("echo:\tfrom lua")
         daemon.wait_log("await:\tawaited")
         daemon.wait_log("down:\tdown is reconnecting")
@@ -197,7 +197,7 @@ def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
         script.write_text(server("fast"))
         daemon.wait_event("config_loaded", after=seq(mark))
         daemon.client.reconnect("fast")
-        os.kill(int(str(daemon.client.status()[0]["pid"])), signal.SIGKILL)
+        os.kill(int(str(daemon.client.status()[0].pid)), signal.SIGKILL)
         daemon.wait_event("connected", "fast", after=seq(mark))
         assert not [
             e for e in daemon.events if e["kind"] == "hook_error" and seq(e) > seq(mark)

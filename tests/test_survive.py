@@ -87,11 +87,9 @@ def test_an_upstream_that_closes_every_connection_works_and_costs_nothing_idle(
             result = daemon.client.call("closer", "echo", {"text": f"hi {i}"})
             assert result["content"] == [{"type": "text", "text": f"hi {i}"}]
         assert idle_cpu(daemon.process.pid) < IDLE_CPU_LIMIT
-        rows = {row["name"]: row["state"] for row in daemon.client.status()}
+        rows = {row.name: row.state for row in daemon.client.status()}
         assert rows == {"closer": "connected", "local": "connected"}
-        local_pid = next(
-            r["pid"] for r in daemon.client.status() if r["name"] == "local"
-        )
+        local_pid = next(r.pid for r in daemon.client.status() if r.name == "local")
         guardian = int(str(daemon.client.info()["guardian"]))
         code, took = stop_and_time(daemon)
         assert code == 0 and took < STOP_LIMIT
@@ -118,7 +116,7 @@ def test_an_upstream_that_closes_mid_answer_is_retried_with_a_clear_reason(
         daemon.wait_event("connect_failed", "closer", after=int(str(failed["seq"])))
         assert idle_cpu(daemon.process.pid) < IDLE_CPU_LIMIT
         rows = daemon.client.status()
-        assert rows[0]["state"] == "reconnecting"
+        assert rows[0].state == "reconnecting"
         code, took = stop_and_time(daemon)
         assert code == 0 and took < STOP_LIMIT
 
@@ -180,7 +178,7 @@ def test_a_sigkilled_daemon_leaves_no_server_or_grandchild_behind(
     )
     with DaemonProcess(script) as daemon:
         daemon.wait_event("connected", "demo")
-        server = int(str(daemon.client.status()[0]["pid"]))
+        server = int(str(daemon.client.status()[0].pid))
         result = daemon.client.call("demo", "spawn_child", {"seconds": 60})
         grandchild = int(result["content"][0]["text"])  # type: ignore[index]
         assert psutil.pid_exists(server) and psutil.pid_exists(grandchild)

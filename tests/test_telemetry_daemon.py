@@ -112,8 +112,8 @@ def test_the_daemon_tells_the_whole_story_to_an_otlp_grpc_collector(
             daemon.wait_event("connected", "demo")
             daemon.wait_event("connect_failed", "down")
             result = daemon.client.call("demo", "meta", {})
-            rows = {row["name"]: row for row in daemon.client.status()}
-            os.kill(int(str(rows["flaky"]["pid"])), signal.SIGKILL)
+            rows = {row.name: row for row in daemon.client.status()}
+            os.kill(int(str(rows["flaky"].pid)), signal.SIGKILL)
             lost = daemon.wait_event(
                 "disconnected", "flaky", after=int(str(first["seq"]))
             )

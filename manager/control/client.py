@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..core.errors import ConfigError, ControlError
+from ..core.status import ConnectionStatus
 from .paths import check_socket_dir
 from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, encode
 
@@ -149,12 +150,12 @@ class ControlClient:
         """Check that the daemon answers; returns `{"pid": ...}`."""
         return _as_dict(self.request({"cmd": "ping"}))
 
-    def status(self) -> list[dict[str, object]]:
-        """One dict per connection."""
+    def status(self) -> list[ConnectionStatus]:
+        """One status per connection, decoded from the wire form."""
         result = self.request({"cmd": "status"})
         if not isinstance(result, list):
             raise ControlError("the daemon sent a malformed status (not a list)")
-        return [_as_dict(item) for item in result]
+        return [ConnectionStatus.from_dict(_as_dict(item)) for item in result]
 
     def info(self) -> dict[str, object]:
         """Daemon-wide facts: config file, last reload result, dropped events."""

@@ -25,6 +25,7 @@ from .. import __version__
 from ..control.server import serve_control
 from ..core.errors import ConfigError, ControlError, UnknownServer
 from ..core.spec import spec_summary
+from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
@@ -106,6 +107,10 @@ class Daemon:
     def status(self) -> list[dict[str, object]]:
         """Status of every connection, in its wire form (control API)."""
         return [status.to_dict() for status in self.manager.statuses()]
+
+    def statuses(self) -> list[ConnectionStatus]:
+        """Status of every connection (the in-process HUD)."""
+        return self.manager.statuses()
 
     def info(self) -> dict[str, object]:
         """Daemon-wide facts for the HUD and `status`."""

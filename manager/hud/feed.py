@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.events import Event
+from ..core.status import ConnectionStatus
 
 __all__ = [
     "EventSource",
@@ -46,12 +47,12 @@ class Snapshot:
     """Start over from a status snapshot (after attaching, or after a lag).
 
     Attributes:
-        rows: `status` dicts, one per connection.
+        rows: One status per connection.
         info: The daemon's `info`, if fetched with it.
         reason: Shown in the log ("" shows nothing).
     """
 
-    rows: list[dict[str, object]]
+    rows: list[ConnectionStatus]
     info: Mapping[str, object] | None = None
     reason: str = ""
 

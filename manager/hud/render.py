@@ -16,6 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..core.status import ConnectionStatus
 from .state import HudState
 from .view import cells, footer_lines, layout
 
@@ -26,7 +27,7 @@ PIPE_WIDTH = 400
 
 
 def render_status(
-    rows: Sequence[Mapping[str, object]],
+    rows: Sequence[ConnectionStatus],
     now: float,
     *,
     info: Mapping[str, object] | None = None,
@@ -36,7 +37,7 @@ def render_status(
     """The status table of `rows` (status dicts) at `now`, with the footer.
 
     Args:
-        rows: `Manager.statuses()` dicts, in any order.
+        rows: One status per connection, in any order.
         now: Wall time the snapshot was taken (for countdowns and ages).
         info: The daemon's `info` (config, last reload, OTLP, drops), if known.
         width: Cells available; narrower tables drop the least useful columns.
@@ -81,7 +82,7 @@ def render_status(
 
 
 def print_status(
-    rows: Sequence[Mapping[str, object]],
+    rows: Sequence[ConnectionStatus],
     now: float,
     *,
     info: Mapping[str, object] | None = None,

@@ -31,6 +31,7 @@ import anyio
 import anyio.to_thread
 
 from ..core.errors import ManagerError
+from ..core.status import ConnectionStatus
 from .app import HudApp
 from .feed import (
     EventSource,
@@ -82,7 +83,7 @@ class DaemonView(Protocol):
     @property
     def options(self) -> _Options: ...
 
-    def status(self) -> list[dict[str, object]]: ...
+    def statuses(self) -> list[ConnectionStatus]: ...
 
     def info(self) -> dict[str, object]: ...
 
@@ -100,7 +101,7 @@ class _DaemonBackend:
         self._daemon = daemon
 
     async def snapshot(self) -> Snapshot:
-        return Snapshot(self._daemon.status(), self._daemon.info())
+        return Snapshot(self._daemon.statuses(), self._daemon.info())
 
     async def info(self) -> dict[str, object]:
         return self._daemon.info()
@@ -160,7 +161,7 @@ async def run_inline(
         app = HudApp(
             _DaemonBackend(daemon),
             _CombinedFeed(SubscriptionFeed(subscription), output),
-            initial=Snapshot(daemon.status(), daemon.info()),
+            initial=Snapshot(daemon.statuses(), daemon.info()),
             subtitle=f"pid {os.getpid()} · socket {daemon.options.socket}",
             on_ready=ready,
             terminal_state=lambda: terminal.state(app),
@@ -215,7 +216,7 @@ class ControlView(Protocol):
     @property
     def path(self) -> Path: ...
 
-    def status(self) -> list[dict[str, object]]: ...
+    def status(self) -> list[ConnectionStatus]: ...
 
     def info(self) -> dict[str, object]: ...
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..core.events import Event, event_to_dict
+from ..core.status import ConnectionStatus
 
 __all__ = [
     "LOG_LINES",
@@ -216,36 +217,33 @@ class HudState:
 
     # --- inputs ---------------------------------------------------------------
 
-    def seed(self, rows: Iterable[Mapping[str, object]], now: float) -> None:
-        """Replace every row with a status snapshot (`Manager.statuses()` dicts).
+    def seed(self, rows: Iterable[ConnectionStatus], now: float) -> None:
+        """Replace every row with a status snapshot.
 
         Args:
-            rows: The snapshot, one dict per connection.
+            rows: The snapshot, one status per connection.
             now: When it was taken (for `next_retry_in`).
         """
         fresh: dict[str, Row] = {}
         for item in rows:
-            name = str(item.get("name", ""))
-            if not name:
+            if not item.name:
                 continue
-            state = str(item.get("state") or "connecting")
-            retry_in = _num(item.get("next_retry_in"))
-            tools = item.get("tools")
-            count = len(tools) if isinstance(tools, list) else _int(tools, 0)
-            fresh[name] = Row(
-                name=name,
-                transport=str(item.get("transport") or ""),
-                endpoint=str(item.get("endpoint") or ""),
-                state=state,
-                attempt=_int(item.get("attempt"), 0) or 0,
-                tools=count or 0,
-                error=first_line(item.get("error")),
+            retry_in = item.next_retry_in
+            waiting = item.state in ("connecting", "reconnecting")
+            fresh[item.name] = Row(
+                name=item.name,
+                transport=item.transport,
+                endpoint=item.endpoint,
+                state=item.state,
+                attempt=item.attempt,
+                tools=item.tools,
+                error=first_line(item.error),
                 next_retry_at=None if retry_in is None else now + retry_in,
-                trying=state in ("connecting", "reconnecting") and retry_in is None,
-                since=_num(item.get("since")) or now,
-                pid=_int(item.get("pid")),
-                exit_code=_int(item.get("exit_code")),
-                enabled=item.get("enabled") is not False,
+                trying=waiting and retry_in is None,
+                since=item.since or now,
+                pid=item.pid,
+                exit_code=item.exit_code,
+                enabled=item.enabled,
             )
         self.rows = fresh
         self.resync_needed = False

@@ -430,7 +430,8 @@ class ChaosCampaign:
     async def _status(self) -> list[Row]:
         """The daemon's status rows; every pid in them is remembered."""
         assert self._daemon is not None
-        rows = await anyio.to_thread.run_sync(self._daemon.client.status)
+        statuses = await anyio.to_thread.run_sync(self._daemon.client.status)
+        rows = [status.to_dict() for status in statuses]  # as the wire has them
         for row in rows:
             pid = _int(row.get("pid"))
             if pid is not None and self._pids.get(pid) is None:
