@@ -24,6 +24,7 @@ from .errors import ConfigError
 from .redact import MASK, SecretRegistry, redact_args, redact_url
 
 __all__ = [
+    "value_text",
     "OPTION_DEFAULTS",
     "ConnectionSpec",
     "Transport",
@@ -112,7 +113,7 @@ class ConnectionSpec:
 def validate_name(name: object) -> str:
     """Return `name` if it is a valid connection name, else raise ConfigError."""
     if not isinstance(name, str):
-        raise ConfigError(f"connection name must be a string, got {_type_name(name)}")
+        raise ConfigError(f"connection name must be a string, got {value_text(name)}")
     if not NAME_PATTERN.fullmatch(name):
         raise ConfigError(
             f"invalid connection name {name!r}: use 1-64 letters, digits, '_', '.' "
@@ -155,7 +156,7 @@ def _parse(
 ) -> ConnectionSpec:
     prefix = f"mcp_add({name!r})"
     if opts is not None and not isinstance(opts, Mapping):
-        raise ConfigError(f"{prefix}: options must be a table, got {_type_name(opts)}")
+        raise ConfigError(f"{prefix}: options must be a table, got {value_text(opts)}")
     options: dict[str, object] = dict(opts or {})
     fields: dict[str, object] = {}
     if isinstance(endpoint, str):
@@ -189,7 +190,7 @@ def _parse(
     else:
         raise ConfigError(
             f"{prefix}: endpoint must be a URL string or a table, got "
-            f"{_type_name(endpoint)}"
+            f"{value_text(endpoint)}"
         )
     fields.update(_parse_options(prefix, options, fields["transport"]))
     return ConnectionSpec(name=name, **fields)  # type: ignore[arg-type]
@@ -243,13 +244,13 @@ def _parse_stdio(prefix: str, table: dict[str, object]) -> dict[str, object]:
     if not isinstance(raw_args, list):
         raise ConfigError(
             f'{prefix}: args must be a list of strings, e.g. args={{"--port", "1"}}; '
-            f"got {_type_name(raw_args)}"
+            f"got {value_text(raw_args)}"
         )
     args: list[str] = []
     for i, arg in enumerate(raw_args, 1):
         if isinstance(arg, bool) or not isinstance(arg, str | int | float):
             raise ConfigError(
-                f"{prefix}: args[{i}] must be a string, got {_type_name(arg)}"
+                f"{prefix}: args[{i}] must be a string, got {value_text(arg)}"
             )
         text = _number_text(arg) if not isinstance(arg, str) else arg
         _check_templates(prefix, f"args[{i}]", text)
@@ -291,7 +292,7 @@ def _parse_options(
         elif key == "enabled":
             if not isinstance(value, bool):
                 raise ConfigError(
-                    f"{prefix}: enabled must be true or false, got {_type_name(value)}"
+                    f"{prefix}: enabled must be true or false, got {value_text(value)}"
                 )
             out[key] = value
         elif key == "headers":
@@ -310,7 +311,7 @@ def _backoff(prefix: str, value: object) -> BackoffPolicy:
     if not isinstance(value, Mapping):
         raise ConfigError(
             f"{prefix}: backoff must be a table like {{initial=0.1, cap=3}}, got "
-            f"{_type_name(value)}"
+            f"{value_text(value)}"
         )
     unknown = sorted(set(value) - {"initial", "cap"}, key=str)
     if unknown:
@@ -331,7 +332,7 @@ def _duration(
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(
-            f"{prefix}: {key} must be a number of seconds, got {_type_name(value)}"
+            f"{prefix}: {key} must be a number of seconds, got {value_text(value)}"
         )
     number = float(value)
     low_ok = number >= 0 if allow_zero else number > 0
@@ -350,7 +351,7 @@ def _string_map(prefix: str, key: str, value: object) -> tuple[tuple[str, str], 
     if not isinstance(value, Mapping):
         raise ConfigError(
             f'{prefix}: {key} must be a table of strings, e.g. {key}={{NAME="value"}}; '
-            f"got {_type_name(value)}"
+            f"got {value_text(value)}"
         )
     out: list[tuple[str, str]] = []
     for k, v in value.items():
@@ -358,7 +359,7 @@ def _string_map(prefix: str, key: str, value: object) -> tuple[tuple[str, str], 
             raise ConfigError(f"{prefix}: {key} keys must be non-empty strings")
         if isinstance(v, bool) or not isinstance(v, str | int | float):
             raise ConfigError(
-                f"{prefix}: {key}.{k} must be a string, got {_type_name(v)}"
+                f"{prefix}: {key}.{k} must be a string, got {value_text(v)}"
             )
         text = v if isinstance(v, str) else _number_text(v)
         _check_templates(prefix, f"{key}.{k}", text)
@@ -379,7 +380,7 @@ def _check_templates(prefix: str, key: str, text: str) -> None:
 
 def _expect_str(prefix: str, key: str, value: object) -> str:
     if not isinstance(value, str):
-        raise ConfigError(f"{prefix}: {key} must be a string, got {_type_name(value)}")
+        raise ConfigError(f"{prefix}: {key} must be a string, got {value_text(value)}")
     return value
 
 
@@ -389,7 +390,8 @@ def _number_text(value: int | float) -> str:
     return str(value)
 
 
-def _type_name(value: object) -> str:
+def value_text(value: object) -> str:
+    """How a declared value reads in an error message ("a number (3)")."""
     if value is None:
         return "nil"
     if isinstance(value, bool):

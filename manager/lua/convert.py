@@ -13,6 +13,7 @@ from typing import Any
 from lupa.lua54 import lua_type
 
 from ..core.errors import ConfigError
+from ..core.spec import value_text
 
 __all__ = [
     "MAX_DEPTH",
@@ -128,15 +129,9 @@ def plain(value: object, depth: int = 0) -> object:
 
 
 def as_text(value: object) -> str:
-    """How a Lua value reads in a message."""
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"a number ({value!r})"
-    if isinstance(value, str):
-        return f"a string ({value[:40]!r})"
+    """How a Lua value reads in a message (Lua's own types included)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value_text(value)
     kind = lua_type(value)
     if kind == "table":
         return "a table"
