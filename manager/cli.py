@@ -35,9 +35,16 @@ from .core.errors import CallError, ConfigError, ControlError, ManagerError
 from .daemon.watchdog import DEFAULT_WATCHDOG
 
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
+    from .core.events import Event
     from .daemon.serve import DaemonOptions
 
 __all__ = ["build_parser", "hud_wanted", "main"]
+
+
+def _first_line(text: object) -> str:
+    """The first line of `text` (an error message for stderr)."""
+    return str(text).strip().split("\n", 1)[0]
+
 
 PROG = "mcp-manager"
 
@@ -47,10 +54,6 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 def _fail(message: str, code: int = 2) -> int:
     print(f"{PROG}: {message}", file=sys.stderr)
     return code
-
-
-def _first_line(text: object) -> str:
-    return str(text).strip().split("\n", 1)[0]
 
 
 # ------------------------------------------------------------------------- run
@@ -198,38 +201,29 @@ def _cmd_hud(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- events
 
 
-def _format_event(event: dict[str, object]) -> str:
-    stamp = event.get("time")
-    if isinstance(stamp, int | float):
+def _format_event(event: Event) -> str:
+    """`HH:MM:SS.mmm` local time, then `describe(event)`."""
+    from .core.describe import describe  # `events` only: see ControlClient.events
+
+    stamp = event.time
+    if stamp:
         clock = time.strftime("%H:%M:%S", time.localtime(stamp))
         clock += f".{int(stamp * 1000) % 1000:03d}"
     else:
         clock = "--:--:--.---"
-    name = event.get("name") or "-"
-    fields = []
-    for key, value in event.items():
-        if key in ("seq", "time", "kind", "name") or value in (None, "", [], ()):
-            continue
-        if isinstance(value, str):
-            text = _first_line(value)
-            shown = json.dumps(text, ensure_ascii=False) if " " in text else text
-        elif isinstance(value, list):
-            shown = ",".join(str(v) for v in value)
-        elif isinstance(value, float):
-            shown = f"{value:.3f}".rstrip("0").rstrip(".")
-        else:
-            shown = str(value)
-        fields.append(f"{key}={shown}")
-    return " ".join([clock, str(name), str(event.get("kind", "?")), *fields])
+    return f"{clock} {describe(event)}"
 
 
 def _cmd_events(args: argparse.Namespace) -> int:
-    render: Callable[[dict[str, object]], str] = (
-        (lambda e: json.dumps(e, ensure_ascii=False)) if args.json else _format_event
+    client = ControlClient(socket_path(args.socket))
+    lines = (
+        (json.dumps(e, ensure_ascii=False) for e in client.event_dicts())
+        if args.json
+        else (_format_event(e) for e in client.events())
     )
     try:
-        for event in ControlClient(socket_path(args.socket)).events():
-            print(render(event), flush=True)
+        for line in lines:
+            print(line, flush=True)
     except KeyboardInterrupt:
         return 0
     except BrokenPipeError:

@@ -30,7 +30,7 @@ from manager.core.errors import (
     ServerUnavailable,
     UnknownServer,
 )
-from manager.core.events import Connected, Connecting, Removed
+from manager.core.events import Connected, Connecting, Event, Removed
 from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus, Subscription
 
@@ -445,12 +445,12 @@ async def test_events_stream_in_bus_order(sock_dir: Path) -> None:
     path = sock_dir / "control.sock"
     backend = FakeBackend()
     client = ControlClient(path)
-    received: list[dict[str, object]] = []
+    received: list[Event] = []
 
     def follow() -> None:
         for event in client.events():
             received.append(event)
-            if event["kind"] == "removed":
+            if isinstance(event, Removed):
                 break
 
     async with serving(backend, path), anyio.create_task_group() as tg:
@@ -461,15 +461,48 @@ async def test_events_stream_in_bus_order(sock_dir: Path) -> None:
             backend.bus.publish(Connecting(name="fs", attempt=attempt))
         backend.bus.publish(Connected(name="fs", attempt=50, tools=3))
         backend.bus.publish(Removed(name="fs"))
-    assert [e["seq"] for e in received] == list(range(1, 53))
-    assert received[0] == {
-        "seq": 1,
-        "time": received[0]["time"],
-        "kind": "connecting",
-        "name": "fs",
-        "attempt": 1,
-    }
-    assert [e["kind"] for e in received[-2:]] == ["connected", "removed"]
+    assert [e.seq for e in received] == list(range(1, 53))
+    assert received[0] == Connecting(
+        name="fs", attempt=1, seq=1, time=received[0].time
+    )  # decoded back into its type at the socket edge
+    assert received[-2:] == [
+        Connected(name="fs", attempt=50, tools=3, seq=51, time=received[-2].time),
+        Removed(name="fs", seq=52, time=received[-1].time),
+    ]
+    await wait_closed(backend.subs[0])  # the client left: subscription closed
+
+
+@pytest.mark.anyio
+async def test_event_dicts_keep_the_wire_form(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    wire: list[dict[str, object]] = []
+
+    def follow() -> None:  # what `events --json` prints
+        for data in ControlClient(path).event_dicts():
+            wire.append(data)
+            break
+
+    async with serving(backend, path), anyio.create_task_group() as tg:
+        tg.start_soon(anyio.to_thread.run_sync, follow)
+        with anyio.fail_after(5):
+            await backend.subscribed.wait()
+        backend.bus.publish(Connected(name="fs", attempt=2, tools=3))
+    assert wire == [
+        {
+            "seq": 1,
+            "time": wire[0]["time"],
+            "kind": "connected",
+            "name": "fs",
+            "attempt": 2,
+            "tools": 3,
+            "server_name": "",
+            "server_version": "",
+            "protocol": "",
+            "elapsed": 0.0,
+            "pid": None,
+        }
+    ]
     await wait_closed(backend.subs[0])  # the client left: subscription closed
 
 
@@ -479,7 +512,7 @@ async def test_subscribe_returns_once_subscribed_and_close_ends_a_waiting_read(
 ) -> None:
     path = sock_dir / "control.sock"
     backend = FakeBackend()
-    received: list[dict[str, object]] = []
+    received: list[Event] = []
     async with serving(backend, path):
         stream = await anyio.to_thread.run_sync(ControlClient(path).subscribe)
         # Subscribed before `subscribe` returned: nothing published now is lost.
@@ -499,7 +532,7 @@ async def test_subscribe_returns_once_subscribed_and_close_ends_a_waiting_read(
             assert await anyio.to_thread.run_sync(got_one.wait, 5)
             stream.close()  # from another thread than the reader's
         await wait_closed(backend.subs[0])
-    assert [e["kind"] for e in received] == ["connecting"]
+    assert [e.kind for e in received] == ["connecting"]
 
 
 @pytest.mark.anyio

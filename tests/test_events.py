@@ -27,7 +27,9 @@ from manager.core.events import (
     Removed,
     ServerStderr,
     ToolsChanged,
+    Unrecognized,
     Updated,
+    event_from_dict,
     event_to_dict,
 )
 
@@ -55,7 +57,9 @@ DECLARED = sorted(
     (
         obj
         for obj in vars(events_module).values()
-        if isinstance(obj, type) and issubclass(obj, Event) and obj is not Event
+        if isinstance(obj, type)
+        and issubclass(obj, Event)
+        and obj not in (Event, Unrecognized)  # made only by the decoder
     ),
     key=lambda cls: cls.__name__,
 )
@@ -155,3 +159,29 @@ def test_events_are_keyword_only_and_compare_by_value() -> None:
         Connecting("a", 0, 0.0, 1)  # type: ignore[call-arg]
     assert Connecting(name="a", attempt=1) == Connecting(name="a", attempt=1)
     assert Connecting(name="a", attempt=1) != Connecting(name="a", attempt=2)
+
+
+# ------------------------------------------------------------------ decoding
+
+
+@pytest.mark.parametrize("event", EXAMPLES, ids=lambda ev: ev.kind)
+def test_event_from_dict_inverts_the_wire_form(event: Event) -> None:
+    stamped = dataclasses.replace(event, seq=5, time=12.5)
+    wire = json.loads(json.dumps(event_to_dict(stamped)))
+    assert event_from_dict(wire) == stamped
+
+
+def test_event_from_dict_forgives_a_daemon_of_another_version() -> None:
+    older = {"kind": "connected", "name": "fs", "attempt": 2, "pid": 7.0}
+    assert event_from_dict(older) == Connected(name="fs", attempt=2, tools=0, pid=7)
+    wrong = {"kind": "connect_failed", "name": "fs", "attempt": "2", "error": None}
+    assert event_from_dict(wrong) == AttemptFailed(name="fs", attempt=0, error="")
+    newer = {"kind": "reconnecting", "attempt": 3, "delay": 1, "jitter": 0.1}
+    assert event_from_dict(newer) == Reconnecting(attempt=3, delay=1.0)
+
+
+def test_an_unknown_kind_keeps_its_fields_as_text() -> None:
+    wire = {"seq": 9, "time": 2.0, "kind": "brand_new", "name": "fs", "x": 1, "y": ""}
+    assert event_from_dict(wire) == Unrecognized(
+        name="fs", seq=9, time=2.0, wire_kind="brand_new", fields=(("x", "1"),)
+    )

@@ -47,12 +47,14 @@ from manager.core.events import (
     Connected,
     Connecting,
     Event,
+    Lagged,
     Lost,
     Reconnecting,
     Removed,
     ServerStderr,
     ToolsChanged,
     Updated,
+    event_from_dict,
     event_to_dict,
 )
 from manager.core.spec import parse_spec, spec_summary
@@ -101,10 +103,12 @@ def stamped(event: Event, at: float) -> Event:
 
 
 def fold(*steps: tuple[float, Event], as_dicts: bool = False) -> HudState:
+    """Fold `steps` in; `as_dicts` sends each through the socket's wire form and
+    back (`event_to_dict` then `event_from_dict`), as the attached HUD gets it."""
     hud = HudState()
     for at, event in steps:
         event = stamped(event, at)
-        hud.apply(event_to_dict(event) if as_dicts else event, now=at)
+        hud.apply(event_from_dict(event_to_dict(event)) if as_dicts else event, now=at)
     return hud
 
 
@@ -230,7 +234,7 @@ def test_reducer_follows_a_connection_through_its_states(
 def test_removed_drops_the_row_and_logs_it() -> None:
     hud = fold(ADD_FS, ADD_WEB, (T0 + 1, Removed(name="fs")))
     assert list(hud.rows) == ["web"]
-    assert hud.log[-1].text == "fs removed"
+    assert hud.log[-1].text == "fs: removed"
 
 
 def test_log_lines_say_what_happened() -> None:
@@ -244,19 +248,20 @@ def test_log_lines_say_what_happened() -> None:
     )
     texts = [(line.level, line.text) for line in hud.log]
     assert texts == [
-        ("info", "fs added (stdio python -m fs)"),
-        ("ok", "fs connected in 0.25 s (attempt 1, 2 tools, pid 7)"),
-        ("warn", "fs disconnected after 1.00 s (exit -9): EOF"),
-        ("stderr", "fs ▏ boom\x1b[31m (2 lines suppressed)"),
-        ("error", "fs call echo failed after 0.50 s: gone"),
+        ("info", "fs: added (stdio python -m fs)"),
+        ("ok", "fs: connected in 0.25 s (attempt 1, 2 tools, pid 7)"),
+        ("warn", "fs: disconnected after 1.00 s, exit code -9: EOF"),
+        ("stderr", "fs: stderr: boom\x1b[31m (2 lines suppressed)"),
+        ("error", "fs: call echo failed after 0.50 s: gone"),
         ("error", "s.lua:3: bad (config not applied; nothing changed)"),
     ]
 
 
 def test_unknown_event_kinds_are_logged_not_fatal() -> None:
     hud = HudState()
-    hud.apply({"kind": "brand_new", "name": "fs", "time": T0, "x": "1"}, now=T0)
-    assert hud.log[-1].text == "fs brand_new x=1"
+    event = event_from_dict({"kind": "brand_new", "name": "fs", "time": T0, "x": 1})
+    hud.apply(event, now=T0)
+    assert hud.log[-1].text == "fs: brand_new x=1"
     assert hud.rows == {}
 
 
@@ -325,7 +330,7 @@ def test_the_footer_says_how_many_stdio_servers_wait_to_start() -> None:
 
 def test_lag_is_counted_and_asks_for_a_fresh_snapshot() -> None:
     hud = HudState()
-    hud.apply({"kind": "lagged", "name": "hud", "dropped": 17, "time": T0}, T0)
+    hud.apply(Lagged(name="hud", dropped=17, time=T0), T0)
     assert (hud.hud_dropped, hud.resync_needed) == (17, True)
     hud.set_info({"dropped": {"hud": 17, "control": 3}})
     assert footer_lines(hud)[1][1] == ("dropped 20 (this HUD 17)", "yellow")
@@ -644,7 +649,7 @@ async def test_hud_shows_state_changes_from_bus_events() -> None:
 
         screen = await r.screen()
         assert "● connected" in screen and "↻" not in screen
-        assert "web connected in 0.00 s (attempt 2, 1 tools)" in screen
+        assert "web: connected in 0.00 s (attempt 2, 1 tools)" in screen
         assert "config startup.lua" in screen and "otlp: off" in screen
 
 
@@ -676,7 +681,7 @@ async def test_error_lines_show_their_first_line_only() -> None:
         assert r.app.table.cell("web", "error") == "TLS handshake failed"
         screen = await r.screen()
         assert "TLS handshake failed" in screen and "\nx" not in screen
-        assert "web connect failed (attempt 2): TLS handshake failed" in screen
+        assert "web: connect failed (attempt 2): TLS handshake failed" in screen
 
 
 @pytest.mark.anyio
@@ -792,11 +797,11 @@ async def test_v_shows_every_retry_in_the_log() -> None:
         r.frame()
         quiet = r.app.log_view.lines
         assert not any("retry" in line or "connecting (" in line for line in quiet)
-        assert sum("web connect failed" in line for line in quiet) == 1  # not news
+        assert sum("web: connect failed" in line for line in quiet) == 1  # not news
         await r.pilot.press("v")
         loud = r.app.log_view.lines
-        assert any("web retry 2 in 3.00 s" in line for line in loud)
-        assert sum("web connect failed" in line for line in loud) == 2
+        assert any("web: retry 2 in 3.00 s" in line for line in loud)
+        assert sum("web: connect failed" in line for line in loud) == 2
         assert "all events" in await r.screen()
 
 
@@ -1077,8 +1082,8 @@ def test_attached_reader_survives_a_daemon_restart() -> None:
                 assert isinstance(snapshot, Snapshot)
                 assert snapshot.rows == typed(backend.status())
                 portal.call(backend.bus.publish, Connecting(name="fs", attempt=9))
-                event = take(feed, dict)
-                assert isinstance(event, dict) and event["attempt"] == 9
+                event = take(feed, Connecting)  # typed at the socket edge
+                assert isinstance(event, Connecting) and event.attempt == 9
                 future.cancel()
             assert isinstance(take(feed, Unreachable), Unreachable)
     finally:

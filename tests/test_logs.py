@@ -139,7 +139,7 @@ REFUSED = "connection refused to 127.0.0.1:8931"
         (
             Added(name="fs", transport="stdio", endpoint="npx fs"),
             INFO,
-            "fs: added (npx fs)",
+            "fs: added (stdio npx fs)",
         ),
         (
             Updated(name="fs", changed=("args", "env")),
@@ -164,7 +164,7 @@ REFUSED = "connection refused to 127.0.0.1:8931"
         (
             Reconnecting(name="fs", attempt=2, delay=0.2),
             DEBUG,
-            "fs: attempt 2 in 0.20 s",
+            "fs: retry 2 in 0.20 s",
         ),
         (
             ToolsChanged(name="fs", added=("a",), removed=("b",), tools=3),
@@ -335,7 +335,7 @@ def test_quiet_logger_skips_formatting_but_keeps_counting(
         fail(bus, "web", attempt, REFUSED, 0.1)
     assert recorder.records == []
     assert sink.summary(1000.0) == (
-        f"1 connection still failing: web (attempt 4, 0.0 s, {REFUSED})"
+        f"1 connection still failing: web (attempt 4, 0.00 s, {REFUSED})"
     )
 
 

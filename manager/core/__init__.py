@@ -1,7 +1,8 @@
 """The pure core: facts and rules, no I/O, no clocks, no randomness.
 
 - `errors`: the exception tree (`ManagerError` and its branches).
-- `events`: the typed events and their wire form.
+- `events`: the typed events and their wire form (`event_to_dict`, `event_from_dict`).
+- `describe`: the one sentence per event (log, HUD, `mcp-manager events`).
 - `backoff`: the retry schedule.
 - `redact`: masking secrets by key and by value.
 - `spec`: parsing and validating a declared connection (`ConnectionSpec`).

@@ -10,8 +10,9 @@ already redacted by whoever builds the event.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = [
     "EVENT_TYPES",
@@ -32,7 +33,9 @@ __all__ = [
     "Removed",
     "ServerStderr",
     "ToolsChanged",
+    "Unrecognized",
     "Updated",
+    "event_from_dict",
     "event_to_dict",
 ]
 
@@ -227,6 +230,19 @@ class Lagged(Event):
     dropped: int
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Unrecognized(Event):
+    """An event whose kind this side does not know (a newer daemon sent it).
+
+    Only `event_from_dict` makes these; `wire_kind` is the kind it had and
+    `fields` its other fields, as text, in wire order.
+    """
+
+    kind: ClassVar[str] = "unrecognized"
+    wire_kind: str
+    fields: tuple[tuple[str, str], ...] = ()
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -270,3 +286,97 @@ def event_to_dict(event: Event) -> dict[str, object]:
         value = getattr(event, key)
         out[key] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+_WIRE_KEYS = frozenset({"seq", "time", "kind", "name"})
+
+
+def _to_int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _to_float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _to_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _to_bool(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _to_names(value: object) -> tuple[str, ...] | None:
+    if not isinstance(value, list | tuple):
+        return None
+    return tuple(str(v) for v in value)
+
+
+_READERS: dict[str, tuple[Callable[[object], object], object]] = {
+    "int": (_to_int, 0),
+    "float": (_to_float, 0.0),
+    "str": (_to_str, ""),
+    "bool": (_to_bool, False),
+    "tuple[str, ...]": (_to_names, ()),
+}
+"""Reader and zero by annotation (the text of it: this module's annotations are
+strings, and reading them as text keeps `typing.get_type_hints` off the light
+client's import path)."""
+
+_Plan = tuple[tuple[str, Callable[[object], object], object, bool], ...]
+_PLANS: dict[type[Event], _Plan] = {}
+
+
+def _plan(cls: type[Event]) -> _Plan:
+    """(field, reader, default, optional) for each field of `cls` but the wire keys."""
+    plan = _PLANS.get(cls)
+    if plan is not None:
+        return plan
+    steps = []
+    for f in dataclasses.fields(cls):
+        if f.name in _WIRE_KEYS:
+            continue
+        hint = str(f.type)
+        optional = hint.endswith(" | None")
+        read, zero = _READERS[hint.removesuffix(" | None")]
+        default = f.default if f.default is not dataclasses.MISSING else zero
+        steps.append((f.name, read, default, optional))
+    plan = _PLANS[cls] = tuple(steps)
+    return plan
+
+
+def event_from_dict(data: Mapping[str, object]) -> Event:
+    """The `Event` that `event_to_dict` (or the control socket) turned into `data`.
+
+    The reader on the far side of the socket is forgiving, because the daemon
+    may be newer or older than it: a field that is missing or of the wrong type
+    takes its default (or its type's zero), unknown fields are ignored, and an
+    unknown `kind` becomes an `Unrecognized` event that keeps its fields as text.
+    """
+    kind = str(data.get("kind") or "")
+    common: dict[str, Any] = {
+        "name": _to_str(data.get("name")) or "",
+        "seq": _to_int(data.get("seq")) or 0,
+        "time": _to_float(data.get("time")) or 0.0,
+    }
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        fields = tuple(
+            (str(k), str(v))
+            for k, v in data.items()
+            if k not in _WIRE_KEYS and v not in (None, "", [], ())
+        )
+        return Unrecognized(wire_kind=kind or "?", fields=fields, **common)
+    for key, read, default, optional in _plan(cls):
+        value = read(data.get(key))
+        common[key] = default if value is None and not optional else value
+    return cls(**common)

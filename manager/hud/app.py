@@ -30,10 +30,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
+from ..core.describe import first_line
 from ..core.errors import ManagerError
 from .details import DetailsScreen, details_text
 from .feed import FeedItem, HudBackend, HudFeed, Note, Snapshot, Unreachable
-from .state import HudState, Row, first_line
+from .state import HudState, Row
 from .view import GAP, Column, clock, counts_text, footer_lines, log_cell
 from .widgets import ConnectionTable, EventLog, fit
 

@@ -73,7 +73,7 @@ class Note:
     text: str
 
 
-FeedItem = Event | Mapping[str, object] | Snapshot | Unreachable | Note
+FeedItem = Event | Snapshot | Unreachable | Note
 """One thing a feed delivers: an event (object or dict) or a note."""
 
 

@@ -30,7 +30,9 @@ from typing import Protocol
 import anyio
 import anyio.to_thread
 
+from ..core.describe import first_line
 from ..core.errors import ManagerError
+from ..core.events import Event
 from ..core.status import ConnectionStatus
 from .app import HudApp
 from .feed import (
@@ -41,7 +43,6 @@ from .feed import (
     SubscriptionFeed,
     Unreachable,
 )
-from .state import first_line
 from .terminal import OutputCapture, TerminalOutput
 
 __all__ = [
@@ -205,7 +206,7 @@ class _Stream(Protocol):
 
     def __exit__(self, *exc_info: object) -> None: ...
 
-    def __iter__(self) -> Iterator[dict[str, object]]: ...
+    def __iter__(self) -> Iterator[Event]: ...
 
     def close(self) -> None: ...
 

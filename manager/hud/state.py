@@ -1,8 +1,10 @@
 """`HudState`: a pure reducer from bus events to what the HUD shows.
 
-`apply(event, now)` takes an `Event` or the dict the control socket streams for
-it (`manager.core.events.event_to_dict`), so the HUD inside the daemon and the one
-attached through the socket share every line of logic. `seed(rows, now)` starts
+`apply(event, now)` takes an `Event`: the HUD inside the daemon gets them from
+the bus, the one attached through the socket decodes them with
+`manager.core.events.event_from_dict`, so both share every line of logic, and
+each log line is `manager.core.describe.describe(event)`, the sentence the
+daemon log and `mcp-manager events` print too. `seed(rows, now)` starts
 (or restarts, after a lag or a daemon restart) from a status snapshot;
 `set_info(info)` takes the daemon-wide facts of the control API's `info`.
 
@@ -22,7 +24,27 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..core.events import Event, event_to_dict
+from ..core.describe import describe, first_line
+from ..core.events import (
+    Added,
+    AttemptFailed,
+    CallFailed,
+    CallFinished,
+    CallStarted,
+    ConfigLoaded,
+    ConfigRejected,
+    Connected,
+    Connecting,
+    Event,
+    HookFailed,
+    Lagged,
+    Lost,
+    Reconnecting,
+    Removed,
+    ServerStderr,
+    ToolsChanged,
+    Updated,
+)
 from ..core.status import ConnectionStatus
 
 __all__ = [
@@ -32,7 +54,6 @@ __all__ = [
     "LogLine",
     "ReloadResult",
     "Row",
-    "first_line",
     "matches",
     "sort_rows",
 ]
@@ -44,16 +65,6 @@ STATE_RANK = {"reconnecting": 0, "connecting": 1, "connected": 2, "disabled": 3}
 """Sort order of rows: trouble first. Unknown states sort with `connecting`."""
 
 _UNKNOWN_RANK = 1
-
-
-def first_line(text: object) -> str:
-    """The first non-empty line of `text`, stripped ("" for None)."""
-    if text is None:
-        return ""
-    for line in str(text).strip().splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 @dataclass(slots=True)
@@ -141,20 +152,6 @@ def _num(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
-
-
-def _names(value: object) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, list | tuple) else []
-
-
-def _list_names(names: list[str], limit: int = 5) -> str:
-    shown = ", ".join(names[:limit])
-    return f"{shown}, +{len(names) - limit} more" if len(names) > limit else shown
-
-
-def _secs(value: object) -> str:
-    seconds = _num(value) or 0.0
-    return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
 def matches(row: Row, needle: str) -> bool:
@@ -278,29 +275,15 @@ class HudState:
         self.log.append(LogLine(time, level, text))
         self.log_total += 1
 
-    def apply(self, event: Event | Mapping[str, object], now: float) -> None:
+    def apply(self, event: Event, now: float) -> None:
         """Fold one event in.
 
         Args:
-            event: An `Event`, or its `event_to_dict` form from the socket.
+            event: An `Event`; the attached HUD decodes the socket's with
+                `event_from_dict`, so both HUDs see the same types.
             now: The current wall time, used when the event carries none.
         """
-        ev: Mapping[str, object] = (
-            event_to_dict(event) if isinstance(event, Event) else event
-        )
-        kind = str(ev.get("kind", ""))
-        name = str(ev.get("name") or "")
-        at = _num(ev.get("time")) or now
-        handler = _HANDLERS.get(kind)
-        if handler is None:
-            extra = " ".join(
-                f"{k}={first_line(v)}"
-                for k, v in ev.items()
-                if k not in ("seq", "time", "kind", "name") and v not in (None, "")
-            )
-            self.note(at, "info", f"{name} {kind} {extra}".strip())
-            return
-        handler(self, name, ev, at)
+        _apply(self, event, event.time or now)
 
     # --- reading --------------------------------------------------------------
 
@@ -329,219 +312,114 @@ class HudState:
         return row
 
 
-def _added(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    transport, endpoint = str(ev.get("transport") or ""), str(ev.get("endpoint") or "")
-    hud.rows[name] = Row(name=name, transport=transport, endpoint=endpoint, since=at)
-    hud.revision += 1
-    hud.note(at, "info", f"{name} added ({transport} {endpoint})".strip())
-
-
-def _updated(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    old = hud.rows.get(name)
-    endpoint = str(ev.get("endpoint") or (old.endpoint if old else ""))
-    transport = old.transport if old else ""
-    changed = _names(ev.get("changed"))
-    if "transport" in changed:
-        transport = ""  # the next snapshot tells; the event does not carry it
-    hud.rows[name] = Row(name=name, transport=transport, endpoint=endpoint, since=at)
-    hud.revision += 1
-    what = ", ".join(changed) or "spec"
-    hud.note(at, "info", f"{name} {what} changed; restarting")
-
-
-def _connecting(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    row = hud._row(name, at)
-    row.attempt = _int(ev.get("attempt"), row.attempt + 1) or 0
-    row.next_retry_at = None
-    row.trying = True
-    row.pid = None
-    hud.note(at, "debug", f"{name} connecting (attempt {row.attempt})")
-
-
-def _connected(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    row = hud._row(name, at)
-    row.state = "connected"
-    row.attempt = _int(ev.get("attempt"), row.attempt) or 0
-    row.tools = _int(ev.get("tools"), row.tools) or 0
-    row.error = ""
-    row.next_retry_at = None
-    row.trying = False
-    row.since = at
-    row.pid = _int(ev.get("pid"))
-    row.exit_code = None  # a new process (stdio) or no process at all
-    server = f"{ev.get('server_name') or ''} {ev.get('server_version') or ''}"
-    row.server = server.strip()
-    details = [f"attempt {row.attempt}", f"{row.tools} tools"]
-    if row.pid is not None:
-        details.append(f"pid {row.pid}")
-    elapsed = _secs(ev.get("elapsed"))
-    hud.note(at, "ok", f"{name} connected in {elapsed} ({', '.join(details)})")
-
-
-def _failed(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    row = hud._row(name, at)
-    error = first_line(ev.get("error")) or "connect failed"
-    # The noise bound of the log sink: an outage's first failure and each new
-    # error are news; the same error again is retry detail (`debug`).
-    news = row.state != "reconnecting" or error != row.error
-    if row.state != "reconnecting":
-        row.since = at
-    row.state = "reconnecting"
-    row.attempt = _int(ev.get("attempt"), row.attempt) or 0
-    row.error = error
-    row.exit_code = _int(ev.get("exit_code"))
-    row.trying = False
-    row.pid = None
-    code = f", exit {row.exit_code}" if row.exit_code is not None else ""
-    hud.note(
-        at,
-        "error" if news else "debug",
-        f"{name} connect failed (attempt {row.attempt}{code}): {row.error}",
-    )
-
-
-def _lost(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    row = hud._row(name, at)
-    row.state = "reconnecting"
-    row.since = at
-    row.error = first_line(ev.get("reason")) or "disconnected"
-    row.exit_code = _int(ev.get("exit_code"))
-    row.trying = False
-    row.pid = None
-    uptime = _num(ev.get("uptime"))
-    after = f" after {_secs(uptime)}" if uptime else ""
-    code = f" (exit {row.exit_code})" if row.exit_code is not None else ""
-    hud.note(at, "warn", f"{name} disconnected{after}{code}: {row.error}")
-
-
-def _reconnecting(
-    hud: HudState, name: str, ev: Mapping[str, object], at: float
-) -> None:
-    row = hud._row(name, at)
-    row.state = "reconnecting"
-    nxt = _int(ev.get("attempt"))
-    if nxt is not None:
-        row.attempt = max(0, nxt - 1)  # `attempt` is the next try's number
-    delay = _num(ev.get("delay")) or 0.0
-    row.next_retry_at = at + delay
-    row.trying = False
-    hud.note(at, "debug", f"{name} retry {nxt} in {delay:.2f} s")
-
-
-def _tools_changed(
-    hud: HudState, name: str, ev: Mapping[str, object], at: float
-) -> None:
-    row = hud._row(name, at)
-    row.tools = _int(ev.get("tools"), row.tools) or 0
-    parts = []
-    if added := _names(ev.get("added")):
-        parts.append(f"+{_list_names(added)}")
-    if removed := _names(ev.get("removed")):
-        parts.append(f"-{_list_names(removed)}")
-    changes = " ".join(parts) or "changed"
-    hud.note(at, "info", f"{name} tools {changes} (now {row.tools})")
-
-
-def _removed(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    if hud.rows.pop(name, None) is not None:
-        hud.revision += 1
-    hud.note(at, "info", f"{name} removed")
-
-
-def _stderr(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    suppressed = _int(ev.get("suppressed"), 0) or 0
-    note = f" ({suppressed} lines suppressed)" if suppressed else ""
-    hud.note(at, "stderr", f"{name} ▏ {str(ev.get('line', '')).rstrip()}{note}")
-
-
-def _config_loaded(
-    hud: HudState, name: str, ev: Mapping[str, object], at: float
-) -> None:
-    file = str(ev.get("file") or hud.config_file)
-    hud.config_file = hud.config_file or file
-    hud.last_reload = ReloadResult(ok=True, time=at, file=file)
-    parts = []
-    for what in ("added", "removed", "changed"):
-        names = _names(ev.get(what))
-        parts.append(
-            f"{len(names)} {what}" + (f" ({_list_names(names)})" if names else "")
-        )
-    parts.append(f"{_int(ev.get('unchanged'), 0)} unchanged")
-    hud.note(at, "ok", f"config loaded from {file}: {', '.join(parts)}")
-
-
-def _config_error(
-    hud: HudState, name: str, ev: Mapping[str, object], at: float
-) -> None:
-    file = str(ev.get("file") or hud.config_file)
-    line = _int(ev.get("line"))
-    message = first_line(ev.get("message"))
-    hud.last_reload = ReloadResult(
-        ok=False, time=at, file=file, line=line, message=message
-    )
-    where = f"{file}:{line}" if line else file
-    hud.note(at, "error", f"{where}: {message} (config not applied; nothing changed)")
-
-
-def _hook_error(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    file, line = str(ev.get("file") or ""), _int(ev.get("line"))
-    where = f"{file}:{line}" if line else file
-    hook = ev.get("hook") or "?"
-    message = first_line(ev.get("message"))
-    hud.note(at, "error", f"Lua callback for {hook} failed: {where}: {message}")
-
-
-def _call_started(
-    hud: HudState, name: str, ev: Mapping[str, object], at: float
-) -> None:
-    hud.note(at, "debug", f"{name} call {ev.get('tool')} started")
-
-
-def _call_finished(
-    hud: HudState, name: str, ev: Mapping[str, object], at: float
-) -> None:
-    took = _num(ev.get("duration")) or 0.0
-    if ev.get("is_error"):
-        hud.note(at, "warn", f"{name} call {ev.get('tool')} returned a tool error")
-    else:
-        hud.note(at, "info", f"{name} call {ev.get('tool')} finished in {took:.3f} s")
-
-
-def _call_failed(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    took = _num(ev.get("duration")) or 0.0
-    error = first_line(ev.get("error"))
-    hud.note(
-        at, "error", f"{name} call {ev.get('tool')} failed after {took:.2f} s: {error}"
-    )
-
-
-def _lagged(hud: HudState, name: str, ev: Mapping[str, object], at: float) -> None:
-    lost = _int(ev.get("dropped"), 0) or 0
-    hud.hud_dropped += lost
-    hud.resync_needed = True
-    hud.note(
-        at,
-        "warn",
-        f"the HUD fell behind and lost {lost} events; refreshing from a snapshot",
-    )
-
-
-_HANDLERS = {
-    "added": _added,
-    "updated": _updated,
-    "connecting": _connecting,
-    "connected": _connected,
-    "connect_failed": _failed,
-    "disconnected": _lost,
-    "reconnecting": _reconnecting,
-    "tools_changed": _tools_changed,
-    "removed": _removed,
-    "stderr": _stderr,
-    "config_loaded": _config_loaded,
-    "config_error": _config_error,
-    "hook_error": _hook_error,
-    "call_started": _call_started,
-    "call_finished": _call_finished,
-    "call_failed": _call_failed,
-    "lagged": _lagged,
-}
+def _apply(hud: HudState, event: Event, at: float) -> None:
+    """Fold `event` into `hud` and log its sentence at the HUD's level for it."""
+    name = event.name
+    level = "info"
+    match event:
+        case Added():
+            hud.rows[name] = Row(
+                name=name, transport=event.transport, endpoint=event.endpoint, since=at
+            )
+            hud.revision += 1
+        case Updated():
+            old = hud.rows.get(name)
+            transport = old.transport if old else ""
+            if "transport" in event.changed:
+                transport = ""  # the next snapshot tells; the event does not carry it
+            endpoint = event.endpoint or (old.endpoint if old else "")
+            hud.rows[name] = Row(
+                name=name, transport=transport, endpoint=endpoint, since=at
+            )
+            hud.revision += 1
+        case Connecting():
+            row = hud._row(name, at)
+            row.attempt = event.attempt or row.attempt + 1
+            row.next_retry_at = None
+            row.trying = True
+            row.pid = None
+            level = "debug"
+        case Connected():
+            row = hud._row(name, at)
+            row.state = "connected"
+            row.attempt = event.attempt
+            row.tools = event.tools
+            row.error = ""
+            row.next_retry_at = None
+            row.trying = False
+            row.since = at
+            row.pid = event.pid
+            row.exit_code = None  # a new process (stdio) or no process at all
+            row.server = f"{event.server_name} {event.server_version}".strip()
+            level = "ok"
+        case AttemptFailed():
+            row = hud._row(name, at)
+            error = first_line(event.error) or "connect failed"
+            # The noise bound of the log sink: an outage's first failure and each
+            # new error are news; the same error again is retry detail (`debug`).
+            news = row.state != "reconnecting" or error != row.error
+            level = "error" if news else "debug"
+            if row.state != "reconnecting":
+                row.since = at
+            row.state = "reconnecting"
+            row.attempt = event.attempt
+            row.error = error
+            row.exit_code = event.exit_code
+            row.trying = False
+            row.pid = None
+        case Lost():
+            row = hud._row(name, at)
+            row.state = "reconnecting"
+            row.since = at
+            row.error = first_line(event.reason) or "disconnected"
+            row.exit_code = event.exit_code
+            row.trying = False
+            row.pid = None
+            level = "warn"
+        case Reconnecting():
+            row = hud._row(name, at)
+            row.state = "reconnecting"
+            row.attempt = max(0, event.attempt - 1)  # `attempt` is the next try's
+            row.next_retry_at = at + event.delay
+            row.trying = False
+            level = "debug"
+        case ToolsChanged():
+            hud._row(name, at).tools = event.tools
+        case Removed():
+            if hud.rows.pop(name, None) is not None:
+                hud.revision += 1
+        case ServerStderr():
+            level = "stderr"
+        case ConfigLoaded():
+            file = event.file or hud.config_file
+            hud.config_file = hud.config_file or file
+            hud.last_reload = ReloadResult(ok=True, time=at, file=file)
+            level = "ok"
+        case ConfigRejected():
+            hud.last_reload = ReloadResult(
+                ok=False,
+                time=at,
+                file=event.file or hud.config_file,
+                line=event.line,
+                message=first_line(event.message),
+            )
+            level = "error"
+        case HookFailed():
+            level = "error"
+        case CallStarted():
+            level = "debug"
+        case CallFinished():
+            level = "warn" if event.is_error else "info"
+        case CallFailed():
+            level = "error"
+        case Lagged():
+            hud.hud_dropped += event.dropped
+            hud.resync_needed = True
+            hud.note(
+                at,
+                "warn",
+                f"the HUD fell behind and lost {event.dropped} events; "
+                "refreshing from a snapshot",
+            )
+            return
+    hud.note(at, level, describe(event))

@@ -17,7 +17,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .state import HudState, LogLine, Row, first_line
+from ..core.describe import first_line
+from .state import HudState, LogLine, Row
 
 __all__ = [
     "COLUMNS",

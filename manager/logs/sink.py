@@ -19,12 +19,11 @@ from typing import Protocol
 
 import anyio
 
+from ..core.describe import describe, duration, first_line
 from ..core.events import (
     Added,
     AttemptFailed,
     CallFailed,
-    CallFinished,
-    CallStarted,
     ConfigLoaded,
     ConfigRejected,
     Connected,
@@ -35,7 +34,6 @@ from ..core.events import (
     Lost,
     Reconnecting,
     Removed,
-    ServerStderr,
     ToolsChanged,
     Updated,
 )
@@ -92,24 +90,19 @@ class _Track:
         return True
 
 
-def _first_line(text: str) -> str:
-    return text.strip().split("\n", 1)[0]
-
-
-def _names(names: tuple[str, ...]) -> str:
-    shown = ", ".join(names[:5])
-    return f"{shown}, +{len(names) - 5} more" if len(names) > 5 else shown
-
-
-def _duration(seconds: float) -> str:
-    s = int(seconds)
-    if s < 10:
-        return f"{seconds:.1f} s"
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+_LEVELS: dict[type[Event], int] = {
+    Added: logging.INFO,
+    Updated: logging.INFO,
+    ToolsChanged: logging.INFO,
+    Removed: logging.INFO,
+    ConfigLoaded: logging.INFO,
+    ConfigRejected: logging.ERROR,
+    CallFailed: logging.WARNING,
+    HookFailed: logging.WARNING,
+    Lagged: logging.WARNING,
+}
+"""Log level by event type (design §5); anything not listed is DEBUG. Connecting
+and Connected are INFO the first time only; failures follow the noise bound."""
 
 
 class LogSink:
@@ -165,92 +158,36 @@ class LogSink:
             self.logger.log(level, "%s", message(), extra={EVENT_ATTR: event})
 
     def _dispatch(self, event: Event) -> None:
-        info, debug, warn = logging.INFO, logging.DEBUG, logging.WARNING
+        level = _LEVELS.get(type(event), logging.DEBUG)
         n = event.name
         match event:
-            case Added():
+            case Added() | Updated():
                 self._tracks[n] = _Track()
-                self._log(info, event, lambda: f"{n}: added ({event.endpoint})")
-            case Updated():
-                self._tracks[n] = _Track()
-                changed = ", ".join(event.changed) or "spec"
-                self._log(info, event, lambda: f"{n}: {changed} changed; restarting")
             case Connecting():
                 track = self._track(n)
                 track.up = False
                 track.attempt = event.attempt
-                level = info if track.attempts == 0 else debug
+                level = logging.INFO if track.attempts == 0 else logging.DEBUG
                 track.attempts += 1
-                self._log(
-                    level, event, lambda: f"{n}: connecting (attempt {event.attempt})"
-                )
             case Connected():
                 track = self._track(n)
-                level = debug if track.connected_logged else info
+                level = logging.DEBUG if track.connected_logged else logging.INFO
                 track.up = True
                 track.connected_logged = True
-                self._log(level, event, lambda: _connected(event))
-            case Reconnecting():
-                self._log(
-                    debug,
-                    event,
-                    lambda: f"{n}: attempt {event.attempt} in {event.delay:.2f} s",
-                )
-            case ToolsChanged():
-                self._log(info, event, lambda: _tools_changed(event))
             case Removed():
                 self._tracks.pop(n, None)
-                self._log(info, event, lambda: f"{n}: removed")
-            case ServerStderr():
-                self._log(debug, event, lambda: _stderr(event))
-            case ConfigLoaded():
-                self._log(info, event, lambda: _config_loaded(event))
-            case ConfigRejected():
-                self._log(logging.ERROR, event, lambda: _config_rejected(event))
-            case CallStarted():
-                self._log(debug, event, lambda: f"{n}: call {event.tool} started")
-            case CallFinished():
-                self._log(debug, event, lambda: _call_finished(event))
-            case CallFailed():
-                self._log(
-                    warn,
-                    event,
-                    lambda: (
-                        f"{n}: call {event.tool} failed after "
-                        f"{event.duration:.2f} s: {_first_line(event.error)}"
-                    ),
-                )
-            case HookFailed():
-                where = f"{event.file}:{event.line}" if event.line else event.file
-                self._log(
-                    warn,
-                    event,
-                    lambda: (
-                        f"Lua callback for {event.hook} failed: "
-                        f"{where}: {event.message}"
-                    ),
-                )
-            case Lagged():
-                self._log(
-                    warn,
-                    event,
-                    lambda: (
-                        f"subscriber {n!r} fell behind and lost {event.dropped} events"
-                    ),
-                )
-            case _:
-                self._log(debug, event, lambda: f"{n}: {event.kind}")
+        self._log(level, event, lambda: describe(event))
 
     def _failure(self, event: AttemptFailed | Lost, retry: Reconnecting | None) -> None:
         track = self._track(event.name)
         track.up = False
         if isinstance(event, AttemptFailed):
-            error = _first_line(event.error)
+            error = first_line(event.error)
             track.attempt = event.attempt
             if not track.in_outage:
                 track.begin_outage(event.time)
         else:
-            error = _first_line(event.reason)
+            error = first_line(event.reason)
             # The counter restarts only after a stable session: then this is a new
             # outage. Otherwise the server is crash-looping within the old one.
             if not track.in_outage or retry is None or retry.attempt <= 1:
@@ -258,7 +195,7 @@ class LogSink:
                 track.attempts = 0  # the next try is the first of this outage
         track.error = error
         level = logging.WARNING if track.should_warn(error) else logging.DEBUG
-        self._log(level, event, lambda: _failure_line(event, error, retry))
+        self._log(level, event, lambda: describe(event, retry))
 
     def summary(self, now: float) -> str | None:
         """One line naming every connection still failing, or None if none is.
@@ -277,7 +214,7 @@ class LogSink:
             error = track.error
             if len(error) > _ERROR_WIDTH:
                 error = error[: _ERROR_WIDTH - 1] + "…"
-            down = _duration(max(0.0, now - track.outage_since))
+            down = duration(max(0.0, now - track.outage_since))
             parts.append(f"{name} (attempt {track.attempt}, {down}, {error})")
         more = len(failing) - SUMMARY_MAX_NAMES
         if more > 0:
@@ -299,70 +236,3 @@ async def run_summaries(sink: LogSink, interval: float = SUMMARY_INTERVAL) -> No
         line = sink.summary(time.time())
         if line is not None:
             sink.logger.warning("%s", line)
-
-
-# ------------------------------------------------------------------- messages
-
-
-def _connected(ev: Connected) -> str:
-    details = [f"attempt {ev.attempt}", f"{ev.tools} tools"]
-    if ev.server_name:
-        details.append(f"server {ev.server_name} {ev.server_version}".rstrip())
-    if ev.protocol:
-        details.append(f"protocol {ev.protocol}")
-    if ev.pid is not None:
-        details.append(f"pid {ev.pid}")
-    return f"{ev.name}: connected in {ev.elapsed:.2f} s ({', '.join(details)})"
-
-
-def _failure_line(
-    ev: AttemptFailed | Lost, error: str, retry: Reconnecting | None
-) -> str:
-    if isinstance(ev, AttemptFailed):
-        extra = f", exit code {ev.exit_code}" if ev.exit_code is not None else ""
-        head = f"{ev.name}: connect failed (attempt {ev.attempt}{extra}): {error}"
-    else:
-        extra = f", exit code {ev.exit_code}" if ev.exit_code is not None else ""
-        up = f"after {_duration(ev.uptime)}" if ev.uptime else "at once"
-        head = f"{ev.name}: disconnected {up}{extra}: {error}"
-    if retry is None:
-        return head
-    return f"{head}; retrying in {retry.delay:.2f} s"
-
-
-def _tools_changed(ev: ToolsChanged) -> str:
-    parts = []
-    if ev.added:
-        parts.append(f"added {_names(ev.added)}")
-    if ev.removed:
-        parts.append(f"removed {_names(ev.removed)}")
-    changes = "; ".join(parts) or "changed"
-    return f"{ev.name}: tools {changes} (now {ev.tools})"
-
-
-def _stderr(ev: ServerStderr) -> str:
-    note = f" ({ev.suppressed} lines suppressed)" if ev.suppressed else ""
-    return f"{ev.name}: stderr: {ev.line}{note}"
-
-
-def _config_loaded(ev: ConfigLoaded) -> str:
-    parts = [
-        f"{len(names)} {what}" + (f" ({_names(names)})" if names else "")
-        for what, names in (
-            ("added", ev.added),
-            ("removed", ev.removed),
-            ("changed", ev.changed),
-        )
-    ]
-    parts.append(f"{ev.unchanged} unchanged")
-    return f"config loaded from {ev.file}: {', '.join(parts)}"
-
-
-def _config_rejected(ev: ConfigRejected) -> str:
-    where = f"{ev.file}:{ev.line}" if ev.line else ev.file
-    return f"{where}: {_first_line(ev.message)} (config not applied; nothing changed)"
-
-
-def _call_finished(ev: CallFinished) -> str:
-    outcome = "returned a tool error" if ev.is_error else "finished"
-    return f"{ev.name}: call {ev.tool} {outcome} in {ev.duration:.3f} s"

@@ -1,0 +1,170 @@
+"""`describe(event)`: the one sentence for each event.
+
+The daemon log, the HUD's log pane and `mcp-manager events` all print these
+sentences, so an operator reads the same words wherever they look. Each starts
+with the connection's name (`"fs: connected in 0.25 s (...)"`); daemon-wide
+events (config, lag) start with what they are about.
+
+Pure: no clock, no I/O. Text fields are shown by their first line only (the
+rest of a traceback belongs in `--json` or the details view).
+"""
+
+from __future__ import annotations
+
+from .events import (
+    Added,
+    AttemptFailed,
+    CallFailed,
+    CallFinished,
+    CallStarted,
+    ConfigLoaded,
+    ConfigRejected,
+    Connected,
+    Connecting,
+    Event,
+    HookFailed,
+    Lagged,
+    Lost,
+    Reconnecting,
+    Removed,
+    ServerStderr,
+    ToolsChanged,
+    Unrecognized,
+    Updated,
+)
+
+__all__ = ["describe", "duration", "first_line", "list_names"]
+
+NAMES_SHOWN = 5
+"""Names listed in one sentence before "+N more"."""
+
+
+def first_line(text: object) -> str:
+    """The first non-empty line of `text`, stripped ("" for None)."""
+    if text is None:
+        return ""
+    for line in str(text).strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def list_names(names: tuple[str, ...] | list[str], limit: int = NAMES_SHOWN) -> str:
+    """`"a, b, c"`, or `"a, b, +3 more"` past `limit` names."""
+    shown = ", ".join(names[:limit])
+    return f"{shown}, +{len(names) - limit} more" if len(names) > limit else shown
+
+
+def duration(seconds: float) -> str:
+    """A short human duration: `0.25 s`, `42 s`, `3m05s`, `2h07m`."""
+    s = int(seconds)
+    if s < 10:
+        return f"{seconds:.2f} s"
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _where(file: str, line: int | None) -> str:
+    return f"{file}:{line}" if line else file
+
+
+def _exit(code: int | None) -> str:
+    return f", exit code {code}" if code is not None else ""
+
+
+def describe(event: Event, retry: Reconnecting | None = None) -> str:
+    """The sentence for `event`.
+
+    Args:
+        event: Any event, `Unrecognized` included.
+        retry: For a failure (`AttemptFailed`, `Lost`), the `Reconnecting` that
+            followed it, so one line says both what failed and when the next
+            try is ("...; retrying in 0.20 s").
+    """
+    n = event.name
+    match event:
+        case Added():
+            where = " ".join(x for x in (event.transport, event.endpoint) if x)
+            return f"{n}: added ({where})"
+        case Updated():
+            return f"{n}: {', '.join(event.changed) or 'spec'} changed; restarting"
+        case Connecting():
+            return f"{n}: connecting (attempt {event.attempt})"
+        case Connected():
+            details = [f"attempt {event.attempt}", f"{event.tools} tools"]
+            if event.server_name:
+                server = f"server {event.server_name} {event.server_version}"
+                details.append(server.rstrip())
+            if event.protocol:
+                details.append(f"protocol {event.protocol}")
+            if event.pid is not None:
+                details.append(f"pid {event.pid}")
+            took = duration(event.elapsed)
+            return f"{n}: connected in {took} ({', '.join(details)})"
+        case AttemptFailed():
+            error = first_line(event.error) or "connect failed"
+            head = (
+                f"{n}: connect failed (attempt {event.attempt}"
+                f"{_exit(event.exit_code)}): {error}"
+            )
+            return head if retry is None else f"{head}; retrying in {retry.delay:.2f} s"
+        case Lost():
+            up = f"after {duration(event.uptime)}" if event.uptime else "at once"
+            error = first_line(event.reason) or "the session ended"
+            head = f"{n}: disconnected {up}{_exit(event.exit_code)}: {error}"
+            return head if retry is None else f"{head}; retrying in {retry.delay:.2f} s"
+        case Reconnecting():
+            return f"{n}: retry {event.attempt} in {event.delay:.2f} s"
+        case ToolsChanged():
+            parts = []
+            if event.added:
+                parts.append(f"added {list_names(event.added)}")
+            if event.removed:
+                parts.append(f"removed {list_names(event.removed)}")
+            return f"{n}: tools {'; '.join(parts) or 'changed'} (now {event.tools})"
+        case Removed():
+            return f"{n}: removed"
+        case ServerStderr():
+            more = f" ({event.suppressed} lines suppressed)" if event.suppressed else ""
+            return f"{n}: stderr: {event.line.rstrip()}{more}"
+        case ConfigLoaded():
+            parts = [
+                f"{len(names)} {what}" + (f" ({list_names(names)})" if names else "")
+                for what, names in (
+                    ("added", event.added),
+                    ("removed", event.removed),
+                    ("changed", event.changed),
+                )
+            ]
+            parts.append(f"{event.unchanged} unchanged")
+            return f"config loaded from {event.file}: {', '.join(parts)}"
+        case ConfigRejected():
+            return (
+                f"{_where(event.file, event.line)}: {first_line(event.message)} "
+                "(config not applied; nothing changed)"
+            )
+        case HookFailed():
+            return (
+                f"Lua callback for {event.hook} failed: "
+                f"{_where(event.file, event.line)}: {first_line(event.message)}"
+            )
+        case CallStarted():
+            return f"{n}: call {event.tool} started"
+        case CallFinished():
+            outcome = "returned a tool error" if event.is_error else "finished"
+            return f"{n}: call {event.tool} {outcome} in {event.duration:.3f} s"
+        case CallFailed():
+            return (
+                f"{n}: call {event.tool} failed after {event.duration:.2f} s: "
+                f"{first_line(event.error)}"
+            )
+        case Lagged():
+            return f"subscriber {n!r} fell behind and lost {event.dropped} events"
+        case Unrecognized():
+            fields = " ".join(f"{k}={first_line(v)}" for k, v in event.fields)
+            return f"{n or '-'}: {event.wire_kind} {fields}".rstrip()
+        case _:
+            return f"{n or '-'}: {event.kind}"

@@ -1,0 +1,75 @@
+"""Tests for manager.core.describe: one sentence per event, for every surface."""
+
+from __future__ import annotations
+
+import pytest
+from test_events import EXAMPLES
+
+from manager.core.describe import describe, duration, first_line, list_names
+from manager.core.events import (
+    AttemptFailed,
+    Event,
+    Lost,
+    Reconnecting,
+    Unrecognized,
+)
+
+SENTENCES = [
+    "a: added (stdio srv --port 1)",
+    "a: url, hold changed; restarting",
+    "a: connecting (attempt 1)",
+    "a: connected in 0.00 s (attempt 2, 3 tools, server s, pid 9)",
+    "a: connect failed (attempt 1): refused",
+    "a: disconnected after 2.50 s, exit code 1: EOF",
+    "a: retry 2 in 0.10 s",
+    "a: tools added x; removed y, z (now 1)",
+    "a: removed",
+    "a: stderr: warning: x (2 lines suppressed)",
+    "config loaded from startup.lua: 1 added (a), 0 removed, 0 changed, 3 unchanged",
+    "startup.lua:4: bad (config not applied; nothing changed)",
+    "Lua callback for connected failed: startup.lua:9: boom",
+    "a: call t started",
+    "a: call t returned a tool error in 0.500 s",
+    "a: call t failed after 0.50 s: timeout",
+    "subscriber 'hud' fell behind and lost 12 events",
+]
+
+
+@pytest.mark.parametrize(
+    ("event", "sentence"),
+    list(zip(EXAMPLES, SENTENCES, strict=True)),
+    ids=[ev.kind for ev in EXAMPLES],
+)
+def test_each_event_has_its_sentence(event: Event, sentence: str) -> None:
+    assert describe(event) == sentence
+
+
+def test_a_failure_says_when_the_next_try_is() -> None:
+    retry = Reconnecting(name="web", attempt=3, delay=0.4)
+    failed = AttemptFailed(name="web", attempt=2, error="refused\ntrace", exit_code=1)
+    assert describe(failed, retry) == (
+        "web: connect failed (attempt 2, exit code 1): refused; retrying in 0.40 s"
+    )
+    lost = Lost(name="web", reason="")
+    assert describe(lost, retry) == (
+        "web: disconnected at once: the session ended; retrying in 0.40 s"
+    )
+
+
+def test_unrecognized_events_show_their_fields() -> None:
+    event = Unrecognized(name="", wire_kind="brand_new", fields=(("x", "1\n2"),))
+    assert describe(event) == "-: brand_new x=1"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.25, "0.25 s"), (42.9, "42 s"), (185, "3m05s"), (7620, "2h07m")],
+)
+def test_duration_is_short(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
+
+
+def test_helpers() -> None:
+    assert first_line("\n  first \nsecond") == "first"
+    assert first_line(None) == ""
+    assert list_names(("a", "b", "c"), limit=2) == "a, b, +1 more"
