@@ -156,7 +156,7 @@ def test_a_second_ctrl_c_stops_at_once_even_with_a_stubborn_server(
         ev = daemon.wait_event("connected", "stubborn")
         pid = int(str(ev["pid"]))
         daemon.signal(signal.SIGINT)
-        time.sleep(0.2)  # let the graceful stop begin (it would take ~1.5 s here)
+        daemon.wait_log("stopping gracefully")  # the graceful stop has begun
         started = time.monotonic()
         daemon.signal(signal.SIGINT)
         assert daemon.wait(within=10) == 130

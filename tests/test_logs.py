@@ -30,7 +30,7 @@ from manager.core.events import (
     ToolsChanged,
     Updated,
 )
-from manager.core.redact import SECRETS
+from manager.core.redact import SecretRegistry
 from manager.engine.bus import EventBus
 from manager.logs import (
     NOISY_LOGGERS,
@@ -387,7 +387,7 @@ def test_close_stops_listening(
 
 def test_text_format_has_time_level_logger_and_message(root_logging: None) -> None:
     out = io.StringIO()
-    setup_logging("INFO", "text", out)
+    setup_logging("INFO", "text", out, secrets=SecretRegistry())
     logging.getLogger("manager.test").info("hello %s", "world")
     logging.getLogger("manager.test").debug("not shown")
     line = out.getvalue()
@@ -400,7 +400,7 @@ def test_json_format_carries_the_event_fields(
     root_logging: None, bus: EventBus
 ) -> None:
     out = io.StringIO()
-    setup_logging("DEBUG", "json", out)
+    setup_logging("DEBUG", "json", out, secrets=SecretRegistry())
     sink = LogSink(bus)  # the default "manager" logger, through the root handler
     try:
         bus.publish(Connecting(name="fs", attempt=1))
@@ -422,26 +422,32 @@ def test_json_format_carries_the_event_fields(
 
 def test_setup_logging_replaces_its_own_handler(root_logging: None) -> None:
     first, second = io.StringIO(), io.StringIO()
-    setup_logging("INFO", "text", first)
-    setup_logging("INFO", "text", second)
+    setup_logging("INFO", "text", first, secrets=SecretRegistry())
+    setup_logging("INFO", "text", second, secrets=SecretRegistry())
     logging.getLogger("manager.test").warning("once")
     assert first.getvalue() == ""
     assert second.getvalue().count("once") == 1
 
 
 def test_noisy_libraries_are_held_at_warning_unless_debug(root_logging: None) -> None:
-    setup_logging("INFO", "text", io.StringIO())
+    setup_logging("INFO", "text", io.StringIO(), secrets=SecretRegistry())
     assert logging.getLogger("mcp.client.stdio").getEffectiveLevel() == WARNING
     assert logging.getLogger("opentelemetry.sdk.trace").getEffectiveLevel() == WARNING
-    setup_logging("DEBUG", "text", io.StringIO())
+    setup_logging("DEBUG", "text", io.StringIO(), secrets=SecretRegistry())
     assert logging.getLogger("mcp.client.stdio").getEffectiveLevel() == DEBUG
 
 
 def test_setup_logging_rejects_unknown_level_and_format(root_logging: None) -> None:
     with pytest.raises(ValueError, match="log level"):
-        setup_logging("LOUD")
+        setup_logging("LOUD", secrets=SecretRegistry())
     with pytest.raises(ValueError, match="log format"):
-        setup_logging("INFO", "xml")
+        setup_logging("INFO", "xml", secrets=SecretRegistry())
+
+
+def registry_of(*values: str) -> SecretRegistry:
+    secrets = SecretRegistry()
+    secrets.add(values)
+    return secrets
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -449,9 +455,8 @@ def test_registered_secrets_never_reach_a_log_line(
     root_logging: None, fmt: str
 ) -> None:
     secret = "tok-9f8e7d6c5b4a"
-    SECRETS.add([secret])
     out = io.StringIO()
-    setup_logging("DEBUG", fmt, out)
+    setup_logging("DEBUG", fmt, out, secrets=registry_of(secret))
     log = logging.getLogger("mcp.client.streamable_http")
     log.warning(f"message with {secret}")
     log.warning("args with %s and %r", secret, {"auth": secret})
@@ -468,7 +473,7 @@ def test_registered_secrets_never_reach_a_log_line(
 
 def test_a_bad_format_string_does_not_lose_the_line(root_logging: None) -> None:
     out = io.StringIO()
-    setup_logging("INFO", "text", out)
+    setup_logging("INFO", "text", out, secrets=SecretRegistry())
     root = logging.getLogger()
     others = [h for h in root.handlers if h.get_name() != "mcp-manager"]
     for handler in others:  # pytest's capture handler would choke on it first
@@ -493,7 +498,7 @@ def test_sdk_teardown_tracebacks_become_one_debug_line(
     root_logging: None, level: str
 ) -> None:
     out = io.StringIO()
-    setup_logging(level, "text", out)
+    setup_logging(level, "text", out, secrets=SecretRegistry())
     before = TEARDOWN_NOISE.suppressed
     _sdk_error(anyio.BrokenResourceError())
     _sdk_error(ExceptionGroup("g", [anyio.ClosedResourceError()]), "mcp.client.sse")
@@ -511,7 +516,7 @@ def test_sdk_teardown_tracebacks_become_one_debug_line(
 
 def test_other_sdk_errors_keep_their_level_and_traceback(root_logging: None) -> None:
     out = io.StringIO()
-    setup_logging("INFO", "text", out)
+    setup_logging("INFO", "text", out, secrets=SecretRegistry())
     _sdk_error(ValueError("a real parse error"))
     text = out.getvalue()
     assert " ERROR " in text and "Traceback" in text and "a real parse error" in text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from manager.core.errors import ConfigError
-from manager.core.redact import SECRETS
+from manager.core.redact import SecretRegistry
 from manager.core.status import ConnectionStatus
 from manager.lua import ScriptResult, load_file, run_script
 
@@ -296,20 +296,26 @@ def test_env_returns_the_value_the_default_or_nil() -> None:
 
 def test_values_read_through_env_are_registered_as_secrets() -> None:
     token = "tok-lua-test-6f1c2a"
-    assert token not in SECRETS
-    run_script('local t = env("API_TOKEN")', getenv=FakeEnv({"API_TOKEN": token}))
-    assert token in SECRETS
+    secrets = SecretRegistry()
+    run_script(
+        'local t = env("API_TOKEN")',
+        getenv=FakeEnv({"API_TOKEN": token}),
+        secrets=secrets,
+    )
+    assert token in secrets
 
 
 def test_env_values_under_harmless_names_are_not_masked() -> None:
     lines: list[str] = []
+    secrets = SecretRegistry()
     run_script(
         'print(env("SERVER_DIR"))',
         getenv=FakeEnv({"SERVER_DIR": "/srv/mcp-lua-test"}),
         on_print=lines.append,
+        secrets=secrets,
     )
     assert lines == ["/srv/mcp-lua-test"]
-    assert "/srv/mcp-lua-test" not in SECRETS
+    assert "/srv/mcp-lua-test" not in secrets
 
 
 def test_env_names_the_daemons_python_for_the_demo_server() -> None:

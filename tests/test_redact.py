@@ -7,7 +7,6 @@ import pytest
 from manager.core.redact import (
     MASK,
     MIN_SECRET_LENGTH,
-    SECRETS,
     SecretRegistry,
     is_sensitive_key,
     redact,
@@ -178,12 +177,14 @@ def test_an_empty_registry_leaves_text_alone() -> None:
     assert registry("secret-xyz").redact("") == ""
 
 
-def test_redact_uses_the_given_registry_even_when_it_is_empty() -> None:
-    SECRETS.add(["global-only-secret-e1f9"])
-    assert redact("global-only-secret-e1f9", SecretRegistry()) == (
-        "global-only-secret-e1f9"
+def test_redact_uses_only_the_registry_it_is_given() -> None:
+    assert redact("only-here-secret-e1f9", SecretRegistry()) == (
+        "only-here-secret-e1f9"
     )
-    assert redact("global-only-secret-e1f9") == MASK
+    assert redact("only-here-secret-e1f9", registry("only-here-secret-e1f9")) == MASK
+    assert redact("only-here-secret-e1f9 at https://u:pw@h/", None) == (
+        "only-here-secret-e1f9 at https://u:***@h/"
+    )
 
 
 def test_redact_with_a_registry_masks_its_values_and_url_passwords() -> None:
@@ -192,7 +193,8 @@ def test_redact_with_a_registry_masks_its_values_and_url_passwords() -> None:
     assert redact(text, reg) == "*** at https://u:***@h/"
 
 
-def test_redact_args_and_redact_url_mask_registered_global_secrets() -> None:
-    SECRETS.add(["global-arg-secret-5d21"])
-    assert redact_args(["--x", "global-arg-secret-5d21"]) == ["--x", MASK]
-    assert redact_url("http://h/global-arg-secret-5d21") == f"http://h/{MASK}"
+def test_redact_args_and_redact_url_mask_the_given_secrets() -> None:
+    reg = registry("arg-secret-5d21")
+    assert redact_args(["--x", "arg-secret-5d21"], reg) == ["--x", MASK]
+    assert redact_url("http://h/arg-secret-5d21", reg) == f"http://h/{MASK}"
+    assert redact_args(["--x", "arg-secret-5d21"]) == ["--x", "arg-secret-5d21"]

@@ -50,7 +50,7 @@ from manager.core.events import (
     Connecting,
     Reconnecting,
 )
-from manager.core.redact import SECRETS
+from manager.core.redact import SecretRegistry
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine import tracing
 from manager.engine.bus import EventBus
@@ -80,6 +80,7 @@ class Traced:
     telemetry: Telemetry
     exporter: InMemorySpanExporter
     reader: InMemoryMetricReader
+    secrets: SecretRegistry
 
     @property
     def spans(self) -> list[ReadableSpan]:
@@ -120,8 +121,11 @@ def traced() -> Iterator[Traced]:
     provider.add_span_processor(DropSpans(SimpleSpanProcessor(exporter), is_sdk_ping))
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader], shutdown_on_exit=False)
-    telemetry = Telemetry(bus, tracer_provider=provider, meter_provider=meters)
-    yield Traced(bus, telemetry, exporter, reader)
+    secrets = SecretRegistry()
+    telemetry = Telemetry(
+        bus, tracer_provider=provider, meter_provider=meters, secrets=secrets
+    )
+    yield Traced(bus, telemetry, exporter, reader, secrets)
     telemetry.close()
     provider.shutdown()
     meters.shutdown()
@@ -437,11 +441,16 @@ async def test_a_call_that_cannot_be_made_records_the_error_type(
 @pytest.mark.anyio
 async def test_no_secret_reaches_a_span(traced: Traced) -> None:
     secret = "s3cr3t-for-telemetry-test"
-    SECRETS.add([secret])
+    traced.secrets.add([secret])  # as the transport registers a resolved secret
     rec = Recorder(traced.bus)
     transport = FakeTransport(failures=1, error=f"refused with token {secret}")
     spec = parse_spec("s", f"http://user:{secret}@127.0.0.1:1/mcp", {**FAST, "hold": 0})
-    async with Manager(traced.bus, transport, tracing=traced.telemetry.tracing) as m:
+    async with Manager(
+        traced.bus,
+        transport,
+        tracing=traced.telemetry.tracing,
+        secrets=traced.secrets,  # the daemon's one registry
+    ) as m:
         m.add(spec)
         await rec.wait_for("connected", "s")
         transport.upstreams[-1].die(f"died holding {secret}")

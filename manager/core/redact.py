@@ -9,6 +9,11 @@ Redaction is by key and by value (design §7):
   values, header values, stdio env values, URL passwords) is replaced by `***`
   wherever it appears in a text.
 
+There is no global registry: the daemon makes one (`Daemon.secrets`) and hands
+it to whatever registers secrets (the connection factory, the Lua host, the
+gateway) and whatever shows text (logs, events, spans, status, Lua). A test gets
+its own, so no secret leaks from one test into another's expectations.
+
 Pure: no I/O, no clocks.
 """
 
@@ -20,7 +25,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "MASK",
-    "SECRETS",
     "SecretRegistry",
     "is_sensitive_key",
     "redact",
@@ -76,26 +80,27 @@ class SecretRegistry:
         return self._pattern.sub(MASK, text)
 
 
-SECRETS = SecretRegistry()
-"""The daemon-wide registry. Connections register their resolved secrets here."""
+def redact(text: str, secrets: SecretRegistry | None) -> str:
+    """Mask the values registered in `secrets` and URL passwords in free text.
 
-
-def redact(text: str, registry: SecretRegistry | None = None) -> str:
-    """Mask registered secret values and URL passwords in free text."""
-    # `is None`, not `or`: an empty registry is falsy (it has __len__).
-    text = (SECRETS if registry is None else registry).redact(text)
+    `secrets` is required: pass None only where no registered value can occur
+    (say, a URL the operator typed, masked by key).
+    """
+    if secrets is not None:
+        text = secrets.redact(text)
     return _USERINFO.sub(r"\1" + MASK + "@", text) if "@" in text else text
 
 
 _USERINFO = re.compile(r"(://[^/\s:@]*:)[^/\s@]*@")
 
 
-def redact_url(url: str) -> str:
-    """`url` with its password and sensitive query values masked."""
+def redact_url(url: str, secrets: SecretRegistry | None = None) -> str:
+    """`url` with its password and sensitive query values masked (and the values
+    of `secrets`, if given)."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return redact(url)
+        return redact(url, secrets)
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, host = netloc.rsplit("@", 1)
@@ -107,10 +112,14 @@ def redact_url(url: str) -> str:
         query = urlencode(
             [(k, MASK if is_sensitive_key(k) else v) for k, v in pairs], safe="*"
         )
-    return redact(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+    return redact(
+        urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), secrets
+    )
 
 
-def redact_args(args: Iterable[str]) -> list[str]:
+def redact_args(
+    args: Iterable[str], secrets: SecretRegistry | None = None
+) -> list[str]:
     """Command-line arguments with values of sensitive flags masked.
 
     `--token=abc` becomes `--token=***`; in `--api-key abc` the `abc` is masked;
@@ -130,11 +139,11 @@ def redact_args(args: Iterable[str]) -> list[str]:
         if m and is_sensitive_key(m.group(1)):
             out.append(f"{m.group(1)}={MASK}")
         elif "://" in arg:
-            out.append(redact_url(arg))
+            out.append(redact_url(arg, secrets))
         elif h and is_sensitive_key(h.group(1)):
             out.append(f"{h.group(1)}: {MASK}")
         else:
             if arg.startswith("-") and is_sensitive_key(arg):
                 mask_next = True
-            out.append(redact(arg))
+            out.append(redact(arg, secrets))
     return out

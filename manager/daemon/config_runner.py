@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -120,9 +121,14 @@ class ConfigRunner:
         file = str(self.path)
         self.reloads += 1
         self._last_digest = digest = _digest(self.path)
-        kwargs = {"getenv": self._getenv} if self._getenv is not None else {}
+        getenv = self._getenv if self._getenv is not None else os.environ.get
         try:
-            script = start_file(self.path, host=_Host(self.manager), **kwargs)  # type: ignore[arg-type]
+            script = start_file(
+                self.path,
+                host=_Host(self.manager),
+                getenv=getenv,
+                secrets=self.manager.secrets,
+            )
         except ConfigError as exc:
             self.last_reload = {
                 "ok": False,

@@ -24,6 +24,7 @@ import anyio.abc
 from .. import __version__
 from ..control.server import serve_control
 from ..core.errors import ConfigError, ControlError, UnknownServer
+from ..core.redact import SecretRegistry
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
@@ -183,7 +184,13 @@ class Daemon:
 
 async def serve(options: DaemonOptions) -> int:
     """Run the daemon until SIGINT/SIGTERM. Returns the process exit code."""
-    setup_logging(options.log_level, options.log_format)
+    # The one secret registry: what connections resolve, what Lua reads through
+    # env(), the endpoint's token; every log line, event, span and status is
+    # masked with it.
+    secrets = SecretRegistry()
+    if options.endpoint is not None and options.endpoint.token:
+        secrets.add([options.endpoint.token])
+    setup_logging(options.log_level, options.log_format, secrets=secrets)
     bus = EventBus()
     sink = LogSink(bus)
     config = TelemetryConfig.from_env(
@@ -194,12 +201,14 @@ async def serve(options: DaemonOptions) -> int:
     )
     # The global tracer provider: the MCP SDK records its own request spans
     # (children of ours) only through it. One daemon per process, so this is safe.
-    telemetry = start_telemetry(config, bus, set_global=True, capture_logs=True)
+    telemetry = start_telemetry(
+        config, bus, set_global=True, capture_logs=True, secrets=secrets
+    )
     watchdog = Watchdog(options.watchdog)
     watchdog.start()
     CHILD_GROUPS.start_guardian()  # no server outlives even a SIGKILLed daemon
     try:
-        return await _serve(options, bus, sink, telemetry, watchdog)
+        return await _serve(options, bus, sink, secrets, telemetry, watchdog)
     finally:
         sink.close()
         await telemetry.aclose()  # bounded: about 1 s at most
@@ -211,6 +220,7 @@ async def _serve(
     options: DaemonOptions,
     bus: EventBus,
     sink: LogSink,
+    secrets: SecretRegistry,
     telemetry: Telemetry | None = None,
     watchdog: Watchdog | None = None,
 ) -> int:
@@ -219,7 +229,7 @@ async def _serve(
     watchdog = watchdog or Watchdog(0)
     tracing = telemetry.tracing if telemetry is not None else NO_TRACING
     async with Manager(
-        bus, tracing=tracing, start_slots=options.start_slots
+        bus, tracing=tracing, start_slots=options.start_slots, secrets=secrets
     ) as manager:
         daemon = Daemon(options, bus, manager)
         daemon.telemetry = telemetry

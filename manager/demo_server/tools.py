@@ -12,10 +12,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp.types as types
-from mcp.server import NotificationOptions, Server, ServerRequestContext
-from mcp.server.context import CallNext, HandlerResult
-from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
+from mcp.server import Server, ServerRequestContext
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -23,8 +20,8 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.requests import Request
+
+from ..gateway.peers import ListChangedServer, Peers
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -39,8 +36,6 @@ SERVER_NAME = "mcp-manager-demo"
 PAGE_SIZE_ENV = "DEMO_PAGE_SIZE"
 """Environment variable holding the number of tools per `tools/list` page."""
 DEFAULT_PAGE_SIZE = 100
-NOTIFY_TIMEOUT = 1.0
-"""Seconds to wait when pushing `list_changed` to one session before dropping it."""
 
 _Handler = Callable[
     [ServerRequestContext, dict[str, Any]], Awaitable[types.CallToolResult]
@@ -98,21 +93,6 @@ def _arg_int(args: Mapping[str, Any], key: str) -> int:
     return value
 
 
-def _session_key(ctx: ServerRequestContext) -> str:
-    """Name the client connection a request came in on.
-
-    `ctx.session` is a new proxy per request, so sessions are keyed by the
-    transport's own id: the `mcp-session-id` header (streamable HTTP), the
-    `session_id` query parameter (SSE), or the single stdio peer.
-    """
-    request = ctx.request
-    if not isinstance(request, Request):
-        return "stdio"
-    return request.headers.get("mcp-session-id") or request.query_params.get(
-        "session_id", "unknown"
-    )
-
-
 BUILTIN_TOOLS = (
     _tool("echo", "Return the text.", {"text": "string"}),
     _tool(
@@ -144,27 +124,6 @@ BUILTIN_TOOLS = (
 """The tools every demo server starts with, in `tools/list` order."""
 
 
-class _DemoMCPServer(Server[dict[str, Any]]):
-    """The SDK server, advertising `tools.listChanged` on every transport.
-
-    The streamable HTTP session manager calls `create_initialization_options()`
-    without arguments, so the default has to change here rather than at a call
-    site.
-    """
-
-    def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
-            experimental_capabilities,
-            extensions,
-        )
-
-
 class DemoServer:
     """The demo's tools and the MCP server that serves them.
 
@@ -180,10 +139,10 @@ class DemoServer:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
         self.page_size = page_size
         self._tools: dict[str, tuple[types.Tool, _Handler]] = {}
-        self._sessions: dict[str, ServerSession] = {}
+        self._peers = Peers()
         self._children: list[anyio.abc.Process] = []
         self._bus = InMemorySubscriptionBus()
-        self.server: Server[dict[str, Any]] = _DemoMCPServer(
+        self.server: Server[dict[str, Any]] = ListChangedServer(
             SERVER_NAME,
             version="1.0",
             instructions="Demo server bundled with mcp-manager.",
@@ -191,7 +150,7 @@ class DemoServer:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
         )
-        self.server.middleware.append(self._track_session)
+        self.server.middleware.append(self._peers.track)
         handlers: dict[str, _Handler] = {
             "echo": self._echo,
             "add": self._add,
@@ -218,17 +177,6 @@ class DemoServer:
         return cls(int(os.environ.get(PAGE_SIZE_ENV, DEFAULT_PAGE_SIZE)))
 
     # -- protocol handlers ---------------------------------------------------
-
-    async def _track_session(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        """Remember handshake-era sessions so `list_changed` can reach them."""
-        if (
-            ctx.method != "initialize"
-            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
-        ):
-            self._sessions[_session_key(ctx)] = ctx.session
-        return await call_next(ctx)
 
     async def _list_tools(
         self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
@@ -258,12 +206,7 @@ class DemoServer:
     async def _notify_tools_changed(self) -> None:
         """Tell every client the tool list changed; forget sessions that fail."""
         await self._bus.publish(ToolsListChanged())
-        for key, session in list(self._sessions.items()):
-            try:
-                with anyio.fail_after(NOTIFY_TIMEOUT):
-                    await session.send_tool_list_changed()
-            except Exception:  # boundary: a gone client must not fail the caller
-                self._sessions.pop(key, None)
+        await self._peers.notify_tools_changed()
 
     # -- tools -----------------------------------------------------------------
 

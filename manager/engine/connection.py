@@ -26,7 +26,7 @@ import anyio
 
 from ..core.errors import ConfigError, TransportError
 from ..core.events import ServerStderr
-from ..core.redact import redact
+from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec
 from ..core.state import (
     AttemptBegan,
@@ -79,8 +79,10 @@ class Connection:
         clock: Callable[[], float] = time.time,
         rand: Callable[[], float] = random.random,
         tracing: Tracing = NO_TRACING,
+        secrets: SecretRegistry | None = None,
     ) -> None:
         self.spec = spec
+        self._secrets = secrets
         self._tracing = tracing
         self.scope = anyio.CancelScope()
         self.state = ConnectionState(name=spec.name, since=clock())
@@ -164,7 +166,7 @@ class Connection:
         self.signal(ProcessSpawned(now=self._clock(), pid=pid))
 
     def _on_stderr(self, line: str) -> None:
-        line = redact(line)
+        line = redact(line, self._secrets)
         self.stderr.append(line)
         now = time.monotonic()
         if now - self._stderr_window >= 1.0:
@@ -309,7 +311,7 @@ class Connection:
             self._set_disconnected()
             if signalled:
                 return None  # the teardown of a session already reported lost
-            message = redact(str(exc))
+            message = redact(str(exc), self._secrets)
             exit_code = getattr(exc, "exit_code", None)
             if connected:
                 return LossReport(message, exit_code, type(exc).__name__)
@@ -328,7 +330,7 @@ class Connection:
             logger.exception("%s: unexpected error in connection attempt", self.name)
             if signalled:
                 return None
-            message = describe_error(exc)
+            message = redact(describe_error(exc), self._secrets)
             if connected:
                 return LossReport(message, None, type(exc).__name__)
             self.signal(
@@ -345,7 +347,7 @@ class Connection:
         self.signal(
             SessionLost(
                 now=self._clock(),
-                reason=redact(report.reason),
+                reason=redact(report.reason, self._secrets),
                 rand=self._rand(),
                 exit_code=report.exit_code,
                 error_type=report.error_type,

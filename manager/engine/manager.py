@@ -33,7 +33,7 @@ from ..core.errors import (
     UnknownServer,
 )
 from ..core.events import Added, CallFailed, CallFinished, CallStarted, Updated
-from ..core.redact import redact
+from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec, changed_fields, display_endpoint
 from ..core.state import Phase
 from ..core.status import ConnectionStatus
@@ -91,6 +91,10 @@ class Manager:
             default; `telemetry.Telemetry.tracing` in the daemon).
         start_slots: How many stdio servers may start at once with the default
             transport (`starts.default_start_slots()` when None).
+        secrets: The daemon's secret registry: the default transport registers
+            resolved secrets in it, and every error text leaving the manager
+            (events, status, call errors) is masked with it. One of its own if
+            None (`manager.secrets`).
     """
 
     def __init__(
@@ -102,11 +106,15 @@ class Manager:
         rand: Callable[[], float] = random.random,
         tracing: Tracing = NO_TRACING,
         start_slots: int | None = None,
+        secrets: SecretRegistry | None = None,
     ) -> None:
         self.bus = bus
         self.tracing = tracing
+        self.secrets = secrets if secrets is not None else SecretRegistry()
         self.starts = StartSlots(start_slots)
-        self._transport = transport or McpTransport(starts=self.starts)
+        self._transport = transport or McpTransport(
+            starts=self.starts, secrets=self.secrets
+        )
         self._clock = clock
         self._rand = rand
         self._conns: dict[str, Connection] = {}
@@ -146,7 +154,12 @@ class Manager:
         if old is not None and old.spec == spec:
             return False
         conn = Connection(
-            spec, self.bus, clock=self._clock, rand=self._rand, tracing=self.tracing
+            spec,
+            self.bus,
+            clock=self._clock,
+            rand=self._rand,
+            tracing=self.tracing,
+            secrets=self.secrets,
         )
         if old is not None:
             self._retire(old, publish_removed=False)
@@ -348,7 +361,7 @@ class Manager:
                     tool, arguments, limit, meta=meta, progress=progress
                 )
         except BaseException as exc:
-            error = _call_error(exc, conn, tool, call_timeout)
+            error = _call_error(exc, conn, tool, call_timeout, self.secrets)
             if error is None:
                 self.bus.publish(
                     CallFailed(
@@ -433,26 +446,35 @@ def unavailable_message(conn: Connection, now: float) -> str:
 
 
 def _call_error(
-    exc: BaseException, conn: Connection, tool: str, timeout: float | None
+    exc: BaseException,
+    conn: Connection,
+    tool: str,
+    timeout: float | None,
+    secrets: SecretRegistry,
 ) -> BaseException | None:
-    """Map a failure of `Manager.call` to the error the caller sees (None: re-raise)."""
+    """Map a failure of `Manager.call` to the error the caller sees (None: re-raise).
+
+    Its text is masked with `secrets`: it goes to the gateway's client, to Lua
+    and to the call span as it is.
+    """
     if isinstance(exc, anyio.get_cancelled_exc_class()):
         return None
     if isinstance(exc, CallError):
-        return exc
+        text = redact(str(exc), secrets)
+        return exc if text == str(exc) else type(exc)(text)
     limit = timeout if timeout is not None else conn.spec.call_timeout
     if isinstance(exc, ConnectTimeout | TimeoutError):
         return CallTimeout(f"{conn.name}/{tool}: no result within {limit:g} s")
     if isinstance(exc, Disconnected):
         return ServerUnavailable(
-            f"{conn.name} disconnected during the call ({exc}); "
+            f"{conn.name} disconnected during the call ({redact(str(exc), secrets)}); "
             "the call was not retried"
         )
     if isinstance(exc, TransportError):
-        return ServerUnavailable(f"{conn.name}: {exc}")
+        return ServerUnavailable(f"{conn.name}: {redact(str(exc), secrets)}")
     if isinstance(exc, Exception):
         return CallError(
-            f"{conn.name}/{tool}: {redact(str(exc)) or type(exc).__name__}"
+            f"{conn.name}/{tool}: {redact(str(exc), secrets) or type(exc).__name__}"
         )
     return None
 

@@ -2,18 +2,31 @@
 
 - `server`: `Gateway`, the MCP server in front of every upstream (tools, calls,
   list_changed, sessions).
+- `peers`: the SDK server class that advertises `list_changed` and the
+  downstream sessions that get it (shared with the demo server).
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.
 - `options`: `--listen` and its token and allow flags, checked up front.
 - `http`: streamable HTTP under uvicorn; `guard`: Host/Origin/token checks.
 
-uvicorn loads only with `--listen` (`http` is not imported here).
+Nothing is imported here until it is asked for (PEP 562): the demo server takes
+`peers` without loading the engine, and uvicorn loads only with `--listen`.
 """
 
 from __future__ import annotations
 
-from .names import SEPARATOR, UPSTREAM_META_KEY, ToolRoute, ToolTable, build_tool_table
-from .options import TOKEN_ENV, EndpointError, EndpointOptions, endpoint_options
-from .server import LIST_CHANGED_DEBOUNCE, Gateway
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .names import (
+        SEPARATOR,
+        UPSTREAM_META_KEY,
+        ToolRoute,
+        ToolTable,
+        build_tool_table,
+    )
+    from .options import TOKEN_ENV, EndpointError, EndpointOptions, endpoint_options
+    from .server import LIST_CHANGED_DEBOUNCE, Gateway
 
 __all__ = [
     "LIST_CHANGED_DEBOUNCE",
@@ -28,3 +41,24 @@ __all__ = [
     "build_tool_table",
     "endpoint_options",
 ]
+
+_HOMES = {
+    "LIST_CHANGED_DEBOUNCE": "server",
+    "Gateway": "server",
+    "SEPARATOR": "names",
+    "UPSTREAM_META_KEY": "names",
+    "ToolRoute": "names",
+    "ToolTable": "names",
+    "build_tool_table": "names",
+    "TOKEN_ENV": "options",
+    "EndpointError": "options",
+    "EndpointOptions": "options",
+    "endpoint_options": "options",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{home}", __name__), name)

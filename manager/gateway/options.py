@@ -17,7 +17,6 @@ from pathlib import Path
 from ..core.errors import (
     ManagerError,
 )
-from ..core.redact import SECRETS
 
 __all__ = ["EndpointError", "EndpointOptions", "TOKEN_ENV", "endpoint_options"]
 
@@ -132,8 +131,8 @@ def endpoint_options(
 ) -> EndpointOptions:
     """Validate `--listen` and the token settings.
 
-    The token comes from `token_file` if given, else `$MCP_MANAGER_TOKEN`; it is
-    registered as a secret, so it is masked wherever it would be logged.
+    The token comes from `token_file` if given, else `$MCP_MANAGER_TOKEN`; the
+    daemon registers it as a secret, so it is masked wherever it would be logged.
 
     Raises:
         EndpointError: Bad address, unreadable or empty token file, or a
@@ -146,7 +145,6 @@ def endpoint_options(
     if token is not None:
         if any(ch.isspace() for ch in token):
             raise EndpointError("the token must not contain whitespace")
-        SECRETS.add([token])
     options = EndpointOptions(
         host=host,
         port=port,

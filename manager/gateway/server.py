@@ -33,17 +33,13 @@ The `gateway` package is the only one that imports the server side of the SDK.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import mcp.types as types
-from mcp.server import NotificationOptions, Server, ServerRequestContext
-from mcp.server.context import CallNext, HandlerResult
-from mcp.server.models import InitializationOptions
+from mcp.server import Server, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import (
@@ -53,7 +49,6 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..core.errors import (
@@ -67,6 +62,7 @@ from ..engine.manager import Manager
 from ..transport.base import ProgressCallback
 from .names import SEPARATOR, ToolTable, build_tool_table
 from .options import EndpointOptions
+from .peers import ListChangedServer, Peers
 
 if TYPE_CHECKING:
     from .http import HttpEndpoint
@@ -75,7 +71,6 @@ __all__ = [
     "ERROR_META_KEY",
     "Gateway",
     "LIST_CHANGED_DEBOUNCE",
-    "NOTIFY_TIMEOUT",
     "SESSION_IDLE_TIMEOUT",
     "STARTUP_LIST_WAIT",
 ]
@@ -91,9 +86,6 @@ LIST_CHANGED_DEBOUNCE = 0.05
 STARTUP_LIST_WAIT = 5.0
 """Seconds after start during which `tools/list` waits for connections still on
 their first attempt, so a client that lists once at startup sees their tools."""
-
-NOTIFY_TIMEOUT = 1.0
-"""Seconds a `list_changed` notification may take per session before it is dropped."""
 
 SESSION_IDLE_TIMEOUT = 30 * 60.0
 """Seconds without a request after which an HTTP session is forgotten (the SDK
@@ -116,34 +108,6 @@ _TABLE_EVENTS = frozenset(
     }
 )
 """Event kinds after which the tool table (or first-attempt state) may differ."""
-
-
-@dataclass(slots=True)
-class _Peer:
-    """A handshake-era downstream session, for `list_changed`."""
-
-    session: ServerSession
-    last_seen: float
-
-
-class _GatewayServer(Server[dict[str, Any]]):
-    """The SDK server, advertising `tools.listChanged` on every transport.
-
-    The streamable HTTP session manager calls `create_initialization_options()`
-    without arguments, so the default has to change here.
-    """
-
-    def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
-            experimental_capabilities,
-            extensions,
-        )
 
 
 def _text_error(
@@ -185,15 +149,6 @@ def _progress_forwarder(session: ServerSession, token: str | int) -> ProgressCal
     return forward
 
 
-def _session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """The downstream connection a request came on: its HTTP session id, or stdio."""
-    request = ctx.request
-    if request is None:
-        return "stdio"
-    headers = getattr(request, "headers", None)
-    return headers.get("mcp-session-id") if headers is not None else None
-
-
 class Gateway:
     """The aggregated MCP server over a running `Manager`.
 
@@ -226,11 +181,11 @@ class Gateway:
         self._refreshed = anyio.Event()
         self._settle_until = 0.0
         self._reported: set[str] = set()
-        self._peers: dict[str, _Peer] = {}
+        self._peers = Peers(idle_timeout=SESSION_IDLE_TIMEOUT)
         self._subscriptions = InMemorySubscriptionBus()
         self._http: HttpEndpoint | None = None
         self._scope: anyio.CancelScope | None = None
-        self.server: Server[dict[str, Any]] = _GatewayServer(
+        self.server: Server[dict[str, Any]] = ListChangedServer(
             "mcp-manager",
             version=__version__,
             instructions=(
@@ -242,7 +197,7 @@ class Gateway:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._subscriptions),
         )
-        self.server.middleware.append(self._track_session)
+        self.server.middleware.append(self._peers.track)
 
     @property
     def table(self) -> ToolTable:
@@ -357,25 +312,11 @@ class Gateway:
     async def notify_tools_changed(self) -> None:
         """Send `notifications/tools/list_changed` to every downstream session."""
         await self._subscriptions.publish(ToolsListChanged())
-        now = time.monotonic()
-        async with anyio.create_task_group() as tg:
-            for key, peer in list(self._peers.items()):
-                if now - peer.last_seen > SESSION_IDLE_TIMEOUT:
-                    self._peers.pop(key, None)
-                else:
-                    tg.start_soon(self._notify_peer, key, peer)
-
-    async def _notify_peer(self, key: str, peer: _Peer) -> None:
-        try:
-            with anyio.fail_after(NOTIFY_TIMEOUT):
-                await peer.session.send_tool_list_changed()
-        except Exception:  # boundary: a gone client must not stop the others
-            logger.debug("gateway: dropping session %s (notify failed)", key[:8])
-            self._peers.pop(key, None)
+        await self._peers.notify_tools_changed()
 
     def forget_session(self, key: str) -> None:
         """Stop notifying a downstream session (it was closed)."""
-        self._peers.pop(key, None)
+        self._peers.forget(key)
 
     @property
     def sessions(self) -> int:
@@ -383,22 +324,6 @@ class Gateway:
         return len(self._peers)
 
     # --- MCP handlers -----------------------------------------------------------
-
-    async def _track_session(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        if (
-            ctx.method != "initialize"
-            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
-        ):
-            key = _session_key(ctx)
-            if key is not None:
-                peer = self._peers.get(key)
-                if peer is None:
-                    self._peers[key] = _Peer(ctx.session, time.monotonic())
-                else:
-                    peer.last_seen = time.monotonic()
-        return await call_next(ctx)
 
     async def _settle(self) -> None:
         """At startup, wait (bounded) until the configuration is loaded, no

@@ -23,7 +23,7 @@ from ..core.events import (
     Event,
     event_to_dict,
 )
-from ..core.redact import redact
+from ..core.redact import SecretRegistry, redact
 
 __all__ = [
     "EVENT_ATTR",
@@ -63,21 +63,28 @@ class RedactingFilter(logging.Filter):
 
     The message is rendered once (`msg % args`), redacted, and stored back with
     no arguments, so no formatter can re-insert a secret.
+
+    Args:
+        secrets: The values to mask (the daemon's registry).
     """
+
+    def __init__(self, secrets: SecretRegistry) -> None:
+        super().__init__()
+        self.secrets = secrets
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # boundary: a bad format string must not lose the line
             message = f"{record.msg!r} (unformattable arguments {record.args!r})"
-        record.msg = redact(message)
+        record.msg = redact(message, self.secrets)
         record.args = None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = redact(record.exc_text, self.secrets)
         if record.stack_info:
-            record.stack_info = redact(record.stack_info)
+            record.stack_info = redact(record.stack_info, self.secrets)
         return True
 
 
@@ -146,6 +153,10 @@ class _TextFormatter(logging.Formatter):
 
 
 class _JsonFormatter(logging.Formatter):
+    def __init__(self, secrets: SecretRegistry) -> None:
+        super().__init__()
+        self.secrets = secrets
+
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, object] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(
@@ -158,10 +169,13 @@ class _JsonFormatter(logging.Formatter):
         event = getattr(record, EVENT_ATTR, None)
         if isinstance(event, Event):
             out["event"] = {
-                k: _redact_value(v) for k, v in event_to_dict(event).items()
+                k: _redact_value(v, self.secrets)
+                for k, v in event_to_dict(event).items()
             }
         if record.exc_info and not record.exc_text:
-            record.exc_text = redact(self.formatException(record.exc_info))
+            record.exc_text = redact(
+                self.formatException(record.exc_info), self.secrets
+            )
         if record.exc_text:
             out["exc"] = record.exc_text
         if record.stack_info:
@@ -169,16 +183,20 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
-def _redact_value(value: object) -> object:
+def _redact_value(value: object, secrets: SecretRegistry) -> object:
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, secrets)
     if isinstance(value, list):
-        return [redact(v) if isinstance(v, str) else v for v in value]
+        return [redact(v, secrets) if isinstance(v, str) else v for v in value]
     return value
 
 
 def setup_logging(
-    level: str = "INFO", fmt: str = "text", stream: TextIO = sys.stderr
+    level: str = "INFO",
+    fmt: str = "text",
+    stream: TextIO = sys.stderr,
+    *,
+    secrets: SecretRegistry,
 ) -> None:
     """Send all logging to `stream` in the chosen format, with secrets redacted.
 
@@ -188,6 +206,7 @@ def setup_logging(
         level: A logging level name (DEBUG, INFO, WARNING, ERROR).
         fmt: `text` or `json`.
         stream: Where lines go.
+        secrets: The values masked in every line (the daemon's registry).
 
     Raises:
         ValueError: Unknown level or format.
@@ -199,8 +218,8 @@ def setup_logging(
         raise ValueError(f"unknown log format {fmt!r}; use text or json")
     handler = logging.StreamHandler(stream)
     handler.set_name("mcp-manager")
-    handler.setFormatter(_JsonFormatter() if fmt == "json" else _TextFormatter())
-    handler.addFilter(RedactingFilter())
+    handler.setFormatter(_JsonFormatter(secrets) if fmt == "json" else _TextFormatter())
+    handler.addFilter(RedactingFilter(secrets))
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == "mcp-manager"]:
         root.removeHandler(old)

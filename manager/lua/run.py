@@ -15,6 +15,7 @@ from pathlib import Path
 from lupa.lua54 import LuaError
 
 from ..core.errors import ConfigError
+from ..core.redact import SecretRegistry
 from .host import LiveHost, LuaHost, ScriptResult
 from .live import LiveScript
 from .sandbox import (
@@ -38,6 +39,7 @@ def run_script(
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     on_print: Callable[[str], None] | None = None,
     config_dir: Path | None = None,
+    secrets: SecretRegistry | None = None,
 ) -> ScriptResult:
     """Run a config script in a fresh sandboxed runtime and return its declarations.
 
@@ -52,6 +54,9 @@ def run_script(
             the log at INFO.
         config_dir: Where `mcp_load`/`require` find `<name>.lua` modules; None
             means modules are unavailable.
+        secrets: Where values read through `env()` under secret-looking names
+            are registered, and what `print` lines and errors are masked with
+            (the daemon's registry; one of its own if None).
 
     Returns:
         The declared specs, the removed names and the duration.
@@ -62,7 +67,15 @@ def run_script(
             and the connection when the error is about one.
     """
     run = execute(
-        source, file, host, getenv, time_budget, memory_limit, on_print, config_dir
+        source,
+        file,
+        host,
+        getenv,
+        time_budget,
+        memory_limit,
+        on_print,
+        config_dir,
+        secrets,
     )
     run.release()
     return run.result
@@ -77,6 +90,7 @@ def execute(
     memory_limit: int,
     on_print: Callable[[str], None] | None,
     config_dir: Path | None,
+    secrets: SecretRegistry | None = None,
 ) -> ScriptRun:
     """Run the script; the returned run still holds its runtime."""
     if not time_budget > 0 or memory_limit <= 0:
@@ -89,6 +103,7 @@ def execute(
         on_print=on_print,
         config_dir=config_dir,
         deadline=time.monotonic() + time_budget,
+        secrets=secrets if secrets is not None else SecretRegistry(),
     )
     try:
         run.execute(source, memory_limit)
@@ -133,6 +148,7 @@ def load_file(
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     on_print: Callable[[str], None] | None = None,
     config_dir: Path | None = None,
+    secrets: SecretRegistry | None = None,
 ) -> ScriptResult:
     """Read a config script and run it with `run_script`.
 
@@ -145,6 +161,7 @@ def load_file(
         on_print: See `run_script`.
         config_dir: See `run_script`; defaults to the `config/` directory next to
             the script, if there is one.
+        secrets: See `run_script`.
 
     Returns:
         What the script declared.
@@ -162,6 +179,7 @@ def load_file(
         memory_limit=memory_limit,
         on_print=on_print,
         config_dir=config_dir,
+        secrets=secrets,
     )
 
 
@@ -175,6 +193,7 @@ def start_file(
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     on_print: Callable[[str], None] | None = None,
     config_dir: Path | None = None,
+    secrets: SecretRegistry | None = None,
 ) -> LiveScript:
     """Run a config script and keep its runtime for its `mcp_on`/`mcp_call` callbacks.
 
@@ -187,6 +206,7 @@ def start_file(
         memory_limit: See `run_script`.
         on_print: See `run_script`.
         config_dir: See `load_file`.
+        secrets: See `run_script`.
 
     Returns:
         The live script: its declarations, and its callbacks ready to be driven.
@@ -196,7 +216,15 @@ def start_file(
     """
     source, config_dir = read_script(path, config_dir)
     run = execute(
-        source, path.name, host, getenv, time_budget, memory_limit, on_print, config_dir
+        source,
+        path.name,
+        host,
+        getenv,
+        time_budget,
+        memory_limit,
+        on_print,
+        config_dir,
+        secrets,
     )
     return LiveScript(run, hook_budget)
 

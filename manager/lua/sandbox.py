@@ -24,7 +24,7 @@ from lupa.lua54 import LuaMemoryError, LuaRuntime, LuaSyntaxError, lua_type
 
 from ..core.errors import ConfigError
 from ..core.events import EVENT_TYPES
-from ..core.redact import SECRETS, is_sensitive_key, redact
+from ..core.redact import SecretRegistry, is_sensitive_key, redact
 from ..core.spec import ConnectionSpec, changed_fields, parse_spec, validate_name
 from .convert import (
     MAX_ENTRIES,
@@ -110,8 +110,10 @@ class ScriptRun:
         on_print: Callable[[str], None] | None,
         config_dir: Path | None,
         deadline: float,
+        secrets: SecretRegistry,
     ) -> None:
         self.file = file
+        self.secrets = secrets
         self.host = host
         self.getenv = getenv
         self.on_print = on_print
@@ -329,11 +331,11 @@ class ScriptRun:
         except UnicodeEncodeError as exc:
             raise ConfigError(f"env: {name} is not valid UTF-8 text") from exc
         if is_sensitive_key(name):  # env() is how scripts read tokens
-            SECRETS.add([value])
+            self.secrets.add([value])
         return value
 
     def _print(self, *args: object) -> None:
-        text = redact(str(args[0])) if args else ""
+        text = redact(str(args[0]), self.secrets) if args else ""
         if self.on_print is not None:
             self.on_print(text)
         else:
@@ -456,7 +458,9 @@ class ScriptRun:
             body = "script raised an error without a message (a table or nil?)"
         origin = self._errors.get(body)
         connection = origin.connection if origin is not None else None
-        return ConfigError(redact(body), file=file, line=line, connection=connection)
+        return ConfigError(
+            redact(body, self.secrets), file=file, line=line, connection=connection
+        )
 
     def _locate(self, text: str) -> tuple[str, int | None, str]:
         """Split `startup.lua:3: msg` into file, line and message."""

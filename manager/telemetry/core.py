@@ -19,7 +19,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from .. import __version__
-from ..core.redact import redact_url
+from ..core.redact import SecretRegistry, redact_url
 from ..engine.bus import EventBus
 from ..engine.tracing import NO_TRACING, Tracing
 from .config import SignalConfig, TelemetryConfig
@@ -49,6 +49,8 @@ class Telemetry:
         exporting: The exporters behind the providers, when this object owns
             them (shut down by `aclose`).
         clock: Monotonic clock for episode cutting (injectable).
+        secrets: The values masked in every span attribute (the daemon's
+            registry; one of its own if None).
     """
 
     def __init__(
@@ -59,7 +61,9 @@ class Telemetry:
         meter_provider: MeterProvider | None = None,
         exporting: Exporting | None = None,
         clock: Callable[[], float] = time.monotonic,
+        secrets: SecretRegistry | None = None,
     ) -> None:
+        secrets = secrets if secrets is not None else SecretRegistry()
         tracer = (
             tracer_provider.get_tracer(SCOPE, __version__) if tracer_provider else None
         )
@@ -67,9 +71,13 @@ class Telemetry:
         self.metrics = Metrics(meter) if meter is not None else None
         sampler = exporting.sampler if exporting is not None else None
         quiet = sampler.quiet if sampler is not None else (lambda: False)
-        self.lifecycle = LifecycleSpans(tracer, self.metrics, clock=clock, quiet=quiet)
+        self.lifecycle = LifecycleSpans(
+            tracer, self.metrics, clock=clock, quiet=quiet, secrets=secrets
+        )
         self.active = tracer is not None or self.metrics is not None
-        self._current = CurrentSpans(tracer, self.lifecycle, self.metrics, quiet)
+        self._current = CurrentSpans(
+            tracer, self.lifecycle, self.metrics, quiet, secrets
+        )
         self._bus = bus
         self._exporting = exporting
         self._states: Callable[[], Iterable[str]] | None = None
@@ -132,6 +140,7 @@ def start_telemetry(
     *,
     set_global: bool = False,
     capture_logs: bool = False,
+    secrets: SecretRegistry | None = None,
 ) -> Telemetry:
     """Build the exporters of `config` and a `Telemetry` that owns them.
 
@@ -143,18 +152,20 @@ def start_telemetry(
             daemon process does this; tests never do.
         capture_logs: Take the `opentelemetry` loggers off the daemon log (one
             warning per collector outage instead of one per export attempt).
+        secrets: The daemon's registry, masked in every span attribute.
     """
     for warning in config.warnings:
         logger.warning("telemetry: %s", warning)
     if not config.active:
         logger.info("telemetry off")
-        return Telemetry(bus)
+        return Telemetry(bus, secrets=secrets)
     exporting = build_exporting(config, set_global=set_global)
     telemetry = Telemetry(
         bus,
         tracer_provider=exporting.tracer_provider,
         meter_provider=exporting.meter_provider,
         exporting=exporting,
+        secrets=secrets,
     )
     if capture_logs:
         verbose = logging.getLogger().isEnabledFor(logging.DEBUG)

@@ -24,7 +24,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from ..core.redact import redact
+from ..core.redact import SecretRegistry, redact
 from ..engine.tracing import (
     ERROR_TYPE,
     EXIT_CODE,
@@ -56,7 +56,7 @@ class _ActiveSpan:
     ) -> None:
         self._owner = owner
         self._name = name
-        self._attributes = clean(attributes) if attributes else {}
+        self._attributes = clean(attributes, owner.secrets) if attributes else {}
         self._kind = kind
         self._span: trace.Span | None = None
         self._token: Token[Context] | None = None
@@ -64,7 +64,7 @@ class _ActiveSpan:
 
     def set_attribute(self, key: str, value: AttributeValue) -> None:
         if isinstance(value, str):
-            value = redact(value)
+            value = redact(value, self._owner.secrets)
         self._attributes[key] = value
         if self._span is not None:
             self._span.set_attribute(key, value)
@@ -105,7 +105,8 @@ class _ActiveSpan:
                 code = getattr(exc, "exit_code", None)
                 if isinstance(code, int):
                     ending[EXIT_CODE] = code
-                description = redact(str(exc).split("\n", 1)[0])[:500]
+                first = str(exc).split("\n", 1)[0]
+                description = redact(first, self._owner.secrets)[:500]
             else:
                 if OUTCOME not in attributes:
                     ending[OUTCOME] = "cancelled"
@@ -135,6 +136,7 @@ class CurrentSpans:
         tracer: Where spans are made (None: no spans, metrics still recorded).
         lifecycle: Where a connect attempt finds its episode.
         metrics: Records `mcp.client.operation.duration` for CLIENT spans.
+        secrets: The values masked in every string attribute and error text.
     """
 
     def __init__(
@@ -143,7 +145,9 @@ class CurrentSpans:
         lifecycle: LifecycleSpans | None = None,
         metrics: Metrics | None = None,
         quiet: Callable[[], bool] = lambda: False,
+        secrets: SecretRegistry | None = None,
     ) -> None:
+        self.secrets = secrets if secrets is not None else SecretRegistry()
         self.tracer = tracer
         self.lifecycle = lifecycle
         self.metrics = metrics

@@ -121,7 +121,7 @@ class ExportStatus:
             self.failures += 1
             self.ok = False
             if error:
-                self.last_error = redact(error)
+                self.last_error = redact(error, None)  # no MCP secret here
             if self._failing:
                 return
             self._failing = True

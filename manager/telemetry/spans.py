@@ -46,7 +46,7 @@ from ..core.events import (
     Removed,
     Updated,
 )
-from ..core.redact import redact
+from ..core.redact import SecretRegistry, redact
 from ..engine.tracing import (
     ATTEMPT,
     ENDPOINT,
@@ -92,9 +92,14 @@ _ROOT: Final = Context()
 """An empty context: a span started in it is the root of a new trace."""
 
 
-def clean(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+def clean(
+    attributes: Mapping[str, AttributeValue], secrets: SecretRegistry
+) -> dict[str, AttributeValue]:
     """`attributes` with every string redacted."""
-    return {k: redact(v) if isinstance(v, str) else v for k, v in attributes.items()}
+    return {
+        k: redact(v, secrets) if isinstance(v, str) else v
+        for k, v in attributes.items()
+    }
 
 
 @dataclass(slots=True)
@@ -124,6 +129,7 @@ class LifecycleSpans:
         tracer: Where spans are made (None: metrics only).
         metrics: Reconnect and session metrics (None: spans only).
         clock: Monotonic clock for episode cutting (injectable).
+        secrets: The values masked in every string attribute.
     """
 
     def __init__(
@@ -133,12 +139,19 @@ class LifecycleSpans:
         *,
         clock: Callable[[], float] = time.monotonic,
         quiet: Callable[[], bool] = lambda: False,
+        secrets: SecretRegistry | None = None,
     ) -> None:
+        self.secrets = secrets if secrets is not None else SecretRegistry()
         self._tracer = tracer
         self._metrics = metrics
         self._clock = clock
         self._quiet = quiet
         self._tracks: dict[str, _Track] = {}
+
+    def _clean(
+        self, attributes: Mapping[str, AttributeValue]
+    ) -> dict[str, AttributeValue]:
+        return clean(attributes, self.secrets)
 
     # --- reading ------------------------------------------------------------------
 
@@ -209,7 +222,7 @@ class LifecycleSpans:
         if old is not None:
             self._close(old, "removed")
         track = _Track(
-            attributes=clean(
+            attributes=self._clean(
                 {
                     SERVER: event.name,
                     TRANSPORT: event.transport,
@@ -227,7 +240,7 @@ class LifecycleSpans:
             track = self._tracks[event.name] = _Track(attributes={SERVER: event.name})
         self._close(track, "updated")
         if event.endpoint:
-            track.attributes[ENDPOINT] = redact(event.endpoint)
+            track.attributes[ENDPOINT] = redact(event.endpoint, self.secrets)
         track.parent = self._instant(
             UPDATE, None, {**track.attributes, "mcp.changed": list(event.changed)}
         )
@@ -272,8 +285,8 @@ class LifecycleSpans:
                 ATTEMPT: event.attempt,
                 "mcp.connect_loop.attempts": track.attempts,
                 "mcp.tools.count": event.tools,
-                "mcp.upstream.name": redact(event.server_name),
-                "mcp.upstream.version": redact(event.server_version),
+                "mcp.upstream.name": redact(event.server_name, self.secrets),
+                "mcp.upstream.version": redact(event.server_version, self.secrets),
                 MCP_PROTOCOL_VERSION: event.protocol,
                 "mcp.connect.elapsed": event.elapsed,
             }
@@ -291,7 +304,7 @@ class LifecycleSpans:
         self._close(track, "lost")
         attributes: dict[str, OtelAttributeValue] = {
             **track.attributes,
-            "mcp.lost.reason": redact(event.reason),
+            "mcp.lost.reason": redact(event.reason, self.secrets),
             "mcp.session.uptime": event.uptime,
         }
         if event.exit_code is not None:

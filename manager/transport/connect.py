@@ -28,7 +28,7 @@ from ..core.errors import (
     Disconnected,
     TransportError,
 )
-from ..core.redact import SECRETS
+from ..core.redact import SecretRegistry
 from ..core.spec import ConnectionSpec, resolve_spec
 from .base import Hooks, Upstream
 from .errors import describe_error, flatten, map_failure
@@ -73,6 +73,9 @@ class McpTransport:
         open_streams: Opens the message streams of one attempt (the seam
             tests use to run a server in memory); by default stdio, HTTP or
             SSE as the spec says.
+        secrets: Where the values `${env:...}`, headers and stdio env resolve
+            to are registered, so they are masked wherever they would show
+            (a registry of its own if None).
     """
 
     def __init__(
@@ -80,7 +83,9 @@ class McpTransport:
         getenv: Callable[[str], str | None] = os.environ.get,
         starts: StartSlots | None = None,
         open_streams: StreamOpener | None = None,
+        secrets: SecretRegistry | None = None,
     ) -> None:
+        self.secrets = secrets if secrets is not None else SecretRegistry()
         self._getenv = getenv
         self._starts = starts if starts is not None else StartSlots()
         self._open_streams = open_streams or self._streams
@@ -94,7 +99,7 @@ class McpTransport:
     async def _open(
         self, spec: ConnectionSpec, hooks: Hooks
     ) -> AsyncIterator[Upstream]:
-        resolved = resolve_spec(spec, self._getenv, SECRETS)
+        resolved = resolve_spec(spec, self._getenv, self.secrets)
         # A stdio start waits for a slot first; connect_timeout starts after.
         slot = await self._starts.acquire() if resolved.transport == "stdio" else None
         try:

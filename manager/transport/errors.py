@@ -20,7 +20,6 @@ from ..core.errors import (
     ConnectTimeout,
     TransportError,
 )
-from ..core.redact import redact
 
 __all__ = [
     "describe_error",
@@ -40,13 +39,17 @@ def flatten(exc: BaseException) -> list[BaseException]:
 
 
 def describe_error(exc: BaseException) -> str:
-    """One redacted line describing `exc` for humans (status, events, logs)."""
+    """One line describing `exc` for humans (status, events, logs).
+
+    Not redacted: the engine masks secrets where text leaves it (events, status,
+    call errors), with the registry it was given.
+    """
     leaves = [
         e for e in flatten(exc) if not isinstance(e, anyio.get_cancelled_exc_class())
     ]
     leaf = _most_informative(leaves) if leaves else exc
     text = _describe_leaf(leaf)
-    return redact(text.splitlines()[0] if text else type(leaf).__name__)[:500]
+    return (text.splitlines()[0] if text else type(leaf).__name__)[:500]
 
 
 def _most_informative(leaves: list[BaseException]) -> BaseException:

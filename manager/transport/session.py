@@ -28,7 +28,6 @@ from ..core.errors import (
     Disconnected,
     TransportError,
 )
-from ..core.redact import redact
 from ..core.spec import ConnectionSpec
 from .base import (
     EXIT_CODE_WAIT,
@@ -140,7 +139,7 @@ class McpSession:
             if is_session_lost(exc):
                 raise self._mapped(exc, f"tools/call {name}") from exc
             raise CallError(
-                f"tools/call {name} rejected by the server: {redact(exc.message)} "
+                f"tools/call {name} rejected by the server: {exc.message} "
                 f"(MCP error {exc.code})"
             ) from exc
         data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -184,7 +183,7 @@ class McpSession:
     def _mapped(self, exc: MCPError, what: str) -> TransportError:
         if is_session_lost(exc):
             reason = self._lost.report.reason if self._lost.is_set else exc.message
-            return Disconnected(f"{what}: {redact(reason)}")
+            return Disconnected(f"{what}: {reason}")
         return ConnectFailed(f"{what}: {describe_error(exc)}")
 
 

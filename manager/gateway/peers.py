@@ -1,0 +1,140 @@
+"""The server side shared by the endpoint and the demo server: one SDK server
+class that advertises `list_changed`, and the downstream sessions that get it.
+
+`ListChangedServer` is the SDK's low-level `Server` whose default initialization
+options announce `tools.listChanged` (the streamable HTTP session manager calls
+`create_initialization_options()` without arguments, so the default itself has
+to change).
+
+`Peers` remembers the handshake-era sessions (protocol versions before the
+2026 subscription stream), keyed by the transport's own id, so a
+`notifications/tools/list_changed` can reach each of them on its standalone
+channel. Install `Peers.track` as server middleware; `notify_tools_changed()`
+sends to all, bounded per session, and forgets a session that failed or has
+been idle longer than `idle_timeout`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.requests import Request
+
+__all__ = [
+    "NOTIFY_TIMEOUT",
+    "ListChangedServer",
+    "Peers",
+    "session_key",
+]
+
+logger = logging.getLogger(__name__)
+
+NOTIFY_TIMEOUT = 1.0
+"""Seconds one downstream session may take to accept a notification."""
+
+
+class ListChangedServer(Server[dict[str, Any]]):
+    """The SDK server, advertising `tools.listChanged` on every transport."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Name the downstream connection a request came in on.
+
+    `ctx.session` is a new proxy per request, so sessions are keyed by the
+    transport's own id: the `mcp-session-id` header (streamable HTTP), the
+    `session_id` query parameter (SSE), or the single stdio peer.
+    """
+    request = ctx.request
+    if not isinstance(request, Request):
+        return "stdio"
+    return request.headers.get("mcp-session-id") or request.query_params.get(
+        "session_id", "unknown"
+    )
+
+
+@dataclass(slots=True)
+class _Peer:
+    session: ServerSession
+    last_seen: float
+
+
+class Peers:
+    """Handshake-era downstream sessions, for `list_changed`.
+
+    Args:
+        idle_timeout: Seconds without a request after which a session is
+            forgotten at the next notification (None: never).
+        clock: Monotonic clock (injectable).
+    """
+
+    def __init__(
+        self,
+        idle_timeout: float | None = None,
+        clock: Any = time.monotonic,
+    ) -> None:
+        self._peers: dict[str, _Peer] = {}
+        self._idle_timeout = idle_timeout
+        self._clock = clock
+
+    def __len__(self) -> int:
+        return len(self._peers)
+
+    async def track(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Server middleware: remember the session a request came on."""
+        if (
+            ctx.method != "initialize"
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+            key = session_key(ctx)
+            peer = self._peers.get(key)
+            if peer is None:
+                self._peers[key] = _Peer(ctx.session, self._clock())
+            else:
+                peer.last_seen = self._clock()
+        return await call_next(ctx)
+
+    def forget(self, key: str) -> None:
+        """Stop notifying a downstream session (it was closed)."""
+        self._peers.pop(key, None)
+
+    async def notify_tools_changed(self) -> None:
+        """Send `tools/list_changed` to every session, all at once, each bounded."""
+        now = self._clock()
+        async with anyio.create_task_group() as tg:
+            for key, peer in list(self._peers.items()):
+                idle = now - peer.last_seen
+                if self._idle_timeout is not None and idle > self._idle_timeout:
+                    self._peers.pop(key, None)
+                else:
+                    tg.start_soon(self._notify, key, peer)
+
+    async def _notify(self, key: str, peer: _Peer) -> None:
+        try:
+            with anyio.fail_after(NOTIFY_TIMEOUT):
+                await peer.session.send_tool_list_changed()
+        except Exception:  # boundary: a gone client must not stop the others
+            logger.debug("dropping downstream session %s (notify failed)", key[:8])
+            self._peers.pop(key, None)
