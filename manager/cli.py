@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .control.client import ControlClient
@@ -68,9 +68,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         args.token_file or args.allow_host or args.allow_origin
     ):
         return _fail("--token-file, --allow-host and --allow-origin need --listen")
-
-    from .daemon.serve import DaemonOptions
-
     endpoint = None
     if args.listen is not None:
         from .gateway.options import EndpointError, endpoint_options
@@ -84,20 +81,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
         except EndpointError as exc:
             return _fail(str(exc))
-    options = DaemonOptions(
+    return _serve(
+        _daemon_options(args, config, hud=hud_wanted(args), endpoint=endpoint)
+    )
+
+
+def _daemon_options(
+    args: argparse.Namespace, config: Path, **overrides: Any
+) -> DaemonOptions:
+    """The options `run` and `stdio` share (`_add_daemon_flags`), plus `overrides`."""
+    from .daemon.serve import DaemonOptions
+
+    return DaemonOptions(
         config=config,
         socket=socket_path(args.socket),
         log_level=args.log_level,
         log_format=args.log_format,
-        hud=hud_wanted(args),
-        endpoint=endpoint,
         otlp_endpoint=args.otlp_endpoint,
         otlp_protocol=args.otlp_protocol,
         telemetry=not args.no_telemetry,
         start_slots=args.start_slots,
         watchdog=args.watchdog,
+        **overrides,
     )
-    return _serve(options)
 
 
 def _serve(options: DaemonOptions) -> int:
@@ -134,21 +140,8 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
         os.dup2(fd, 2)
         os.close(fd)
 
-    from .daemon.serve import DaemonOptions
-
-    options = DaemonOptions(
-        config=config,
-        socket=socket_path(args.socket),
-        log_level=args.log_level,
-        log_format=args.log_format,
-        hud=False,
-        stdio=True,
-        control=args.socket is not None,
-        otlp_endpoint=args.otlp_endpoint,
-        otlp_protocol=args.otlp_protocol,
-        telemetry=not args.no_telemetry,
-        start_slots=args.start_slots,
-        watchdog=args.watchdog,
+    options = _daemon_options(
+        args, config, hud=False, stdio=True, control=args.socket is not None
     )
     return _serve(options)
 
