@@ -57,6 +57,7 @@ from manager.core.events import (  # noqa: E402
     Lost,
     Reconnecting,
 )
+from manager.core.status import ConnectionStatus  # noqa: E402
 from manager.engine.bus import EventBus  # noqa: E402
 from manager.hud.state import HudState  # noqa: E402
 
@@ -77,10 +78,9 @@ class BenchDaemon:
     def __init__(self, bus: EventBus) -> None:
         self.bus = bus
         self.options = Options()
-        self.rows: dict[str, dict[str, object]] = {}
 
-    def status(self) -> list[dict[str, object]]:
-        return [dict(r) for r in self.rows.values()]
+    def statuses(self) -> list[ConnectionStatus]:
+        return []  # the HUD learns the fleet from the events alone
 
     def info(self) -> dict[str, object]:
         return {

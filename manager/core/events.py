@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .wire import read_bool, read_float, read_int, read_names, read_str
+
 __all__ = [
     "EVENT_TYPES",
     "Added",
@@ -291,42 +293,12 @@ def event_to_dict(event: Event) -> dict[str, object]:
 _WIRE_KEYS = frozenset({"seq", "time", "kind", "name"})
 
 
-def _to_int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
-def _to_float(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _to_str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _to_bool(value: object) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _to_names(value: object) -> tuple[str, ...] | None:
-    if not isinstance(value, list | tuple):
-        return None
-    return tuple(str(v) for v in value)
-
-
 _READERS: dict[str, tuple[Callable[[object], object], object]] = {
-    "int": (_to_int, 0),
-    "float": (_to_float, 0.0),
-    "str": (_to_str, ""),
-    "bool": (_to_bool, False),
-    "tuple[str, ...]": (_to_names, ()),
+    "int": (read_int, 0),
+    "float": (read_float, 0.0),
+    "str": (read_str, ""),
+    "bool": (read_bool, False),
+    "tuple[str, ...]": (read_names, ()),
 }
 """Reader and zero by annotation (the text of it: this module's annotations are
 strings, and reading them as text keeps `typing.get_type_hints` off the light
@@ -364,9 +336,9 @@ def event_from_dict(data: Mapping[str, object]) -> Event:
     """
     kind = str(data.get("kind") or "")
     common: dict[str, Any] = {
-        "name": _to_str(data.get("name")) or "",
-        "seq": _to_int(data.get("seq")) or 0,
-        "time": _to_float(data.get("time")) or 0.0,
+        "name": read_str(data.get("name")) or "",
+        "seq": read_int(data.get("seq")) or 0,
+        "time": read_float(data.get("time")) or 0.0,
     }
     cls = EVENT_TYPES.get(kind)
     if cls is None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
+from .wire import read_float, read_int, read_names
+
 __all__ = ["ConnectionStatus"]
 
 
@@ -57,32 +59,20 @@ class ConnectionStatus:
     def from_dict(cls, data: Mapping[str, object]) -> ConnectionStatus:
         """Read the JSON form back; unknown keys are ignored, wrong types dropped."""
 
-        def num(key: str) -> float | None:
-            value = data.get(key)
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            return float(value) if ok else None  # type: ignore[arg-type]
-
-        def whole(key: str) -> int | None:
-            value = data.get(key)
-            ok = isinstance(value, int) and not isinstance(value, bool)
-            return value if ok else None  # type: ignore[return-value]
-
-        stderr = data.get("stderr")
+        stderr = read_names(data.get("stderr"))
         error = data.get("error")
         return cls(
             name=str(data.get("name", "")),
             transport=str(data.get("transport") or ""),
             endpoint=str(data.get("endpoint") or ""),
             state=str(data.get("state") or "connecting"),
-            attempt=whole("attempt") or 0,
-            tools=whole("tools") or 0,
+            attempt=read_int(data.get("attempt")) or 0,
+            tools=read_int(data.get("tools")) or 0,
             error=str(error) if error is not None else None,
-            next_retry_in=num("next_retry_in"),
-            since=num("since") or 0.0,
-            pid=whole("pid"),
-            exit_code=whole("exit_code"),
+            next_retry_in=read_float(data.get("next_retry_in")),
+            since=read_float(data.get("since")) or 0.0,
+            pid=read_int(data.get("pid")),
+            exit_code=read_int(data.get("exit_code")),
             enabled=data.get("enabled") is not False,
-            stderr=tuple(str(line) for line in stderr)
-            if isinstance(stderr, list)
-            else (),
+            stderr=stderr or (),
         )

@@ -312,36 +312,34 @@ class Connection:
             if signalled:
                 return None  # the teardown of a session already reported lost
             message = redact(str(exc), self._secrets)
-            exit_code = getattr(exc, "exit_code", None)
-            if connected:
-                return LossReport(message, exit_code, type(exc).__name__)
-            self.signal(
-                AttemptError(
-                    now=self._clock(),
-                    error=message,
-                    error_type=type(exc).__name__,
-                    rand=self._rand(),
-                    exit_code=exit_code,
-                )
-            )
-            return None
+            return self._failed(exc, message, connected)
         except Exception as exc:  # boundary: a bug must not end the retry loop
             self._set_disconnected()
             logger.exception("%s: unexpected error in connection attempt", self.name)
             if signalled:
                 return None
             message = redact(describe_error(exc), self._secrets)
-            if connected:
-                return LossReport(message, None, type(exc).__name__)
-            self.signal(
-                AttemptError(
-                    now=self._clock(),
-                    error=message,
-                    error_type=type(exc).__name__,
-                    rand=self._rand(),
-                )
+            return self._failed(exc, message, connected)
+
+    def _failed(
+        self, exc: Exception, message: str, connected: bool
+    ) -> LossReport | None:
+        """A loss to report (the session was up), or a failed attempt signalled."""
+        exit_code = getattr(exc, "exit_code", None)
+        if not isinstance(exit_code, int):
+            exit_code = None
+        if connected:
+            return LossReport(message, exit_code, type(exc).__name__)
+        self.signal(
+            AttemptError(
+                now=self._clock(),
+                error=message,
+                error_type=type(exc).__name__,
+                rand=self._rand(),
+                exit_code=exit_code,
             )
-            return None
+        )
+        return None
 
     def _signal_lost(self, report: LossReport) -> None:
         self.signal(

@@ -46,6 +46,7 @@ from ..core.events import (
     Updated,
 )
 from ..core.status import ConnectionStatus
+from ..core.wire import read_float, read_int
 
 __all__ = [
     "LOG_LINES",
@@ -136,22 +137,6 @@ class ReloadResult:
     file: str
     line: int | None = None
     message: str = ""
-
-
-def _int(value: object, default: int | None = None) -> int | None:
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return default
-
-
-def _num(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 def matches(row: Row, needle: str) -> bool:
@@ -253,7 +238,7 @@ class HudState:
         self.otlp = info.get("otlp")
         starts = info.get("starts")
         self.starts = starts if isinstance(starts, Mapping) else {}
-        self.daemon_pid = _int(info.get("pid"))
+        self.daemon_pid = read_int(info.get("pid"))
         self.version = str(info.get("version") or self.version)
         dropped = info.get("dropped")
         if isinstance(dropped, Mapping):
@@ -264,9 +249,9 @@ class HudState:
         if isinstance(last, Mapping):
             self.last_reload = ReloadResult(
                 ok=bool(last.get("ok")),
-                time=_num(last.get("time")) or 0.0,
+                time=read_float(last.get("time")) or 0.0,
                 file=str(last.get("file") or self.config_file),
-                line=_int(last.get("line")),
+                line=read_int(last.get("line")),
                 message=first_line(last.get("message")),
             )
 

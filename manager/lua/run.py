@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from lupa.lua54 import LuaError
 
@@ -26,7 +27,39 @@ from .sandbox import (
     budget_message,
 )
 
-__all__ = ["execute", "load_file", "read_script", "run_script", "start_file"]
+__all__ = [
+    "ScriptOptions",
+    "execute",
+    "load_file",
+    "read_script",
+    "run_script",
+    "start_file",
+]
+
+
+class ScriptOptions(TypedDict, total=False):
+    """How a script runs; every key may be left out.
+
+    Keys:
+        getenv: The environment seen through `env()` (default: `os.environ`).
+        time_budget: Seconds the whole run may take.
+        memory_limit: Bytes the runtime may allocate.
+        on_print: Receives each `print` line (redacted); without it lines go to
+            the log at INFO.
+        config_dir: Where `mcp_load`/`require` find `<name>.lua` modules; None
+            means modules are unavailable. `load_file` and `start_file` default
+            it to the `config/` directory next to the script, if there is one.
+        secrets: Where values read through `env()` under secret-looking names
+            are registered, and what `print` lines and errors are masked with
+            (the daemon's registry; one of its own if left out).
+    """
+
+    getenv: Callable[[str], str | None]
+    time_budget: float
+    memory_limit: int
+    on_print: Callable[[str], None] | None
+    config_dir: Path | None
+    secrets: SecretRegistry
 
 
 def run_script(
@@ -34,12 +67,7 @@ def run_script(
     *,
     file: str = "startup.lua",
     host: LuaHost | None = None,
-    getenv: Callable[[str], str | None] = os.environ.get,
-    time_budget: float = DEFAULT_TIME_BUDGET,
-    memory_limit: int = DEFAULT_MEMORY_LIMIT,
-    on_print: Callable[[str], None] | None = None,
-    config_dir: Path | None = None,
-    secrets: SecretRegistry | None = None,
+    **options: Unpack[ScriptOptions],
 ) -> ScriptResult:
     """Run a config script in a fresh sandboxed runtime and return its declarations.
 
@@ -47,16 +75,7 @@ def run_script(
         source: The Lua source.
         file: The name used in messages and as the chunk name (`@file`).
         host: The running daemon, for `mcp_status`, `mcp_list` and `mcp_remove`.
-        getenv: The environment seen through `env()`.
-        time_budget: Seconds the whole run may take.
-        memory_limit: Bytes the runtime may allocate.
-        on_print: Receives each `print` line (redacted); without it lines go to
-            the log at INFO.
-        config_dir: Where `mcp_load`/`require` find `<name>.lua` modules; None
-            means modules are unavailable.
-        secrets: Where values read through `env()` under secret-looking names
-            are registered, and what `print` lines and errors are masked with
-            (the daemon's registry; one of its own if None).
+        **options: See `ScriptOptions`.
 
     Returns:
         The declared specs, the removed names and the duration.
@@ -66,44 +85,68 @@ def run_script(
             time budget or memory limit. It names the file, the line when known
             and the connection when the error is about one.
     """
-    run = execute(
-        source,
-        file,
-        host,
-        getenv,
-        time_budget,
-        memory_limit,
-        on_print,
-        config_dir,
-        secrets,
-    )
+    run = execute(source, file, host, options)
     run.release()
     return run.result
 
 
+def load_file(
+    path: Path, *, host: LuaHost | None = None, **options: Unpack[ScriptOptions]
+) -> ScriptResult:
+    """Read a config script and run it with `run_script`.
+
+    Args:
+        path: The script. Messages name it as `path.name`.
+        host: See `run_script`.
+        **options: See `ScriptOptions`.
+
+    Raises:
+        ConfigError: The file cannot be read, is not UTF-8, or the script failed.
+    """
+    source, options["config_dir"] = read_script(path, options.get("config_dir"))
+    return run_script(source, file=path.name, host=host, **options)
+
+
+def start_file(
+    path: Path,
+    *,
+    host: LiveHost,
+    hook_budget: float = DEFAULT_HOOK_BUDGET,
+    **options: Unpack[ScriptOptions],
+) -> LiveScript:
+    """Run a config script and keep its runtime for its `mcp_on`/`mcp_call` callbacks.
+
+    Args:
+        path: The script.
+        host: The running daemon; callbacks may add and remove connections.
+        hook_budget: Seconds each later callback may run.
+        **options: See `ScriptOptions` (`time_budget` is the script's own).
+
+    Raises:
+        ConfigError: As `load_file`.
+    """
+    source, options["config_dir"] = read_script(path, options.get("config_dir"))
+    return LiveScript(execute(source, path.name, host, options), hook_budget)
+
+
 def execute(
-    source: str,
-    file: str,
-    host: LuaHost | None,
-    getenv: Callable[[str], str | None],
-    time_budget: float,
-    memory_limit: int,
-    on_print: Callable[[str], None] | None,
-    config_dir: Path | None,
-    secrets: SecretRegistry | None = None,
+    source: str, file: str, host: LuaHost | None, options: ScriptOptions
 ) -> ScriptRun:
     """Run the script; the returned run still holds its runtime."""
+    time_budget = options.get("time_budget", DEFAULT_TIME_BUDGET)
+    memory_limit = options.get("memory_limit", DEFAULT_MEMORY_LIMIT)
     if not time_budget > 0 or memory_limit <= 0:
         raise ValueError("time_budget and memory_limit must be positive")
     started = time.perf_counter()
     run = ScriptRun(
         file=file,
         host=host,
-        getenv=getenv,
-        on_print=on_print,
-        config_dir=config_dir,
+        getenv=options.get("getenv", os.environ.get),
+        on_print=options.get("on_print"),
+        config_dir=options.get("config_dir"),
         deadline=time.monotonic() + time_budget,
-        secrets=secrets if secrets is not None else SecretRegistry(),
+        # not `or`: an empty registry is falsy (it has a length)
+        secrets=options["secrets"] if "secrets" in options else SecretRegistry(),
     )
     try:
         run.execute(source, memory_limit)
@@ -137,96 +180,6 @@ def execute(
     )
     run.memory_limit = memory_limit
     return run
-
-
-def load_file(
-    path: Path,
-    *,
-    host: LuaHost | None = None,
-    getenv: Callable[[str], str | None] = os.environ.get,
-    time_budget: float = DEFAULT_TIME_BUDGET,
-    memory_limit: int = DEFAULT_MEMORY_LIMIT,
-    on_print: Callable[[str], None] | None = None,
-    config_dir: Path | None = None,
-    secrets: SecretRegistry | None = None,
-) -> ScriptResult:
-    """Read a config script and run it with `run_script`.
-
-    Args:
-        path: The script. Messages name it as `path.name`.
-        host: See `run_script`.
-        getenv: See `run_script`.
-        time_budget: See `run_script`.
-        memory_limit: See `run_script`.
-        on_print: See `run_script`.
-        config_dir: See `run_script`; defaults to the `config/` directory next to
-            the script, if there is one.
-        secrets: See `run_script`.
-
-    Returns:
-        What the script declared.
-
-    Raises:
-        ConfigError: The file cannot be read, is not UTF-8, or the script failed.
-    """
-    source, config_dir = read_script(path, config_dir)
-    return run_script(
-        source,
-        file=path.name,
-        host=host,
-        getenv=getenv,
-        time_budget=time_budget,
-        memory_limit=memory_limit,
-        on_print=on_print,
-        config_dir=config_dir,
-        secrets=secrets,
-    )
-
-
-def start_file(
-    path: Path,
-    *,
-    host: LiveHost,
-    getenv: Callable[[str], str | None] = os.environ.get,
-    time_budget: float = DEFAULT_TIME_BUDGET,
-    hook_budget: float = DEFAULT_HOOK_BUDGET,
-    memory_limit: int = DEFAULT_MEMORY_LIMIT,
-    on_print: Callable[[str], None] | None = None,
-    config_dir: Path | None = None,
-    secrets: SecretRegistry | None = None,
-) -> LiveScript:
-    """Run a config script and keep its runtime for its `mcp_on`/`mcp_call` callbacks.
-
-    Args:
-        path: The script.
-        host: The running daemon; callbacks may add and remove connections.
-        getenv: See `run_script`.
-        time_budget: Seconds the script itself may run.
-        hook_budget: Seconds each later callback may run.
-        memory_limit: See `run_script`.
-        on_print: See `run_script`.
-        config_dir: See `load_file`.
-        secrets: See `run_script`.
-
-    Returns:
-        The live script: its declarations, and its callbacks ready to be driven.
-
-    Raises:
-        ConfigError: As `load_file`.
-    """
-    source, config_dir = read_script(path, config_dir)
-    run = execute(
-        source,
-        path.name,
-        host,
-        getenv,
-        time_budget,
-        memory_limit,
-        on_print,
-        config_dir,
-        secrets,
-    )
-    return LiveScript(run, hook_budget)
 
 
 def read_script(path: Path, config_dir: Path | None) -> tuple[str, Path | None]:
