@@ -254,10 +254,6 @@ def _cmd_call(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- reload
 
 
-def _names(value: object) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, list) else []
-
-
 def _cmd_reconnect(args: argparse.Namespace) -> int:
     try:
         result = ControlClient(socket_path(args.socket)).reconnect(args.server)
@@ -288,14 +284,16 @@ def _cmd_reload(args: argparse.Namespace) -> int:
             f"{result.get('connections', 0)} connection(s), nothing to do"
         )
         return 0
-    parts = []
-    for key in ("added", "removed", "changed"):
-        names = _names(result.get(key))
-        shown = f" ({', '.join(names)})" if names else ""
-        parts.append(f"{len(names)} {key}{shown}")
-    parts.append(f"{result.get('unchanged', 0)} unchanged")
-    print(f"reloaded {result.get('file', 'startup.lua')}: {', '.join(parts)}")
+    print(_reload_sentence(result))
     return 0
+
+
+def _reload_sentence(result: dict[str, object]) -> str:
+    """The `config_loaded` sentence for a reload reply (its fields are the event's)."""
+    from .core.describe import describe
+    from .core.events import event_from_dict
+
+    return describe(event_from_dict({**result, "kind": "config_loaded", "name": ""}))
 
 
 # ----------------------------------------------------------------------- check

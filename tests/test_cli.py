@@ -380,7 +380,8 @@ def test_reload_prints_a_one_line_summary(
 ) -> None:
     assert main(["reload", "--socket", daemon.socket]) == 0
     assert capsys.readouterr().out == (
-        "reloaded startup.lua: 1 added (new), 0 removed, 1 changed (fs), 3 unchanged\n"
+        "config loaded from startup.lua: 1 added (new), 0 removed, 1 changed (fs), "
+        "3 unchanged\n"
     )
 
 

@@ -521,7 +521,13 @@ class FakeBackend:
         self.reloads += 1
         if self.reload_error is not None:
             raise self.reload_error
-        return {"added": ["x"], "removed": [], "changed": [], "unchanged": 2}
+        return {
+            "file": "startup.lua",
+            "added": ["x"],
+            "removed": [],
+            "changed": [],
+            "unchanged": 2,
+        }
 
     async def reconnect(self, server: str) -> dict[str, object]:
         self.reconnects.append(server)
@@ -861,6 +867,17 @@ async def test_r_reloads_and_a_bad_script_is_reported() -> None:
     async with rig() as r:
         await r.pilot.press("r")
         await r.app.workers.wait_for_complete()
+        await r.pilot.pause()
+        # The sentence of the `config_loaded` event, as the log and the CLI say it.
+        toast = " ".join(
+            line.split("▌", 1)[1].strip()
+            for line in (await r.screen()).splitlines()
+            if "▌" in line
+        )  # the notification wraps inside its box
+        assert (
+            "config loaded from startup.lua: 1 added (x), 0 removed, 0 changed, "
+            "2 unchanged" in toast
+        )
         r.backend.reload_error = ConfigError("command is empty", file="s.lua", line=3)
         await r.pilot.press("r")
         await r.app.workers.wait_for_complete()

@@ -11,13 +11,13 @@ import pytest
 from manager.core.backoff import BackoffPolicy
 from manager.core.errors import ConfigError
 from manager.core.redact import SecretRegistry
+from manager.core.resolve import resolve_spec
 from manager.core.spec import (
     OPTION_DEFAULTS,
     ConnectionSpec,
     changed_fields,
     display_endpoint,
     parse_spec,
-    resolve_spec,
     spec_summary,
     validate_name,
 )

@@ -6,6 +6,9 @@
 - `backoff`: the retry schedule.
 - `redact`: masking secrets by key and by value.
 - `spec`: parsing and validating a declared connection (`ConnectionSpec`).
+- `resolve`: `${env:...}` substitution and secret registration at connect time.
+- `status`: `ConnectionStatus`, the typed status of one connection.
+- `wire`: forgiving readers for values coming back over the socket.
 - `state`: the connection state machine (`transition`).
 
 Nothing here imports anyio, mcp, lupa, rich or opentelemetry.

@@ -11,29 +11,28 @@ the resolved values as secrets.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
 from .backoff import BackoffPolicy
 from .errors import ConfigError
-from .redact import MASK, SecretRegistry, redact_args, redact_url
+from .redact import MASK, redact_args, redact_url
 
 __all__ = [
-    "value_text",
     "OPTION_DEFAULTS",
+    "TEMPLATE",
     "ConnectionSpec",
     "Transport",
     "changed_fields",
     "display_endpoint",
     "parse_spec",
-    "resolve_spec",
     "spec_summary",
     "validate_name",
+    "value_text",
 ]
 
 Transport = Literal["stdio", "http", "sse"]
@@ -41,7 +40,8 @@ Transport = Literal["stdio", "http", "sse"]
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """Connection names: they become tool prefixes (`{server}__{tool}`) and CLI words."""
 
-_TEMPLATE = re.compile(r"\$\{([^}]*)\}")
+TEMPLATE = re.compile(r"\$\{([^}]*)\}")
+"""A `${...}` template in a declared value (only `${env:NAME}` is valid)."""
 _ENV_TEMPLATE = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
 
 OPTION_DEFAULTS: dict[str, object] = {
@@ -204,7 +204,7 @@ def _parse_url(prefix: str, url: str, transport: str) -> dict[str, object]:
             "control character; percent-encode it (a space is %20)"
         )
     # A digit stands in for each template, so `http://h:${env:PORT}/` still parses.
-    probe = _TEMPLATE.sub("0", url)
+    probe = TEMPLATE.sub("0", url)
     try:
         parts = urlsplit(probe)
         port = parts.port
@@ -370,7 +370,7 @@ def _string_map(prefix: str, key: str, value: object) -> tuple[tuple[str, str], 
 
 
 def _check_templates(prefix: str, key: str, text: str) -> None:
-    for m in _TEMPLATE.finditer(text):
+    for m in TEMPLATE.finditer(text):
         if not _ENV_TEMPLATE.fullmatch(m.group(1)):
             raise ConfigError(
                 f"{prefix}: {key}: unknown template ${{{m.group(1)}}}; the only form "
@@ -403,77 +403,6 @@ def value_text(value: object) -> str:
     if isinstance(value, Mapping | list):
         return "a table"
     return type(value).__name__
-
-
-# ---------------------------------------------------------------- resolution
-
-
-def resolve_spec(
-    spec: ConnectionSpec,
-    getenv: Callable[[str], str | None],
-    secrets: SecretRegistry,
-) -> ConnectionSpec:
-    """Substitute `${env:NAME}` and register every secret value of `spec`.
-
-    Secrets are: resolved template values, header values, stdio env values and URL
-    passwords.
-
-    Raises:
-        ConfigError: A referenced environment variable is not set.
-    """
-    resolved_values: list[str] = []
-
-    def sub(text: str) -> str:
-        def one(m: re.Match[str]) -> str:
-            var = m.group(1)[4:]
-            value = getenv(var)
-            if value is None:
-                raise ConfigError(
-                    f"mcp_add({spec.name!r}): environment variable {var} is not set "
-                    f"(used as ${{env:{var}}}); set it in the environment the daemon "
-                    "starts with, or change the declaration",
-                    connection=spec.name,
-                )
-            resolved_values.append(value)
-            return value
-
-        return _TEMPLATE.sub(one, text) if "${" in text else text
-
-    if not _has_templates(spec):
-        resolved = spec  # the common case, on every attempt: no copy
-    else:
-        resolved = dataclasses.replace(
-            spec,
-            url=sub(spec.url),
-            command=sub(spec.command),
-            args=tuple(sub(a) for a in spec.args),
-            env=tuple((k, sub(v)) for k, v in spec.env),
-            cwd=sub(spec.cwd) if spec.cwd else spec.cwd,
-            headers=tuple((k, sub(v)) for k, v in spec.headers),
-        )
-    secret_values = [*resolved_values, *(v for _, v in resolved.headers)]
-    secret_values += [v for _, v in resolved.env]
-    password = _url_password(resolved.url)
-    if password:
-        secret_values.append(password)
-    if secret_values:
-        secrets.add(secret_values)
-    return resolved
-
-
-def _has_templates(spec: ConnectionSpec) -> bool:
-    texts = (spec.url, spec.command, spec.cwd or "", *spec.args)
-    return any("${" in t for t in texts) or any(
-        "${" in v for _, v in (*spec.env, *spec.headers)
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def _url_password(url: str) -> str | None:
-    try:
-        return urlsplit(url).password if url else None
-    except ValueError:
-        return None
 
 
 def display_endpoint(spec: ConnectionSpec) -> str:

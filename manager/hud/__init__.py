@@ -3,8 +3,8 @@
 The package is split by what each part may import, so that `mcp-manager status`
 never pays for textual and the reducer stays testable without a terminal:
 
-* `state`: the pure reducer. `HudState.apply(event, now)` folds bus events (as
-  `Event`s or as the dicts the control socket streams) into one `Row` per
+* `state`: the pure reducer. `HudState.apply(event, now)` folds typed bus events
+  (the attached HUD decodes the socket's with `event_from_dict`) into one `Row` per
   connection, a bounded log and the footer facts. No rich, no textual, no I/O.
 * `view`: pure presentation shared by both renderers: columns and their
   responsive layout, the cells of a row (text + style name), the log, header and

@@ -30,8 +30,9 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
-from ..core.describe import first_line
+from ..core.describe import describe, first_line
 from ..core.errors import ManagerError
+from ..core.events import event_from_dict
 from .details import DetailsScreen, details_text
 from .feed import FeedItem, HudBackend, HudFeed, Note, Snapshot, Unreachable
 from .state import HudState, Row
@@ -403,13 +404,9 @@ class HudApp(App[str]):
                 first_line(exc), title="reload failed", severity="error", markup=False
             )
             return
-        parts = [
-            f"{len(v)} {k}"
-            for k in ("added", "removed", "changed")
-            if isinstance(v := result.get(k), list)
-        ]
-        parts.append(f"{result.get('unchanged', 0)} unchanged")
-        self.notify(", ".join(parts), title="reloaded", timeout=4, markup=False)
+        # The reply carries the `config_loaded` event's fields: say it the same way.
+        event = event_from_dict({**result, "kind": "config_loaded", "name": ""})
+        self.notify(describe(event), title="reloaded", timeout=4, markup=False)
 
     def action_reconnect(self) -> None:
         """Force a reconnect attempt of the selected connection, now."""

@@ -29,7 +29,8 @@ from ..core.errors import (
     TransportError,
 )
 from ..core.redact import SecretRegistry
-from ..core.spec import ConnectionSpec, resolve_spec
+from ..core.resolve import resolve_spec
+from ..core.spec import ConnectionSpec
 from .base import Hooks, Upstream
 from .errors import describe_error, flatten, map_failure
 from .http import open_http_streams, open_sse_streams

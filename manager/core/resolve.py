@@ -1,0 +1,90 @@
+"""`resolve_spec`: a declared spec made ready to connect, at connect time.
+
+`${env:NAME}` templates are substituted from the environment the daemon runs
+in (read on every attempt, so a changed variable takes effect at the next
+reconnect), and every value that must never be shown (resolved template
+values, header values, stdio env values, URL passwords) is registered in the
+daemon's `SecretRegistry`. Pure: the environment is passed in as a function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+from .redact import SecretRegistry
+from .spec import TEMPLATE, ConnectionSpec
+
+__all__ = ["resolve_spec"]
+
+
+def resolve_spec(
+    spec: ConnectionSpec,
+    getenv: Callable[[str], str | None],
+    secrets: SecretRegistry,
+) -> ConnectionSpec:
+    """Substitute `${env:NAME}` and register every secret value of `spec`.
+
+    Secrets are: resolved template values, header values, stdio env values and URL
+    passwords.
+
+    Raises:
+        ConfigError: A referenced environment variable is not set.
+    """
+    resolved_values: list[str] = []
+
+    def sub(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            var = m.group(1)[4:]
+            value = getenv(var)
+            if value is None:
+                raise ConfigError(
+                    f"mcp_add({spec.name!r}): environment variable {var} is not set "
+                    f"(used as ${{env:{var}}}); set it in the environment the daemon "
+                    "starts with, or change the declaration",
+                    connection=spec.name,
+                )
+            resolved_values.append(value)
+            return value
+
+        return TEMPLATE.sub(one, text) if "${" in text else text
+
+    if not _has_templates(spec):
+        resolved = spec  # the common case, on every attempt: no copy
+    else:
+        resolved = dataclasses.replace(
+            spec,
+            url=sub(spec.url),
+            command=sub(spec.command),
+            args=tuple(sub(a) for a in spec.args),
+            env=tuple((k, sub(v)) for k, v in spec.env),
+            cwd=sub(spec.cwd) if spec.cwd else spec.cwd,
+            headers=tuple((k, sub(v)) for k, v in spec.headers),
+        )
+    secret_values = [*resolved_values, *(v for _, v in resolved.headers)]
+    secret_values += [v for _, v in resolved.env]
+    password = _url_password(resolved.url)
+    if password:
+        secret_values.append(password)
+    if secret_values:
+        secrets.add(secret_values)
+    return resolved
+
+
+def _has_templates(spec: ConnectionSpec) -> bool:
+    texts = (spec.url, spec.command, spec.cwd or "", *spec.args)
+    return any("${" in t for t in texts) or any(
+        "${" in v for _, v in (*spec.env, *spec.headers)
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _url_password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password if url else None
+    except ValueError:
+        return None
