@@ -22,11 +22,33 @@ Tools:
 - `crash(code)`: exits the process at once with `code`; no reply is sent.
 - `spawn_child(seconds)`: starts a grandchild `sleep` and returns its pid.
 - `stderr(text)`: writes `text` as one line to stderr.
+- `add_prompt(name)` / `remove_prompt(name)`, `add_resource(uri, text)` /
+  `remove_resource(uri)`: change the prompt or resource list and notify every
+  client (`notifications/prompts/list_changed`, `.../resources/list_changed`,
+  or the listen stream).
+- `touch_resource(uri)`: sends `notifications/resources/updated` to the
+  sessions subscribed to `uri` (and only them); returns how many, as text.
+- `log(level, text)`: sends `notifications/message` to the caller if `level`
+  is at or above the session's `logging/setLevel` (everything by default).
+- `ask_user(message)`, `sample(prompt)`, `roots()`: send `elicitation/create`,
+  `sampling/createMessage` or `roots/list` to the calling client, on the
+  call's own stream, and return what came back (`accept: {"answer": ...}`,
+  the reply's text, the root URIs as a JSON list); an `isError` result if the
+  client did not declare the capability.
 
-`tools/list` is paginated; the page size comes from `DEMO_PAGE_SIZE`
+Prompts: `greet(name, style?)` ("Hello, {name}!"), `with_resource` (embeds
+`demo://readme`), `with_image` (a 1x1 PNG). Resources: `demo://readme`
+(text/plain), `demo://logo` (image/png), the template `demo://items/{id}`
+(reads "item {id}"); an unknown URI is error -32002. Subscriptions,
+completion (`greet`'s `name`, the template's `id`) and logging levels are
+served too, and every feature is advertised on every transport.
+
+Every list is paginated; the page size comes from `DEMO_PAGE_SIZE`
 (default 100).
 
-Modules: `tools` (the tools and the server), `transports` (stdio, HTTP, SSE),
+Modules: `tools` (the tools and the server), `catalog` (prompts, resources,
+completion, subscriptions), `client_requests` (elicitation, sampling, roots,
+logging), `toolkit` (shared helpers), `transports` (stdio, HTTP, SSE),
 `faults` (the failure modes: `--crash-after-handshake`, `--hang-on-initialize`,
 `--garbage`, ...), `__main__` (the command line).
 """

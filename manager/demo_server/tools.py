@@ -1,4 +1,9 @@
-"""The demo server's tools and its low-level MCP server (see the package doc)."""
+"""The demo server's tools and its low-level MCP server (see the package doc).
+
+The prompts, resources and completions live in `catalog`, the tools that turn
+to the calling client (elicitation, sampling, roots, logging) in
+`client_requests`; this module wires them all into one SDK server.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -18,10 +22,21 @@ from mcp.server.subscriptions import (
     ListenHandler,
     ToolsListChanged,
 )
-from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
 
 from ..gateway.peers import ListChangedServer, Peers
+from .catalog import Catalog
+from .client_requests import LogLevels, ask_user, list_roots, sample
+from .toolkit import (
+    SERVER_NAME,
+    BadArguments,
+    ToolHandler,
+    arg_int,
+    arg_number,
+    arg_str,
+    make_tool,
+    page,
+    text_result,
+)
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -32,70 +47,14 @@ __all__ = [
 ]
 
 
-SERVER_NAME = "mcp-manager-demo"
 PAGE_SIZE_ENV = "DEMO_PAGE_SIZE"
-"""Environment variable holding the number of tools per `tools/list` page."""
+"""Environment variable holding the number of entries per page of every list."""
 DEFAULT_PAGE_SIZE = 100
-
-_Handler = Callable[
-    [ServerRequestContext, dict[str, Any]], Awaitable[types.CallToolResult]
-]
-
-
-class _BadArguments(Exception):
-    """A tool was called with missing or mistyped arguments."""
-
-
-def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], is_error=is_error
-    )
-
-
-def _tool(
-    name: str,
-    description: str,
-    properties: Mapping[str, str] | None = None,
-    output_schema: dict[str, Any] | None = None,
-) -> types.Tool:
-    """Build a tool whose arguments are all required and typed by JSON type name."""
-    props = dict(properties or {})
-    return types.Tool(
-        name=name,
-        description=description,
-        input_schema={
-            "type": "object",
-            "properties": {key: {"type": kind} for key, kind in props.items()},
-            "required": list(props),
-        },
-        output_schema=output_schema,
-    )
-
-
-def _arg_str(args: Mapping[str, Any], key: str) -> str:
-    value = args.get(key)
-    if not isinstance(value, str):
-        raise _BadArguments(f"argument {key!r} must be a string")
-    return value
-
-
-def _arg_number(args: Mapping[str, Any], key: str) -> float | int:
-    value = args.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _BadArguments(f"argument {key!r} must be a number")
-    return value
-
-
-def _arg_int(args: Mapping[str, Any], key: str) -> int:
-    value = args.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _BadArguments(f"argument {key!r} must be an integer")
-    return value
 
 
 BUILTIN_TOOLS = (
-    _tool("echo", "Return the text.", {"text": "string"}),
-    _tool(
+    make_tool("echo", "Return the text.", {"text": "string"}),
+    make_tool(
         "add",
         "Add two numbers.",
         {"a": "number", "b": "number"},
@@ -105,30 +64,68 @@ BUILTIN_TOOLS = (
             "required": ["sum"],
         },
     ),
-    _tool("sleep", "Sleep, then reply.", {"seconds": "number"}),
-    _tool("fail", "Return an error result.", {"message": "string"}),
-    _tool("pid", "Return the server's process id."),
-    _tool("add_tool", "Add a tool at runtime and notify clients.", {"name": "string"}),
-    _tool("remove_tool", "Remove a tool and notify clients.", {"name": "string"}),
-    _tool("meta", "Return the request's _meta as JSON."),
-    _tool(
+    make_tool("sleep", "Sleep, then reply.", {"seconds": "number"}),
+    make_tool("fail", "Return an error result.", {"message": "string"}),
+    make_tool("pid", "Return the server's process id."),
+    make_tool(
+        "add_tool", "Add a tool at runtime and notify clients.", {"name": "string"}
+    ),
+    make_tool("remove_tool", "Remove a tool and notify clients.", {"name": "string"}),
+    make_tool("meta", "Return the request's _meta as JSON."),
+    make_tool(
         "crash", "Exit at once with the code, without replying.", {"code": "integer"}
     ),
-    _tool(
+    make_tool(
         "spawn_child",
         "Start a grandchild sleep; return its pid.",
         {"seconds": "number"},
     ),
-    _tool("stderr", "Write the text as a line to stderr.", {"text": "string"}),
+    make_tool("stderr", "Write the text as a line to stderr.", {"text": "string"}),
+    make_tool(
+        "add_prompt", "Add a prompt at runtime and notify clients.", {"name": "string"}
+    ),
+    make_tool(
+        "remove_prompt", "Remove a prompt and notify clients.", {"name": "string"}
+    ),
+    make_tool(
+        "add_resource",
+        "Add a text resource at runtime and notify clients.",
+        {"uri": "string", "text": "string"},
+    ),
+    make_tool(
+        "remove_resource", "Remove a resource and notify clients.", {"uri": "string"}
+    ),
+    make_tool(
+        "touch_resource",
+        "Send resources/updated to the sessions subscribed to the URI; "
+        "return how many were notified.",
+        {"uri": "string"},
+    ),
+    make_tool(
+        "log",
+        "Send a log message to the caller at the level (debug, info, notice, "
+        "warning, error, critical, alert, emergency).",
+        {"level": "string", "text": "string"},
+    ),
+    make_tool(
+        "ask_user",
+        "Ask the caller's user for an answer (elicitation).",
+        {"message": "string"},
+    ),
+    make_tool(
+        "sample", "Ask the caller's model to reply to the prompt.", {"prompt": "string"}
+    ),
+    make_tool("roots", "Return the caller's root URIs as a JSON list."),
 )
 """The tools every demo server starts with, in `tools/list` order."""
 
 
 class DemoServer:
-    """The demo's tools and the MCP server that serves them.
+    """The demo's tools, prompts and resources, and the MCP server serving them.
 
     Args:
-        page_size: Tools per `tools/list` page; at least 1.
+        page_size: Entries per page of every list (tools, prompts, resources,
+            resource templates); at least 1.
 
     Raises:
         ValueError: `page_size` is smaller than 1.
@@ -138,20 +135,36 @@ class DemoServer:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
         self.page_size = page_size
-        self._tools: dict[str, tuple[types.Tool, _Handler]] = {}
+        self._tools: dict[str, tuple[types.Tool, ToolHandler]] = {}
         self._peers = Peers()
         self._children: list[anyio.abc.Process] = []
         self._bus = InMemorySubscriptionBus()
+        self.catalog = Catalog(page_size, self._peers, self._bus)
+        self._log_levels = LogLevels()
+        catalog = self.catalog
         self.server: Server[dict[str, Any]] = ListChangedServer(
             SERVER_NAME,
             version="1.0",
             instructions="Demo server bundled with mcp-manager.",
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_prompts=catalog.list_prompts,
+            on_get_prompt=catalog.get_prompt,
+            on_list_resources=catalog.list_resources,
+            on_list_resource_templates=catalog.list_resource_templates,
+            on_read_resource=catalog.read_resource,
+            on_subscribe_resource=catalog.subscribe,
+            on_unsubscribe_resource=catalog.unsubscribe,
+            on_completion=catalog.complete,
             on_subscriptions_listen=ListenHandler(self._bus),
         )
+        # Not `on_set_logging_level=`: that keyword warns (logging is deprecated
+        # in 2026-07-28), while handshake-era clients still use it.
+        self.server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, self._log_levels.set_level
+        )
         self.server.middleware.append(self._peers.track)
-        handlers: dict[str, _Handler] = {
+        handlers: dict[str, ToolHandler] = {
             "echo": self._echo,
             "add": self._add,
             "sleep": self._sleep,
@@ -163,6 +176,15 @@ class DemoServer:
             "crash": self._crash,
             "spawn_child": self._spawn_child,
             "stderr": self._stderr,
+            "add_prompt": catalog.add_prompt,
+            "remove_prompt": catalog.remove_prompt,
+            "add_resource": catalog.add_resource,
+            "remove_resource": catalog.remove_resource,
+            "touch_resource": catalog.touch_resource,
+            "log": self._log_levels.log,
+            "ask_user": ask_user,
+            "sample": sample,
+            "roots": list_roots,
         }
         for tool in BUILTIN_TOOLS:
             self._tools[tool.name] = (tool, handlers[tool.name])
@@ -182,26 +204,20 @@ class DemoServer:
         self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         cursor = params.cursor if params is not None else None
-        try:
-            start = int(cursor) if cursor else 0
-        except ValueError:
-            raise MCPError(INVALID_PARAMS, f"invalid cursor {cursor!r}") from None
         tools = [tool for tool, _ in self._tools.values()]
-        end = start + self.page_size
-        return types.ListToolsResult(
-            tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None
-        )
+        items, next_cursor = page(tools, cursor, self.page_size)
+        return types.ListToolsResult(tools=items, next_cursor=next_cursor)
 
     async def _call_tool(
         self, ctx: ServerRequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         entry = self._tools.get(params.name)
         if entry is None:
-            return _text(f"unknown tool {params.name!r}", is_error=True)
+            return text_result(f"unknown tool {params.name!r}", is_error=True)
         try:
             return await entry[1](ctx, params.arguments or {})
-        except _BadArguments as exc:
-            return _text(f"{params.name}: {exc}", is_error=True)
+        except BadArguments as exc:
+            return text_result(f"{params.name}: {exc}", is_error=True)
 
     async def _notify_tools_changed(self) -> None:
         """Tell every client the tool list changed; forget sessions that fail."""
@@ -213,12 +229,12 @@ class DemoServer:
     async def _echo(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        return _text(_arg_str(args, "text"))
+        return text_result(arg_str(args, "text"))
 
     async def _add(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        total = _arg_number(args, "a") + _arg_number(args, "b")
+        total = arg_number(args, "a") + arg_number(args, "b")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=str(total))],
             structured_content={"sum": total},
@@ -227,28 +243,28 @@ class DemoServer:
     async def _sleep(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        seconds = _arg_number(args, "seconds")
+        seconds = arg_number(args, "seconds")
         await ctx.session.report_progress(0, seconds, "sleeping")  # if asked for
         await anyio.sleep(seconds)
         await ctx.session.report_progress(seconds, seconds, "awake")
-        return _text(f"slept {seconds}")
+        return text_result(f"slept {seconds}")
 
     async def _fail(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        return _text(_arg_str(args, "message"), is_error=True)
+        return text_result(arg_str(args, "message"), is_error=True)
 
     async def _pid(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        return _text(str(os.getpid()))
+        return text_result(str(os.getpid()))
 
     async def _add_tool(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        name = _arg_str(args, "name")
+        name = arg_str(args, "name")
         if name in self._tools:
-            return _text(f"tool {name!r} already exists", is_error=True)
+            return text_result(f"tool {name!r} already exists", is_error=True)
         tool = types.Tool(
             name=name,
             description="Added at runtime; returns its arguments as JSON.",
@@ -256,31 +272,33 @@ class DemoServer:
         )
         self._tools[name] = (tool, self._run_added_tool)
         await self._notify_tools_changed()
-        return _text(f"added {name}")
+        return text_result(f"added {name}")
 
     async def _run_added_tool(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        return _text(json.dumps(args, sort_keys=True))
+        return text_result(json.dumps(args, sort_keys=True))
 
     async def _remove_tool(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        name = _arg_str(args, "name")
+        name = arg_str(args, "name")
         if self._tools.pop(name, None) is None:
-            return _text(f"no tool {name!r}", is_error=True)
+            return text_result(f"no tool {name!r}", is_error=True)
         await self._notify_tools_changed()
-        return _text(f"removed {name}")
+        return text_result(f"removed {name}")
 
     async def _meta(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        return _text(json.dumps(dict(ctx.meta or {}), sort_keys=True, default=str))
+        return text_result(
+            json.dumps(dict(ctx.meta or {}), sort_keys=True, default=str)
+        )
 
     async def _crash(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        code = _arg_int(args, "code")
+        code = arg_int(args, "code")
         sys.stderr.write(f"{SERVER_NAME}: crash({code}) requested, exiting\n")
         sys.stderr.flush()
         os._exit(code)
@@ -288,7 +306,7 @@ class DemoServer:
     async def _spawn_child(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        seconds = _arg_number(args, "seconds")
+        seconds = arg_number(args, "seconds")
         # No inherited pipes: a grandchild holding our stdout would keep the
         # client from seeing EOF when this server dies. It stays in our process
         # group, so a group kill takes it along; the reference keeps it reaped.
@@ -299,14 +317,14 @@ class DemoServer:
             stderr=subprocess.DEVNULL,
         )
         self._children.append(child)
-        return _text(str(child.pid))
+        return text_result(str(child.pid))
 
     async def _stderr(
         self, ctx: ServerRequestContext, args: dict[str, Any]
     ) -> types.CallToolResult:
-        sys.stderr.write(_arg_str(args, "text") + "\n")
+        sys.stderr.write(arg_str(args, "text") + "\n")
         sys.stderr.flush()
-        return _text("written")
+        return text_result("written")
 
 
 # -- transports -----------------------------------------------------------------

@@ -2,22 +2,26 @@
 class that advertises `list_changed`, and the downstream sessions that get it.
 
 `ListChangedServer` is the SDK's low-level `Server` whose default initialization
-options announce `tools.listChanged` (the streamable HTTP session manager calls
-`create_initialization_options()` without arguments, so the default itself has
-to change).
+options announce `listChanged` for tools, prompts and resources (the streamable
+HTTP session manager calls `create_initialization_options()` without
+arguments, so the default itself has to change). The SDK only advertises a
+feature whose list handler is registered, so a server without prompts or
+resources still announces none.
 
 `Peers` remembers the handshake-era sessions (protocol versions before the
 2026 subscription stream), keyed by the transport's own id, so a
-`notifications/tools/list_changed` can reach each of them on its standalone
-channel. Install `Peers.track` as server middleware; `notify_tools_changed()`
-sends to all, bounded per session, and forgets a session that failed or has
-been idle longer than `idle_timeout`.
+`notifications/{tools,prompts,resources}/list_changed` can reach each of them
+on its standalone channel. Install `Peers.track` as server middleware;
+`notify_tools_changed()` (and its prompts and resources siblings) sends to
+all, bounded per session, and forgets a session that failed or has been idle
+longer than `idle_timeout`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +47,11 @@ NOTIFY_TIMEOUT = 1.0
 
 
 class ListChangedServer(Server[dict[str, Any]]):
-    """The SDK server, advertising `tools.listChanged` on every transport."""
+    """The SDK server, advertising `listChanged` on every transport.
+
+    Tools, prompts and resources alike; each only where the server has the
+    matching list handler (the SDK derives the capability from it).
+    """
 
     def create_initialization_options(
         self,
@@ -52,7 +60,10 @@ class ListChangedServer(Server[dict[str, Any]]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options
+            or NotificationOptions(
+                tools_changed=True, prompts_changed=True, resources_changed=True
+            ),
             experimental_capabilities,
             extensions,
         )
@@ -73,6 +84,10 @@ def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
     )
 
 
+_Send = Callable[[ServerSession], Awaitable[None]]
+"""One notification, sent to one session."""
+
+
 @dataclass(slots=True)
 class _Peer:
     session: ServerSession
@@ -80,7 +95,7 @@ class _Peer:
 
 
 class Peers:
-    """Handshake-era downstream sessions, for `list_changed`.
+    """Handshake-era downstream sessions, for the `list_changed` notifications.
 
     Args:
         idle_timeout: Seconds without a request after which a session is
@@ -122,6 +137,17 @@ class Peers:
 
     async def notify_tools_changed(self) -> None:
         """Send `tools/list_changed` to every session, all at once, each bounded."""
+        await self._broadcast(lambda session: session.send_tool_list_changed())
+
+    async def notify_prompts_changed(self) -> None:
+        """Send `prompts/list_changed` to every session, all at once, each bounded."""
+        await self._broadcast(lambda session: session.send_prompt_list_changed())
+
+    async def notify_resources_changed(self) -> None:
+        """Send `resources/list_changed` to every session, all at once, each bounded."""
+        await self._broadcast(lambda session: session.send_resource_list_changed())
+
+    async def _broadcast(self, send: _Send) -> None:
         now = self._clock()
         async with anyio.create_task_group() as tg:
             for key, peer in list(self._peers.items()):
@@ -129,12 +155,12 @@ class Peers:
                 if self._idle_timeout is not None and idle > self._idle_timeout:
                     self._peers.pop(key, None)
                 else:
-                    tg.start_soon(self._notify, key, peer)
+                    tg.start_soon(self._notify, key, peer, send)
 
-    async def _notify(self, key: str, peer: _Peer) -> None:
+    async def _notify(self, key: str, peer: _Peer, send: _Send) -> None:
         try:
             with anyio.fail_after(NOTIFY_TIMEOUT):
-                await peer.session.send_tool_list_changed()
+                await send(peer.session)
         except Exception:  # boundary: a gone client must not stop the others
             logger.debug("dropping downstream session %s (notify failed)", key[:8])
             self._peers.pop(key, None)
