@@ -4,6 +4,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Node test servers (@modelcontextprotocol/server-everything), pinned by
+# tests/node/package-lock.json. Without npm their tests skip.
+NODE_DIR   := tests/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 
 .PHONY: run test lint bench clean
 
@@ -13,10 +17,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		echo "npm ci --prefix $(NODE_DIR) --no-audit --no-fund"; \
+		npm ci --prefix $(NODE_DIR) --no-audit --no-fund && touch $@; \
+	else \
+		echo "npm not found: not installing $(NODE_DIR) (node test servers);" \
+			"tests that need @modelcontextprotocol/server-everything will be skipped"; \
+	fi
+
 run: $(STAMP)
 	$(BIN)/mcp-manager run startup.lua
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check manager tests bench
 	$(BIN)/ruff format --check manager tests bench
 	$(BIN)/mypy
@@ -26,4 +39,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(NODE_DIR)/node_modules

@@ -8,6 +8,11 @@ from there (`from servers import stdio_command, ...`), never from this file.
   for demo servers over streamable HTTP or SSE; every server it made is killed
   and reaped at teardown. `http_server` / `sse_server` are one started server.
 - `blackhole`: a `Blackhole` TCP listener, closed at teardown.
+- `everything_stdio` / `everything_sse` / `everything_http`: the official
+  reference server `@modelcontextprotocol/server-everything` (npm, pinned in
+  `tests/node`): a `(command, args)` pair for stdio, or the URL of a running
+  server (stopped and reaped at teardown). They skip the test when node or the
+  package is missing (`make test` installs it). See `servers/everything.py`.
 - `no_leaked_children`: fails the test if it leaves child processes behind.
 """
 
@@ -27,6 +32,12 @@ from servers import (
     HttpServerProcess,
     children_of,
     live_server_pids,
+)
+from servers.everything import (
+    everything_stdio_command,
+    live_everything_pids,
+    require_everything,
+    serve_everything,
 )
 
 LEAK_GRACE = 3.0
@@ -76,6 +87,29 @@ def sse_server(make_http_server: HttpServerFactory) -> HttpServerProcess:
 
 
 @pytest.fixture
+def everything_stdio() -> tuple[str, list[str]]:
+    """`(command, args)` running the reference server over stdio."""
+    require_everything()
+    return everything_stdio_command()
+
+
+@pytest.fixture
+def everything_sse(tmp_path: Path) -> Iterator[str]:
+    """A running reference server over legacy SSE: its URL (ends in `/sse`)."""
+    require_everything()
+    with serve_everything("sse", log_path=tmp_path / "everything-sse.log") as url:
+        yield url
+
+
+@pytest.fixture
+def everything_http(tmp_path: Path) -> Iterator[str]:
+    """A running reference server over streamable HTTP: its URL (ends in `/mcp`)."""
+    require_everything()
+    with serve_everything("http", log_path=tmp_path / "everything-http.log") as url:
+        yield url
+
+
+@pytest.fixture
 def blackhole() -> Iterator[Blackhole]:
     """A TCP listener on 127.0.0.1 that accepts and never answers."""
     with Blackhole() as hole:
@@ -90,12 +124,15 @@ def _is_running(proc: psutil.Process) -> bool:
 
 
 def _leftover_children() -> list[psutil.Process]:
-    """Running descendants, minus `HttpServerProcess`es and their process trees.
+    """Running descendants, minus fixture-owned HTTP servers and their trees.
+
+    Fixture-owned: `HttpServerProcess`es and `EverythingServer`s, which their
+    fixtures stop at teardown (possibly after this check runs).
 
     Zombies are not counted: they have exited, and reaping them is their
     owner's business (Python's `Popen` does it lazily).
     """
-    servers = live_server_pids()
+    servers = live_server_pids() | live_everything_pids()
     skip = set(servers)
     for pid in servers:
         skip.update(p.pid for p in children_of(pid))
@@ -113,9 +150,9 @@ def _describe(proc: psutil.Process) -> str:
 def no_leaked_children() -> Iterator[None]:
     """Fail the test if child processes still run 3 s after it ends.
 
-    Servers owned by `make_http_server` and zombies are not counted. Leftovers are
-    SIGKILLed (by PID) after the failure is recorded, so they cannot leak into
-    later tests.
+    Servers owned by `make_http_server` or the `everything_*` fixtures, and
+    zombies, are not counted. Leftovers are SIGKILLed (by PID) after the failure
+    is recorded, so they cannot leak into later tests.
     """
     yield
     deadline = time.monotonic() + LEAK_GRACE
