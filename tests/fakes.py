@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 import anyio
 
-from manager.core.errors import ConnectFailed, Disconnected
+from manager.core.errors import ConnectFailed, Disconnected, UpstreamError
 from manager.core.events import Event
 from manager.core.spec import ConnectionSpec
 from manager.engine.bus import EventBus
 from manager.transport.base import (
+    CATALOG_KINDS,
     CallResult,
+    Catalog,
     Hooks,
     LossReport,
     ProgressCallback,
@@ -90,6 +93,7 @@ class FakeUpstream:
         self._report = LossReport("fake server died")
         self.calls: list[tuple[str, Mapping[str, object] | None]] = []
         self.metas: list[Mapping[str, object] | None] = []
+        self.roots_changed = 0
 
     @property
     def info(self) -> ServerInfo:
@@ -106,6 +110,25 @@ class FakeUpstream:
     async def list_tools(self) -> tuple[ToolInfo, ...]:
         return self._tools
 
+    @property
+    def catalog(self) -> Catalog:
+        return Catalog()
+
+    async def list_catalog(self, kinds: tuple[str, ...] = CATALOG_KINDS) -> Catalog:
+        return Catalog()
+
+    async def send(
+        self,
+        request: Any,
+        result_type: Any,
+        limit: float,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> Any:
+        if self._lost.is_set():
+            raise Disconnected("fake server died")
+        raise UpstreamError("the fake server knows tools only", code=-32601)
+
     async def call_tool(
         self,
         name: str,
@@ -121,6 +144,9 @@ class FakeUpstream:
         self.metas.append(meta)
         data = {"content": [{"type": "text", "text": f"{name}:{arguments}"}]}
         return CallResult(is_error=False, data={**data, "isError": False})
+
+    async def notify_roots_changed(self) -> None:
+        self.roots_changed += 1
 
     async def ping(self, limit: float) -> None:
         if self._lost.is_set():

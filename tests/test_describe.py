@@ -32,6 +32,10 @@ SENTENCES = [
     "a: call t returned a tool error in 0.500 s",
     "a: call t failed after 0.50 s: timeout",
     "subscriber 'hud' fell behind and lost 12 events",
+    "a: exposure changed (applied without a reconnect)",
+    "a: prompts added p (now 2)",
+    "a: resource updated: file:///x",
+    "a: log error db: disk full",
 ]
 
 

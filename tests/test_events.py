@@ -15,6 +15,7 @@ from manager.core.events import (
     CallFailed,
     CallFinished,
     CallStarted,
+    CatalogChanged,
     ConfigLoaded,
     ConfigRejected,
     Connected,
@@ -25,7 +26,10 @@ from manager.core.events import (
     Lost,
     Reconnecting,
     Removed,
+    ResourceUpdated,
+    ServerLog,
     ServerStderr,
+    SettingsChanged,
     ToolsChanged,
     Unrecognized,
     Updated,
@@ -51,6 +55,10 @@ EXAMPLES: list[Event] = [
     CallFinished(name="a", tool="t", duration=0.5, is_error=True, call_id=7),
     CallFailed(name="a", tool="t", duration=0.5, error="timeout", call_id=7),
     Lagged(name="hud", dropped=12),
+    SettingsChanged(name="a", changed=("exposure",)),
+    CatalogChanged(name="a", items="prompts", added=("p",), count=2),
+    ResourceUpdated(name="a", uri="file:///x"),
+    ServerLog(name="a", level="error", logger="db", data="disk full"),
 ]
 
 DECLARED = sorted(

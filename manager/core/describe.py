@@ -17,6 +17,7 @@ from .events import (
     CallFailed,
     CallFinished,
     CallStarted,
+    CatalogChanged,
     ConfigLoaded,
     ConfigRejected,
     Connected,
@@ -27,7 +28,10 @@ from .events import (
     Lost,
     Reconnecting,
     Removed,
+    ResourceUpdated,
+    ServerLog,
     ServerStderr,
+    SettingsChanged,
     ToolsChanged,
     Unrecognized,
     Updated,
@@ -127,6 +131,22 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
             return f"{n}: tools {'; '.join(parts) or 'changed'} (now {event.tools})"
         case Removed():
             return f"{n}: removed"
+        case SettingsChanged():
+            changed = ", ".join(event.changed) or "settings"
+            return f"{n}: {changed} changed (applied without a reconnect)"
+        case CatalogChanged():
+            parts = []
+            if event.added:
+                parts.append(f"added {list_names(event.added)}")
+            if event.removed:
+                parts.append(f"removed {list_names(event.removed)}")
+            what = "; ".join(parts) or "changed"
+            return f"{n}: {event.items} {what} (now {event.count})"
+        case ResourceUpdated():
+            return f"{n}: resource updated: {event.uri}"
+        case ServerLog():
+            logger = f" {event.logger}" if event.logger else ""
+            return f"{n}: log {event.level}{logger}: {first_line(event.data)}"
         case ServerStderr():
             more = f" ({event.suppressed} lines suppressed)" if event.suppressed else ""
             return f"{n}: stderr: {event.line.rstrip()}{more}"

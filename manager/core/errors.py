@@ -7,10 +7,11 @@ ManagerError
 │   ├── ConnectFailed      refused, missing executable, handshake rejected, garbage
 │   ├── ConnectTimeout     connect + initialize + tool listing ran out of time
 │   └── Disconnected       an established session died (exit, EOF, ping, lost session)
-├── CallError              a tool call could not be made or finished (never retried)
+├── CallError              a request could not be made or finished (never retried)
 │   ├── UnknownServer
 │   ├── ServerUnavailable  not connected (state, attempt, next retry, last error)
-│   └── CallTimeout
+│   ├── CallTimeout
+│   └── UpstreamError      the server answered with a JSON-RPC error (code kept)
 └── ControlError           the CLI could not talk to the daemon
 ```
 
@@ -31,6 +32,7 @@ __all__ = [
     "ServerUnavailable",
     "TransportError",
     "UnknownServer",
+    "UpstreamError",
 ]
 
 
@@ -108,6 +110,19 @@ class ServerUnavailable(CallError):
 
 class CallTimeout(CallError):
     """The call did not finish within its timeout."""
+
+
+class UpstreamError(CallError):
+    """The server answered the request with a JSON-RPC error.
+
+    Attributes:
+        code: The JSON-RPC error code it sent (e.g. -32602 invalid params,
+            -32002 resource not found), so the gateway can pass it on as is.
+    """
+
+    def __init__(self, message: str, *, code: int) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class ControlError(ManagerError):

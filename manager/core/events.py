@@ -23,6 +23,7 @@ __all__ = [
     "CallFailed",
     "CallFinished",
     "CallStarted",
+    "CatalogChanged",
     "ConfigLoaded",
     "ConfigRejected",
     "Connected",
@@ -33,7 +34,10 @@ __all__ = [
     "Lost",
     "Reconnecting",
     "Removed",
+    "ResourceUpdated",
+    "ServerLog",
     "ServerStderr",
+    "SettingsChanged",
     "ToolsChanged",
     "Unrecognized",
     "Updated",
@@ -136,6 +140,51 @@ class ToolsChanged(Event):
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     tools: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SettingsChanged(Event):
+    """Settings that need no reconnect changed (prefix, filters, roots)."""
+
+    kind: ClassVar[str] = "settings_changed"
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CatalogChanged(Event):
+    """The upstream's prompts, resources or resource templates changed.
+
+    `items` says which (`prompts`, `resources`, `templates`); `count` is how
+    many there are now.
+    """
+
+    kind: ClassVar[str] = "catalog_changed"
+    items: str
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    count: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResourceUpdated(Event):
+    """The upstream sent `notifications/resources/updated` for `uri`."""
+
+    kind: ClassVar[str] = "resource_updated"
+    uri: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServerLog(Event):
+    """The upstream sent a log message (`notifications/message`).
+
+    `data` is the message's data as text (JSON unless it was a string),
+    redacted and cut to a few kilobytes.
+    """
+
+    kind: ClassVar[str] = "server_log"
+    level: str
+    logger: str = ""
+    data: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -256,6 +305,10 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Lost,
         Reconnecting,
         ToolsChanged,
+        SettingsChanged,
+        CatalogChanged,
+        ResourceUpdated,
+        ServerLog,
         Removed,
         ServerStderr,
         ConfigLoaded,

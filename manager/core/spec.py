@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from .backoff import BackoffPolicy
 from .errors import ConfigError
+from .exposure import EXPOSURE_OPTIONS, Exposure, parse_exposure_option
 from .redact import MASK, redact_args, redact_url
 
 __all__ = [
@@ -63,7 +64,7 @@ _DURATION_OPTIONS = (
     "hold",
     "stable_after",
 )
-_COMMON_OPTIONS = frozenset({*OPTION_DEFAULTS, "headers", "backoff"})
+_COMMON_OPTIONS = frozenset({*OPTION_DEFAULTS, "headers", "backoff", *EXPOSURE_OPTIONS})
 _STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
 _URL_KEYS = frozenset({"url", "transport"})
 _MAX_DURATION = 24 * 3600.0
@@ -90,6 +91,9 @@ class ConnectionSpec:
         stable_after: Seconds connected before the attempt counter resets.
         backoff: Delays between attempts.
         enabled: False keeps the connection declared but not running.
+        exposure: Prefix and filters of what the endpoint shows (changing
+            them needs no reconnect).
+        roots: Paths or `file://` URIs answered to `roots/list`.
     """
 
     name: str
@@ -108,6 +112,14 @@ class ConnectionSpec:
     stable_after: float = 10.0
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     enabled: bool = True
+    exposure: Exposure = field(default_factory=Exposure)
+    roots: tuple[str, ...] = ()
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of exposed tool and prompt names ("" for none)."""
+        prefix = self.exposure.prefix
+        return self.name if prefix is None else prefix
 
 
 def validate_name(name: object) -> str:
@@ -276,6 +288,7 @@ def _parse_options(
     prefix: str, options: dict[str, object], transport: object
 ) -> dict[str, object]:
     out: dict[str, object] = {}
+    shown: dict[str, object] = {}
     for key, value in options.items():
         if key not in _COMMON_OPTIONS:
             raise ConfigError(
@@ -304,6 +317,12 @@ def _parse_options(
             out[key] = _string_map(prefix, "headers", value)
         elif key == "backoff":
             out[key] = _backoff(prefix, value)
+        elif key == "roots":
+            out[key] = parse_exposure_option(prefix, key, value)
+        elif key in EXPOSURE_OPTIONS:
+            shown[key] = parse_exposure_option(prefix, key, value)
+    if shown:
+        out["exposure"] = Exposure(**shown)  # type: ignore[arg-type]
     return out
 
 
@@ -429,6 +448,16 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
         out[key] = getattr(spec, key)
     out["backoff"] = {"initial": spec.backoff.initial, "cap": spec.backoff.cap}
     out["enabled"] = spec.enabled
+    out["prefix"] = spec.prefix
+    for kind in ("tools", "prompts", "resources"):
+        item_filter = getattr(spec.exposure, kind)
+        if not item_filter.is_open:
+            out[kind] = {
+                "allow": None if item_filter.allow is None else list(item_filter.allow),
+                "deny": list(item_filter.deny),
+            }
+    if spec.roots:
+        out["roots"] = list(spec.roots)
     return out
 
 

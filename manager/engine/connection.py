@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
+import json
 import logging
 import math
 import random
@@ -25,7 +27,7 @@ from collections.abc import Callable
 import anyio
 
 from ..core.errors import ConfigError, TransportError
-from ..core.events import ServerStderr
+from ..core.events import CatalogChanged, ResourceUpdated, ServerLog, ServerStderr
 from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec
 from ..core.state import (
@@ -41,12 +43,26 @@ from ..core.state import (
     ToolsListed,
     transition,
 )
-from ..transport.base import Hooks, LossReport, ToolInfo, Transport, Upstream
+from ..transport.base import (
+    Catalog,
+    Hooks,
+    LossReport,
+    ServerRequestHandler,
+    ToolInfo,
+    Transport,
+    Upstream,
+)
 from ..transport.errors import describe_error
 from .bus import EventBus
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
 
-__all__ = ["STDERR_LINES_KEPT", "Connection", "run_connection"]
+__all__ = [
+    "LOG_DATA_LIMIT",
+    "STDERR_LINES_KEPT",
+    "Connection",
+    "ServerRequests",
+    "run_connection",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +74,17 @@ EXIT_REPORT_WAIT = 0.6
 
 STDERR_EVENTS_PER_SECOND = 20
 """stderr lines published as events per connection and second; the rest are counted."""
+
+LOG_DATA_LIMIT = 4000
+"""Characters of an upstream log message's data kept in its `server_log` event."""
+
+
+class ServerRequests:
+    """Where requests from upstreams go (`sampling`, `elicitation`): the gateway
+    sets `handler`; until then they are refused. Shared by every connection."""
+
+    def __init__(self) -> None:
+        self.handler: Callable[[str, str, object], object] | None = None
 
 
 class Connection:
@@ -80,14 +107,18 @@ class Connection:
         rand: Callable[[], float] = random.random,
         tracing: Tracing = NO_TRACING,
         secrets: SecretRegistry | None = None,
+        requests: ServerRequests | None = None,
     ) -> None:
         self.spec = spec
         self._secrets = secrets
+        self._requests = requests if requests is not None else ServerRequests()
         self._tracing = tracing
         self.scope = anyio.CancelScope()
         self.state = ConnectionState(name=spec.name, since=clock())
         self.upstream: Upstream | None = None
         self.tools: tuple[ToolInfo, ...] = ()
+        self.catalog = Catalog()
+        self._relist: set[str] = set()  # lists to fetch again (list_changed)
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
         self.done = anyio.Event()
         self.publish_removed = True
@@ -96,7 +127,7 @@ class Connection:
         self._clock = clock
         self._rand = rand
         self._connected = anyio.Event()
-        self._tools_changed = anyio.Event()
+        self._list_changed = anyio.Event()
         self._stderr_window = 0.0
         self._stderr_sent = 0
         self._stderr_suppressed = 0
@@ -181,13 +212,49 @@ class Connection:
         )
 
     def _on_tools_changed(self) -> None:
-        self._tools_changed.set()
+        self._on_list_changed("tools")
+
+    def _on_list_changed(self, kind: str) -> None:
+        self._relist.add(kind)
+        if kind == "resources":
+            self._relist.add("templates")  # they have no list_changed of their own
+        self._list_changed.set()
+
+    def _on_resource_updated(self, uri: str) -> None:
+        self._bus.publish(ResourceUpdated(name=self.name, uri=uri))
+
+    def _on_log(self, level: str, logger_name: str | None, data: object) -> None:
+        text = data if isinstance(data, str) else _json_text(data)
+        self._bus.publish(
+            ServerLog(
+                name=self.name,
+                level=level,
+                logger=logger_name or "",
+                data=redact(text[:LOG_DATA_LIMIT], self._secrets),
+            )
+        )
+
+    async def _on_request(self, method: str, params: object) -> object:
+        handler = self._requests.handler
+        if handler is None:
+            raise NotImplementedError(method)
+        result = handler(self.name, method, params)
+        return await result if inspect.isawaitable(result) else result
+
+    def _roots(self) -> tuple[str, ...]:
+        return self.spec.roots
 
     def _hooks(self) -> Hooks:
+        on_request: ServerRequestHandler = self._on_request
         return Hooks(
             on_spawn=self._on_spawn,
             on_stderr=self._on_stderr,
             on_tools_changed=self._on_tools_changed,
+            on_list_changed=self._on_list_changed,
+            on_resource_updated=self._on_resource_updated,
+            on_log=self._on_log,
+            on_request=on_request,
+            roots=self._roots if self.spec.roots else None,
         )
 
     # --- the loop ---------------------------------------------------------------
@@ -195,6 +262,7 @@ class Connection:
     def _set_connected(self, upstream: Upstream, elapsed: float) -> None:
         self.upstream = upstream
         self.tools = upstream.tools
+        self.catalog = upstream.catalog
         info = upstream.info
         self.signal(
             HandshakeDone(
@@ -249,23 +317,29 @@ class Connection:
 
         async def relister(tg_cancel: Callable[[], None]) -> None:
             while True:
-                await self._tools_changed.wait()
-                self._tools_changed = anyio.Event()
+                await self._list_changed.wait()
+                self._list_changed = anyio.Event()
+                wanted, self._relist = self._relist, set()
+                kinds = tuple(sorted(wanted - {"tools"}))
                 try:
                     with anyio.fail_after(self.spec.connect_timeout):
-                        tools = await upstream.list_tools()
+                        tools = (
+                            await upstream.list_tools() if "tools" in wanted else None
+                        )
+                        catalog = await upstream.list_catalog(kinds) if kinds else None
                 except (TransportError, TimeoutError) as exc:
+                    what = "/".join(sorted(wanted))
                     report.append(
-                        LossReport(f"tools/list after list_changed failed: {exc}")
+                        LossReport(f"{what} list after list_changed failed: {exc}")
                     )
                     tg_cancel()
                     return
-                self.tools = tools
-                self.signal(
-                    ToolsListed(
-                        now=self._clock(), tools=tuple(sorted(t.name for t in tools))
-                    )
-                )
+                if catalog is not None:
+                    self._set_catalog(catalog, kinds)
+                if tools is not None:
+                    self.tools = tools
+                    names = tuple(sorted(t.name for t in tools))
+                    self.signal(ToolsListed(now=self._clock(), tools=names))
 
         async with anyio.create_task_group() as tg:
             cancel = tg.cancel_scope.cancel
@@ -273,6 +347,22 @@ class Connection:
             tg.start_soon(relister, cancel)
             tg.start_soon(pinger, cancel)
         return report[0] if report else LossReport("session ended")
+
+    def _set_catalog(self, catalog: Catalog, kinds: tuple[str, ...]) -> None:
+        old, self.catalog = self.catalog, catalog
+        for kind in kinds:
+            before, after = set(old.names(kind)), set(catalog.names(kind))
+            if before == after and getattr(old, kind) == getattr(catalog, kind):
+                continue
+            self._bus.publish(
+                CatalogChanged(
+                    name=self.name,
+                    items=kind,
+                    added=tuple(sorted(after - before)),
+                    removed=tuple(sorted(before - after)),
+                    count=len(after),
+                )
+            )
 
     async def _attempt(self, transport: Transport) -> LossReport | None:
         """One try: connect, hold the session until it dies.
@@ -351,6 +441,13 @@ class Connection:
                 error_type=report.error_type,
             )
         )
+
+
+def _json_text(data: object) -> str:
+    try:
+        return json.dumps(data, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(data)
 
 
 async def run_connection(conn: Connection, transport: Transport) -> None:

@@ -14,28 +14,31 @@ then the call fails at once); a call is never retried by the manager.
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TypeVar
 
 import anyio
 import anyio.abc
 
 from ..core.errors import (
-    CallError,
-    CallTimeout,
-    ConnectTimeout,
-    Disconnected,
-    ServerUnavailable,
     TransportError,
     UnknownServer,
 )
-from ..core.events import Added, CallFailed, CallFinished, CallStarted, Updated
-from ..core.redact import SecretRegistry, redact
+from ..core.events import (
+    Added,
+    CallFailed,
+    CallFinished,
+    CallStarted,
+    SettingsChanged,
+    Updated,
+)
+from ..core.redact import SecretRegistry
 from ..core.spec import ConnectionSpec, changed_fields, display_endpoint
-from ..core.state import Phase
 from ..core.status import ConnectionStatus
 from ..transport.base import (
     CallResult,
@@ -47,11 +50,11 @@ from ..transport.base import (
 from ..transport.connect import McpTransport
 from ..transport.starts import StartSlots
 from .bus import EventBus
-from .connection import Connection, run_connection
+from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
+from .connection import Connection, ServerRequests, run_connection
 from .tracing import (
     ERROR_TYPE,
-    MCP_PROTOCOL_VERSION,
-    MCP_SESSION_ID,
+    MCP_METHOD_NAME,
     NO_TRACING,
     SERVER,
     TRANSPORT,
@@ -60,13 +63,14 @@ from .tracing import (
     call_attributes,
 )
 
-__all__ = ["HOLD_FAIL_FAST_FACTOR", "Manager", "ReconcileResult"]
+__all__ = ["Manager", "ReconcileResult", "connection_status"]
 
-HOLD_FAIL_FAST_FACTOR = 3.0
-"""An outage older than this many `hold`s fails calls at once instead of holding."""
+T = TypeVar("T")
 
-CALL_DEADLINE_SLACK = 1.0
-"""Seconds added to a call's timeout for our outer deadline (the SDK's fires first)."""
+ROOTS_NOTIFY_TIMEOUT = 2.0
+"""Seconds `notifications/roots/list_changed` may take to send."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,7 @@ class Manager:
         self.bus = bus
         self.tracing = tracing
         self.secrets = secrets if secrets is not None else SecretRegistry()
+        self.requests = ServerRequests()
         self.starts = StartSlots(start_slots)
         self._transport = transport or McpTransport(
             starts=self.starts, secrets=self.secrets
@@ -153,6 +158,9 @@ class Manager:
         old = self._conns.get(spec.name)
         if old is not None and old.spec == spec:
             return False
+        if old is not None and _applies_live(old.spec, spec):
+            self._respec(old, spec)
+            return True
         conn = Connection(
             spec,
             self.bus,
@@ -160,6 +168,7 @@ class Manager:
             rand=self._rand,
             tracing=self.tracing,
             secrets=self.secrets,
+            requests=self.requests,
         )
         if old is not None:
             self._retire(old, publish_removed=False)
@@ -184,6 +193,16 @@ class Manager:
         else:
             conn.disable()
         return True
+
+    def _respec(self, conn: Connection, spec: ConnectionSpec) -> None:
+        """Take a spec that differs only in what applies without a reconnect."""
+        old, conn.spec = conn.spec, spec
+        self.bus.publish(
+            SettingsChanged(name=spec.name, changed=changed_fields(old, spec))
+        )
+        upstream = conn.upstream
+        if old.roots != spec.roots and upstream is not None and self._tg is not None:
+            self._tg.start_soon(_tell_roots_changed, conn.name, upstream)
 
     def remove(self, name: str) -> bool:
         """Stop retrying, close gracefully, emit `removed`. Returns if it existed."""
@@ -322,7 +341,7 @@ class Manager:
             UnknownServer: No such connection.
             ServerUnavailable: Not connected within `hold`, or lost during the call.
             CallTimeout: No result within the timeout.
-            CallError: The server rejected the request.
+            CallError: The server rejected the request (`UpstreamError`).
         """
         attributes = None
         if self.tracing is not NO_TRACING:  # skip the work when nobody records
@@ -331,152 +350,125 @@ class Manager:
         # CLIENT span, current while the SDK sends: its own span and the
         # `traceparent` it puts into `params._meta` become our children.
         with self.tracing.span(f"tools/call {tool}", attributes, kind="client") as span:
-            return await self._call(
-                span, server, tool, arguments, call_timeout, meta, progress
-            )
+            conn = self._connection(server)
+            call_id = next(self._call_ids)
+            self.bus.publish(CallStarted(name=server, tool=tool, call_id=call_id))
+            started = time.monotonic()
 
-    async def _call(
-        self,
-        span: Span,
-        server: str,
-        tool: str,
-        arguments: Mapping[str, object] | None,
-        call_timeout: float | None,
-        meta: Mapping[str, object] | None,
-        progress: ProgressCallback | None,
-    ) -> CallResult:
-        conn = self._conns.get(server)
-        if conn is None:
-            known = ", ".join(sorted(self._conns)) or "none"
-            raise UnknownServer(f"no connection named {server!r} (declared: {known})")
-        call_id = next(self._call_ids)
-        self.bus.publish(CallStarted(name=server, tool=tool, call_id=call_id))
-        started = time.monotonic()
-        try:
-            upstream = await self._ready(conn)
-            _describe_session(span, upstream)
-            limit = call_timeout if call_timeout is not None else conn.spec.call_timeout
-            with anyio.fail_after(limit + CALL_DEADLINE_SLACK):
-                result = await upstream.call_tool(
-                    tool, arguments, limit, meta=meta, progress=progress
-                )
-        except BaseException as exc:
-            error = _call_error(exc, conn, tool, call_timeout, self.secrets)
-            if error is None:
+            def failed(error: str) -> None:
+                duration = time.monotonic() - started
                 self.bus.publish(
                     CallFailed(
                         name=server,
                         tool=tool,
-                        duration=time.monotonic() - started,
-                        error="cancelled",
+                        duration=duration,
+                        error=error,
                         call_id=call_id,
                     )
                 )
-                raise
+
+            async def send(upstream: Upstream, limit: float) -> CallResult:
+                return await upstream.call_tool(
+                    tool, arguments, limit, meta=meta, progress=progress
+                )
+
+            result = await self._request(
+                span, conn, tool, send, call_timeout, on_error=failed
+            )
+            if result.is_error:
+                span.set_attribute(ERROR_TYPE, "tool_error")  # MCP semconv
             self.bus.publish(
-                CallFailed(
+                CallFinished(
                     name=server,
                     tool=tool,
                     duration=time.monotonic() - started,
-                    error=str(error),
+                    is_error=result.is_error,
                     call_id=call_id,
                 )
             )
-            if error is exc:
+            return result
+
+    async def request(
+        self,
+        server: str,
+        method: str,
+        target: str,
+        send: Callable[[Upstream, float], Awaitable[T]],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the MCP request timeout
+    ) -> T:
+        """Any other request to `server`, on the call path: held like a call
+        while it reconnects, bounded, mapped to the same errors. Never retried.
+
+        Args:
+            server: Connection name.
+            method: The MCP method, for the span (`resources/read`).
+            target: What is asked, for the span and messages (a URI, a name).
+            send: Sends it on the live upstream within the given seconds.
+            timeout: Seconds (default: the spec's call_timeout).
+
+        Raises:
+            As `call`.
+        """
+        attributes = {SERVER: server, MCP_METHOD_NAME: method}
+        with self.tracing.span(
+            f"{method} {target}".strip(), attributes, kind="client"
+        ) as span:
+            conn = self._connection(server)
+            what = f"{method} {target}".strip()
+            return await self._request(span, conn, what, send, timeout)
+
+    def _connection(self, server: str) -> Connection:
+        conn = self._conns.get(server)
+        if conn is None:
+            known = ", ".join(sorted(self._conns)) or "none"
+            raise UnknownServer(f"no connection named {server!r} (declared: {known})")
+        return conn
+
+    async def _request(
+        self,
+        span: Span,
+        conn: Connection,
+        target: str,
+        send: Callable[[Upstream, float], Awaitable[T]],
+        timeout: float | None,  # noqa: ASYNC109 - the MCP request timeout
+        on_error: Callable[[str], None] | None = None,
+    ) -> T:
+        try:
+            upstream = await ready(conn, self._clock)
+            describe_session(span, upstream)
+            limit = timeout if timeout is not None else conn.spec.call_timeout
+            with anyio.fail_after(limit + CALL_DEADLINE_SLACK):
+                return await send(upstream, limit)
+        except BaseException as exc:
+            error = call_error(exc, conn, target, timeout, self.secrets)
+            if on_error is not None:
+                on_error("cancelled" if error is None else str(error))
+            if error is None or error is exc:
                 raise
             raise error from exc
-        if result.is_error:
-            span.set_attribute(ERROR_TYPE, "tool_error")  # MCP semconv
-        self.bus.publish(
-            CallFinished(
-                name=server,
-                tool=tool,
-                duration=time.monotonic() - started,
-                is_error=result.is_error,
-                call_id=call_id,
-            )
-        )
-        return result
-
-    async def _ready(self, conn: Connection) -> Upstream:
-        """The live upstream, waiting up to `hold` for a young outage."""
-        upstream = conn.upstream
-        if upstream is not None and conn.phase is Phase.CONNECTED:
-            return upstream
-        if conn.phase is Phase.DISABLED:
-            raise ServerUnavailable(
-                f"{conn.name} is disabled (enabled = false in the config)"
-            )
-        state = conn.state
-        now = self._clock()
-        young = (
-            state.outage_since is None
-            or now - state.outage_since <= HOLD_FAIL_FAST_FACTOR * conn.spec.hold
-        )
-        if young and conn.spec.hold > 0:
-            with anyio.move_on_after(conn.spec.hold):
-                await conn.wait_connected()
-            upstream = conn.upstream
-            if upstream is not None and conn.phase is Phase.CONNECTED:
-                return upstream
-        raise ServerUnavailable(unavailable_message(conn, self._clock()))
 
 
-def _describe_session(span: Span, upstream: Upstream) -> None:
-    """Session attributes of a call span (MCP semantic conventions)."""
-    info = upstream.info
-    if info.protocol:
-        span.set_attribute(MCP_PROTOCOL_VERSION, info.protocol)
-    if info.session_id:
-        span.set_attribute(MCP_SESSION_ID, info.session_id)
+_LIVE_FIELDS = frozenset({"exposure", "roots"})
+"""Spec fields that apply without a reconnect."""
 
 
-def unavailable_message(conn: Connection, now: float) -> str:
-    """Why a call cannot be made now: state, attempt, next retry, last error."""
-    state = conn.state
-    parts = [f"attempt {state.attempt}"]
-    if state.next_retry_at is not None:
-        parts.append(f"next retry in {max(0.0, state.next_retry_at - now):.1f} s")
-    if state.outage_since is not None:
-        parts.append(f"down for {now - state.outage_since:.1f} s")
-    text = f"{conn.name} is {state.phase.value} ({', '.join(parts)})"
-    if state.error:
-        text += f"; last error: {state.error}"
-    return text
+def _applies_live(old: ConnectionSpec, new: ConnectionSpec) -> bool:
+    """Whether `new` differs from `old` only in what needs no reconnect.
 
-
-def _call_error(
-    exc: BaseException,
-    conn: Connection,
-    tool: str,
-    timeout: float | None,
-    secrets: SecretRegistry,
-) -> BaseException | None:
-    """Map a failure of `Manager.call` to the error the caller sees (None: re-raise).
-
-    Its text is masked with `secrets`: it goes to the gateway's client, to Lua
-    and to the call span as it is.
+    Roots apply live only while there are some before and after: whether we
+    offer `roots` at all is declared in the handshake.
     """
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
-        return None
-    if isinstance(exc, CallError):
-        text = redact(str(exc), secrets)
-        return exc if text == str(exc) else type(exc)(text)
-    limit = timeout if timeout is not None else conn.spec.call_timeout
-    if isinstance(exc, ConnectTimeout | TimeoutError):
-        return CallTimeout(f"{conn.name}/{tool}: no result within {limit:g} s")
-    if isinstance(exc, Disconnected):
-        return ServerUnavailable(
-            f"{conn.name} disconnected during the call ({redact(str(exc), secrets)}); "
-            "the call was not retried"
-        )
-    if isinstance(exc, TransportError):
-        return ServerUnavailable(f"{conn.name}: {redact(str(exc), secrets)}")
-    if isinstance(exc, Exception):
-        return CallError(
-            f"{conn.name}/{tool}: {redact(str(exc), secrets) or type(exc).__name__}"
-        )
-    return None
+    changed = set(changed_fields(old, new))
+    return changed <= _LIVE_FIELDS and bool(old.roots) == bool(new.roots)
+
+
+async def _tell_roots_changed(name: str, upstream: Upstream) -> None:
+    try:
+        with anyio.fail_after(ROOTS_NOTIFY_TIMEOUT):
+            await upstream.notify_roots_changed()
+    except (TransportError, TimeoutError) as exc:  # the session's own watch sees it
+        logger.debug("%s: roots/list_changed not sent: %s", name, exc)
 
 
 def connection_status(conn: Connection, now: float) -> ConnectionStatus:

@@ -33,12 +33,14 @@ The `gateway` package is the only one that imports the server side of the SDK.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import Server, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
@@ -47,7 +49,7 @@ from mcp.server.subscriptions import (
     ListenHandler,
     ToolsListChanged,
 )
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import INVALID_PARAMS
 
 from .. import __version__
@@ -56,11 +58,12 @@ from ..core.errors import (
     ServerUnavailable,
     UnknownServer,
 )
-from ..core.events import Event
+from ..core.events import Connected, Event, ResourceUpdated, ServerLog
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..transport.base import ProgressCallback
-from .names import SEPARATOR, ToolTable, build_tool_table
+from .features import Features
+from .names import SEPARATOR, NameSource, ToolTable, build_name_table
 from .options import EndpointOptions
 from .peers import ListChangedServer, Peers
 
@@ -87,6 +90,10 @@ STARTUP_LIST_WAIT = 5.0
 """Seconds after start during which `tools/list` waits for connections still on
 their first attempt, so a client that lists once at startup sees their tools."""
 
+NOTICE_QUEUE = 1000
+"""Upstream notices (resource updates, log messages) waiting to be passed on;
+beyond it they are dropped and counted (`notices_dropped`)."""
+
 SESSION_IDLE_TIMEOUT = 30 * 60.0
 """Seconds without a request after which an HTTP session is forgotten (the SDK
 closes it after the same time)."""
@@ -102,12 +109,31 @@ _TABLE_EVENTS = frozenset(
         "connected",
         "connect_failed",
         "tools_changed",
+        "catalog_changed",
+        "settings_changed",
         "removed",
         "config_loaded",
         "lagged",
     }
 )
 """Event kinds after which the tool table (or first-attempt state) may differ."""
+
+
+class _UnionServer(ListChangedServer):
+    """Advertises the union of what the upstreams offer: a capability (prompts,
+    resources, logging, completions) no upstream has is left out."""
+
+    offered: Callable[[], set[str]] = staticmethod(lambda: set())
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        caps = super().get_capabilities(*args, **kwargs)
+        offered = self.offered()
+        updates = {
+            field: None
+            for field in ("prompts", "resources", "logging", "completions")
+            if field not in offered
+        }
+        return caps.model_copy(update=updates) if updates else caps
 
 
 def _text_error(
@@ -183,20 +209,40 @@ class Gateway:
         self._reported: set[str] = set()
         self._peers = Peers(idle_timeout=SESSION_IDLE_TIMEOUT)
         self._subscriptions = InMemorySubscriptionBus()
+        self._notices: MemoryObjectSendStream[Event] | None = None
+        self.notices_dropped = 0
         self._http: HttpEndpoint | None = None
         self._scope: anyio.CancelScope | None = None
-        self.server: Server[dict[str, Any]] = ListChangedServer(
-            "mcp-manager",
-            version=__version__,
-            instructions=(
-                "Tools of the MCP servers that mcp-manager keeps connected, named "
-                "SERVER__TOOL. A server that is restarting keeps its tools listed; "
-                "a call to it waits briefly for it, then fails with its status."
-            ),
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_subscriptions_listen=ListenHandler(self._subscriptions),
-        )
+        self.features = Features(manager)
+        features = self.features
+        with warnings.catch_warnings():
+            # Logging is deprecated as of 2026-07-28 (SEP-2577); the upstreams and
+            # clients we carry still speak the handshake era, where it is not.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server: Server[dict[str, Any]] = _UnionServer(
+                "mcp-manager",
+                version=__version__,
+                instructions=(
+                    "Tools, prompts and resources of the MCP servers that "
+                    "mcp-manager keeps connected; tools and prompts are named "
+                    "PREFIX__NAME. A server that is restarting keeps its lists; a "
+                    "request to it waits briefly for it, then fails with its status."
+                ),
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_list_prompts=features.list_prompts,
+                on_get_prompt=features.get_prompt,
+                on_list_resources=features.list_resources,
+                on_list_resource_templates=features.list_templates,
+                on_read_resource=features.read_resource,
+                on_subscribe_resource=features.subscribe,
+                on_unsubscribe_resource=features.unsubscribe,
+                on_completion=features.complete,
+                on_set_logging_level=features.set_level,
+                on_subscriptions_listen=ListenHandler(self._subscriptions),
+            )
+        assert isinstance(self.server, _UnionServer)
+        self.server.offered = self._offered
         self.server.middleware.append(self._peers.track)
 
     @property
@@ -269,33 +315,80 @@ class Gateway:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Rebuild the table after relevant events and notify sessions (forever)."""
+        """Rebuild the tables after relevant events and notify sessions, and pass
+        upstream notifications (resource updates, log messages) on (forever)."""
+        notices, notices_out = anyio.create_memory_object_stream[Event](NOTICE_QUEUE)
+        self._notices = notices
         remove = self._bus.add_listener(self._on_event)
         try:
             self._settle_until = anyio.current_time() + self._list_wait
             self._refresh()
-            task_status.started()
-            while True:
-                await self._dirty.wait()
-                await anyio.sleep(self._debounce)
-                self._dirty = anyio.Event()
-                if self._refresh():
-                    await self.notify_tools_changed()
+            async with anyio.create_task_group() as tg, notices, notices_out:
+                tg.start_soon(self._pass_notifications, notices_out)
+                task_status.started()
+                while True:
+                    await self._dirty.wait()
+                    await anyio.sleep(self._debounce)
+                    self._dirty = anyio.Event()
+                    tools, prompts, resources = self._refresh_all()
+                    if tools:
+                        await self.notify_tools_changed()
+                    if prompts:
+                        await self._peers.notify_prompts_changed()
+                    if resources:
+                        await self._peers.notify_resources_changed()
         finally:
+            self._notices = None
             remove()
 
     def _on_event(self, event: Event) -> None:
         # A bus listener, not a subscription: it runs on every publish (two per
-        # tool call), so it only filters and flags; the rebuild runs in `run`.
+        # tool call), so it only filters and flags; the work runs in `run`.
         if event.kind in _TABLE_EVENTS:
             self._dirty.set()
         if event.kind in ("config_loaded", "config_error"):
             self._config_pending = False
+        if self._notices is not None and isinstance(
+            event, ResourceUpdated | ServerLog | Connected
+        ):
+            try:
+                self._notices.send_nowait(event)
+            except (anyio.WouldBlock, anyio.ClosedResourceError):
+                self.notices_dropped += 1  # counted; a slow client loses notices
+
+    async def _pass_notifications(
+        self, notices: MemoryObjectReceiveStream[Event]
+    ) -> None:
+        features = self.features
+        async for event in notices:
+            match event:
+                case ResourceUpdated():
+                    await features.resource_updated(event.name, event.uri)
+                case ServerLog():
+                    await features.log_message(
+                        event.name, event.level, event.logger, event.data
+                    )
+                case Connected():
+                    await features.resubscribe(event.name)
+
+    def _refresh_all(self) -> tuple[bool, bool, bool]:
+        tools = self._refresh()
+        prompts, resources = self.features.rebuild()
+        for problem in self.features.problems():
+            if problem not in self._reported:
+                self._reported.add(problem)
+                logger.warning("gateway: %s", problem)
+        return tools, prompts, resources
 
     def _refresh(self) -> bool:
-        """Rebuild the table from the manager. Returns whether the tools changed."""
-        table = build_tool_table(
-            (conn.name, conn.tools) for conn in self.manager.connections()
+        """Rebuild the tool table from the manager. Returns whether it changed."""
+        table = build_name_table(
+            (
+                NameSource(c.name, c.spec.prefix, c.tools, c.spec.exposure.tools)
+                for c in self.manager.connections()
+            ),
+            types.Tool,
+            "tool",
         )
         for problem in table.problems:
             if problem not in self._reported:
@@ -317,6 +410,7 @@ class Gateway:
     def forget_session(self, key: str) -> None:
         """Stop notifying a downstream session (it was closed)."""
         self._peers.forget(key)
+        self.features.forget(key)
 
     @property
     def sessions(self) -> int:
@@ -355,23 +449,26 @@ class Gateway:
         else:
             # Not (yet) in the table: a declared server that has not listed its
             # tools yet (first attempt, or a change not rebuilt yet) still gets
-            # the call, with the usual hold; anything else is unknown.
-            server, sep, tool = name.partition(SEPARATOR)
-            if not sep or server not in self.manager.specs:
+            # the call, with the usual hold; anything else (a hidden tool too)
+            # is unknown.
+            found = self._unlisted_route(name)
+            if found is None:
                 raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
+            server, tool = found
         progress = None
         if ctx.meta is not None:
             token = ctx.meta.get("progress_token")
             if isinstance(token, str | int):
                 progress = _progress_forwarder(ctx.session, token)
         try:
-            result = await self.manager.call(
-                server,
-                tool,
-                params.arguments,
-                meta=_forwarded_meta(ctx.params),
-                progress=progress,
-            )
+            with self.features.waiting(server, ctx):
+                result = await self.manager.call(
+                    server,
+                    tool,
+                    params.arguments,
+                    meta=_forwarded_meta(ctx.params),
+                    progress=progress,
+                )
         except (ServerUnavailable, UnknownServer) as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))
         except CallError as exc:
@@ -386,11 +483,43 @@ class Gateway:
             return raw
         return types.CallToolResult.model_validate(result.data, by_name=False)
 
+    def _offered(self) -> set[str]:
+        """Capabilities some upstream offers (all while one is on its first try:
+        what it will offer is not known yet)."""
+        out: set[str] = set()
+        for conn in self.manager.connections():
+            upstream = conn.upstream
+            if upstream is None:
+                if conn.phase == "connecting":
+                    return {"prompts", "resources", "logging", "completions"}
+                if conn.catalog.prompts:
+                    out.add("prompts")
+                if conn.catalog.resources or conn.catalog.templates:
+                    out.add("resources")
+                continue
+            out.update(upstream.info.capabilities)
+        return out
+
+    def _unlisted_route(self, name: str) -> tuple[str, str] | None:
+        """(server, tool) for a name the table does not show: the server whose
+        prefix it carries (or the one bridge, prefix "") gets it and answers
+        for itself, unless its filter hides that tool."""
+        prefix, sep, rest = name.partition(SEPARATOR)
+        conns = self.manager.connections()
+        owners = [c for c in conns if sep and c.spec.prefix == prefix]
+        tool = rest
+        if not owners:
+            owners = [c for c in conns if c.spec.prefix == ""]
+            tool = name
+        if len(owners) != 1 or not owners[0].spec.exposure.tools.allows(tool):
+            return None
+        return owners[0].name, tool
+
     def _unknown_tool(self, name: str) -> str:
         servers = ", ".join(sorted(self.manager.specs)) or "none"
         return (
             f"unknown tool {name!r}: mcp-manager exposes tools as "
-            f"SERVER{SEPARATOR}TOOL (servers: {servers}); list the tools again"
+            f"PREFIX{SEPARATOR}TOOL (servers: {servers}); list the tools again"
         )
 
     def _status_meta(self, server: str) -> dict[str, object] | None:

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ..core.spec import ConnectionSpec
 
 __all__ = [
+    "CATALOG_KINDS",
     "CallResult",
+    "Catalog",
     "EXIT_CODE_WAIT",
     "Hooks",
+    "ServerRequestHandler",
     "LossReport",
     "ProgressCallback",
     "ServerInfo",
@@ -55,6 +58,31 @@ class ToolInfo:
     raw: Mapping[str, object]
 
 
+CATALOG_KINDS = ("prompts", "resources", "templates")
+"""What an upstream lists besides tools. `templates` are resource templates;
+they change with `resources` (there is no list_changed of their own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """An upstream's prompts, resources and resource templates, as listed.
+
+    Each item is its JSON-ready definition (camelCase keys, as on the wire): the
+    gateway re-validates what it exposes, and nothing below it reads more than
+    `name`, `uri` or `uriTemplate`. A kind the server does not offer is empty.
+    """
+
+    prompts: tuple[Mapping[str, object], ...] = ()
+    resources: tuple[Mapping[str, object], ...] = ()
+    templates: tuple[Mapping[str, object], ...] = ()
+
+    def names(self, kind: str) -> tuple[str, ...]:
+        """The names (prompts) or URIs (resources, templates) of one kind, sorted."""
+        key = {"prompts": "name", "resources": "uri", "templates": "uriTemplate"}[kind]
+        items: tuple[Mapping[str, object], ...] = getattr(self, kind)
+        return tuple(sorted(str(item.get(key, "")) for item in items))
+
+
 @dataclass(frozen=True, slots=True)
 class CallResult:
     """A tool call's result.
@@ -72,12 +100,17 @@ class CallResult:
 
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
-    """What the server told us in `initialize`."""
+    """What the server told us in `initialize`.
+
+    `capabilities` is its `ServerCapabilities` in wire form (`{"prompts":
+    {"listChanged": true}, "logging": {}, ...}`).
+    """
 
     name: str
     version: str
     protocol: str
     session_id: str | None = None
+    capabilities: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,19 +122,48 @@ class LossReport:
     error_type: str = "Disconnected"
 
 
+class ServerRequestHandler(Protocol):
+    """Answers a request the server sends us (`sampling/createMessage`,
+    `elicitation/create`, `roots/list`).
+
+    `params` and the return value are the SDK's objects (opaque below the
+    gateway); return the SDK's `ErrorData` to refuse.
+    """
+
+    async def __call__(self, method: str, params: Any) -> Any: ...
+
+
+async def _refuse(method: str, params: Any) -> Any:
+    raise NotImplementedError(method)
+
+
 @dataclass(slots=True)
 class Hooks:
-    """Callbacks from the transport to its connection. All synchronous.
+    """Callbacks from the transport to its connection.
 
     Attributes:
         on_spawn: A stdio server process started (pid).
         on_stderr: A line the server wrote to stderr (or a note about bad stdout).
         on_tools_changed: The server sent `notifications/tools/list_changed`.
+        on_list_changed: The server sent `notifications/prompts/list_changed`
+            (`"prompts"`) or `notifications/resources/list_changed`
+            (`"resources"`).
+        on_resource_updated: `notifications/resources/updated` for a URI.
+        on_log: `notifications/message`: level, logger (or None) and data.
+        on_request: Answers the server's sampling and elicitation requests
+            (async; the others are synchronous).
+        roots: The connection's declared roots, read when `roots/list` comes
+            (None: we do not offer roots).
     """
 
     on_spawn: Callable[[int], None] = lambda pid: None
     on_stderr: Callable[[str], None] = lambda line: None
     on_tools_changed: Callable[[], None] = lambda: None
+    on_list_changed: Callable[[str], None] = lambda kind: None
+    on_resource_updated: Callable[[str], None] = lambda uri: None
+    on_log: Callable[[str, str | None, object], None] = lambda level, log, data: None
+    on_request: ServerRequestHandler = _refuse
+    roots: Callable[[], tuple[str, ...]] | None = None
 
 
 class Upstream(Protocol):
@@ -130,6 +192,41 @@ class Upstream(Protocol):
         """
         ...
 
+    @property
+    def catalog(self) -> Catalog:
+        """Prompts, resources and templates, as listed at connect time or by
+        the last `list_catalog()`."""
+        ...
+
+    async def list_catalog(self, kinds: tuple[str, ...] = CATALOG_KINDS) -> Catalog:
+        """List `kinds` again (every page), as far as the server offers them.
+
+        Raises:
+            TransportError: The session failed.
+        """
+        ...
+
+    async def send(
+        self,
+        request: Any,
+        result_type: Any,
+        limit: float,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> Any:
+        """Send any request (an SDK request object) and return its typed result.
+
+        The gateway forwards what a downstream client asked (prompts/get,
+        resources/read, completion/complete, ...) through this one door.
+
+        Raises:
+            UpstreamError: The server answered with a JSON-RPC error (its code
+                and message are kept, to pass on).
+            TransportError: The session failed, or no answer within `limit`
+                (`ConnectTimeout`).
+        """
+        ...
+
     async def call_tool(
         self,
         name: str,
@@ -152,6 +249,10 @@ class Upstream(Protocol):
             TransportError: Disconnected (the session died) or ConnectTimeout-like
                 failures; `MCPError`s from the server are mapped too.
         """
+        ...
+
+    async def notify_roots_changed(self) -> None:
+        """Send `notifications/roots/list_changed` (the declared roots changed)."""
         ...
 
     async def ping(self, limit: float) -> None:

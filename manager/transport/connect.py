@@ -35,6 +35,7 @@ from .base import Hooks, Upstream
 from .errors import describe_error, flatten, map_failure
 from .http import open_http_streams, open_sse_streams
 from .probe import tcp_precheck
+from .requests import server_request_callbacks
 from .session import (
     EOF_REPORT,
     EofSignalingReadStream,
@@ -140,6 +141,7 @@ class McpTransport:
                         client_info=types.Implementation(
                             name=CLIENT_NAME, version=__version__
                         ),
+                        **server_request_callbacks(hooks),
                     )
                     async with session:
                         upstream = await handshake(

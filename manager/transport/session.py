@@ -6,6 +6,7 @@ stdio start); `McpSession` makes calls, pings and notices the end.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -22,16 +23,18 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
 from ..core.errors import (
-    CallError,
     ConnectFailed,
     ConnectTimeout,
     Disconnected,
     TransportError,
+    UpstreamError,
 )
 from ..core.spec import ConnectionSpec
 from .base import (
+    CATALOG_KINDS,
     EXIT_CODE_WAIT,
     CallResult,
+    Catalog,
     Hooks,
     LossReport,
     ProgressCallback,
@@ -78,6 +81,7 @@ class McpSession:
         self._pid = pid
         self._sentinel = sentinel
         self._tools: tuple[ToolInfo, ...] = ()
+        self._catalog = Catalog()
 
     @property
     def info(self) -> ServerInfo:
@@ -112,6 +116,76 @@ class McpSession:
         self._tools = tuple(tools)
         return self._tools
 
+    @property
+    def catalog(self) -> Catalog:
+        return self._catalog
+
+    async def list_catalog(self, kinds: tuple[str, ...] = CATALOG_KINDS) -> Catalog:
+        offered = self._info.capabilities
+        found: dict[str, tuple[Mapping[str, object], ...]] = {}
+        for kind in kinds:
+            capability = "prompts" if kind == "prompts" else "resources"
+            if capability not in offered:
+                found[kind] = ()
+                continue
+            try:
+                found[kind] = await self._list_all(kind)
+            except MCPError as exc:
+                if is_session_lost(exc):
+                    raise self._mapped(exc, f"{_LISTS[kind][0]}") from exc
+                # A server may advertise a capability and still refuse the
+                # list (a half-built server): it offers nothing of that kind.
+                logger.debug("%s refused: %s", _LISTS[kind][0], exc.message)
+                found[kind] = ()
+        self._catalog = dataclasses.replace(self._catalog, **found)
+        return self._catalog
+
+    async def _list_all(self, kind: str) -> tuple[Mapping[str, object], ...]:
+        method, request_type, attr = _LISTS[kind]
+        items: list[Mapping[str, object]] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOL_PAGES):
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await self._session.send_request(
+                request_type(params=params), _RESULTS[kind]
+            )
+            items.extend(
+                item.model_dump(by_alias=True, mode="json", exclude_none=True)
+                for item in getattr(page, attr)
+            )
+            cursor = page.next_cursor
+            if not cursor:
+                return tuple(items)
+        raise ConnectFailed(
+            f"{method} returned more than {MAX_TOOL_PAGES} pages; "
+            "the server's cursor never ends"
+        )
+
+    async def send(
+        self,
+        request: Any,
+        result_type: Any,
+        limit: float,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> Any:
+        method = str(getattr(request, "method", "request"))
+        if self._lost.is_set:
+            raise Disconnected(f"session closed: {self._lost.report.reason}")
+        try:
+            return await self._session.send_request(
+                request,
+                result_type,
+                request_read_timeout_seconds=limit,
+                progress_callback=progress,
+            )
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise ConnectTimeout(f"{method} timed out after {limit:g} s") from exc
+            if is_session_lost(exc):
+                raise self._mapped(exc, method) from exc
+            raise UpstreamError(exc.message, code=exc.code) from exc
+
     async def call_tool(
         self,
         name: str,
@@ -138,12 +212,19 @@ class McpSession:
                 ) from exc
             if is_session_lost(exc):
                 raise self._mapped(exc, f"tools/call {name}") from exc
-            raise CallError(
+            raise UpstreamError(
                 f"tools/call {name} rejected by the server: {exc.message} "
-                f"(MCP error {exc.code})"
+                f"(MCP error {exc.code})",
+                code=exc.code,
             ) from exc
         data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return CallResult(is_error=bool(result.is_error), data=data, raw=result)
+
+    async def notify_roots_changed(self) -> None:
+        try:
+            await self._session.send_roots_list_changed()
+        except MCPError as exc:
+            raise self._mapped(exc, "notifications/roots/list_changed") from exc
 
     async def ping(self, limit: float) -> None:
         try:
@@ -185,6 +266,24 @@ class McpSession:
             reason = self._lost.report.reason if self._lost.is_set else exc.message
             return Disconnected(f"{what}: {reason}")
         return ConnectFailed(f"{what}: {describe_error(exc)}")
+
+
+_LISTS: dict[str, tuple[str, Any, str]] = {
+    "prompts": ("prompts/list", types.ListPromptsRequest, "prompts"),
+    "resources": ("resources/list", types.ListResourcesRequest, "resources"),
+    "templates": (
+        "resources/templates/list",
+        types.ListResourceTemplatesRequest,
+        "resource_templates",
+    ),
+}
+"""Catalog kind -> (method, request type, attribute of the result page)."""
+
+_RESULTS: dict[str, Any] = {
+    "prompts": types.ListPromptsResult,
+    "resources": types.ListResourcesResult,
+    "templates": types.ListResourceTemplatesResult,
+}
 
 
 def _tool_info(tool: types.Tool) -> ToolInfo:
@@ -282,6 +381,12 @@ def message_handler(name: str, hooks: Hooks) -> MessageHandlerFnT:
     async def on_message(message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             hooks.on_tools_changed()
+        elif isinstance(message, types.PromptListChangedNotification):
+            hooks.on_list_changed("prompts")
+        elif isinstance(message, types.ResourceListChangedNotification):
+            hooks.on_list_changed("resources")
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            hooks.on_resource_updated(str(message.params.uri))
         elif isinstance(message, Exception):
             logger.debug("%s: transport reported %s", name, describe_error(message))
 
@@ -297,7 +402,8 @@ async def handshake(
     deadline: float,
     slot: Slot | None = None,
 ) -> McpSession:
-    """initialize + list all tools before `deadline`; errors mapped and explained.
+    """initialize + list all tools, prompts, resources and templates before
+    `deadline`; errors mapped and explained.
 
     A stdio server's start is paced (`starts.pace_start`): its slot is given back
     once it idles, and the deadline moves out while it is still busy.
@@ -315,6 +421,9 @@ async def handshake(
                     version=init.server_info.version,
                     protocol=str(init.protocol_version),
                     session_id=getattr(write, "session_id", None),
+                    capabilities=init.capabilities.model_dump(
+                        by_alias=True, mode="json", exclude_none=True
+                    ),
                 )
                 sentinel = None
                 if spec.transport == "http":  # SSE and stdio see their end already
@@ -322,6 +431,7 @@ async def handshake(
                     sentinel = TcpSentinel(host, port)
                 upstream = McpSession(session, info, lost, pid, sentinel)
                 await upstream.list_tools()
+                await upstream.list_catalog()
             pacing.cancel_scope.cancel()
         if scope.cancelled_caught:
             raise TimeoutError
@@ -330,7 +440,7 @@ async def handshake(
         took = anyio.current_time() - (deadline - spec.connect_timeout)
         message = (
             f"no complete handshake within connect_timeout {spec.connect_timeout:g} s "
-            "(initialize + tools/list)"
+            "(initialize + tools/list and the other lists)"
         )
         if took > spec.connect_timeout + 0.5:
             message += f"; given {took:.0f} s in all while the server was busy"

@@ -1,0 +1,140 @@
+"""The call path: holding for a reconnecting server, deadlines, and the errors a
+caller sees. One path for every request that goes upstream (tools/call,
+prompts/get, resources/read, completion/complete, subscriptions, ...).
+
+A connected server is used at once; a reconnecting one is waited for up to its
+`hold`, unless its outage is already old (`HOLD_FAIL_FAST_FACTOR` holds), then
+the request fails at once with what is known (state, attempt, next retry, last
+error). A request is never retried: the caller decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+
+from ..core.errors import (
+    CallError,
+    CallTimeout,
+    ConnectTimeout,
+    Disconnected,
+    ServerUnavailable,
+    TransportError,
+    UpstreamError,
+)
+from ..core.redact import SecretRegistry, redact
+from ..core.state import Phase
+from ..transport.base import Upstream
+from .connection import Connection
+from .tracing import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Span
+
+__all__ = [
+    "CALL_DEADLINE_SLACK",
+    "HOLD_FAIL_FAST_FACTOR",
+    "call_error",
+    "describe_session",
+    "ready",
+    "unavailable_message",
+]
+
+HOLD_FAIL_FAST_FACTOR = 3.0
+"""An outage older than this many `hold`s fails calls at once instead of holding."""
+
+CALL_DEADLINE_SLACK = 1.0
+"""Seconds added to a call's timeout for our outer deadline (the SDK's fires first)."""
+
+
+async def ready(conn: Connection, clock: Callable[[], float]) -> Upstream:
+    """The live upstream, waiting up to `hold` for a young outage.
+
+    Raises:
+        ServerUnavailable: Disabled, or not connected within `hold` (or at
+            once when the outage is old), with the state in the message.
+    """
+    upstream = conn.upstream
+    if upstream is not None and conn.phase is Phase.CONNECTED:
+        return upstream
+    if conn.phase is Phase.DISABLED:
+        raise ServerUnavailable(
+            f"{conn.name} is disabled (enabled = false in the config)"
+        )
+    state = conn.state
+    young = (
+        state.outage_since is None
+        or clock() - state.outage_since <= HOLD_FAIL_FAST_FACTOR * conn.spec.hold
+    )
+    if young and conn.spec.hold > 0:
+        with anyio.move_on_after(conn.spec.hold):
+            await conn.wait_connected()
+        upstream = conn.upstream
+        if upstream is not None and conn.phase is Phase.CONNECTED:
+            return upstream
+    raise ServerUnavailable(unavailable_message(conn, clock()))
+
+
+def describe_session(span: Span, upstream: Upstream) -> None:
+    """Session attributes of a call span (MCP semantic conventions)."""
+    info = upstream.info
+    if info.protocol:
+        span.set_attribute(MCP_PROTOCOL_VERSION, info.protocol)
+    if info.session_id:
+        span.set_attribute(MCP_SESSION_ID, info.session_id)
+
+
+def unavailable_message(conn: Connection, now: float) -> str:
+    """Why a call cannot be made now: state, attempt, next retry, last error."""
+    state = conn.state
+    parts = [f"attempt {state.attempt}"]
+    if state.next_retry_at is not None:
+        parts.append(f"next retry in {max(0.0, state.next_retry_at - now):.1f} s")
+    if state.outage_since is not None:
+        parts.append(f"down for {now - state.outage_since:.1f} s")
+    text = f"{conn.name} is {state.phase.value} ({', '.join(parts)})"
+    if state.error:
+        text += f"; last error: {state.error}"
+    return text
+
+
+def call_error(
+    exc: BaseException,
+    conn: Connection,
+    target: str,
+    timeout: float | None,
+    secrets: SecretRegistry,
+) -> BaseException | None:
+    """Map a failure of a request to the error the caller sees (None: re-raise).
+
+    Args:
+        exc: What the request raised.
+        conn: The connection it went to.
+        target: What was asked, for messages (a tool name, `resources/read
+            file:///x`).
+        timeout: The request's timeout (None: the spec's call_timeout).
+        secrets: Masked in the text, which goes to the gateway's client, to
+            Lua and to the call span as it is.
+    """
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return None
+    if isinstance(exc, CallError):
+        text = redact(str(exc), secrets)
+        if text == str(exc):
+            return exc
+        if isinstance(exc, UpstreamError):
+            return UpstreamError(text, code=exc.code)
+        return type(exc)(text)
+    limit = timeout if timeout is not None else conn.spec.call_timeout
+    if isinstance(exc, ConnectTimeout | TimeoutError):
+        return CallTimeout(f"{conn.name}/{target}: no result within {limit:g} s")
+    if isinstance(exc, Disconnected):
+        return ServerUnavailable(
+            f"{conn.name} disconnected during the call ({redact(str(exc), secrets)}); "
+            "the call was not retried"
+        )
+    if isinstance(exc, TransportError):
+        return ServerUnavailable(f"{conn.name}: {redact(str(exc), secrets)}")
+    if isinstance(exc, Exception):
+        return CallError(
+            f"{conn.name}/{target}: {redact(str(exc), secrets) or type(exc).__name__}"
+        )
+    return None

@@ -1,0 +1,480 @@
+"""Everything MCP besides tools, through the endpoint: prompts, resources,
+completion, logging, subscriptions, and the requests upstreams send back.
+
+`Features` holds the prompt and resource tables (rebuilt with the tool table),
+the downstream subscriptions and log levels, and which downstream request is
+waiting on which upstream; `Gateway` registers its handlers on the SDK server.
+
+Requests from an upstream (`sampling/createMessage`, `elicitation/create`) go
+to the downstream session whose request that upstream is serving, related to
+that request (over HTTP they travel on its response stream). When requests
+from two sessions are in flight to the same upstream, an upstream request
+cannot be told apart over stdio or SSE (the protocol carries no link on the
+client side), so it is refused with a clear error rather than guessed: never
+to another client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server import ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST
+
+from ..core.errors import CallError, UpstreamError
+from ..engine.manager import Manager
+from ..transport.base import Upstream
+from .catalog import CatalogSource, ResourceTable, build_resource_table
+from .names import NameSource, ToolTable, build_name_table
+from .peers import session_key
+
+__all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
+
+logger = logging.getLogger("manager.gateway")
+
+RESOURCE_NOT_FOUND = -32002
+"""JSON-RPC error code for an unknown resource URI (MCP spec)."""
+
+LOG_LEVELS = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+"""MCP log levels, least severe first."""
+
+NOTIFY_TIMEOUT = 1.0
+"""Seconds one downstream session may take to accept a notification."""
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A downstream request an upstream is serving now."""
+
+    key: str
+    ctx: ServerRequestContext[Any, Any]
+
+
+@dataclass(slots=True)
+class _Subscriber:
+    session: ServerSession
+    uris: set[str] = field(default_factory=set)
+
+
+class Features:
+    """Prompts, resources, completion, logging and upstream requests.
+
+    Args:
+        manager: The connections.
+    """
+
+    def __init__(self, manager: Manager) -> None:
+        self.manager = manager
+        self.prompts = ToolTable()
+        self.resources = ResourceTable()
+        self._seen: dict[str, str] = {}  # URIs seen in results -> server
+        self._waiting: dict[str, list[_Waiting]] = {}
+        self._subscribers: dict[str, _Subscriber] = {}
+        self._upstream_subs: dict[tuple[str, str], int] = {}
+        self._levels: dict[str, str] = {}
+        self._log_sessions: dict[str, ServerSession] = {}
+        manager.requests.handler = self.upstream_request
+
+    # --- tables -----------------------------------------------------------------
+
+    def rebuild(self) -> tuple[bool, bool]:
+        """Rebuild the prompt and resource tables; which of them changed."""
+        conns = self.manager.connections()
+        prompts = build_name_table(
+            (
+                NameSource(
+                    c.name, c.spec.prefix, c.catalog.prompts, c.spec.exposure.prompts
+                )
+                for c in conns
+            ),
+            types.Prompt,
+            "prompt",
+        )
+        resources = build_resource_table(
+            CatalogSource(
+                c.name,
+                c.catalog.resources,
+                c.catalog.templates,
+                c.spec.exposure.resources,
+            )
+            for c in conns
+        )
+        prompts_changed = prompts.tools != self.prompts.tools
+        resources_changed = (resources.resources, resources.templates) != (
+            self.resources.resources,
+            self.resources.templates,
+        )
+        self.prompts, self.resources = prompts, resources
+        return prompts_changed, resources_changed
+
+    def problems(self) -> tuple[str, ...]:
+        """Renames and left-out items of the last rebuild."""
+        return (*self.prompts.problems, *self.resources.problems)
+
+    # --- forwarding -------------------------------------------------------------
+
+    async def forward(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        server: str,
+        method: str,
+        target: str,
+        send: Callable[[Upstream, float], Awaitable[Any]],
+    ) -> Any:
+        """Send a request upstream on the call path (held, bounded), with the
+        downstream request recorded as waiting on `server` meanwhile; an
+        upstream error reaches the client with the upstream's own code."""
+        try:
+            with self.waiting(server, ctx):
+                return await self.manager.request(server, method, target, send)
+        except UpstreamError as exc:
+            raise MCPError(exc.code, str(exc)) from None
+        except CallError as exc:
+            raise MCPError(INVALID_REQUEST, str(exc)) from None
+
+    @contextlib.contextmanager
+    def waiting(
+        self, server: str, ctx: ServerRequestContext[Any, Any]
+    ) -> Iterator[None]:
+        """Record `ctx` as waiting on `server` (a tool call, for upstream requests)."""
+        item = _Waiting(session_key(ctx), ctx)
+        self._waiting.setdefault(server, []).append(item)
+        try:
+            yield
+        finally:
+            self._waiting[server].remove(item)
+
+    # --- requests from upstreams ---------------------------------------------------
+
+    async def upstream_request(self, server: str, method: str, params: Any) -> Any:
+        """Route `sampling/createMessage` or `elicitation/create` from `server`
+        to the downstream session whose request it is serving."""
+        waiting = self._waiting.get(server, [])
+        keys = {w.key for w in waiting}
+        if not keys:
+            return types.ErrorData(
+                code=INVALID_REQUEST,
+                message=f"{method} from {server}: no client request to {server} is in "
+                "progress through mcp-manager, so there is nobody to ask",
+            )
+        if len(keys) > 1:
+            return types.ErrorData(
+                code=INVALID_REQUEST,
+                message=f"{method} from {server}: requests of {len(keys)} clients are "
+                "in progress and the protocol does not say which one this is for; "
+                "refused rather than sent to the wrong client",
+            )
+        ctx = waiting[0].ctx
+        caps = ctx.session.client_capabilities
+        wanted = "sampling" if method == "sampling/createMessage" else "elicitation"
+        if caps is None or getattr(caps, wanted) is None:
+            return types.ErrorData(
+                code=INVALID_REQUEST,
+                message=f"{method} from {server}: the client connected through "
+                f"mcp-manager did not declare the {wanted} capability",
+            )
+        # On the request's own channel where it has one (stdio, SSE, HTTP with
+        # streamed responses); else (our HTTP endpoint answers with plain JSON)
+        # on the session's standalone stream, where the client takes it too.
+        related = (
+            ServerMessageMetadata(related_request_id=ctx.request_id)
+            if ctx.session.can_send_request
+            else None
+        )
+        request: Any
+        if method == "sampling/createMessage":
+            request = types.CreateMessageRequest(params=params)
+            result_type: Any = types.CreateMessageResult
+        else:
+            request = types.ElicitRequest(params=params)
+            result_type = types.ElicitResult
+        try:
+            return await ctx.session.send_request(
+                request, result_type, metadata=related
+            )
+        except MCPError as exc:
+            return types.ErrorData(code=exc.code, message=exc.message)
+
+    # --- prompts ----------------------------------------------------------------
+
+    async def list_prompts(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.PaginatedRequestParams | None,
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=list(self.prompts.tools))
+
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        route = self.prompts.routes.get(params.name)
+        if route is None:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}")
+        request = types.GetPromptRequest(
+            params=types.GetPromptRequestParams(
+                name=route.tool, arguments=params.arguments
+            )
+        )
+
+        async def send(upstream: Upstream, limit: float) -> Any:
+            return await upstream.send(request, types.GetPromptResult, limit)
+
+        result: types.GetPromptResult = await self.forward(
+            ctx, route.server, "prompts/get", route.tool, send
+        )
+        return result
+
+    # --- resources --------------------------------------------------------------
+
+    async def list_resources(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.PaginatedRequestParams | None,
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=list(self.resources.resources))
+
+    async def list_templates(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.PaginatedRequestParams | None,
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=list(self.resources.templates)
+        )
+
+    def _owner(self, uri: str) -> tuple[str, str]:
+        route = self.resources.route(uri, self._seen)
+        if route is None:
+            raise MCPError(RESOURCE_NOT_FOUND, f"no connected server offers {uri!r}")
+        server, upstream_uri = route
+        conn = self.manager.connection(server)
+        if conn is not None and not conn.spec.exposure.resources.allows(upstream_uri):
+            raise MCPError(RESOURCE_NOT_FOUND, f"no connected server offers {uri!r}")
+        return route
+
+    async def read_resource(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.ReadResourceRequestParams,
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        server, upstream_uri = self._owner(uri)
+        request = types.ReadResourceRequest(
+            params=types.ReadResourceRequestParams(uri=upstream_uri)
+        )
+
+        async def send(upstream: Upstream, limit: float) -> Any:
+            return await upstream.send(request, types.ReadResourceResult, limit)
+
+        result: types.ReadResourceResult = await self.forward(
+            ctx, server, "resources/read", upstream_uri, send
+        )
+        for contents in result.contents:
+            self._seen.setdefault(str(contents.uri), server)
+            if str(contents.uri) == upstream_uri and uri != upstream_uri:
+                contents.uri = uri
+        return result
+
+    async def subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        uri = str(params.uri)
+        server, upstream_uri = self._owner(uri)
+        key = session_key(ctx)
+        subscriber = self._subscribers.setdefault(key, _Subscriber(ctx.session))
+        subscriber.session = ctx.session
+        if uri in subscriber.uris:
+            return types.EmptyResult()
+        count = self._upstream_subs.get((server, upstream_uri), 0)
+        if count == 0:
+            await self._upstream_subscribe(ctx, server, upstream_uri, subscribe=True)
+        self._upstream_subs[(server, upstream_uri)] = count + 1
+        subscriber.uris.add(uri)
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.UnsubscribeRequestParams,
+    ) -> types.EmptyResult:
+        uri = str(params.uri)
+        subscriber = self._subscribers.get(session_key(ctx))
+        if subscriber is None or uri not in subscriber.uris:
+            return types.EmptyResult()
+        subscriber.uris.discard(uri)
+        route = self.resources.route(uri, self._seen)
+        if route is not None:
+            count = self._upstream_subs.get(route, 0) - 1
+            if count <= 0:
+                self._upstream_subs.pop(route, None)
+                await self._upstream_subscribe(ctx, *route, subscribe=False)
+            else:
+                self._upstream_subs[route] = count
+        return types.EmptyResult()
+
+    async def _upstream_subscribe(
+        self,
+        ctx: ServerRequestContext[Any, Any] | None,
+        server: str,
+        uri: str,
+        *,
+        subscribe: bool,
+    ) -> None:
+        request: Any = (
+            types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+            if subscribe
+            else types.UnsubscribeRequest(
+                params=types.UnsubscribeRequestParams(uri=uri)
+            )
+        )
+        method = request.method
+
+        async def send(upstream: Upstream, limit: float) -> Any:
+            return await upstream.send(request, types.EmptyResult, limit)
+
+        if ctx is not None:
+            await self.forward(ctx, server, method, uri, send)
+        else:
+            await self.manager.request(server, method, uri, send)
+
+    async def resubscribe(self, server: str) -> None:
+        """After `server` reconnected: subscribe again to what clients follow."""
+        for (owner, uri), _ in list(self._upstream_subs.items()):
+            if owner != server:
+                continue
+            try:
+                await self._upstream_subscribe(None, server, uri, subscribe=True)
+            except CallError as exc:
+                logger.warning(
+                    "gateway: %s: re-subscribing to %s failed: %s", server, uri, exc
+                )
+
+    async def resource_updated(self, server: str, uri: str) -> None:
+        """Pass `notifications/resources/updated` to the sessions subscribed."""
+        exposed = self.resources.exposed_uri(server, uri)
+        for key, subscriber in list(self._subscribers.items()):
+            if exposed not in subscriber.uris:
+                continue
+            try:
+                with anyio.fail_after(NOTIFY_TIMEOUT):
+                    await subscriber.session.send_resource_updated(exposed)
+            except Exception:  # boundary: a gone client must not stop the others
+                self._subscribers.pop(key, None)
+
+    def forget(self, key: str) -> None:
+        """A downstream session closed: drop its subscriptions and log level."""
+        self._levels.pop(key, None)
+        self._log_sessions.pop(key, None)
+        subscriber = self._subscribers.pop(key, None)
+        if subscriber is None:
+            return
+        for uri in subscriber.uris:
+            route = self.resources.route(uri, self._seen)
+            if route is not None and route in self._upstream_subs:
+                self._upstream_subs[route] -= 1
+                if self._upstream_subs[route] <= 0:
+                    del self._upstream_subs[route]
+
+    # --- completion -------------------------------------------------------------
+
+    async def complete(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        ref = params.ref
+        if isinstance(ref, types.PromptReference):
+            route = self.prompts.routes.get(ref.name)
+            if route is None:
+                raise MCPError(INVALID_PARAMS, f"unknown prompt {ref.name!r}")
+            server, target = route.server, route.tool
+            upstream_ref: Any = types.PromptReference(type="ref/prompt", name=target)
+        else:
+            owner = self.resources.template_owners.get(ref.uri)
+            if owner is None:
+                raise MCPError(INVALID_PARAMS, f"unknown resource template {ref.uri!r}")
+            server, target = owner
+            upstream_ref = types.ResourceTemplateReference(
+                type="ref/resource", uri=target
+            )
+        request = types.CompleteRequest(
+            params=types.CompleteRequestParams(
+                ref=upstream_ref, argument=params.argument, context=params.context
+            )
+        )
+
+        async def send(upstream: Upstream, limit: float) -> Any:
+            return await upstream.send(request, types.CompleteResult, limit)
+
+        result: types.CompleteResult = await self.forward(
+            ctx, server, "completion/complete", target, send
+        )
+        return result
+
+    # --- logging ----------------------------------------------------------------
+
+    async def set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        key = session_key(ctx)
+        self._levels[key] = str(params.level)
+        self._log_sessions[key] = ctx.session
+        level = min(self._levels.values(), key=LOG_LEVELS.index)
+        request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))  # type: ignore[arg-type]
+
+        async def send(upstream: Upstream, limit: float) -> Any:
+            return await upstream.send(request, types.EmptyResult, limit)
+
+        for conn in self.manager.connections():
+            upstream = conn.upstream
+            if upstream is None or "logging" not in upstream.info.capabilities:
+                continue
+            try:
+                await self.manager.request(conn.name, "logging/setLevel", level, send)
+            except CallError as exc:
+                logger.debug("gateway: %s: logging/setLevel failed: %s", conn.name, exc)
+        return types.EmptyResult()
+
+    async def log_message(
+        self, server: str, level: str, logger_name: str, data: str
+    ) -> None:
+        """Pass an upstream's log message to the sessions that asked for its level."""
+        rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 0
+        for key, session in list(self._log_sessions.items()):
+            wanted = self._levels.get(key, "debug")
+            if rank < LOG_LEVELS.index(wanted):
+                continue
+            try:
+                with anyio.fail_after(NOTIFY_TIMEOUT):
+                    # The notification itself: `send_log_message` warns that
+                    # logging is deprecated as of 2026-07-28 on every call.
+                    await session.send_notification(
+                        types.LoggingMessageNotification(
+                            params=types.LoggingMessageNotificationParams(
+                                level=level,  # type: ignore[arg-type]
+                                data=data,
+                                logger=f"{server}/{logger_name}"
+                                if logger_name
+                                else server,
+                            )
+                        )
+                    )
+            except Exception as exc:  # boundary: a gone client must not stop the others
+                logger.debug("gateway: dropping log session %s: %r", key[:8], exc)
+                self._log_sessions.pop(key, None)

@@ -1,0 +1,81 @@
+"""What an upstream asks of us: the SDK client callbacks, wired to `Hooks`.
+
+An upstream server may send us requests (`sampling/createMessage`,
+`elicitation/create`, `roots/list`) and log messages (`notifications/message`).
+We declare sampling and elicitation to every upstream, because a downstream
+client of the endpoint may be able to answer them; `Hooks.on_request` decides
+(the gateway routes them to the client whose call caused them, or refuses).
+Roots are declared only when the connection has some (`roots = {...}`), and
+answered here from the connection's current declaration.
+
+A refusal goes back as the SDK's `ErrorData`, never as an exception: an
+exception in a callback would surface as an internal error with a traceback in
+the upstream's log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp.types as types
+from mcp.client.session import ClientRequestContext
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
+
+from ..core.exposure import root_uri
+from .base import Hooks
+
+__all__ = ["server_request_callbacks"]
+
+logger = logging.getLogger(__name__)
+
+
+def _refusal(method: str, exc: BaseException) -> types.ErrorData:
+    if isinstance(exc, NotImplementedError):
+        return types.ErrorData(
+            code=INVALID_REQUEST,
+            message=f"{method} is not available: no client connected through "
+            "mcp-manager can answer it",
+        )
+    logger.exception("answering %s failed", method)
+    return types.ErrorData(code=INTERNAL_ERROR, message=f"{method} failed: {exc}")
+
+
+def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
+    """Keyword arguments for `ClientSession(...)` that route to `hooks`."""
+
+    async def ask(method: str, params: Any) -> Any:
+        try:
+            return await hooks.on_request(method, params)
+        except Exception as exc:  # boundary: the upstream gets an error reply
+            return _refusal(method, exc)
+
+    async def sampling(
+        context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> Any:
+        return await ask("sampling/createMessage", params)
+
+    async def elicitation(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> Any:
+        return await ask("elicitation/create", params)
+
+    roots = hooks.roots
+
+    async def list_roots(context: ClientRequestContext) -> Any:
+        declared = roots() if roots is not None else ()
+        return types.ListRootsResult(
+            roots=[types.Root(uri=root_uri(root)) for root in declared]  # type: ignore[arg-type]
+        )
+
+    async def logging_callback(params: types.LoggingMessageNotificationParams) -> None:
+        hooks.on_log(str(params.level), params.logger, params.data)
+
+    callbacks: dict[str, Any] = {
+        "sampling_callback": sampling,
+        "elicitation_callback": elicitation,
+        "logging_callback": logging_callback,
+    }
+    if roots is not None:
+        callbacks["list_roots_callback"] = list_roots
+    return callbacks

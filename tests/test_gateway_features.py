@@ -1,0 +1,201 @@
+"""Everything MCP besides tools through the endpoint, seen by the SDK's client.
+
+Two demo servers over stdio sit behind the gateway: `a` with its default prefix
+and `b` as a bridge (`prefix = ""`). Both list `demo://readme`, so `b`'s is the
+one rewritten. The downstream is a real `ClientSession` over streamable HTTP,
+with elicitation, sampling and logging callbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import mcp.types as types
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from test_gateway import demo_stdio, running_gateway, text_of, wait_until
+
+from manager.gateway import Gateway
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+
+class Client:
+    """What a downstream client received and how it answers requests."""
+
+    def __init__(self) -> None:
+        self.notes: list[object] = []
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+        self.asked: list[str] = []
+
+    async def on_message(self, message: object) -> None:
+        self.notes.append(message)
+
+    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+
+    async def on_elicit(self, context: Any, params: Any) -> types.ElicitResult:
+        self.asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"answer": "blue"})
+
+    async def on_sample(self, context: Any, params: Any) -> types.CreateMessageResult:
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="a sampled reply"),
+            model="test-model",
+        )
+
+
+@asynccontextmanager
+async def downstream(url: str, client: Client) -> AsyncIterator[ClientSession]:
+    async with (
+        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(
+            read,
+            write,
+            message_handler=client.on_message,
+            logging_callback=client.on_log,
+            elicitation_callback=client.on_elicit,
+            sampling_callback=client.on_sample,
+        ) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def two_demos(**a_opts: object) -> AsyncIterator[Gateway]:
+    specs = [demo_stdio("a", **a_opts), demo_stdio("b", prefix="")]
+    async with running_gateway(specs, wait_for=("a", "b")) as (gateway, _, _):
+        await wait_until(lambda: len(gateway.features.prompts.tools) >= 6)
+        yield gateway
+
+
+async def test_prompts_and_resources_of_every_upstream_are_listed_and_routed() -> None:
+    async with two_demos() as gateway:
+        assert gateway.url is not None
+        async with downstream(gateway.url, Client()) as client:
+            caps = client.initialize_result
+            assert caps is not None
+            assert caps.capabilities.prompts is not None
+            assert caps.capabilities.resources is not None
+            assert caps.capabilities.completions is not None
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert {"a__greet", "greet", "a__with_image", "with_image"} <= prompts
+            got = await client.get_prompt("a__greet", {"name": "Ada"})
+            assert got.messages[0].content == types.TextContent(
+                type="text", text="Hello, Ada!"
+            )
+            image = await client.get_prompt("with_image")  # the bridge's own name
+            assert isinstance(image.messages[0].content, types.ImageContent)
+            with pytest.raises(MCPError, match="needs the argument 'name'"):
+                await client.get_prompt("greet", {})  # the upstream's own error
+
+            listed = {str(r.uri) for r in (await client.list_resources()).resources}
+            rewritten = "mcp-manager://b/demo%3A%2F%2Freadme"
+            assert {"demo://readme", "demo://logo", rewritten} <= listed
+            mine = await client.read_resource("demo://readme")
+            theirs = await client.read_resource(rewritten)
+            assert [str(c.uri) for c in theirs.contents] == [rewritten]
+            assert mine.contents[0].text == theirs.contents[0].text  # type: ignore[union-attr]
+            item = await client.read_resource("demo://items/7")  # a's template
+            assert item.contents[0].text == "item 7"  # type: ignore[union-attr]
+            with pytest.raises(MCPError) as missing:
+                await client.read_resource("nowhere://x")
+            assert missing.value.code == -32002
+
+            templates = (await client.list_resource_templates()).resource_templates
+            assert "demo://items/{id}" in {t.uri_template for t in templates}
+            done = await client.complete(
+                types.PromptReference(type="ref/prompt", name="a__greet"),
+                {"name": "name", "value": "al"},
+            )
+            assert done.completion.values == ["alice", "albert"]
+            ids = await client.complete(
+                types.ResourceTemplateReference(
+                    type="ref/resource", uri="demo://items/{id}"
+                ),
+                {"name": "id", "value": "1"},
+            )
+            assert ids.completion.values == ["1", "10", "11"]
+
+
+async def test_a_hidden_tool_is_neither_listed_nor_callable() -> None:
+    async with two_demos(tools={"deny": ["crash", "spawn_*"]}) as gateway:
+        assert gateway.url is not None
+        async with downstream(gateway.url, Client()) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "a__echo" in names and "echo" in names
+            assert "a__crash" not in names and "a__spawn_child" not in names
+            assert "crash" in names  # b hides nothing
+            with pytest.raises(MCPError, match="unknown tool 'a__crash'"):
+                await client.call_tool("a__crash", {"code": 1})
+        assert gateway.table.hidden == {"a": 2}
+
+
+async def test_elicitation_and_sampling_reach_the_client_that_made_the_call() -> None:
+    async with two_demos() as gateway:
+        assert gateway.url is not None
+        client = Client()
+        async with downstream(gateway.url, client) as session:
+            asked = await session.call_tool("a__ask_user", {"message": "colour?"})
+            assert text_of(asked) == 'accept: {"answer": "blue"}'
+            assert client.asked == ["colour?"]
+            sampled = await session.call_tool("sample", {"prompt": "hi"})
+            assert text_of(sampled) == "a sampled reply"
+
+
+async def test_a_client_without_the_capability_gets_a_clear_error_upstream() -> None:
+    async with two_demos() as gateway, anyio.create_task_group():
+        assert gateway.url is not None
+        async with (
+            httpx2.AsyncClient() as http,
+            streamable_http_client(gateway.url, http_client=http) as (read, write),
+            ClientSession(read, write) as plain,
+        ):
+            await plain.initialize()
+            result = await plain.call_tool("a__ask_user", {"message": "colour?"})
+            assert result.is_error
+            assert "did not declare the elicitation capability" in text_of(result)
+
+
+async def test_resource_updates_reach_the_subscriber_and_logs_respect_levels() -> None:
+    async with two_demos() as gateway:
+        assert gateway.url is not None
+        client = Client()
+        async with downstream(gateway.url, client) as session:
+            subscribe = types.SubscribeRequest(
+                params=types.SubscribeRequestParams(uri="demo://readme")
+            )
+            await session.send_request(subscribe, types.EmptyResult)
+            touched = await session.call_tool(
+                "a__touch_resource", {"uri": "demo://readme"}
+            )
+            assert text_of(touched) == "1"  # the gateway is a's one subscriber
+
+            def updated() -> list[str]:
+                return [
+                    str(n.params.uri)
+                    for n in client.notes
+                    if isinstance(n, types.ResourceUpdatedNotification)
+                ]
+
+            await wait_until(lambda: updated() == ["demo://readme"])
+
+            level = types.SetLevelRequest(
+                params=types.SetLevelRequestParams(level="warning")
+            )
+            await session.send_request(level, types.EmptyResult)
+            await session.call_tool("a__log", {"level": "info", "text": "quiet"})
+            await session.call_tool("a__log", {"level": "error", "text": "loud"})
+            await wait_until(lambda: any(log.data == "loud" for log in client.logs))
+            assert [log.data for log in client.logs] == ["loud"]
+            assert client.logs[0].logger is not None
+            assert client.logs[0].logger.startswith("a")
