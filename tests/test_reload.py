@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from servers import raw_command
+from servers import raw_command, stdio_command
 from servers.daemon import DaemonProcess
 
 from manager.cli import main
@@ -202,3 +202,47 @@ def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
         assert not [
             e for e in daemon.events if e["kind"] == "hook_error" and seq(e) > seq(mark)
         ]
+
+
+def demo(name: str) -> str:
+    command, args = stdio_command()
+    arg_list = ", ".join(json.dumps(a) for a in args)
+    return (
+        f"mcp_add({json.dumps(name)}, {{command = {json.dumps(command)}, "
+        f"args = {{{arg_list}}}}})\n"
+    )
+
+
+def test_scripts_read_resources_and_get_prompts(tmp_path: Path) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        demo("fast")
+        + 'mcp_on("connected", function(e)\n'
+        + '  mcp_read("fast", "demo://readme", function(r, err)\n'
+        + '    print("read:", r.contents[1].uri)\n'
+        + "  end)\n"
+        + '  mcp_prompt("fast", "greet", {name = "Ada"}, function(r, err)\n'
+        + '    print("prompt:", r.messages[1].content.text)\n'
+        + "  end)\n"
+        + '  mcp_read("fast", "nowhere://x", function(r, err)\n'
+        + '    print("missing:", err)\n'
+        + "  end)\n"
+        + "  mcp_async(function()\n"
+        + '    local r = mcp_await_read("fast", "demo://items/7")\n'
+        + '    local p = mcp_await_prompt("fast", "greet", {name = "Bo"})\n'
+        + '    print("awaited:", r.contents[1].text, p.messages[1].content.text)\n'
+        + "  end)\n"
+        + "end)\n"
+        + 'mcp_on("connected", function(e) mcp_read("fast", "x") end)\n'
+    )
+    with DaemonProcess(script) as daemon:
+        daemon.wait_log("read:\tdemo://readme")
+        daemon.wait_log("prompt:\tHello, Ada!")
+        daemon.wait_log("awaited:\titem 7\tHello, Bo!")
+        daemon.wait_log("missing:\tresource not found: nowhere://x")
+        daemon.wait_event(
+            "hook_error",
+            where=lambda e: (
+                "mcp_read(server, uri, fn) takes 3 arguments" in str(e["message"])
+            ),
+        )

@@ -34,6 +34,7 @@ from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
 from ..engine.manager import Manager
 from ..lua import LiveScript, LuaCall, start_file
+from ..transport.ops import OPS
 
 __all__ = ["RELOAD_MAX_DELAY", "RELOAD_QUIET", "ConfigRunner"]
 
@@ -246,14 +247,23 @@ class ConfigRunner:
         data: dict[str, object] | None = None
         err: str | None = None
         try:
-            result = await self.manager.call(call.server, call.tool, call.arguments)
-            data = dict(result.data)
+            data = await self._perform(call)
         except ManagerError as exc:
             err = str(exc)
         error = script.deliver(call, data, err)
         if error is not None:
-            self._hook_failed(error, "mcp_call")
+            self._hook_failed(error, f"mcp_{call.op}")
         self._start_calls()
+
+    async def _perform(self, call: LuaCall) -> dict[str, object]:
+        """Make a script's request: a tool call, a resource read or a prompt."""
+        if call.op == "call":
+            result = await self.manager.call(call.server, call.tool, call.arguments)
+            return dict(result.data)
+        method, make = OPS[call.op]
+        return await self.manager.request(
+            call.server, method, call.tool, make(call.tool, call.arguments)
+        )
 
     async def _drive_job(self, script: LiveScript, job: int) -> None:
         """Resume an `mcp_async` job until it ends, making the calls it awaits."""
@@ -269,8 +279,7 @@ class ConfigRunner:
                 return
             result, err = None, None
             try:
-                answer = await self.manager.call(call.server, call.tool, call.arguments)
-                result = dict(answer.data)
+                result = await self._perform(call)
             except ManagerError as exc:
                 err = str(exc)
 

@@ -43,12 +43,18 @@ class LiveHost(LuaHost, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LuaCall:
-    """A tool call a script started with `mcp_call`; `fn(result, err)` gets the end."""
+    """A request a script started; `fn(result, err)` gets the end.
+
+    `op` says which: `call` (`mcp_call`: `tool` is the tool), `read`
+    (`mcp_read`: `tool` is the URI) or `prompt` (`mcp_prompt`: `tool` is the
+    prompt's name, `arguments` its arguments).
+    """
 
     server: str
     tool: str
     arguments: dict[str, object]
     fn: Any = field(repr=False)
+    op: str = "call"
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,7 +131,8 @@ class LiveScript:
             return None, self._callback_error(failed)
         if not rest or rest[0] is None:
             return None, None
-        server, tool, raw_args = (rest + [None, None, None])[:3]
+        server, tool, raw_args, op = (rest + [None, None, None, None])[:4]
+        op = op if op in ("read", "prompt") else "call"
         try:
             arguments = lua_to_py(raw_args, "args", [MAX_ENTRIES]) if raw_args else {}
         except ConfigError as exc:
@@ -145,7 +146,7 @@ class LiveScript:
                 return self.resume(
                     job, None, "mcp_await: args must be a table of named arguments"
                 )
-        return LuaCall(server, tool, arguments, None), None
+        return LuaCall(server, tool, arguments, None, op=op), None
 
     def _invoke(self, fn: Any, *values: object) -> ConfigError | None:
         return self._guarded(fn, *values)[1]

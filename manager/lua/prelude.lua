@@ -7,6 +7,7 @@ local check, fault, raw_add, raw_remove, raw_status, raw_list, raw_env, raw_prin
       raw_load, raw_on, raw_call, raw_async, count = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
 local error, pcall, rawget, tostring, type = error, pcall, rawget, tostring, type
+local select, pairs = select, pairs
 local raw_setmetatable = setmetatable
 local co_create, co_resume = coroutine.create, coroutine.resume
 local pack, unpack, concat = table.pack, table.unpack, table.concat
@@ -119,7 +120,19 @@ mcp_remove = api("mcp_remove", raw_remove)
 mcp_status = api("mcp_status", raw_status)
 mcp_list = api("mcp_list", raw_list)
 mcp_on = api("mcp_on", raw_on)
-mcp_call = api("mcp_call", raw_call)
+-- mcp_call(server, tool, args, fn), mcp_read(server, uri, fn) and
+-- mcp_prompt(server, name, args, fn): one Python entry, told which and how many
+-- arguments were given (so a wrong count gets the usage line, not a nil error).
+local function requester(label, op)
+  return function(...)
+    local ok, res = invoke(label, raw_call, op, select("#", ...), ...)
+    if not ok then error(res, 2) end
+    return res
+  end
+end
+mcp_call = requester("mcp_call", "call")
+mcp_read = requester("mcp_read", "read")
+mcp_prompt = requester("mcp_prompt", "prompt")
 
 -- Coroutine style: mcp_async(fn) runs fn as a job in which
 -- `local result, err = mcp_await(server, tool, args)` waits for a call without
@@ -147,9 +160,25 @@ mcp_await = function(server, tool, args)
   if not known then
     error("mcp_await: only inside mcp_async(function() ... end)", 2)
   end
-  awaiting[co] = {server, tool, args}
+  awaiting[co] = {server, tool, args, "call"}
   return co_yield()
 end
+local function awaiter(op, name)
+  return function(server, target, args)
+    local co, main = co_running()
+    local known = false
+    if not main then
+      for _, job in pairs(jobs) do if job == co then known = true break end end
+    end
+    if not known then
+      error(name .. ": only inside mcp_async(function() ... end)", 2)
+    end
+    awaiting[co] = {server, target, args or {}, op}
+    return co_yield()
+  end
+end
+mcp_await_read = awaiter("read", "mcp_await_read")
+mcp_await_prompt = awaiter("prompt", "mcp_await_prompt")
 local function step(id, ...)
   local co = jobs[id]
   if co == nil then return false, "no such job", "dead" end
@@ -164,7 +193,9 @@ local function step(id, ...)
     return false, "mcp_async: the job yielded without mcp_await; "
       .. "only mcp_await may wait", "dead"
   end
-  if request ~= nil then return true, request[1], request[2], request[3] end
+  if request ~= nil then
+    return true, request[1], request[2], request[3], request[4]
+  end
   return true, nil
 end
 

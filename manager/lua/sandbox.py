@@ -98,6 +98,18 @@ class Declared:
     where: str  # "startup.lua:3", for the "declared twice" message
 
 
+_USAGE = {
+    "call": "mcp_call(server, tool, args, fn)",
+    "read": "mcp_read(server, uri, fn)",
+    "prompt": "mcp_prompt(server, name, args, fn)",
+}
+_EXAMPLES = {
+    "call": 'mcp_call("demo", "echo", {text = "hi"}, function(result, err) end)',
+    "read": 'mcp_read("demo", "demo://readme", function(result, err) end)',
+    "prompt": 'mcp_prompt("demo", "greet", {name = "Ada"}, function(result, err) end)',
+}
+
+
 class ScriptRun:
     """The state of one script run, and the Python side of the Lua API."""
 
@@ -387,31 +399,39 @@ class ScriptRun:
         self.hooks.setdefault(kind, []).append(fn)
 
     def _call(self, *args: object) -> None:
-        if len(args) != 4:
+        op, given, *rest = args
+        usage = _USAGE[str(op)]
+        if given != len(rest) or len(rest) != usage.count(",") + 1:
             raise ConfigError(
-                "mcp_call(server, tool, args, fn) takes 4 arguments, e.g. "
-                'mcp_call("demo", "echo", {text = "hi"}, function(result, err) end)'
+                f"{usage} takes {usage.count(',') + 1} arguments, e.g. "
+                f"{_EXAMPLES[str(op)]}"
             )
-        server, tool, raw_args, fn = args
-        if not isinstance(server, str) or not isinstance(tool, str):
+        if op == "read":
+            server, target, fn = rest
+            raw_args: object = None
+        else:
+            server, target, raw_args, fn = rest
+        label = usage.split("(", 1)[0]
+        if not isinstance(server, str) or not isinstance(target, str):
+            what = {"read": "uri", "prompt": "name"}.get(str(op), "tool")
             raise ConfigError(
-                "mcp_call: server and tool must be strings, got "
-                f"{as_text(server)} and {as_text(tool)}"
+                f"{label}: server and {what} must be strings, got "
+                f"{as_text(server)} and {as_text(target)}"
             )
         arguments = lua_to_py(raw_args, "args", [MAX_ENTRIES]) if raw_args else {}
         if isinstance(arguments, list) and not arguments:
             arguments = {}
         if not isinstance(arguments, dict):
             raise ConfigError(
-                f"mcp_call({server!r}, {tool!r}): args must be a table of named "
+                f"{label}({server!r}, {target!r}): args must be a table of named "
                 f"arguments, got {as_text(raw_args)}"
             )
         if lua_type(fn) != "function":
             raise ConfigError(
-                f"mcp_call({server!r}, {tool!r}): fn must be a function(result, err), "
+                f"{label}({server!r}, {target!r}): fn must be a function(result, err), "
                 f"got {as_text(fn)}"
             )
-        self.calls.append(LuaCall(server, tool, arguments, fn))
+        self.calls.append(LuaCall(server, target, arguments, fn, op=str(op)))
 
     def _async(self, *args: object) -> None:
         job = args[0] if args else None
