@@ -111,6 +111,21 @@ class FakeBackend:
         text = json.dumps(args, sort_keys=True)
         return {"content": [{"type": "text", "text": text}], "isError": tool == "fail"}
 
+    async def request(
+        self,
+        server: str,
+        op: str,
+        target: str,
+        args: dict[str, object],
+        timeout: float | None,  # noqa: ASYNC109 - mirrors ControlBackend
+    ) -> dict[str, object]:
+        if server != "fs":
+            raise UnknownServer(f"no connection named {server!r}")
+        return {"op": op, "target": target, "args": args, "timeout": timeout}
+
+    def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
+        return [{"server": server or "fs", "name": f"one of the {kind}"}]
+
 
 @pytest.fixture
 def sock_dir() -> Iterator[Path]:
@@ -658,3 +673,29 @@ async def test_a_streaming_client_is_not_dropped_for_idling(sock_dir: Path) -> N
         await anyio.sleep(0.2)  # several idle timeouts pass
         backend.bus.publish(Connecting(name="fs", attempt=1))
         assert (await client.line())["kind"] == "connecting"
+
+
+@pytest.mark.anyio
+async def test_requests_and_catalogs_cross_the_socket(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    client = ControlClient(path)
+    async with serving(FakeBackend(), path):
+        got = await anyio.to_thread.run_sync(
+            lambda: client.mcp_request("fs", "prompt", "greet", {"name": "x"}, 2.0)
+        )
+        assert got == {
+            "op": "prompt",
+            "target": "greet",
+            "args": {"name": "x"},
+            "timeout": 2.0,
+        }
+        rows = await anyio.to_thread.run_sync(lambda: client.catalog("prompts", "web"))
+        assert rows == [{"server": "web", "name": "one of the prompts"}]
+        with pytest.raises(UnknownServer):
+            await anyio.to_thread.run_sync(
+                lambda: client.mcp_request("nope", "read", "file:///x")
+            )
+        with pytest.raises(ControlError, match='"op" must be one of'):
+            await anyio.to_thread.run_sync(
+                lambda: client.request({"cmd": "request", "server": "fs", "op": "x"})
+            )

@@ -8,8 +8,10 @@ with elicitation, sampling and logging callbacks.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,11 +21,14 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from servers import stdio_command
+from servers.daemon import DaemonProcess
 from test_gateway import demo_stdio, running_gateway, text_of, wait_until
 
+from manager.cli import main
 from manager.gateway import Gateway
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
 
 class Client:
@@ -78,6 +83,7 @@ async def two_demos(**a_opts: object) -> AsyncIterator[Gateway]:
         yield gateway
 
 
+@pytest.mark.anyio
 async def test_prompts_and_resources_of_every_upstream_are_listed_and_routed() -> None:
     async with two_demos() as gateway:
         assert gateway.url is not None
@@ -127,6 +133,7 @@ async def test_prompts_and_resources_of_every_upstream_are_listed_and_routed() -
             assert ids.completion.values == ["1", "10", "11"]
 
 
+@pytest.mark.anyio
 async def test_a_hidden_tool_is_neither_listed_nor_callable() -> None:
     async with two_demos(tools={"deny": ["crash", "spawn_*"]}) as gateway:
         assert gateway.url is not None
@@ -140,6 +147,7 @@ async def test_a_hidden_tool_is_neither_listed_nor_callable() -> None:
         assert gateway.table.hidden == {"a": 2}
 
 
+@pytest.mark.anyio
 async def test_elicitation_and_sampling_reach_the_client_that_made_the_call() -> None:
     async with two_demos() as gateway:
         assert gateway.url is not None
@@ -152,6 +160,7 @@ async def test_elicitation_and_sampling_reach_the_client_that_made_the_call() ->
             assert text_of(sampled) == "a sampled reply"
 
 
+@pytest.mark.anyio
 async def test_a_client_without_the_capability_gets_a_clear_error_upstream() -> None:
     async with two_demos() as gateway, anyio.create_task_group():
         assert gateway.url is not None
@@ -166,6 +175,7 @@ async def test_a_client_without_the_capability_gets_a_clear_error_upstream() -> 
             assert "did not declare the elicitation capability" in text_of(result)
 
 
+@pytest.mark.anyio
 async def test_resource_updates_reach_the_subscriber_and_logs_respect_levels() -> None:
     async with two_demos() as gateway:
         assert gateway.url is not None
@@ -199,3 +209,58 @@ async def test_resource_updates_reach_the_subscriber_and_logs_respect_levels() -
             assert [log.data for log in client.logs] == ["loud"]
             assert client.logs[0].logger is not None
             assert client.logs[0].logger.startswith("a")
+
+
+# ------------------------------------------------------------------ the CLI
+
+
+def demo_lua(name: str, options: str = "") -> str:
+    command, args = stdio_command()
+    arg_list = ", ".join(json.dumps(a) for a in args)
+    return (
+        f"mcp_add({json.dumps(name)}, {{command = {json.dumps(command)}, "
+        f"args = {{{arg_list}}}}}, {{{options}}})\n"
+    )
+
+
+def test_the_cli_reads_gets_prompts_and_lists_what_is_exposed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        demo_lua("docs", 'prefix = "d", tools = {deny = {"crash", "spawn_*"}}')
+    )
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "docs")
+        sock = ["--socket", str(daemon.socket)]
+        assert main(["read", "docs", "demo://readme", *sock]) == 0
+        read = json.loads(capsys.readouterr().out)
+        assert read["contents"][0]["uri"] == "demo://readme"
+        assert main(["prompt", "docs", "greet", '{"name": "Ada"}', *sock]) == 0
+        prompt = json.loads(capsys.readouterr().out)
+        assert prompt["messages"][0]["content"]["text"] == "Hello, Ada!"
+        assert main(["read", "docs", "nowhere://x", *sock]) == 2
+        assert "resource not found" in capsys.readouterr().err
+        assert main(["tools", "docs", "--json", *sock]) == 0
+        tools = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+        assert tools["echo"]["exposed"] == "d__echo"
+        assert tools["crash"]["hidden"] is True and tools["crash"]["exposed"] is None
+        assert main(["prompts", *sock]) == 0
+        assert "d__greet" in capsys.readouterr().out
+        assert main(["resources", *sock]) == 0
+        assert "demo://items/{id}" in capsys.readouterr().out
+        (status,) = daemon.client.status()
+        assert (status.prompts, status.resources, status.hidden) == (3, 3, 2)
+
+
+def test_check_warns_about_a_shared_prefix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        'mcp_add("a", "http://127.0.0.1:9/mcp", {prefix = "x"})\n'
+        'mcp_add("x", "http://127.0.0.1:9/mcp")\n'
+    )
+    assert main(["check", str(script)]) == 0
+    err = capsys.readouterr().err
+    assert "connections 'a', 'x' share the prefix 'x'" in err

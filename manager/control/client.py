@@ -217,6 +217,39 @@ class ControlClient:
         wait = None if timeout is None else timeout + CALL_SLACK
         return _as_dict(self.request(request, wait))
 
+    def mcp_request(
+        self,
+        server: str,
+        op: str,
+        target: str,
+        args: Mapping[str, object] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, object]:
+        """`read` a resource (target: its URI) or get a `prompt` (target: its
+        name, `args` its arguments) through the daemon; the result dict.
+
+        Raises:
+            CallError: As `call`.
+            ControlError: The daemon is unreachable.
+        """
+        request = {
+            "cmd": "request",
+            "server": server,
+            "op": op,
+            "target": target,
+            "args": dict(args or {}),
+            "timeout": timeout,
+        }
+        wait = None if timeout is None else timeout + CALL_SLACK
+        return _as_dict(self.request(request, wait))
+
+    def catalog(self, kind: str, server: str | None = None) -> list[dict[str, object]]:
+        """The `tools`, `prompts` or `resources` of every (or one) connection."""
+        result = self.request({"cmd": "catalog", "kind": kind, "server": server})
+        if not isinstance(result, list):
+            raise ControlError("the daemon sent a malformed catalog (not a list)")
+        return [_as_dict(item) for item in result]
+
     def events(self) -> Iterator[Event]:
         """Follow the event stream, decoded into typed events; ends when the
         daemon closes it.

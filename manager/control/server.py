@@ -93,6 +93,26 @@ class ControlBackend(Protocol):
         """
         ...
 
+    async def request(
+        self,
+        server: str,
+        op: str,
+        target: str,
+        args: dict[str, object],
+        timeout: float | None,  # noqa: ASYNC109  (the per-request MCP timeout)
+    ) -> dict[str, object]:
+        """`read` a resource or get a `prompt`; returns the JSON-ready result.
+
+        Raises:
+            CallError: The request could not be made or did not finish.
+        """
+        ...
+
+    def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
+        """What `tools`, `prompts` or `resources` each connection has, with the
+        name the endpoint exposes and whether its filter hides it."""
+        ...
+
 
 class _BadRequest(Exception):
     """The request line is not a valid request; answered with ControlError."""
@@ -127,7 +147,12 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "details": frozenset({"server"}),
     "events": frozenset({"json"}),
     "call": frozenset({"server", "tool", "args", "timeout"}),
+    "request": frozenset({"server", "op", "target", "args", "timeout"}),
+    "catalog": frozenset({"kind", "server"}),
 }
+
+CATALOG_KINDS = ("tools", "prompts", "resources")
+REQUEST_OPS = ("read", "prompt")
 
 
 def _call_arguments(
@@ -175,6 +200,21 @@ async def _dispatch(
                 result = backend.reconnect(server)
             else:
                 result = backend.details(server)
+        elif cmd == "catalog":
+            kind, server = req.get("kind"), req.get("server")
+            if kind not in CATALOG_KINDS:
+                raise _BadRequest(f'catalog: "kind" must be one of {CATALOG_KINDS}')
+            if server is not None and not isinstance(server, str):
+                raise _BadRequest('catalog: "server" must be a string or null')
+            result = backend.catalog(str(kind), server)
+        elif cmd == "request":
+            op = req.get("op")
+            if op not in REQUEST_OPS:
+                raise _BadRequest(f'request: "op" must be one of {REQUEST_OPS}')
+            server, target, args, timeout = _call_arguments(
+                {**req, "tool": req.get("target")}
+            )
+            result = await backend.request(server, str(op), target, args, timeout)
         else:  # call
             server, tool, args, timeout = _call_arguments(req)
             result = await backend.call(server, tool, args, timeout)

@@ -32,6 +32,7 @@ __all__ = [
     "Exposure",
     "ItemFilter",
     "parse_exposure_option",
+    "prefix_clashes",
     "root_uri",
 ]
 
@@ -152,3 +153,25 @@ def root_uri(root: str) -> str:
     if root.startswith("file://"):
         return root
     return "file://" + quote(str(PurePosixPath(root)))
+
+
+def prefix_clashes(prefixes: Mapping[str, str]) -> list[str]:
+    """One sentence per prefix that two or more connections share.
+
+    Args:
+        prefixes: Connection name -> its effective prefix ("" for a bridge).
+    """
+    owners: dict[str, list[str]] = {}
+    for name, prefix in prefixes.items():
+        owners.setdefault(prefix, []).append(name)
+    out = []
+    for prefix, names in sorted(owners.items()):
+        if len(names) < 2:
+            continue
+        listed = ", ".join(repr(n) for n in sorted(names))
+        shown = f"prefix {prefix!r}" if prefix else 'prefix "" (their own names)'
+        out.append(
+            f"connections {listed} share the {shown}: a tool or prompt name they "
+            "both have is renamed for one of them; give each its own prefix"
+        )
+    return out

@@ -33,6 +33,9 @@ class ConnectionStatus:
         exit_code: The stdio server's last exit code.
         enabled: False when declared with `enabled = false`.
         stderr: The last lines the server wrote to stderr (at most 10).
+        prompts: Prompt count of the current (or last) session.
+        resources: Resources and resource templates of it.
+        hidden: Tools, prompts and resources its filters hide from the endpoint.
     """
 
     name: str
@@ -48,6 +51,9 @@ class ConnectionStatus:
     exit_code: int | None = None
     enabled: bool = True
     stderr: tuple[str, ...] = field(default=())
+    prompts: int = 0
+    resources: int = 0
+    hidden: int = 0
 
     def to_dict(self) -> dict[str, object]:
         """The JSON-ready form (the control socket's and Lua's)."""
@@ -75,4 +81,7 @@ class ConnectionStatus:
             exit_code=read_int(data.get("exit_code")),
             enabled=data.get("enabled") is not False,
             stderr=stderr or (),
+            prompts=read_int(data.get("prompts")) or 0,
+            resources=read_int(data.get("resources")) or 0,
+            hidden=read_int(data.get("hidden")) or 0,
         )

@@ -35,6 +35,7 @@ from ..gateway.server import Gateway
 from ..logs import LogSink, run_summaries, setup_logging
 from ..telemetry import Telemetry, TelemetryConfig, start_telemetry
 from ..transport.children import CHILD_GROUPS
+from ..transport.ops import OPS
 from .config_runner import ConfigRunner
 from .watchdog import DEFAULT_WATCHDOG, Watchdog
 
@@ -170,6 +171,28 @@ class Daemon:
         """A tool call through the manager, as a JSON-ready result dict."""
         result = await self.manager.call(server, tool, args, call_timeout=timeout)
         return dict(result.data)
+
+    async def request(
+        self,
+        server: str,
+        op: str,
+        target: str,
+        args: dict[str, object],
+        timeout: float | None,  # noqa: ASYNC109 - the MCP request timeout, passed on
+    ) -> dict[str, object]:
+        """Read a resource or get a prompt through the manager (control API)."""
+        method, make = OPS[op]
+        return await self.manager.request(
+            server, method, target, make(target, args), timeout=timeout
+        )
+
+    def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
+        """Each connection's tools, prompts or resources (control API)."""
+        if server is not None and self.manager.connection(server) is None:
+            raise UnknownServer(f"no connection named {server!r}")
+        from ..gateway.listing import catalog_rows  # mcp's server side: on demand
+
+        return catalog_rows(self.manager.connections(), kind, server)
 
     # --- config ---------------------------------------------------------------------
 

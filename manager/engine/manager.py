@@ -491,4 +491,23 @@ def connection_status(conn: Connection, now: float) -> ConnectionStatus:
         exit_code=state.exit_code,
         enabled=conn.spec.enabled,
         stderr=tuple(conn.stderr)[-10:],
+        prompts=len(conn.catalog.prompts),
+        resources=len(conn.catalog.resources) + len(conn.catalog.templates),
+        hidden=_hidden(conn),
     )
+
+
+def _hidden(conn: Connection) -> int:
+    """Items of `conn` its filters hide from the endpoint."""
+    exposure, catalog = conn.spec.exposure, conn.catalog
+    if (
+        exposure.tools.is_open
+        and exposure.prompts.is_open
+        and exposure.resources.is_open
+    ):
+        return 0
+    hidden = sum(not exposure.tools.allows(t.name) for t in conn.tools)
+    hidden += sum(not exposure.prompts.allows(n) for n in catalog.names("prompts"))
+    for kind in ("resources", "templates"):
+        hidden += sum(not exposure.resources.allows(u) for u in catalog.names(kind))
+    return hidden

@@ -28,15 +28,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from .control.client import ControlClient
-from .control.paths import socket_path
-from .core.errors import CallError, ConfigError, ControlError, ManagerError
-from .daemon.watchdog import DEFAULT_WATCHDOG
+from .. import __version__
+from ..control.client import ControlClient
+from ..control.paths import socket_path
+from ..core.errors import CallError, ConfigError, ControlError, ManagerError
+from ..daemon.watchdog import DEFAULT_WATCHDOG
 
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
-    from .core.events import Event
-    from .daemon.serve import DaemonOptions
+    from ..core.events import Event
+    from ..daemon.serve import DaemonOptions
 
 __all__ = ["build_parser", "hud_wanted", "main"]
 
@@ -70,7 +70,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return _fail("--token-file, --allow-host and --allow-origin need --listen")
     endpoint = None
     if args.listen is not None:
-        from .gateway.options import EndpointError, endpoint_options
+        from ..gateway.options import EndpointError, endpoint_options
 
         try:
             endpoint = endpoint_options(
@@ -90,7 +90,7 @@ def _daemon_options(
     args: argparse.Namespace, config: Path, **overrides: Any
 ) -> DaemonOptions:
     """The options `run` and `stdio` share (`_add_daemon_flags`), plus `overrides`."""
-    from .daemon.serve import DaemonOptions
+    from ..daemon.serve import DaemonOptions
 
     return DaemonOptions(
         config=config,
@@ -110,7 +110,7 @@ def _serve(options: DaemonOptions) -> int:
     """Run the daemon; the exit code for how it ended."""
     import anyio
 
-    from .daemon.serve import serve
+    from ..daemon.serve import serve
 
     try:
         return anyio.run(serve, options)
@@ -164,7 +164,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if not conns:
         print("no connections declared")
         return 0
-    from .hud.render import print_status  # rich: only for the table
+    from ..hud.render import print_status  # rich: only for the table
 
     print_status(conns, now, info=info)
     return 0
@@ -186,7 +186,7 @@ def hud_wanted(args: argparse.Namespace) -> bool:
 def _cmd_hud(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return _fail("hud needs a terminal; use `status` or `events` in scripts")
-    from .hud.run import run_attached  # textual: only for the HUD
+    from ..hud.run import run_attached  # textual: only for the HUD
 
     return run_attached(ControlClient(socket_path(args.socket)))
 
@@ -196,7 +196,7 @@ def _cmd_hud(args: argparse.Namespace) -> int:
 
 def _format_event(event: Event) -> str:
     """`HH:MM:SS.mmm` local time, then `describe(event)`."""
-    from .core.describe import describe  # `events` only: see ControlClient.events
+    from ..core.describe import describe  # `events` only: see ControlClient.events
 
     stamp = event.time
     if stamp:
@@ -226,29 +226,6 @@ def _cmd_events(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     return 0
-
-
-# ------------------------------------------------------------------------ call
-
-
-def _cmd_call(args: argparse.Namespace) -> int:
-    try:
-        tool_args = json.loads(args.json_args)
-    except ValueError as exc:
-        return _fail(f"JSON_ARGS is not valid JSON: {exc}")
-    if not isinstance(tool_args, dict):
-        kind = type(tool_args).__name__
-        return _fail(f"JSON_ARGS must be a JSON object like '{{\"x\": 1}}', got {kind}")
-    if args.timeout is not None and not args.timeout > 0:
-        return _fail("--timeout must be a positive number of seconds")
-    client = ControlClient(socket_path(args.socket))
-    try:
-        result = client.call(args.server, args.tool, tool_args, args.timeout)
-    except CallError as exc:
-        kind = type(exc).__name__
-        return _fail(f"call {args.server} {args.tool} failed ({kind}): {exc}")
-    print(json.dumps(result, indent=2, ensure_ascii=False))
-    return 1 if result.get("isError") else 0
 
 
 # ---------------------------------------------------------------------- reload
@@ -290,8 +267,8 @@ def _cmd_reload(args: argparse.Namespace) -> int:
 
 def _reload_sentence(result: dict[str, object]) -> str:
     """The `config_loaded` sentence for a reload reply (its fields are the event's)."""
-    from .core.describe import describe
-    from .core.events import event_from_dict
+    from ..core.describe import describe
+    from ..core.events import event_from_dict
 
     return describe(event_from_dict({**result, "kind": "config_loaded", "name": ""}))
 
@@ -306,7 +283,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             pass
     except OSError as exc:
         return _fail(f"cannot read {path}: {exc.strerror or exc}")
-    from .lua import load_file
+    from ..lua import load_file
 
     try:
         result = load_file(
@@ -315,6 +292,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(_first_line(exc), file=sys.stderr)
         return 1
+    from ..core.exposure import prefix_clashes
+
+    for clash in prefix_clashes({spec.name: spec.prefix for spec in result.specs}):
+        print(f"{path}: warning: {clash}", file=sys.stderr)
     names = [spec.name for spec in result.specs]
     shown = ", ".join(names[:20]) + (
         f", … ({len(names) - 20} more)" if len(names) > 20 else ""
@@ -497,18 +478,9 @@ def build_parser() -> argparse.ArgumentParser:
     events.add_argument("--json", action="store_true", help="one JSON object a line")
     events.set_defaults(handler=_cmd_events)
 
-    call = sub.add_parser("call", parents=[common], help="call a tool, print JSON")
-    call.add_argument("server", metavar="SERVER")
-    call.add_argument("tool", metavar="TOOL")
-    call.add_argument("json_args", nargs="?", default="{}", metavar="JSON_ARGS")
-    call.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=None,
-        metavar="S",
-        help="seconds (default: the connection's call_timeout)",
-    )
-    call.set_defaults(handler=_cmd_call)
+    from .mcp import add_parsers  # call, read, prompt, tools, prompts, resources
+
+    add_parsers(sub, common)
 
     reload = sub.add_parser("reload", parents=[common], help="re-run startup.lua")
     reload.set_defaults(handler=_cmd_reload)

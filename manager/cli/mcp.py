@@ -1,0 +1,120 @@
+"""The MCP commands of the CLI: `call`, `read`, `prompt` make a request
+through the daemon and print its JSON result; `tools`, `prompts` and
+`resources` list what each connection has and the names the endpoint exposes.
+
+Exit codes as everywhere in the CLI: 0 success; 1 the answer is a failure
+(`call` returned `isError: true`); 2 the request could not be made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..control.client import ControlClient
+from ..control.paths import socket_path
+from ..core.errors import CallError
+from . import _fail, _positive_float
+
+__all__ = ["add_parsers"]
+
+
+def _json_object(text: str, what: str) -> dict[str, object] | str:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"{what} is not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        kind = type(value).__name__
+        return f"{what} must be a JSON object like '{{\"x\": 1}}', got {kind}"
+    return value
+
+
+def _cmd_call(args: argparse.Namespace) -> int:
+    tool_args = _json_object(args.json_args, "JSON_ARGS")
+    if isinstance(tool_args, str):
+        return _fail(tool_args)
+    client = ControlClient(socket_path(args.socket))
+    try:
+        result = client.call(args.server, args.tool, tool_args, args.timeout)
+    except CallError as exc:
+        kind = type(exc).__name__
+        return _fail(f"call {args.server} {args.tool} failed ({kind}): {exc}")
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 1 if result.get("isError") else 0
+
+
+def _cmd_request(args: argparse.Namespace) -> int:
+    op, target = args.op, args.target
+    arguments = _json_object(getattr(args, "json_args", "{}"), "JSON_ARGS")
+    if isinstance(arguments, str):
+        return _fail(arguments)
+    client = ControlClient(socket_path(args.socket))
+    try:
+        result = client.mcp_request(args.server, op, target, arguments, args.timeout)
+    except CallError as exc:
+        kind = type(exc).__name__
+        return _fail(f"{op} {args.server} {target} failed ({kind}): {exc}")
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _cmd_catalog(args: argparse.Namespace) -> int:
+    rows = ControlClient(socket_path(args.socket)).catalog(args.kind, args.server)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print(f"no {args.kind}")
+        return 0
+    key = "uri" if args.kind == "resources" else "name"
+    width = max(len(str(row[key])) for row in rows)
+    for row in rows:
+        exposed = row.get("exposed")
+        shown = "(hidden)" if row.get("hidden") else exposed or "(not exposed)"
+        if args.kind == "resources" and exposed == row[key]:
+            shown = "" if not row.get("template") else "(template)"
+        print(f"{row['server']:<12} {row[key]!s:<{width}}  {shown}".rstrip())
+    return 0
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add `call`, `read`, `prompt`, `tools`, `prompts` and `resources`."""
+    timeout = {
+        "type": _positive_float,
+        "default": None,
+        "metavar": "S",
+        "help": "seconds (default: the connection's call_timeout)",
+    }
+    call = sub.add_parser("call", parents=[common], help="call a tool, print JSON")
+    call.add_argument("server", metavar="SERVER")
+    call.add_argument("tool", metavar="TOOL")
+    call.add_argument("json_args", nargs="?", default="{}", metavar="JSON_ARGS")
+    call.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
+    call.set_defaults(handler=_cmd_call)
+
+    read = sub.add_parser("read", parents=[common], help="read a resource, print JSON")
+    read.add_argument("server", metavar="SERVER")
+    read.add_argument("target", metavar="URI")
+    read.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
+    read.set_defaults(handler=_cmd_request, op="read")
+
+    prompt = sub.add_parser("prompt", parents=[common], help="get a prompt, print JSON")
+    prompt.add_argument("server", metavar="SERVER")
+    prompt.add_argument("target", metavar="NAME")
+    prompt.add_argument("json_args", nargs="?", default="{}", metavar="JSON_ARGS")
+    prompt.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
+    prompt.set_defaults(handler=_cmd_request, op="prompt")
+
+    for kind in ("tools", "prompts", "resources"):
+        listing = sub.add_parser(
+            kind,
+            parents=[common],
+            help=f"list the {kind} of every (or one) server and their exposed names",
+        )
+        listing.add_argument("server", nargs="?", default=None, metavar="SERVER")
+        listing.add_argument("--json", action="store_true", help="print JSON")
+        listing.set_defaults(handler=_cmd_catalog, kind=kind)

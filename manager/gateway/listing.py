@@ -1,0 +1,94 @@
+"""What each connection offers, with the names the endpoint exposes
+(`mcp-manager tools|prompts|resources`, and the exposed/hidden counts of
+`status`): built with the endpoint's own naming rules, so what it prints is
+what a client of the endpoint sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import mcp.types as types
+
+from ..engine.connection import Connection
+from .catalog import CatalogSource, build_resource_table
+from .names import NameSource, build_name_table
+
+__all__ = ["catalog_rows"]
+
+
+def _named(
+    conns: Iterable[Connection], kind: str, server: str | None
+) -> list[dict[str, object]]:
+    conns = list(conns)
+    model = types.Tool if kind == "tools" else types.Prompt
+    sources = [
+        NameSource(
+            c.name,
+            c.spec.prefix,
+            c.tools if kind == "tools" else c.catalog.prompts,
+            c.spec.exposure.tools if kind == "tools" else c.spec.exposure.prompts,
+        )
+        for c in conns
+    ]
+    table = build_name_table(sources, model, kind[:-1])
+    exposed = {(r.server, r.tool): name for name, r in table.routes.items()}
+    rows: list[dict[str, object]] = []
+    for source in sources:
+        if server is not None and source.server != server:
+            continue
+        for item in source.items:
+            name = item.name if kind == "tools" else str(item.get("name", ""))
+            description = (
+                item.description if kind == "tools" else item.get("description", "")
+            )
+            rows.append(
+                {
+                    "server": source.server,
+                    "name": name,
+                    "exposed": exposed.get((source.server, name)),
+                    "hidden": not source.filter.allows(name),
+                    "description": description or "",
+                }
+            )
+    return rows
+
+
+def catalog_rows(
+    conns: Iterable[Connection], kind: str, server: str | None = None
+) -> list[dict[str, object]]:
+    """One row per tool, prompt or resource (and template) of each connection:
+    `server`, `name` (or `uri`), `exposed` (None when hidden or left out),
+    `hidden` and `description`; for resources also `template`."""
+    if kind != "resources":
+        return _named(conns, kind, server)
+    conns = list(conns)
+    table = build_resource_table(
+        CatalogSource(
+            c.name, c.catalog.resources, c.catalog.templates, c.spec.exposure.resources
+        )
+        for c in conns
+    )
+    exposed = {owner: uri for uri, owner in table.owners.items()}
+    exposed.update({owner: t for t, owner in table.template_owners.items()})
+    rows: list[dict[str, object]] = []
+    for c in conns:
+        if server is not None and c.name != server:
+            continue
+        for is_template, items in (
+            (False, c.catalog.resources),
+            (True, c.catalog.templates),
+        ):
+            for item in items:
+                uri = str(item.get("uriTemplate" if is_template else "uri", ""))
+                rows.append(
+                    {
+                        "server": c.name,
+                        "uri": uri,
+                        "exposed": exposed.get((c.name, uri)),
+                        "hidden": not c.spec.exposure.resources.allows(uri),
+                        "template": is_template,
+                        "description": str(item.get("description", "") or ""),
+                    }
+                )
+    return rows
