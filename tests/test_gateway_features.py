@@ -21,11 +21,12 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from servers import stdio_command
+from servers import HttpServerFactory, stdio_command
 from servers.daemon import DaemonProcess
 from test_gateway import demo_stdio, running_gateway, text_of, wait_until
 
 from manager.cli import main
+from manager.core.spec import parse_spec
 from manager.gateway import Gateway
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
@@ -264,3 +265,53 @@ def test_check_warns_about_a_shared_prefix(
     assert main(["check", str(script)]) == 0
     err = capsys.readouterr().err
     assert "connections 'a', 'x' share the prefix 'x'" in err
+
+
+class Answering(Client):
+    """A client whose elicitation waits until told, then answers `answer`."""
+
+    def __init__(self, answer: str, go: anyio.Event) -> None:
+        super().__init__()
+        self.answer = answer
+        self.go = go
+        self.reached = anyio.Event()
+
+    async def on_elicit(self, context: Any, params: Any) -> types.ElicitResult:
+        self.asked.append(params.message)
+        self.reached.set()
+        await self.go.wait()
+        return types.ElicitResult(action="accept", content={"answer": self.answer})
+
+
+@pytest.mark.anyio
+async def test_two_clients_eliciting_at_once_each_get_their_own(
+    make_http_server: HttpServerFactory,
+) -> None:
+    web = make_http_server("http")
+    spec = parse_spec("web", web.url, {"backoff": {"initial": 0.05, "cap": 0.4}})
+    async with running_gateway([spec], wait_for=("web",)) as (gateway, _, _):
+        assert gateway.url is not None
+        go = anyio.Event()
+        one, two = Answering("one", go), Answering("two", go)
+        results: dict[str, str] = {}
+        async with (
+            downstream(gateway.url, one) as first,
+            downstream(gateway.url, two) as second,
+            anyio.create_task_group() as tg,
+        ):
+
+            async def ask(name: str, session: ClientSession) -> None:
+                got = await session.call_tool("web__ask_user", {"message": name})
+                results[name] = text_of(got)
+
+            tg.start_soon(ask, "first", first)
+            tg.start_soon(ask, "second", second)
+            with anyio.fail_after(10):
+                await one.reached.wait()  # both calls are in flight upstream,
+                await two.reached.wait()  # each client is being asked
+            go.set()
+        assert one.asked == ["first"] and two.asked == ["second"]
+        assert results == {
+            "first": 'accept: {"answer": "one"}',
+            "second": 'accept: {"answer": "two"}',
+        }

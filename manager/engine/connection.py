@@ -84,7 +84,7 @@ class ServerRequests:
     sets `handler`; until then they are refused. Shared by every connection."""
 
     def __init__(self) -> None:
-        self.handler: Callable[[str, str, object], object] | None = None
+        self.handler: Callable[[str, str, object, str | None], object] | None = None
 
 
 class Connection:
@@ -234,11 +234,13 @@ class Connection:
             )
         )
 
-    async def _on_request(self, method: str, params: object) -> object:
+    async def _on_request(
+        self, method: str, params: object, link: str | None
+    ) -> object:
         handler = self._requests.handler
         if handler is None:
             raise NotImplementedError(method)
-        result = handler(self.name, method, params)
+        result = handler(self.name, method, params, link)
         return await result if inspect.isawaitable(result) else result
 
     def _roots(self) -> tuple[str, ...]:

@@ -62,10 +62,12 @@ NOTIFY_TIMEOUT = 1.0
 
 @dataclass(slots=True)
 class _Waiting:
-    """A downstream request an upstream is serving now."""
+    """A downstream request an upstream is serving now; `token` is the link
+    sent upstream with it (`LINK_META_KEY`), if any."""
 
     key: str
     ctx: ServerRequestContext[Any, Any]
+    token: str | None = None
 
 
 @dataclass(slots=True)
@@ -152,10 +154,13 @@ class Features:
 
     @contextlib.contextmanager
     def waiting(
-        self, server: str, ctx: ServerRequestContext[Any, Any]
+        self,
+        server: str,
+        ctx: ServerRequestContext[Any, Any],
+        token: str | None = None,
     ) -> Iterator[None]:
         """Record `ctx` as waiting on `server` (a tool call, for upstream requests)."""
-        item = _Waiting(session_key(ctx), ctx)
+        item = _Waiting(session_key(ctx), ctx, token)
         self._waiting.setdefault(server, []).append(item)
         try:
             yield
@@ -164,10 +169,16 @@ class Features:
 
     # --- requests from upstreams ---------------------------------------------------
 
-    async def upstream_request(self, server: str, method: str, params: Any) -> Any:
+    async def upstream_request(
+        self, server: str, method: str, params: Any, link: str | None = None
+    ) -> Any:
         """Route `sampling/createMessage` or `elicitation/create` from `server`
-        to the downstream session whose request it is serving."""
+        to the downstream session whose request it is serving: the one its
+        link names (streamable HTTP upstreams), else the only session waiting."""
         waiting = self._waiting.get(server, [])
+        linked = [w for w in waiting if link is not None and w.token == link]
+        if linked:
+            waiting = linked
         keys = {w.key for w in waiting}
         if not keys:
             return types.ErrorData(
@@ -179,8 +190,9 @@ class Features:
             return types.ErrorData(
                 code=INVALID_REQUEST,
                 message=f"{method} from {server}: requests of {len(keys)} clients are "
-                "in progress and the protocol does not say which one this is for; "
-                "refused rather than sent to the wrong client",
+                "in progress and this transport does not say which one this is for "
+                "(streamable HTTP upstreams do); refused rather than sent to the "
+                "wrong client",
             )
         ctx = waiting[0].ctx
         caps = ctx.session.client_capabilities

@@ -33,6 +33,7 @@ The `gateway` package is the only one that imports the server side of the SDK.
 from __future__ import annotations
 
 import logging
+import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,7 @@ from ..core.errors import (
 from ..core.events import Connected, Event, ResourceUpdated, ServerLog
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
-from ..transport.base import ProgressCallback
+from ..transport.base import LINK_META_KEY, ProgressCallback
 from .features import Features
 from .names import SEPARATOR, NameSource, ToolTable, build_name_table
 from .options import EndpointOptions
@@ -460,14 +461,18 @@ class Gateway:
             token = ctx.meta.get("progress_token")
             if isinstance(token, str | int):
                 progress = _progress_forwarder(ctx.session, token)
+        meta = _forwarded_meta(ctx.params)
+        token = None
+        caps = ctx.session.client_capabilities
+        if caps is not None and (caps.sampling or caps.elicitation):
+            # The client can be asked things mid-call: a token lets a streamable
+            # HTTP upstream's request be told apart from other clients' calls.
+            token = uuid.uuid4().hex
+            meta = {**(meta or {}), LINK_META_KEY: token}
         try:
-            with self.features.waiting(server, ctx):
+            with self.features.waiting(server, ctx, token):
                 result = await self.manager.call(
-                    server,
-                    tool,
-                    params.arguments,
-                    meta=_forwarded_meta(ctx.params),
-                    progress=progress,
+                    server, tool, params.arguments, meta=meta, progress=progress
                 )
         except (ServerUnavailable, UnknownServer) as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))

@@ -15,6 +15,8 @@ from ..core.spec import ConnectionSpec
 
 __all__ = [
     "CATALOG_KINDS",
+    "LINK_META_KEY",
+    "RequestLinks",
     "CallResult",
     "Catalog",
     "EXIT_CODE_WAIT",
@@ -124,17 +126,47 @@ class LossReport:
 
 class ServerRequestHandler(Protocol):
     """Answers a request the server sends us (`sampling/createMessage`,
-    `elicitation/create`, `roots/list`).
+    `elicitation/create`).
 
     `params` and the return value are the SDK's objects (opaque below the
-    gateway); return the SDK's `ErrorData` to refuse.
+    gateway); return the SDK's `ErrorData` to refuse. `link` is the
+    `LINK_META_KEY` value of our request it arrived with, when the transport
+    can tell (streamable HTTP: on that request's response stream), else None.
     """
 
-    async def __call__(self, method: str, params: Any) -> Any: ...
+    async def __call__(self, method: str, params: Any, link: str | None) -> Any: ...
 
 
-async def _refuse(method: str, params: Any) -> Any:
+async def _refuse(method: str, params: Any, link: str | None) -> Any:
     raise NotImplementedError(method)
+
+
+LINK_META_KEY = "mcp-manager/request"
+"""`_meta` key we put on a request to an upstream that may ask the client
+something mid-request: a token naming the downstream request it serves."""
+
+LINKS_KEPT = 1000
+"""Server request ids remembered per session until their callback asks."""
+
+
+class RequestLinks:
+    """Which of our requests a server's request came with (streamable HTTP).
+
+    The HTTP transport records, for each server request seen on the response
+    stream of one of ours, that request's `LINK_META_KEY` token; the callback
+    answering it takes the token back out. Bounded: old entries go first.
+    """
+
+    def __init__(self) -> None:
+        self._links: dict[object, str] = {}
+
+    def record(self, server_request_id: object, token: str) -> None:
+        self._links[server_request_id] = token
+        while len(self._links) > LINKS_KEPT:
+            del self._links[next(iter(self._links))]
+
+    def pop(self, server_request_id: object) -> str | None:
+        return self._links.pop(server_request_id, None)
 
 
 @dataclass(slots=True)
@@ -154,6 +186,7 @@ class Hooks:
             (async; the others are synchronous).
         roots: The connection's declared roots, read when `roots/list` comes
             (None: we do not offer roots).
+        links: Filled by the HTTP transport, read by `on_request`'s caller.
     """
 
     on_spawn: Callable[[int], None] = lambda pid: None
@@ -164,6 +197,7 @@ class Hooks:
     on_log: Callable[[str, str | None, object], None] = lambda level, log, data: None
     on_request: ServerRequestHandler = _refuse
     roots: Callable[[], tuple[str, ...]] | None = None
+    links: RequestLinks = field(default_factory=RequestLinks)
 
 
 class Upstream(Protocol):

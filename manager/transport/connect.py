@@ -184,5 +184,8 @@ class McpTransport:
             async with open_sse_streams(spec) as (s_read, s_write):
                 yield s_read, s_write, None
             return
-        async with open_http_streams(spec, lost.suspect) as (h_read, h_write):
+        async with open_http_streams(spec, lost.suspect, hooks.links) as (
+            h_read,
+            h_write,
+        ):
             yield h_read, h_write, None

@@ -7,6 +7,7 @@ stream is watched for its end, and the session id is remembered for spans.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +19,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ..core.spec import ConnectionSpec
+from .base import LINK_META_KEY, RequestLinks
 
 __all__ = [
     "HTTP_READ_TIMEOUT",
@@ -52,15 +54,22 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
         self,
         inner: httpx2.AsyncBaseTransport,
         on_event_stream_end: Callable[[], None] = lambda: None,
+        links: RequestLinks | None = None,
     ) -> None:
         self._inner = inner
         self._on_event_stream_end = on_event_stream_end
+        self._links = links
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         if request.method == "POST":
             if _reusable(response):
                 response.stream = _DrainOnClose(response.stream)
+            token = _link_token(request) if self._links is not None else None
+            kind = response.headers.get("content-type", "")
+            if token is not None and kind.startswith("text/event-stream"):
+                assert self._links is not None
+                response.stream = _LinkingStream(response.stream, self._links, token)
         elif request.method == "GET" and response.status_code == 200:
             response.stream = _WatchedStream(response.stream, self._on_event_stream_end)
         return response
@@ -160,6 +169,58 @@ class _WatchedStream(_OnceStream):
         self._callback()
 
 
+def _link_token(request: httpx2.Request) -> str | None:
+    """The `LINK_META_KEY` token of a JSON-RPC request body, if it has one."""
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:  # a streamed body: not one of our JSON-RPC posts
+        return None
+    if LINK_META_KEY.encode() not in body:
+        return None
+    try:
+        message = json.loads(body)
+        token = message["params"]["_meta"][LINK_META_KEY]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return token if isinstance(token, str) else None
+
+
+class _LinkingStream(httpx2.AsyncByteStream):
+    """A POST's event stream: notes which server requests arrive on it.
+
+    A server that asks the client something while serving a request sends it
+    on that request's response stream; the request's token then names the
+    downstream request it is for (`RequestLinks`).
+    """
+
+    def __init__(self, inner: Any, links: RequestLinks, token: str) -> None:
+        self._inner = inner
+        self._links = links
+        self._token = token
+        self._buffer = b""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._scan(chunk)
+            yield chunk
+
+    def _scan(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            if not line.startswith(b"data:") or b'"method"' not in line:
+                continue
+            try:
+                message = json.loads(line[5:])
+            except ValueError:
+                continue
+            if isinstance(message, dict) and "id" in message and "method" in message:
+                self._links.record(message["id"], self._token)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class SessionIdWriter:
     """Passes the write stream through and exposes the HTTP session id seen so far."""
 
@@ -213,7 +274,9 @@ async def open_sse_streams(spec: ConnectionSpec) -> AsyncIterator[tuple[Any, Any
 
 @asynccontextmanager
 async def open_http_streams(
-    spec: ConnectionSpec, on_event_stream_end: Callable[[], None]
+    spec: ConnectionSpec,
+    on_event_stream_end: Callable[[], None],
+    links: RequestLinks | None = None,
 ) -> AsyncIterator[tuple[Any, SessionIdWriter]]:
     """The SDK's streamable HTTP client streams for `spec`, on our HTTP client.
 
@@ -238,6 +301,7 @@ async def open_http_streams(
                 limits=httpx2.Limits(keepalive_expiry=HTTP_KEEPALIVE_EXPIRY)
             ),
             on_event_stream_end=on_event_stream_end,
+            links=links,
         ),
     )
     async with (

@@ -44,21 +44,22 @@ def _refusal(method: str, exc: BaseException) -> types.ErrorData:
 def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
     """Keyword arguments for `ClientSession(...)` that route to `hooks`."""
 
-    async def ask(method: str, params: Any) -> Any:
+    async def ask(method: str, context: ClientRequestContext, params: Any) -> Any:
+        link = hooks.links.pop(context.request_id)
         try:
-            return await hooks.on_request(method, params)
+            return await hooks.on_request(method, params, link)
         except Exception as exc:  # boundary: the upstream gets an error reply
             return _refusal(method, exc)
 
     async def sampling(
         context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> Any:
-        return await ask("sampling/createMessage", params)
+        return await ask("sampling/createMessage", context, params)
 
     async def elicitation(
         context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> Any:
-        return await ask("elicitation/create", params)
+        return await ask("elicitation/create", context, params)
 
     roots = hooks.roots
 
