@@ -315,3 +315,33 @@ async def test_two_clients_eliciting_at_once_each_get_their_own(
             "first": 'accept: {"answer": "one"}',
             "second": 'accept: {"answer": "two"}',
         }
+
+
+def roots_of(result: dict[str, object]) -> object:
+    content = result["content"]
+    assert isinstance(content, list)
+    return json.loads(content[0]["text"])
+
+
+def test_declared_roots_are_answered_and_a_reload_changes_them_live(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(demo_lua("docs", 'roots = {"/srv/a", "file:///srv/b"}'))
+    with DaemonProcess(script) as daemon:
+        connected = daemon.wait_event("connected", "docs")
+        assert roots_of(daemon.client.call("docs", "roots", {})) == [
+            "file:///srv/a",
+            "file:///srv/b",
+        ]
+        script.write_text(demo_lua("docs", 'roots = {"/srv/c"}'))
+        changed = daemon.wait_event("settings_changed", "docs")
+        assert changed["changed"] == ["roots"]
+        assert roots_of(daemon.client.call("docs", "roots", {})) == ["file:///srv/c"]
+        after = int(str(connected["seq"]))
+        reconnects = [
+            e
+            for e in daemon.events
+            if e["kind"] == "connecting" and int(str(e["seq"])) > after
+        ]
+        assert reconnects == []  # applied without a reconnect
