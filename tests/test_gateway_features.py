@@ -9,6 +9,7 @@ with elicitation, sampling and logging callbacks.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ import anyio
 import httpx2
 import mcp.types as types
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from servers import HttpServerFactory, stdio_command
@@ -345,3 +346,43 @@ def test_declared_roots_are_answered_and_a_reload_changes_them_live(
             if e["kind"] == "connecting" and int(str(e["seq"])) > after
         ]
         assert reconnects == []  # applied without a reconnect
+
+
+@pytest.mark.anyio
+async def test_mcp_manager_stdio_is_a_transparent_bridge_with_prefix_empty(
+    tmp_path: Path,
+) -> None:
+    """A client's config runs `mcp-manager stdio startup.lua` in place of the
+    server: it sees the server's own names and everything else it offers."""
+    script = tmp_path / "startup.lua"
+    script.write_text(demo_lua("demo", 'prefix = ""'))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "manager",
+            "stdio",
+            str(script),
+            "--log-file",
+            str(tmp_path / "log"),
+        ],
+    )
+    client = Client()
+    with anyio.fail_after(20):
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(
+                read, write, elicitation_callback=client.on_elicit
+            ) as session,
+        ):
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert {"echo", "ask_user", "add"} <= names
+            echoed = await session.call_tool("echo", {"text": "through"})
+            assert text_of(echoed) == "through"
+            prompts = {p.name for p in (await session.list_prompts()).prompts}
+            assert "greet" in prompts
+            read_back = await session.read_resource("demo://readme")
+            assert str(read_back.contents[0].uri) == "demo://readme"
+            asked = await session.call_tool("ask_user", {"message": "ok?"})
+            assert text_of(asked) == 'accept: {"answer": "blue"}'
