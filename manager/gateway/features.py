@@ -32,7 +32,7 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from ..core.errors import CallError, UpstreamError
 from ..engine.manager import Manager
-from ..transport.base import Upstream
+from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .names import NameSource, ToolTable, build_name_table
 from .peers import session_key
@@ -74,6 +74,27 @@ class _Waiting:
 class _Subscriber:
     session: ServerSession
     uris: set[str] = field(default_factory=set)
+
+
+def progress_forwarder(ctx: ServerRequestContext[Any, Any]) -> ProgressCallback | None:
+    """Relay upstream progress to the downstream caller under its own token, if
+    its request asked for progress.
+
+    Sent without `related_request_id`: over HTTP the endpoint answers with plain
+    JSON (no per-request stream), so progress travels on the session's
+    standalone stream; the token tells the client which request it belongs to.
+    """
+    token = ctx.meta.get("progress_token") if ctx.meta is not None else None
+    if not isinstance(token, str | int):
+        return None
+    session = ctx.session
+
+    async def forward(
+        progress: float, total: float | None, message: str | None
+    ) -> None:
+        await session.send_progress_notification(token, progress, total, message)
+
+    return forward
 
 
 class Features:
@@ -246,8 +267,12 @@ class Features:
             )
         )
 
+        progress = progress_forwarder(ctx)
+
         async def send(upstream: Upstream, limit: float) -> Any:
-            return await upstream.send(request, types.GetPromptResult, limit)
+            return await upstream.send(
+                request, types.GetPromptResult, limit, progress=progress
+            )
 
         result: types.GetPromptResult = await self.forward(
             ctx, route.server, "prompts/get", route.tool, send
@@ -293,8 +318,12 @@ class Features:
             params=types.ReadResourceRequestParams(uri=upstream_uri)
         )
 
+        progress = progress_forwarder(ctx)
+
         async def send(upstream: Upstream, limit: float) -> Any:
-            return await upstream.send(request, types.ReadResourceResult, limit)
+            return await upstream.send(
+                request, types.ReadResourceResult, limit, progress=progress
+            )
 
         result: types.ReadResourceResult = await self.forward(
             ctx, server, "resources/read", upstream_uri, send
@@ -431,8 +460,12 @@ class Features:
             )
         )
 
+        progress = progress_forwarder(ctx)
+
         async def send(upstream: Upstream, limit: float) -> Any:
-            return await upstream.send(request, types.CompleteResult, limit)
+            return await upstream.send(
+                request, types.CompleteResult, limit, progress=progress
+            )
 
         result: types.CompleteResult = await self.forward(
             ctx, server, "completion/complete", target, send

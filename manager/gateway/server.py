@@ -43,7 +43,6 @@ import anyio.abc
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import Server, ServerRequestContext
-from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -62,8 +61,8 @@ from ..core.errors import (
 from ..core.events import Connected, Event, ResourceUpdated, ServerLog
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
-from ..transport.base import LINK_META_KEY, ProgressCallback
-from .features import Features
+from ..transport.base import LINK_META_KEY
+from .features import Features, progress_forwarder
 from .names import SEPARATOR, NameSource, ToolTable, build_name_table
 from .options import EndpointOptions
 from .peers import ListChangedServer, Peers
@@ -158,22 +157,6 @@ def _forwarded_meta(params: Mapping[str, Any] | None) -> dict[str, object] | Non
         if key != "progressToken" and not key.startswith(_FORWARDED_META_DROP)
     }
     return out or None
-
-
-def _progress_forwarder(session: ServerSession, token: str | int) -> ProgressCallback:
-    """Relay upstream progress to the downstream caller under its own token.
-
-    Sent without `related_request_id`: over HTTP the endpoint answers with plain
-    JSON (no per-request stream), so progress travels on the session's
-    standalone stream; the token tells the client which call it belongs to.
-    """
-
-    async def forward(
-        progress: float, total: float | None, message: str | None
-    ) -> None:
-        await session.send_progress_notification(token, progress, total, message)
-
-    return forward
 
 
 class Gateway:
@@ -456,11 +439,7 @@ class Gateway:
             if found is None:
                 raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
             server, tool = found
-        progress = None
-        if ctx.meta is not None:
-            token = ctx.meta.get("progress_token")
-            if isinstance(token, str | int):
-                progress = _progress_forwarder(ctx.session, token)
+        progress = progress_forwarder(ctx)
         meta = _forwarded_meta(ctx.params)
         token = None
         caps = ctx.session.client_capabilities
