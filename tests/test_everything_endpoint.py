@@ -12,7 +12,7 @@ from pathlib import Path
 
 import mcp.types as types
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from servers.everything import EverythingServer
 from test_gateway import running_gateway, text_of, wait_until
 from test_gateway_features import Client, downstream
@@ -139,3 +139,44 @@ async def test_a_subscription_survives_the_upstream_being_killed(
                 await wait_until(lambda: updates() > before)
     finally:
         server.stop()
+
+
+async def test_results_through_the_endpoint_equal_direct_ones(
+    everything_stdio: tuple[str, list[str]],
+) -> None:
+    """Same requests, directly and through us: equal results, names prefixed."""
+    cmd, args = everything_stdio
+    params = StdioServerParameters(command=cmd, args=args)
+    async with (
+        running_gateway([stdio_spec(everything_stdio)], wait_for=("e",)) as (
+            gateway,
+            _,
+            _,
+        ),
+        stdio_client(params) as (read, write),
+        ClientSession(read, write) as direct,
+    ):
+        await direct.initialize()
+        assert gateway.url is not None
+        async with downstream(gateway.url, Client()) as through:
+            listed = (await direct.list_prompts()).prompts
+            via = {p.name: p for p in (await through.list_prompts()).prompts}
+            for prompt in listed:
+                mine = via[f"e__{prompt.name}"]
+                assert mine.model_copy(update={"name": prompt.name}) == prompt
+            asked = {"city": "Lyon", "state": "Rhône"}
+            assert await through.get_prompt(
+                "e__args-prompt", asked
+            ) == await direct.get_prompt("args-prompt", asked)
+            uri = "demo://resource/static/document/features.md"
+            assert await through.read_resource(uri) == await direct.read_resource(uri)
+            direct_resources = (await direct.list_resources()).resources
+            assert (await through.list_resources()).resources == direct_resources
+            ref = types.PromptReference(type="ref/prompt", name="completable-prompt")
+            via_ref = types.PromptReference(
+                type="ref/prompt", name="e__completable-prompt"
+            )
+            argument = {"name": "department", "value": "S"}
+            assert await through.complete(via_ref, argument) == await direct.complete(
+                ref, argument
+            )
