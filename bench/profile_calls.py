@@ -1,0 +1,182 @@
+"""Where a forwarded call's CPU goes: a profile of the endpoint, by package.
+
+Run: `.venv/bin/python bench/profile_calls.py [--calls N] [--upstream stdio|http]`.
+
+This process runs the daemon's manager and HTTP endpoint (telemetry off) in
+front of the demo server (a subprocess), under cProfile with the process CPU
+clock; a client in another process makes N sequential `demo__echo` calls. The
+profile covers only the calls (start-up is excluded) and is printed as CPU per
+call and each package's share of it (own time of the functions in that
+package), with the event-loop turns per call: what a step of issue 14 changes
+shows up here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import subprocess
+import sys
+import textwrap
+import time
+from collections import defaultdict
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_gateway import child, demo_argv, free_port  # noqa: E402
+
+from manager.core.spec import parse_spec  # noqa: E402
+from manager.engine.bus import EventBus  # noqa: E402
+from manager.engine.manager import Manager  # noqa: E402
+from manager.gateway import EndpointOptions, Gateway  # noqa: E402
+
+CLIENT = textwrap.dedent(
+    """
+    import sys, time, anyio, httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main(url, n):
+        async with httpx2.AsyncClient() as http, streamable_http_client(
+            url, http_client=http
+        ) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            for i in range(50):
+                await s.call_tool("demo__echo", {"text": "warm"})
+            print("go", flush=True)
+            sys.stdin.readline()
+            t0 = time.perf_counter()
+            for i in range(n):
+                await s.call_tool("demo__echo", {"text": "x"})
+            print("done %.6f" % (time.perf_counter() - t0), flush=True)
+
+    anyio.run(main, sys.argv[1], int(sys.argv[2]))
+    """
+)
+
+PACKAGES = (
+    "manager",
+    "mcp",
+    "mcp_types",
+    "pydantic",
+    "pydantic_core",
+    "anyio",
+    "asyncio",
+    "h11",
+    "httpx2",
+    "httpcore2",
+    "httpcore",
+    "uvicorn",
+    "starlette",
+    "opentelemetry",
+    "json",
+    "sse_starlette",
+)
+
+
+def package_of(filename: str) -> str:
+    if filename.startswith(("~", "<")):
+        return "builtins"
+    parts = Path(filename).parts
+    for name in PACKAGES:
+        if name in parts:
+            return name
+    return "other"
+
+
+class TurnCounter:
+    """Counts event-loop iterations (asyncio's `_run_once`)."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        base = asyncio.base_events.BaseEventLoop
+        self._original = base._run_once  # type: ignore[attr-defined]
+        counter = self
+
+        def counted(loop: asyncio.AbstractEventLoop) -> None:
+            counter.turns += 1
+            counter._original(loop)
+
+        base._run_once = counted  # type: ignore[attr-defined]
+
+
+async def run(calls: int, upstream: str, work: Path) -> None:
+    turns = TurnCounter()
+    with_http = upstream == "http"
+    bus = EventBus()
+    if with_http:
+        port = free_port()
+        argv = [*demo_argv(), "--transport", "http", "--port", str(port)]
+        ctx = child(argv, work / "upstream.log", port)
+        ctx.__enter__()
+        spec = parse_spec("demo", f"http://127.0.0.1:{port}/mcp")
+    else:
+        argv = demo_argv()
+        spec = parse_spec("demo", {"command": argv[0], "args": argv[1:]})
+    async with Manager(bus) as manager, anyio.create_task_group() as tg:
+        gateway = Gateway(manager, bus)
+        await tg.start(partial(gateway.serve, EndpointOptions("127.0.0.1", 0)))
+        manager.add(spec)
+        await manager.connection("demo").wait_connected()  # type: ignore[union-attr]
+        client = await anyio.open_process(
+            [sys.executable, "-c", CLIENT, str(gateway.url), str(calls)],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+        )
+        assert client.stdout is not None and client.stdin is not None
+        lines = client.stdout
+        buffer = b""
+        while b"go" not in buffer:
+            buffer += await lines.receive()
+        profiler = cProfile.Profile(time.process_time)
+        turns_before = turns.turns
+        cpu_before = time.process_time()
+        profiler.enable()
+        await client.stdin.send(b"\n")
+        buffer = b""
+        while b"done" not in buffer:
+            buffer += await lines.receive()
+        profiler.disable()
+        cpu = time.process_time() - cpu_before
+        loop_turns = turns.turns - turns_before
+        wall = float(buffer.split(b"done")[1].split()[0])
+        await client.wait()
+        await gateway.aclose()
+        tg.cancel_scope.cancel()
+    if with_http:
+        ctx.__exit__(None, None, None)
+    stats = pstats.Stats(profiler)
+    shares: dict[str, float] = defaultdict(float)
+    total = 0.0
+    for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        shares[package_of(filename)] += tottime
+        total += tottime
+    print(f"\n{calls} calls through the endpoint to the demo server over {upstream}")
+    print(f"wall per call (client)      {wall / calls * 1000:7.3f} ms")
+    print(f"daemon CPU per call         {cpu / calls * 1000:7.3f} ms")
+    print(f"event-loop turns per call   {loop_turns / calls:7.1f}")
+    print("CPU by package (own time, share of the profiled total):")
+    for name, seconds in sorted(shares.items(), key=lambda kv: -kv[1]):
+        if seconds / total >= 0.005:
+            print(f"  {name:<16} {seconds / total * 100:5.1f} %")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--upstream", choices=("stdio", "http"), default="stdio")
+    args = parser.parse_args()
+    work = Path("/tmp") / f"profile-calls-{free_port()}"
+    work.mkdir()
+    anyio.run(run, args.calls, args.upstream, work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
