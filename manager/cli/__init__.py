@@ -106,6 +106,16 @@ def _daemon_options(
     )
 
 
+def _backend_options() -> dict[str, object]:
+    """uvloop when it is installed (a dependency; fewer CPU cycles per message
+    than asyncio's own loop), else asyncio's loop."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:  # a platform without uvloop's wheels: the plain loop
+        return {}
+    return {"use_uvloop": True}
+
+
 def _serve(options: DaemonOptions) -> int:
     """Run the daemon; the exit code for how it ended."""
     import anyio
@@ -113,7 +123,7 @@ def _serve(options: DaemonOptions) -> int:
     from ..daemon.serve import serve
 
     try:
-        return anyio.run(serve, options)
+        return anyio.run(serve, options, backend_options=_backend_options())
     except KeyboardInterrupt:
         return 130
     except ConfigError as exc:

@@ -61,6 +61,7 @@ from ..core.errors import (
 from ..core.events import Connected, Event, ResourceUpdated, ServerLog
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
+from ..engine.tracing import NO_TRACING
 from ..transport.base import LINK_META_KEY
 from .features import Features, progress_forwarder
 from .names import SEPARATOR, NameSource, ToolTable, build_name_table
@@ -227,6 +228,14 @@ class Gateway:
             )
         assert isinstance(self.server, _UnionServer)
         self.server.offered = self._offered
+        if manager.tracing is NO_TRACING:
+            # The SDK's own span per message (its OpenTelemetryMiddleware) costs
+            # a few percent of each call even with no tracer: off with telemetry.
+            self.server.middleware = [
+                m
+                for m in self.server.middleware
+                if type(m).__name__ != "OpenTelemetryMiddleware"
+            ]
         self.server.middleware.append(self._peers.track)
 
     @property
