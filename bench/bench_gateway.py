@@ -8,6 +8,8 @@ measures `echo` calls three ways, in the same run, with the official SDK client:
 - direct: a `ClientSession` straight to the upstream;
 - mcp-manager: `mcp-manager run --listen` (the aggregated endpoint, streamable
   HTTP) in front of the upstream, called as `demo__echo`;
+- mcp-manager stdio: `mcp-manager stdio` (spawned by the client, as an editor
+  does) in front of the upstream, called as `demo__echo`;
 - FastMCP: FastMCP's proxy (`create_proxy`, formerly `FastMCP.as_proxy`) with one
   connected upstream client, served over streamable HTTP (`fastmcp_proxy.py`).
 
@@ -197,19 +199,39 @@ def demo_argv() -> list[str]:
     return [sys.executable, "-m", "manager.demo_server"]
 
 
+def demo_script(upstream: str, path: Path) -> Path:
+    """A startup.lua with one connection `demo` to `upstream` (a URL or stdio)."""
+    if upstream.startswith("http"):
+        path.write_text(f'mcp_add("demo", "{upstream}")\n')
+    else:
+        argv = demo_argv()
+        args = ", ".join(f'"{a}"' for a in argv[1:])
+        path.write_text(
+            f'mcp_add("demo", {{command = "{argv[0]}", args = {{{args}}}}})\n'
+        )
+    return path
+
+
+def stdio_front_argv(upstream: str, work: Path) -> list[str]:
+    """`mcp-manager stdio` in front of `upstream`, as a client would spawn it."""
+    script = demo_script(upstream, work / f"stdio-front-{free_port()}.lua")
+    log = work / "stdio-front.log"
+    return [
+        sys.executable,
+        "-m",
+        "manager",
+        "stdio",
+        str(script),
+        "--log-file",
+        str(log),
+    ]
+
+
 @contextlib.contextmanager
 def manager_gateway(upstream: str, work: Path) -> Iterator[str]:
     """`mcp-manager run --listen` with one connection `demo`; yields the URL."""
     port = free_port()
-    script = work / f"startup-{port}.lua"
-    if upstream.startswith("http"):
-        script.write_text(f'mcp_add("demo", "{upstream}")\n')
-    else:
-        argv = demo_argv()
-        args = ", ".join(f'"{a}"' for a in argv[1:])
-        script.write_text(
-            f'mcp_add("demo", {{command = "{argv[0]}", args = {{{args}}}}})\n'
-        )
+    script = demo_script(upstream, work / f"startup-{port}.lua")
     argv = [
         sys.executable,
         "-m",
@@ -255,12 +277,12 @@ def ms(seconds: float) -> str:
 def report(upstream: str, rows: dict[str, Figures]) -> None:
     print(f"\nupstream: demo server over {upstream}; {CALLERS} concurrent callers")
     print(
-        f"{'path':<14} {'seq p50':>8} {'seq p99':>8} {'16x p50':>8} {'16x p99':>8}"
+        f"{'path':<18} {'seq p50':>8} {'seq p99':>8} {'16x p50':>8} {'16x p99':>8}"
         f" {'calls/s':>8}   (ms)"
     )
     for name, f in rows.items():
         print(
-            f"{name:<14} {ms(f.seq_p50):>8} {ms(f.seq_p99):>8} {ms(f.con_p50):>8}"
+            f"{name:<18} {ms(f.seq_p50):>8} {ms(f.seq_p99):>8} {ms(f.con_p50):>8}"
             f" {ms(f.con_p99):>8} {f.rate:8.0f}"
         )
     ours, theirs = rows.get("mcp-manager"), rows.get("FastMCP proxy")
@@ -278,6 +300,13 @@ def report(upstream: str, rows: dict[str, Figures]) -> None:
             + (f", FastMCP +{ms(theirs.seq_p50 - direct.seq_p50)} ms" if theirs else "")
             + " (seq p50)"
         )
+    if direct:
+        for name, f in rows.items():
+            if name != "direct SDK":
+                print(
+                    f"  {name}: +{ms(f.seq_p50 - direct.seq_p50)} ms p50, "
+                    f"{f.rate / direct.rate:.2f}x direct throughput"
+                )
 
 
 def install_fastmcp() -> Path:
@@ -324,11 +353,47 @@ async def compare(
     return {name: s.figures() for name, s in samples.items()}
 
 
+INITIALIZE = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+    b'"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
+)
+
+
+def first_answer(argv: list[str], runs: int = 7) -> float:
+    """Median seconds from spawn to the answer to `initialize` on stdout."""
+    times = []
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for _ in range(runs):
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(INITIALIZE)
+        proc.stdin.flush()
+        proc.stdout.readline()
+        times.append(time.perf_counter() - started)
+        proc.stdin.close()
+        proc.wait(10)
+    return statistics.median(times)
+
+
 async def main_async(args: argparse.Namespace, fastmcp_python: Path | None) -> None:
     rounds, seq, per = (2, 60, 10) if args.quick else (5, 120, 20)
     work = Path(tempfile.mkdtemp(prefix="bench-gw-", dir="/tmp"))
     os.chmod(work, 0o700)
     try:
+        front = first_answer(stdio_front_argv("stdio", work))
+        alone = first_answer(demo_argv())
+        print(
+            f"\nspawn to first answer (initialize), median of 7: mcp-manager stdio "
+            f"{front * 1000:.0f} ms; the demo server itself {alone * 1000:.0f} ms "
+            "(target < 500 ms)"
+        )
         for upstream in ("stdio", "http"):
             with contextlib.ExitStack() as stack:
                 if upstream == "http":
@@ -345,6 +410,7 @@ async def main_async(args: argparse.Namespace, fastmcp_python: Path | None) -> N
                         stack.enter_context(manager_gateway(url, work)),
                         "demo__echo",
                     ),
+                    "mcp-manager stdio": (stdio_front_argv(url, work), "demo__echo"),
                 }
                 if fastmcp_python is not None:
                     proxy = stack.enter_context(

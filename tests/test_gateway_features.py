@@ -386,3 +386,57 @@ async def test_mcp_manager_stdio_is_a_transparent_bridge_with_prefix_empty(
             assert str(read_back.contents[0].uri) == "demo://readme"
             asked = await session.call_tool("ask_user", {"message": "ok?"})
             assert text_of(asked) == 'accept: {"answer": "blue"}'
+
+
+@pytest.mark.anyio
+async def test_the_early_initialize_answer_is_the_one_the_sdk_server_gives() -> None:
+    """`mcp-manager stdio` answers `initialize` before loading the SDK; what it
+    says must be what the endpoint's own server says at that moment."""
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from manager.engine.bus import EventBus
+    from manager.engine.manager import Manager
+    from manager.gateway.early import HANDSHAKE_VERSIONS, _answer
+
+    bus = EventBus()
+    async with Manager(bus) as manager:
+        manager.add(demo_stdio("first"))  # on its first attempt: capabilities unknown
+        gateway = Gateway(manager, bus)
+        async with (
+            create_client_server_memory_streams() as (client_streams, server_streams),
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(
+                lambda: gateway.server.run(
+                    *server_streams, gateway.server.create_initialization_options()
+                )
+            )
+            async with ClientSession(*client_streams) as session:
+                sdk = await session.initialize()
+            tg.cancel_scope.cancel()
+    for version in HANDSHAKE_VERSIONS:
+        early = _answer(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": version, "capabilities": {}},
+            }
+        )
+        assert early is not None
+        assert early["result"]["protocolVersion"] == version  # type: ignore[index]
+    assert early is not None
+    mine = types.InitializeResult.model_validate(early["result"], by_name=False)
+    assert mine.capabilities == sdk.capabilities
+    assert mine.server_info.name == sdk.server_info.name
+    assert mine.server_info.version == sdk.server_info.version
+    assert mine.instructions == sdk.instructions
+    assert sdk.protocol_version == HANDSHAKE_VERSIONS[-1]
+
+
+def test_early_handshake_versions_are_the_sdks() -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from manager.gateway.early import HANDSHAKE_VERSIONS
+
+    assert HANDSHAKE_VERSIONS == tuple(HANDSHAKE_PROTOCOL_VERSIONS)

@@ -150,8 +150,19 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
         os.dup2(fd, 2)
         os.close(fd)
 
+    # Answer the client's `initialize` now, before half a second of imports.
+    from ..gateway.early import answer_initialize
+
+    early = answer_initialize()
+    if early is None:
+        return 0  # the client closed stdin before saying anything
     options = _daemon_options(
-        args, config, hud=False, stdio=True, control=args.socket is not None
+        args,
+        config,
+        hud=False,
+        stdio=True,
+        stdio_early=early,
+        control=args.socket is not None,
     )
     return _serve(options)
 

@@ -30,6 +30,7 @@ from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
+from ..gateway.early import EarlyStart
 from ..gateway.options import EndpointError, EndpointOptions
 from ..gateway.server import Gateway
 from ..logs import LogSink, run_summaries, setup_logging
@@ -62,6 +63,8 @@ class DaemonOptions:
         log_format: `text` or `json`.
         hud: Show the terminal HUD.
         endpoint: Serve the aggregated MCP endpoint over HTTP there.
+        stdio_early: The first stdin line, read (and maybe answered) before
+            the daemon loaded (`gateway.early`).
         stdio: Serve the aggregated MCP endpoint on stdin/stdout; the daemon
             stops when the client closes stdin.
         control: Serve the control socket.
@@ -80,6 +83,7 @@ class DaemonOptions:
     hud: bool = False
     endpoint: EndpointOptions | None = None
     stdio: bool = False
+    stdio_early: EarlyStart | None = None
     control: bool = True
     otlp_endpoint: str | None = None
     otlp_protocol: str | None = None
@@ -338,6 +342,7 @@ async def _serve_gateway(
         options.endpoint,
         stdio=options.stdio,
         on_stdio_closed=stop.set,
+        early=options.stdio_early,
         task_status=task_status,
     )
 

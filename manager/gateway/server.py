@@ -63,10 +63,12 @@ from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..transport.base import LINK_META_KEY
+from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .features import Features, progress_forwarder
 from .names import SEPARATOR, NameSource, ToolTable, build_name_table
 from .options import EndpointOptions
 from .peers import ListChangedServer, Peers
+from .replay import replayed
 
 if TYPE_CHECKING:
     from .http import HttpEndpoint
@@ -205,14 +207,9 @@ class Gateway:
             # clients we carry still speak the handshake era, where it is not.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             self.server: Server[dict[str, Any]] = _UnionServer(
-                "mcp-manager",
+                SERVER_NAME,
                 version=__version__,
-                instructions=(
-                    "Tools, prompts and resources of the MCP servers that "
-                    "mcp-manager keeps connected; tools and prompts are named "
-                    "PREFIX__NAME. A server that is restarting keeps its lists; a "
-                    "request to it waits briefly for it, then fails with its status."
-                ),
+                instructions=INSTRUCTIONS,
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,
                 on_list_prompts=features.list_prompts,
@@ -256,6 +253,7 @@ class Gateway:
         *,
         stdio: bool = False,
         on_stdio_closed: Callable[[], None] = lambda: None,
+        early: EarlyStart | None = None,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Keep the tool table current and serve the requested endpoints.
@@ -267,6 +265,8 @@ class Gateway:
             endpoint: Serve streamable HTTP there.
             stdio: Serve MCP on this process's stdin/stdout.
             on_stdio_closed: Called once the stdio client closed stdin.
+            early: The first stdin line, read (and maybe answered) before the
+                SDK was loaded (`early.answer_initialize`); replayed first.
 
         Raises:
             EndpointError: The HTTP address cannot be bound (before reporting).
@@ -285,7 +285,7 @@ class Gateway:
                 if http is not None:
                     await tg.start(http.run)
                 if stdio:
-                    tg.start_soon(self._serve_stdio, on_stdio_closed)
+                    tg.start_soon(self._serve_stdio, on_stdio_closed, early)
                 task_status.started()
 
     async def aclose(self) -> None:
@@ -295,9 +295,13 @@ class Gateway:
         if self._scope is not None:
             self._scope.cancel()
 
-    async def _serve_stdio(self, on_closed: Callable[[], None]) -> None:
+    async def _serve_stdio(
+        self, on_closed: Callable[[], None], early: EarlyStart | None = None
+    ) -> None:
         try:
             async with stdio_server() as (read, write):
+                if early is not None:
+                    read, write = replayed(read, write, early)
                 await self.server.run(
                     read, write, self.server.create_initialization_options()
                 )
