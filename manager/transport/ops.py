@@ -20,8 +20,10 @@ Send = Callable[[Upstream, float], Awaitable[dict[str, object]]]
 
 
 def _dumped(result: Any) -> dict[str, object]:
+    """What the server sent, in wire form (not the defaults of fields it did
+    not send, such as a later protocol revision's cache hints)."""
     data: dict[str, object] = result.model_dump(
-        by_alias=True, mode="json", exclude_none=True
+        by_alias=True, mode="json", exclude_none=True, exclude_unset=True
     )
     return data
 
