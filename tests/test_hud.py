@@ -51,6 +51,8 @@ from manager.core.events import (
     Lost,
     Reconnecting,
     Removed,
+    ResourceUpdated,
+    ServerLog,
     ServerStderr,
     ToolsChanged,
     Updated,
@@ -1278,3 +1280,16 @@ def test_run_on_a_terminal_shows_the_hud_and_q_stops_the_daemon(
         os.close(master)
         sock.unlink(missing_ok=True)
         sock.parent.rmdir()
+
+
+def test_upstream_log_messages_are_detail_unless_severe() -> None:
+    hud = fold(
+        (T0, ServerLog(name="fs", level="info", data="cache warm")),
+        (T0 + 1, ServerLog(name="fs", level="error", logger="db", data="disk full")),
+        (T0 + 2, ResourceUpdated(name="fs", uri="file:///x")),
+    )
+    assert [(line.level, line.text) for line in hud.log] == [
+        ("debug", "fs: log info: cache warm"),
+        ("warn", "fs: log error db: disk full"),
+        ("debug", "fs: resource updated: file:///x"),
+    ]

@@ -41,6 +41,8 @@ from ..core.events import (
     Lost,
     Reconnecting,
     Removed,
+    ResourceUpdated,
+    ServerLog,
     ServerStderr,
     ToolsChanged,
     Updated,
@@ -397,6 +399,18 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             level = "warn" if event.is_error else "info"
         case CallFailed():
             level = "error"
+        case ServerLog():
+            # Upstream log messages are detail unless they say something is wrong.
+            severe = event.level in (
+                "warning",
+                "error",
+                "critical",
+                "alert",
+                "emergency",
+            )
+            level = "warn" if severe else "debug"
+        case ResourceUpdated():
+            level = "debug"
         case Lagged():
             hud.hud_dropped += event.dropped
             hud.resync_needed = True
