@@ -5,6 +5,7 @@ ManagerError
 ├── ConfigError            startup.lua or an option is wrong (file, line, connection)
 ├── TransportError         talking to an upstream failed; the reconnect loop retries
 │   ├── ConnectFailed      refused, missing executable, handshake rejected, garbage
+│   │   └── AuthRefused    the server said 401/403: retried rarely, never hammered
 │   ├── ConnectTimeout     connect + initialize + tool listing ran out of time
 │   └── Disconnected       an established session died (exit, EOF, ping, lost session)
 ├── CallError              a request could not be made or finished (never retried)
@@ -21,6 +22,7 @@ This module imports nothing from the package.
 from __future__ import annotations
 
 __all__ = [
+    "AuthRefused",
     "CallError",
     "CallTimeout",
     "ConfigError",
@@ -86,6 +88,15 @@ class TransportError(ManagerError):
 
 class ConnectFailed(TransportError):
     """The connection could not be established."""
+
+
+class AuthRefused(ConnectFailed):
+    """The server refused our credentials (HTTP 401 or 403).
+
+    Not an outage: retrying at the normal pace would hammer a server that said
+    no (vendors suspend accounts for that). The connection waits
+    `AUTH_RETRY_DELAY` instead, or for a reload or `reconnect`.
+    """
 
 
 class ConnectTimeout(TransportError):

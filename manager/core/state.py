@@ -32,6 +32,7 @@ from .events import (
 )
 
 __all__ = [
+    "AUTH_RETRY_DELAY",
     "AttemptBegan",
     "AttemptError",
     "ConnectionState",
@@ -44,6 +45,11 @@ __all__ = [
     "ToolsListed",
     "transition",
 ]
+
+AUTH_RETRY_DELAY = 300.0
+"""Seconds before trying again a server that refused our credentials (401/403):
+new credentials come with a reload (which restarts the connection at once) or
+`mcp-manager reconnect`; meanwhile one try per 5 minutes, never a storm."""
 
 
 class Phase(StrEnum):
@@ -226,6 +232,8 @@ def transition(
             return replace(nxt, connected_before=True), events
         case AttemptError(now=now):
             wait = aligned_delay(policy, max(state.attempt, 1), signal.rand, now)
+            if signal.error_type == "AuthRefused":
+                wait = max(wait, AUTH_RETRY_DELAY)  # a refusal is not an outage
             nxt = replace(
                 state,
                 phase=Phase.RECONNECTING,

@@ -16,6 +16,7 @@ from ..core.spec import ConnectionSpec
 __all__ = [
     "CATALOG_KINDS",
     "LINK_META_KEY",
+    "Refusal",
     "RequestLinks",
     "CallResult",
     "Catalog",
@@ -113,6 +114,16 @@ class ServerInfo:
     protocol: str
     session_id: str | None = None
     capabilities: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An HTTP 401/403 from the server: status, its `WWW-Authenticate` and
+    whether we had sent an `Authorization` header."""
+
+    status: int
+    challenge: str
+    had_authorization: bool
 
 
 @dataclass(frozen=True, slots=True)

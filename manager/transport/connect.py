@@ -32,7 +32,7 @@ from ..core.redact import SecretRegistry
 from ..core.resolve import resolve_spec
 from ..core.spec import ConnectionSpec
 from .base import Hooks, Upstream
-from .errors import describe_error, flatten, map_failure
+from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import open_http_streams, open_sse_streams
 from .probe import tcp_precheck
 from .requests import server_request_callbacks
@@ -157,13 +157,20 @@ class McpTransport:
                         finally:
                             outer.deadline = anyio.current_time() + TEARDOWN_TIMEOUT
                             await upstream.aclose()
-            except (TransportError, ConfigError):
+            except ConfigError:
+                raise
+            except TransportError as exc:
+                if upstream is None and lost.refusals:
+                    raise refused(resolved, lost.refusals[-1]) from exc
                 raise
             except Exception as exc:  # boundary: map SDK/httpx/OS failures once
                 if body_error is not None and any(
                     leaf is body_error for leaf in flatten(exc)
                 ):
                     raise
+                refusal = lost.refusals[-1] if lost.refusals else http_refusal(exc)
+                if upstream is None and refusal is not None:
+                    raise refused(resolved, refusal) from exc
                 for leaf in flatten(exc):
                     if isinstance(leaf, TransportError):
                         raise leaf from exc
@@ -184,8 +191,7 @@ class McpTransport:
             async with open_sse_streams(spec) as (s_read, s_write):
                 yield s_read, s_write, None
             return
-        async with open_http_streams(spec, lost.suspect, hooks.links) as (
-            h_read,
-            h_write,
-        ):
+        async with open_http_streams(
+            spec, lost.suspect, hooks.links, lost.refusals
+        ) as (h_read, h_write):
             yield h_read, h_write, None

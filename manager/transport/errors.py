@@ -15,19 +15,24 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from ..core.errors import (
+    AuthRefused,
     ConfigError,
     ConnectFailed,
     ConnectTimeout,
     TransportError,
 )
+from ..core.spec import ConnectionSpec
+from .base import Refusal
 
 __all__ = [
     "describe_error",
     "first_os_error",
     "flatten",
+    "http_refusal",
     "is_session_lost",
     "map_failure",
     "os_reason",
+    "refused",
 ]
 
 
@@ -113,6 +118,46 @@ def _protocol_error_text(detail: str) -> str:
 def _with_detail(sentence: str, exc: BaseException) -> str:
     detail = str(exc)
     return f"{sentence} ({detail})" if detail else sentence
+
+
+def http_refusal(exc: BaseException) -> Refusal | None:
+    """A 401/403 `HTTPStatusError` among `exc`'s leaves (the SSE client raises
+    them), as a `Refusal`."""
+    for leaf in flatten(exc):
+        if isinstance(leaf, httpx2.HTTPStatusError) and leaf.response.status_code in (
+            401,
+            403,
+        ):
+            return Refusal(
+                leaf.response.status_code,
+                leaf.response.headers.get("www-authenticate", ""),
+                "authorization" in leaf.request.headers,
+            )
+    return None
+
+
+def refused(spec: ConnectionSpec, refusal: Refusal) -> AuthRefused:
+    """The error for a server that answered 401/403: what it refused and what
+    to do, naming the header we sent (never its value)."""
+    status = f"HTTP {refusal.status}"
+    challenge = refusal.challenge.split(",", 1)[0].strip()
+    wants = f" (it asks for: {challenge[:120]})" if challenge else ""
+    sent = [name for name, _ in spec.headers if name.lower() == "authorization"]
+    if sent or refusal.had_authorization:
+        header = sent[0] if sent else "Authorization"
+        return AuthRefused(
+            f"{status}: the server refused the credentials in header {header}"
+            f"{wants}; fix them (say the value behind ${{env:...}}) and reload, "
+            "then it is tried at once; until then it is tried every 5 minutes"
+        )
+    others = ", ".join(name for name, _ in spec.headers)
+    with_headers = f" with headers {others}" if others else " without credentials"
+    return AuthRefused(
+        f"{status}: the server wants authorization{wants}; we connected"
+        f"{with_headers}. Add the credentials it needs (e.g. headers = "
+        '{Authorization = "Bearer ${env:TOKEN}"}) and reload; until then it is '
+        "tried every 5 minutes"
+    )
 
 
 def map_failure(exc: BaseException, what: str) -> TransportError:

@@ -19,7 +19,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ..core.spec import ConnectionSpec
-from .base import LINK_META_KEY, RequestLinks
+from .base import LINK_META_KEY, Refusal, RequestLinks
 
 __all__ = [
     "HTTP_READ_TIMEOUT",
@@ -55,13 +55,25 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
         inner: httpx2.AsyncBaseTransport,
         on_event_stream_end: Callable[[], None] = lambda: None,
         links: RequestLinks | None = None,
+        refusals: list[Refusal] | None = None,
     ) -> None:
         self._inner = inner
         self._on_event_stream_end = on_event_stream_end
         self._links = links
+        self._refusals = refusals
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
+        if response.status_code in (401, 403) and self._refusals is not None:
+            # The SDK turns these into "Server returned an error response":
+            # keep what the server said, to tell the user and to wait.
+            self._refusals.append(
+                Refusal(
+                    response.status_code,
+                    response.headers.get("www-authenticate", ""),
+                    "authorization" in request.headers,
+                )
+            )
         if request.method == "POST":
             if _reusable(response):
                 response.stream = _DrainOnClose(response.stream)
@@ -277,6 +289,7 @@ async def open_http_streams(
     spec: ConnectionSpec,
     on_event_stream_end: Callable[[], None],
     links: RequestLinks | None = None,
+    refusals: list[Refusal] | None = None,
 ) -> AsyncIterator[tuple[Any, SessionIdWriter]]:
     """The SDK's streamable HTTP client streams for `spec`, on our HTTP client.
 
@@ -302,6 +315,7 @@ async def open_http_streams(
             ),
             on_event_stream_end=on_event_stream_end,
             links=links,
+            refusals=refusals,
         ),
     )
     async with (

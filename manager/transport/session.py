@@ -38,6 +38,7 @@ from .base import (
     Hooks,
     LossReport,
     ProgressCallback,
+    Refusal,
     ServerInfo,
     ToolInfo,
 )
@@ -303,6 +304,7 @@ class LostSignal:
     report: LossReport = field(default_factory=lambda: LossReport("transport closed"))
     suspected: anyio.Event = field(default_factory=anyio.Event)
     last_suspected: float = -math.inf
+    refusals: list[Refusal] = field(default_factory=list)  # HTTP 401/403 seen
 
     def suspect(self) -> None:
         # A server that ends its event stream at once, again and again (the
