@@ -64,9 +64,18 @@ def resolve_spec(
             env=tuple((k, sub(v)) for k, v in spec.env),
             cwd=sub(spec.cwd) if spec.cwd else spec.cwd,
             headers=tuple((k, sub(v)) for k, v in spec.headers),
+            oauth=(
+                dataclasses.replace(
+                    spec.oauth, client_secret=sub(spec.oauth.client_secret)
+                )
+                if spec.oauth is not None
+                else None
+            ),
         )
     secret_values = [*resolved_values, *(v for _, v in resolved.headers)]
     secret_values += [v for _, v in resolved.env]
+    if resolved.oauth is not None:
+        secret_values.append(resolved.oauth.client_secret)
     password = _url_password(resolved.url)
     if password:
         secret_values.append(password)
@@ -77,6 +86,8 @@ def resolve_spec(
 
 def _has_templates(spec: ConnectionSpec) -> bool:
     texts = (spec.url, spec.command, spec.cwd or "", *spec.args)
+    if spec.oauth is not None and "${" in spec.oauth.client_secret:
+        return True
     return any("${" in t for t in texts) or any(
         "${" in v for _, v in (*spec.env, *spec.headers)
     )

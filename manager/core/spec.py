@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from .backoff import BackoffPolicy
 from .errors import ConfigError
 from .exposure import EXPOSURE_OPTIONS, Exposure, parse_exposure_option
+from .oauth import OAuthSpec, parse_oauth
 from .redact import MASK, redact_args, redact_url
 
 __all__ = [
@@ -64,7 +65,9 @@ _DURATION_OPTIONS = (
     "hold",
     "stable_after",
 )
-_COMMON_OPTIONS = frozenset({*OPTION_DEFAULTS, "headers", "backoff", *EXPOSURE_OPTIONS})
+_COMMON_OPTIONS = frozenset(
+    {*OPTION_DEFAULTS, "headers", "backoff", "oauth", *EXPOSURE_OPTIONS}
+)
 _STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
 _URL_KEYS = frozenset({"url", "transport"})
 _MAX_DURATION = 24 * 3600.0
@@ -94,6 +97,7 @@ class ConnectionSpec:
         exposure: Prefix and filters of what the endpoint shows (changing
             them needs no reconnect).
         roots: Paths or `file://` URIs answered to `roots/list`.
+        oauth: How access tokens are obtained (`core.oauth`), if at all.
     """
 
     name: str
@@ -114,6 +118,7 @@ class ConnectionSpec:
     enabled: bool = True
     exposure: Exposure = field(default_factory=Exposure)
     roots: tuple[str, ...] = ()
+    oauth: OAuthSpec | None = None
 
     @property
     def prefix(self) -> str:
@@ -319,6 +324,10 @@ def _parse_options(
             out[key] = _backoff(prefix, value)
         elif key == "roots":
             out[key] = parse_exposure_option(prefix, key, value)
+        elif key == "oauth":
+            oauth = parse_oauth(prefix, value, transport)
+            _check_templates(prefix, "oauth.client_secret", oauth.client_secret)
+            out[key] = oauth
         elif key in EXPOSURE_OPTIONS:
             shown[key] = parse_exposure_option(prefix, key, value)
     if shown:
@@ -458,6 +467,13 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
             }
     if spec.roots:
         out["roots"] = list(spec.roots)
+    if spec.oauth is not None:
+        out["oauth"] = {
+            "grant": spec.oauth.grant,
+            "client_id": spec.oauth.client_id,
+            "client_secret": MASK,
+            "issuer": spec.oauth.issuer,
+        }
     return out
 
 

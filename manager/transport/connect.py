@@ -31,6 +31,7 @@ from ..core.errors import (
 from ..core.redact import SecretRegistry
 from ..core.resolve import resolve_spec
 from ..core.spec import ConnectionSpec
+from .auth import MemoryTokens, oauth_auth
 from .base import Hooks, Upstream
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import open_http_streams, open_sse_streams
@@ -88,6 +89,7 @@ class McpTransport:
         secrets: SecretRegistry | None = None,
     ) -> None:
         self.secrets = secrets if secrets is not None else SecretRegistry()
+        self._tokens: dict[str, MemoryTokens] = {}  # per connection, across attempts
         self._getenv = getenv
         self._starts = starts if starts is not None else StartSlots()
         self._open_streams = open_streams or self._streams
@@ -187,11 +189,14 @@ class McpTransport:
                 yield read, write, pid
             return
         await tcp_precheck(spec.url, deadline)
+        auth = None
+        if spec.oauth is not None:
+            auth = oauth_auth(spec, self._tokens.setdefault(spec.name, MemoryTokens()))
         if spec.transport == "sse":
-            async with open_sse_streams(spec) as (s_read, s_write):
+            async with open_sse_streams(spec, auth) as (s_read, s_write):
                 yield s_read, s_write, None
             return
         async with open_http_streams(
-            spec, lost.suspect, hooks.links, lost.refusals
+            spec, lost.suspect, hooks.links, lost.refusals, auth
         ) as (h_read, h_write):
             yield h_read, h_write, None

@@ -142,6 +142,13 @@ def refused(spec: ConnectionSpec, refusal: Refusal) -> AuthRefused:
     status = f"HTTP {refusal.status}"
     challenge = refusal.challenge.split(",", 1)[0].strip()
     wants = f" (it asks for: {challenge[:120]})" if challenge else ""
+    if spec.oauth is not None:
+        return AuthRefused(
+            f"{status}: no access token was accepted for OAuth client "
+            f"{spec.oauth.client_id!r} of {spec.oauth.issuer}{wants}; check "
+            "client_id, client_secret, issuer and scope and reload; until then "
+            "it is tried every 5 minutes"
+        )
     sent = [name for name, _ in spec.headers if name.lower() == "authorization"]
     if sent or refusal.had_authorization:
         header = sent[0] if sent else "Authorization"

@@ -264,8 +264,10 @@ class SessionIdWriter:
 
 
 @asynccontextmanager
-async def open_sse_streams(spec: ConnectionSpec) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's legacy SSE client streams for `spec`."""
+async def open_sse_streams(
+    spec: ConnectionSpec, auth: httpx2.Auth | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's legacy SSE client streams for `spec` (`auth`: its OAuth)."""
 
     def factory(
         headers: dict[str, str] | None = None,
@@ -280,6 +282,7 @@ async def open_sse_streams(spec: ConnectionSpec) -> AsyncIterator[tuple[Any, Any
         timeout=spec.connect_timeout,
         sse_read_timeout=HTTP_READ_TIMEOUT,
         httpx_client_factory=factory,
+        auth=auth,
     ) as (read, write):
         yield read, write
 
@@ -290,6 +293,7 @@ async def open_http_streams(
     on_event_stream_end: Callable[[], None],
     links: RequestLinks | None = None,
     refusals: list[Refusal] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[tuple[Any, SessionIdWriter]]:
     """The SDK's streamable HTTP client streams for `spec`, on our HTTP client.
 
@@ -307,6 +311,7 @@ async def open_http_streams(
         headers=dict(spec.headers),
         timeout=httpx2.Timeout(spec.connect_timeout, read=HTTP_READ_TIMEOUT),
         event_hooks={"response": [remember_session]},
+        auth=auth,
         transport=DrainingTransport(
             # Idle connections expire before a server's own keep-alive
             # timeout (uvicorn: 5 s), never in a race with it.
