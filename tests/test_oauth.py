@@ -15,8 +15,10 @@ from __future__ import annotations
 import base64
 import itertools
 import socket
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -159,13 +161,15 @@ def oauth_spec(base: str, secret: str = "${env:MM_TEST_SECRET}", **extra: Any) -
     )
 
 
-async def test_client_credentials_connect_call_and_renew_by_themselves() -> None:
+async def test_client_credentials_connect_call_and_renew_by_themselves(
+    tmp_path: Path,
+) -> None:
     secrets = SecretRegistry()
     bus = EventBus()
     rec = Recorder(bus)
     env = {"MM_TEST_SECRET": SECRET}
     async with protected_demo() as server:
-        transport = McpTransport(getenv=env.get, secrets=secrets)
+        transport = McpTransport(getenv=env.get, secrets=secrets, state_dir=tmp_path)
         async with Manager(bus, transport, secrets=secrets) as oauth_manager:
             oauth_manager.add(oauth_spec(server.base))
             await rec.wait_for("connected", "tracker")
@@ -181,13 +185,15 @@ async def test_client_credentials_connect_call_and_renew_by_themselves() -> None
             assert SECRET not in texts and "tok-" not in texts
 
 
-async def test_wrong_client_credentials_are_refused_once_then_rarely() -> None:
+async def test_wrong_client_credentials_are_refused_once_then_rarely(
+    tmp_path: Path,
+) -> None:
     secrets = SecretRegistry()
     bus = EventBus()
     rec = Recorder(bus)
     env = {"MM_TEST_SECRET": "not-the-secret-1234"}
     async with protected_demo() as server:
-        transport = McpTransport(getenv=env.get, secrets=secrets)
+        transport = McpTransport(getenv=env.get, secrets=secrets, state_dir=tmp_path)
         async with Manager(bus, transport, secrets=secrets) as manager:
             manager.add(oauth_spec(server.base))
             failed = await rec.wait_for("connect_failed", "tracker")
@@ -213,3 +219,39 @@ def test_oauth_needs_an_issuer_and_credentials() -> None:
         parse_spec("t", "https://h/mcp", {"oauth": {"grant": "authorization_code"}})
     with pytest.raises(ConfigError, match="http/sse endpoints only"):
         parse_spec("t", {"command": "x"}, {"oauth": {}})
+
+
+async def test_a_restarted_daemon_reuses_its_stored_token(tmp_path: Path) -> None:
+    env = {"MM_TEST_SECRET": SECRET}
+    async with protected_demo() as server:
+        for _ in range(2):  # a daemon, then the next one on the same state dir
+            bus = EventBus()
+            rec = Recorder(bus)
+            secrets = SecretRegistry()
+            transport = McpTransport(
+                getenv=env.get, secrets=secrets, state_dir=tmp_path
+            )
+            async with Manager(bus, transport, secrets=secrets) as manager:
+                manager.add(oauth_spec(server.base))
+                await rec.wait_for("connected", "tracker")
+        assert server.token_requests == 1  # the second one used the stored token
+        stored = tmp_path / "tokens" / "tracker.json"
+        assert stat.S_IMODE(stored.stat().st_mode) == 0o600
+        assert stat.S_IMODE(stored.parent.stat().st_mode) == 0o700
+        assert SECRET not in stored.read_text()  # the token, not the client secret
+
+
+async def test_a_stored_token_past_its_expiry_is_not_sent(tmp_path: Path) -> None:
+    from mcp.shared.auth import OAuthToken
+
+    from manager.transport.tokens import FileTokens
+
+    now = [1000.0]
+    tokens = FileTokens(tmp_path / "t.json", "https://as", clock=lambda: now[0])
+    await tokens.set_tokens(OAuthToken(access_token="tok-a", expires_in=60))
+    kept = await tokens.get_tokens()
+    assert kept is not None and kept.access_token == "tok-a"
+    now[0] += 45  # within the margin of its expiry
+    assert await tokens.get_tokens() is None
+    other = FileTokens(tmp_path / "t.json", "https://elsewhere")
+    assert await other.get_tokens() is None  # another issuer's token is not used

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,7 +32,7 @@ from ..core.errors import (
 from ..core.redact import SecretRegistry
 from ..core.resolve import resolve_spec
 from ..core.spec import ConnectionSpec
-from .auth import MemoryTokens, oauth_auth
+from .auth import oauth_auth
 from .base import Hooks, Upstream
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import open_http_streams, open_sse_streams
@@ -47,6 +48,7 @@ from .session import (
 )
 from .starts import Slot, StartSlots
 from .stdio import stdio_streams
+from .tokens import FileTokens, default_state_dir
 
 __all__ = ["CLIENT_NAME", "TEARDOWN_TIMEOUT", "McpTransport", "StreamOpener"]
 
@@ -79,6 +81,8 @@ class McpTransport:
         secrets: Where the values `${env:...}`, headers and stdio env resolve
             to are registered, so they are masked wherever they would show
             (a registry of its own if None).
+        state_dir: Where OAuth tokens are kept (`tokens.default_state_dir()`
+            if None).
     """
 
     def __init__(
@@ -87,9 +91,10 @@ class McpTransport:
         starts: StartSlots | None = None,
         open_streams: StreamOpener | None = None,
         secrets: SecretRegistry | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         self.secrets = secrets if secrets is not None else SecretRegistry()
-        self._tokens: dict[str, MemoryTokens] = {}  # per connection, across attempts
+        self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self._getenv = getenv
         self._starts = starts if starts is not None else StartSlots()
         self._open_streams = open_streams or self._streams
@@ -191,7 +196,8 @@ class McpTransport:
         await tcp_precheck(spec.url, deadline)
         auth = None
         if spec.oauth is not None:
-            auth = oauth_auth(spec, self._tokens.setdefault(spec.name, MemoryTokens()))
+            path = self.state_dir / "tokens" / f"{spec.name}.json"
+            auth = oauth_auth(spec, FileTokens(path, spec.oauth.issuer))
         if spec.transport == "sse":
             async with open_sse_streams(spec, auth) as (s_read, s_write):
                 yield s_read, s_write, None

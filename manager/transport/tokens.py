@@ -1,0 +1,107 @@
+"""OAuth tokens that outlive the daemon: one 0600 file per connection.
+
+`$XDG_STATE_HOME/mcp-manager/tokens/NAME.json` (`~/.local/state/...` by
+default; the directory is 0700), written atomically. Each holds the token with
+its absolute expiry and the issuer it came from: the SDK does not restore a
+token's expiry from storage (tech brief §7), so a stored token past its expiry
+(or within `EXPIRY_MARGIN` of it) is not handed back, and a new one is fetched
+instead of sending a dead one. A token from another issuer is not handed back
+either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mcp.client.auth import TokenStorage
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+__all__ = ["EXPIRY_MARGIN", "FileTokens", "default_state_dir"]
+
+EXPIRY_MARGIN = 30.0
+"""Seconds before its expiry a stored token is treated as expired."""
+
+
+def default_state_dir() -> Path:
+    """`$XDG_STATE_HOME/mcp-manager`, else `~/.local/state/mcp-manager`."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "mcp-manager"
+
+
+class FileTokens(TokenStorage):
+    """A connection's tokens and client registration in its own file.
+
+    Args:
+        path: The file (its directory is created 0700 when first written).
+        issuer: The authorization server the connection trusts; tokens stored
+            for another one are ignored.
+        clock: Wall clock (injectable).
+    """
+
+    def __init__(
+        self, path: Path, issuer: str | None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.path = path
+        self.issuer = issuer
+        self._clock = clock
+
+    def _read(self) -> dict[str, object]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, data: dict[str, object]) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.path.parent, 0o700)
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump(data, out)
+        os.replace(tmp, self.path)
+
+    def _now(self) -> float:
+        return self._clock()
+
+    async def get_tokens(self) -> OAuthToken | None:
+        data = self._read()
+        raw = data.get("token")
+        if not isinstance(raw, dict) or data.get("issuer") != self.issuer:
+            return None
+        expires_at = data.get("expires_at")
+        remaining = None
+        if isinstance(expires_at, int | float):
+            remaining = expires_at - self._now()
+            if remaining <= EXPIRY_MARGIN:
+                return None  # expired, or about to: fetch a new one
+        token = OAuthToken.model_validate(raw)
+        if remaining is not None:
+            token.expires_in = int(remaining)
+        return token
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        data = self._read()
+        data["token"] = tokens.model_dump(mode="json", exclude_none=True)
+        data["issuer"] = self.issuer
+        data["expires_at"] = (
+            self._now() + tokens.expires_in if tokens.expires_in is not None else None
+        )
+        self._write(data)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        data = self._read()
+        raw = data.get("client")
+        if not isinstance(raw, dict) or data.get("issuer") != self.issuer:
+            return None  # registered with another server: register again
+        return OAuthClientInformationFull.model_validate(raw)
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        data = self._read()
+        data["client"] = client_info.model_dump(mode="json", exclude_none=True)
+        data["issuer"] = self.issuer
+        self._write(data)
