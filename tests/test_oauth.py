@@ -181,6 +181,10 @@ async def test_client_credentials_connect_call_and_renew_by_themselves(
             assert again.data["content"] == [{"type": "text", "text": "again"}]
             assert server.issued == 2  # a new token, fetched by itself
             assert SECRET in secrets  # registered, so masked everywhere
+            (status,) = oauth_manager.statuses()
+            assert status.auth == "oauth"
+            assert status.auth_expires_in is not None
+            assert 3000 < status.auth_expires_in <= 3600
             texts = " ".join(str(e) for e in rec.events)
             assert SECRET not in texts and "tok-" not in texts
 

@@ -36,6 +36,8 @@ class ConnectionStatus:
         prompts: Prompt count of the current (or last) session.
         resources: Resources and resource templates of it.
         hidden: Tools, prompts and resources its filters hide from the endpoint.
+        auth: `none` or `oauth` (the connection gets its tokens by itself).
+        auth_expires_in: Seconds until its stored access token expires, if known.
     """
 
     name: str
@@ -54,6 +56,8 @@ class ConnectionStatus:
     prompts: int = 0
     resources: int = 0
     hidden: int = 0
+    auth: str = "none"
+    auth_expires_in: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The JSON-ready form (the control socket's and Lua's)."""
@@ -84,4 +88,6 @@ class ConnectionStatus:
             prompts=read_int(data.get("prompts")) or 0,
             resources=read_int(data.get("resources")) or 0,
             hidden=read_int(data.get("hidden")) or 0,
+            auth=str(data.get("auth") or "none"),
+            auth_expires_in=read_float(data.get("auth_expires_in")),
         )

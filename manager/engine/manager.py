@@ -297,15 +297,29 @@ class Manager:
         """Declared connections plus those removed but still closing."""
         return [*self.connections(), *self._closing]
 
+    def _auth(self, conn: Connection, now: float) -> tuple[str, float | None]:
+        if conn.spec.oauth is None:
+            return "none", None
+        expiry = getattr(self._transport, "token_expiry", None)
+        expires_at = expiry(conn.name) if callable(expiry) else None
+        if not isinstance(expires_at, int | float):
+            return "oauth", None
+        return "oauth", round(max(0.0, expires_at - now), 1)
+
     def status(self, name: str) -> ConnectionStatus | None:
         """The status of one connection, or None if not declared."""
         conn = self._conns.get(name)
-        return None if conn is None else connection_status(conn, self._clock())
+        if conn is None:
+            return None
+        now = self._clock()
+        return connection_status(conn, now, self._auth(conn, now))
 
     def statuses(self) -> list[ConnectionStatus]:
         """The status of every declared connection, sorted by name."""
         now = self._clock()
-        return [connection_status(c, now) for c in self.connections()]
+        return [
+            connection_status(c, now, self._auth(c, now)) for c in self.connections()
+        ]
 
     def tools(self, name: str) -> tuple[ToolInfo, ...]:
         """The last known tools of a connection (kept while it reconnects)."""
@@ -471,8 +485,11 @@ async def _tell_roots_changed(name: str, upstream: Upstream) -> None:
         logger.debug("%s: roots/list_changed not sent: %s", name, exc)
 
 
-def connection_status(conn: Connection, now: float) -> ConnectionStatus:
-    """The status of one connection at wall time `now`."""
+def connection_status(
+    conn: Connection, now: float, auth: tuple[str, float | None] = ("none", None)
+) -> ConnectionStatus:
+    """The status of one connection at wall time `now` (`auth`: its kind and
+    the seconds its token has left)."""
     state = conn.state
     next_in = None
     if state.next_retry_at is not None:
@@ -494,6 +511,8 @@ def connection_status(conn: Connection, now: float) -> ConnectionStatus:
         prompts=len(conn.catalog.prompts),
         resources=len(conn.catalog.resources) + len(conn.catalog.templates),
         hidden=_hidden(conn),
+        auth=auth[0],
+        auth_expires_in=auth[1],
     )
 
 

@@ -48,7 +48,7 @@ from .session import (
 )
 from .starts import Slot, StartSlots
 from .stdio import stdio_streams
-from .tokens import FileTokens, default_state_dir
+from .tokens import FileTokens, default_state_dir, stored_expiry
 
 __all__ = ["CLIENT_NAME", "TEARDOWN_TIMEOUT", "McpTransport", "StreamOpener"]
 
@@ -98,6 +98,10 @@ class McpTransport:
         self._getenv = getenv
         self._starts = starts if starts is not None else StartSlots()
         self._open_streams = open_streams or self._streams
+
+    def token_expiry(self, name: str) -> float | None:
+        """When `name`'s stored OAuth access token expires (wall time), if known."""
+        return stored_expiry(self.state_dir / "tokens" / f"{name}.json")
 
     def open(
         self, spec: ConnectionSpec, hooks: Hooks

@@ -20,7 +20,7 @@ from pathlib import Path
 from mcp.client.auth import TokenStorage
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-__all__ = ["EXPIRY_MARGIN", "FileTokens", "default_state_dir"]
+__all__ = ["EXPIRY_MARGIN", "FileTokens", "default_state_dir", "stored_expiry"]
 
 EXPIRY_MARGIN = 30.0
 """Seconds before its expiry a stored token is treated as expired."""
@@ -30,6 +30,16 @@ def default_state_dir() -> Path:
     """`$XDG_STATE_HOME/mcp-manager`, else `~/.local/state/mcp-manager`."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "mcp-manager"
+
+
+def stored_expiry(path: Path) -> float | None:
+    """The stored token's absolute expiry in `path`, if any (for `status`)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    value = data.get("expires_at") if isinstance(data, dict) else None
+    return float(value) if isinstance(value, int | float) else None
 
 
 class FileTokens(TokenStorage):
