@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 import socket
 import stat
 from collections.abc import AsyncIterator
@@ -25,6 +26,7 @@ import anyio
 import pytest
 import uvicorn
 from fakes import Recorder
+from servers.daemon import DaemonProcess
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -259,3 +261,52 @@ async def test_a_stored_token_past_its_expiry_is_not_sent(tmp_path: Path) -> Non
     assert await tokens.get_tokens() is None
     other = FileTokens(tmp_path / "t.json", "https://elsewhere")
     assert await other.get_tokens() is None  # another issuer's token is not used
+
+
+async def test_no_oauth_secret_reaches_any_surface_of_the_daemon(
+    tmp_path: Path,
+) -> None:
+    """The real daemon at DEBUG with spans on the console, an OAuth connection
+    that connects, calls and renews its token: neither the client secret nor
+    any access token shows in the log, events, status or details."""
+    script = tmp_path / "startup.lua"
+    env = {
+        "MM_TEST_SECRET": SECRET,
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "OTEL_SDK_DISABLED": "false",
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+    }
+    async with protected_demo() as server:
+        script.write_text(
+            f'mcp_add("tracker", "{server.base}/mcp", {{oauth = {{'
+            f'grant = "client_credentials", client_id = "{CLIENT_ID}", '
+            'client_secret = "${env:MM_TEST_SECRET}", '
+            f'issuer = "{server.base}"}}}})\n'
+        )
+
+        def run_daemon() -> dict[str, str]:
+            surfaces: dict[str, str] = {}
+            with DaemonProcess(script, "--log-level", "DEBUG", env=env) as daemon:
+                daemon.wait_event("connected", "tracker")
+                client = daemon.client
+                client.call("tracker", "echo", {"text": "one"})
+                server.expire_all()  # the next call gets a fresh token
+                client.call("tracker", "echo", {"text": "two"})
+                surfaces["status"] = json.dumps(
+                    [row.to_dict() for row in client.status()]
+                )
+                surfaces["details"] = json.dumps(client.details("tracker"))
+                surfaces["events"] = json.dumps(daemon.events)
+            surfaces["log"] = daemon.log()
+            return surfaces
+
+        surfaces = await anyio.to_thread.run_sync(run_daemon)
+    assert server.issued == 2  # the surfaces saw a renewal, not only a first token
+    assert '"name": "mcp.connect_attempt"' in surfaces["log"]  # spans were printed
+    tokens = [f"tok-{n}" for n in range(1, server.issued + 1)]
+    for surface, text in surfaces.items():
+        assert SECRET not in text, f"the client secret leaked into {surface}"
+        for token in tokens:
+            assert token not in text, f"access token {token} leaked into {surface}"
