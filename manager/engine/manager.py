@@ -52,6 +52,7 @@ from ..transport.starts import StartSlots
 from .bus import EventBus
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests, run_connection
+from .status import connection_status
 from .tracing import (
     ERROR_TYPE,
     MCP_METHOD_NAME,
@@ -63,7 +64,7 @@ from .tracing import (
     call_attributes,
 )
 
-__all__ = ["Manager", "ReconcileResult", "connection_status"]
+__all__ = ["Manager", "ReconcileResult"]
 
 T = TypeVar("T")
 
@@ -483,50 +484,3 @@ async def _tell_roots_changed(name: str, upstream: Upstream) -> None:
             await upstream.notify_roots_changed()
     except (TransportError, TimeoutError) as exc:  # the session's own watch sees it
         logger.debug("%s: roots/list_changed not sent: %s", name, exc)
-
-
-def connection_status(
-    conn: Connection, now: float, auth: tuple[str, float | None] = ("none", None)
-) -> ConnectionStatus:
-    """The status of one connection at wall time `now` (`auth`: its kind and
-    the seconds its token has left)."""
-    state = conn.state
-    next_in = None
-    if state.next_retry_at is not None:
-        next_in = round(max(0.0, state.next_retry_at - now), 3)
-    return ConnectionStatus(
-        name=conn.name,
-        transport=conn.spec.transport,
-        endpoint=display_endpoint(conn.spec),
-        state=state.phase.value,
-        attempt=state.attempt,
-        tools=len(state.tools),
-        error=state.error,
-        next_retry_in=next_in,
-        since=state.since,
-        pid=state.pid,
-        exit_code=state.exit_code,
-        enabled=conn.spec.enabled,
-        stderr=tuple(conn.stderr)[-10:],
-        prompts=len(conn.catalog.prompts),
-        resources=len(conn.catalog.resources) + len(conn.catalog.templates),
-        hidden=_hidden(conn),
-        auth=auth[0],
-        auth_expires_in=auth[1],
-    )
-
-
-def _hidden(conn: Connection) -> int:
-    """Items of `conn` its filters hide from the endpoint."""
-    exposure, catalog = conn.spec.exposure, conn.catalog
-    if (
-        exposure.tools.is_open
-        and exposure.prompts.is_open
-        and exposure.resources.is_open
-    ):
-        return 0
-    hidden = sum(not exposure.tools.allows(t.name) for t in conn.tools)
-    hidden += sum(not exposure.prompts.allows(n) for n in catalog.names("prompts"))
-    for kind in ("resources", "templates"):
-        hidden += sum(not exposure.resources.allows(u) for u in catalog.names(kind))
-    return hidden

@@ -1,24 +1,17 @@
 """Everything MCP besides tools, through the endpoint: prompts, resources,
-completion, logging, subscriptions, and the requests upstreams send back.
+completion, logging and subscriptions.
 
 `Features` holds the prompt and resource tables (rebuilt with the tool table),
-the downstream subscriptions and log levels, and which downstream request is
-waiting on which upstream; `Gateway` registers its handlers on the SDK server.
-
-Requests from an upstream (`sampling/createMessage`, `elicitation/create`) go
-to the downstream session whose request that upstream is serving, related to
-that request (over HTTP they travel on its response stream). When requests
-from two sessions are in flight to the same upstream, an upstream request
-cannot be told apart over stdio or SSE (the protocol carries no link on the
-client side), so it is refused with a clear error rather than guessed: never
-to another client.
+the downstream subscriptions and log levels, and (`asks`, `requests.py`) which
+downstream request is waiting on which upstream; `Gateway` registers its
+handlers on the SDK server.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,15 +20,15 @@ import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from ..core.errors import CallError, UpstreamError
 from ..engine.manager import Manager
-from ..transport.base import ProgressCallback, Upstream
+from ..transport.base import Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .names import NameSource, ToolTable, build_name_table
 from .peers import session_key
+from .requests import ClientRequests, progress_forwarder
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
 
@@ -61,40 +54,9 @@ NOTIFY_TIMEOUT = 1.0
 
 
 @dataclass(slots=True)
-class _Waiting:
-    """A downstream request an upstream is serving now; `token` is the link
-    sent upstream with it (`LINK_META_KEY`), if any."""
-
-    key: str
-    ctx: ServerRequestContext[Any, Any]
-    token: str | None = None
-
-
-@dataclass(slots=True)
 class _Subscriber:
     session: ServerSession
     uris: set[str] = field(default_factory=set)
-
-
-def progress_forwarder(ctx: ServerRequestContext[Any, Any]) -> ProgressCallback | None:
-    """Relay upstream progress to the downstream caller under its own token, if
-    its request asked for progress.
-
-    Sent without `related_request_id`: over HTTP the endpoint answers with plain
-    JSON (no per-request stream), so progress travels on the session's
-    standalone stream; the token tells the client which request it belongs to.
-    """
-    token = ctx.meta.get("progress_token") if ctx.meta is not None else None
-    if not isinstance(token, str | int):
-        return None
-    session = ctx.session
-
-    async def forward(
-        progress: float, total: float | None, message: str | None
-    ) -> None:
-        await session.send_progress_notification(token, progress, total, message)
-
-    return forward
 
 
 class Features:
@@ -109,12 +71,12 @@ class Features:
         self.prompts = ToolTable()
         self.resources = ResourceTable()
         self._seen: dict[str, str] = {}  # URIs seen in results -> server
-        self._waiting: dict[str, list[_Waiting]] = {}
+        self.asks = ClientRequests()
         self._subscribers: dict[str, _Subscriber] = {}
         self._upstream_subs: dict[tuple[str, str], int] = {}
         self._levels: dict[str, str] = {}
         self._log_sessions: dict[str, ServerSession] = {}
-        manager.requests.handler = self.upstream_request
+        manager.requests.handler = self.asks.upstream_request
 
     # --- tables -----------------------------------------------------------------
 
@@ -173,78 +135,14 @@ class Features:
         except CallError as exc:
             raise MCPError(INVALID_REQUEST, str(exc)) from None
 
-    @contextlib.contextmanager
     def waiting(
         self,
         server: str,
         ctx: ServerRequestContext[Any, Any],
         token: str | None = None,
-    ) -> Iterator[None]:
-        """Record `ctx` as waiting on `server` (a tool call, for upstream requests)."""
-        item = _Waiting(session_key(ctx), ctx, token)
-        self._waiting.setdefault(server, []).append(item)
-        try:
-            yield
-        finally:
-            self._waiting[server].remove(item)
-
-    # --- requests from upstreams ---------------------------------------------------
-
-    async def upstream_request(
-        self, server: str, method: str, params: Any, link: str | None = None
-    ) -> Any:
-        """Route `sampling/createMessage` or `elicitation/create` from `server`
-        to the downstream session whose request it is serving: the one its
-        link names (streamable HTTP upstreams), else the only session waiting."""
-        waiting = self._waiting.get(server, [])
-        linked = [w for w in waiting if link is not None and w.token == link]
-        if linked:
-            waiting = linked
-        keys = {w.key for w in waiting}
-        if not keys:
-            return types.ErrorData(
-                code=INVALID_REQUEST,
-                message=f"{method} from {server}: no client request to {server} is in "
-                "progress through mcp-manager, so there is nobody to ask",
-            )
-        if len(keys) > 1:
-            return types.ErrorData(
-                code=INVALID_REQUEST,
-                message=f"{method} from {server}: requests of {len(keys)} clients are "
-                "in progress and this transport does not say which one this is for "
-                "(streamable HTTP upstreams do); refused rather than sent to the "
-                "wrong client",
-            )
-        ctx = waiting[0].ctx
-        caps = ctx.session.client_capabilities
-        wanted = "sampling" if method == "sampling/createMessage" else "elicitation"
-        if caps is None or getattr(caps, wanted) is None:
-            return types.ErrorData(
-                code=INVALID_REQUEST,
-                message=f"{method} from {server}: the client connected through "
-                f"mcp-manager did not declare the {wanted} capability",
-            )
-        # On the request's own channel where it has one (stdio, SSE, HTTP with
-        # streamed responses); else (our HTTP endpoint answers with plain JSON)
-        # on the session's standalone stream, where the client takes it too.
-        related = (
-            ServerMessageMetadata(related_request_id=ctx.request_id)
-            if ctx.session.can_send_request
-            else None
-        )
-        request: Any
-        if method == "sampling/createMessage":
-            request = types.CreateMessageRequest(params=params)
-            result_type: Any = types.CreateMessageResult
-        else:
-            request = types.ElicitRequest(params=params)
-            result_type = types.ElicitResult
-        try:
-            return await ctx.session.send_request(
-                request, result_type, metadata=related
-            )
-        except MCPError as exc:
-            return types.ErrorData(code=exc.code, message=exc.message)
+    ) -> contextlib.AbstractContextManager[None]:
+        """Record `ctx` as waiting on `server` (`requests.ClientRequests`)."""
+        return self.asks.waiting(server, ctx, token)
 
     # --- prompts ----------------------------------------------------------------
 

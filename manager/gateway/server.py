@@ -64,11 +64,12 @@ from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..transport.base import LINK_META_KEY
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
-from .features import Features, progress_forwarder
+from .features import Features
 from .names import SEPARATOR, NameSource, ToolTable, build_name_table
 from .options import EndpointOptions
-from .peers import ListChangedServer, Peers
+from .peers import Peers, UnionServer
 from .replay import replayed
+from .requests import progress_forwarder
 
 if TYPE_CHECKING:
     from .http import HttpEndpoint
@@ -120,23 +121,6 @@ _TABLE_EVENTS = frozenset(
     }
 )
 """Event kinds after which the tool table (or first-attempt state) may differ."""
-
-
-class _UnionServer(ListChangedServer):
-    """Advertises the union of what the upstreams offer: a capability (prompts,
-    resources, logging, completions) no upstream has is left out."""
-
-    offered: Callable[[], set[str]] = staticmethod(lambda: set())
-
-    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
-        caps = super().get_capabilities(*args, **kwargs)
-        offered = self.offered()
-        updates = {
-            field: None
-            for field in ("prompts", "resources", "logging", "completions")
-            if field not in offered
-        }
-        return caps.model_copy(update=updates) if updates else caps
 
 
 def _text_error(
@@ -206,7 +190,7 @@ class Gateway:
             # Logging is deprecated as of 2026-07-28 (SEP-2577); the upstreams and
             # clients we carry still speak the handshake era, where it is not.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.server: Server[dict[str, Any]] = _UnionServer(
+            self.server: Server[dict[str, Any]] = UnionServer(
                 SERVER_NAME,
                 version=__version__,
                 instructions=INSTRUCTIONS,
@@ -223,7 +207,7 @@ class Gateway:
                 on_set_logging_level=features.set_level,
                 on_subscriptions_listen=ListenHandler(self._subscriptions),
             )
-        assert isinstance(self.server, _UnionServer)
+        assert isinstance(self.server, UnionServer)
         self.server.offered = self._offered
         if manager.tracing is NO_TRACING:
             # The SDK's own span per message (its OpenTelemetryMiddleware) costs

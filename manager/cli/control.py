@@ -1,0 +1,211 @@
+"""The CLI's commands for a running daemon (`status`, `hud`, `events`,
+`reload`, `reconnect`) and `check`, which validates a startup.lua without one.
+
+Light: the control client and the standard library (rich only to print the
+status table, textual only for `hud`, Lua only for `check`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..control.client import ControlClient
+from ..control.paths import socket_path
+from ..core.errors import CallError, ConfigError, ControlError
+from . import _fail, _first_line
+
+if TYPE_CHECKING:
+    from ..core.events import Event
+
+__all__ = ["add_parsers"]
+
+
+# ---------------------------------------------------------------------- status
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    client = ControlClient(socket_path(args.socket))
+    conns = client.status()
+    if args.json:
+        rows = [conn.to_dict() for conn in conns]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    now = time.time()
+    try:
+        info: dict[str, object] | None = client.info()
+    except ControlError:
+        info = None  # the table still says everything about the connections
+    if not conns:
+        print("no connections declared")
+        return 0
+    from ..hud.render import print_status  # rich: only for the table
+
+    print_status(conns, now, info=info)
+    return 0
+
+
+# ------------------------------------------------------------------------- hud
+
+
+def _cmd_hud(args: argparse.Namespace) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return _fail("hud needs a terminal; use `status` or `events` in scripts")
+    from ..hud.run import run_attached  # textual: only for the HUD
+
+    return run_attached(ControlClient(socket_path(args.socket)))
+
+
+# ---------------------------------------------------------------------- events
+
+
+def _format_event(event: Event) -> str:
+    """`HH:MM:SS.mmm` local time, then `describe(event)`."""
+    from ..core.describe import describe  # `events` only: see ControlClient.events
+
+    stamp = event.time
+    if stamp:
+        clock = time.strftime("%H:%M:%S", time.localtime(stamp))
+        clock += f".{int(stamp * 1000) % 1000:03d}"
+    else:
+        clock = "--:--:--.---"
+    return f"{clock} {describe(event)}"
+
+
+def _cmd_events(args: argparse.Namespace) -> int:
+    client = ControlClient(socket_path(args.socket))
+    lines = (
+        (json.dumps(e, ensure_ascii=False) for e in client.event_dicts())
+        if args.json
+        else (_format_event(e) for e in client.events())
+    )
+    try:
+        for line in lines:
+            print(line, flush=True)
+    except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:
+        # The reader (`| head`) went away: exit quietly, and keep Python from
+        # complaining when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    return 0
+
+
+# ---------------------------------------------------------------------- reload
+
+
+def _cmd_reconnect(args: argparse.Namespace) -> int:
+    try:
+        result = ControlClient(socket_path(args.socket)).reconnect(args.server)
+    except CallError as exc:  # no such connection
+        return _fail(_first_line(exc))
+    if result.get("retrying"):
+        print(f"{args.server}: trying now (its backoff wait was cut short)")
+    else:
+        print(
+            f"{args.server}: not waiting to retry (connected, or a try is already "
+            "in flight); nothing to do"
+        )
+    return 0
+
+
+def _cmd_reload(args: argparse.Namespace) -> int:
+    try:
+        result = ControlClient(socket_path(args.socket)).reload()
+    except ConfigError as exc:
+        print(_first_line(exc), file=sys.stderr)
+        return 1
+    earlier = result.get("already_applied")
+    if isinstance(earlier, dict):
+        when = time.strftime("%H:%M:%S", time.localtime(float(earlier["time"])))
+        print(
+            f"{result.get('file', 'startup.lua')} is unchanged: already applied at "
+            f"{when} by the {earlier['trigger']}; "
+            f"{result.get('connections', 0)} connection(s), nothing to do"
+        )
+        return 0
+    print(_reload_sentence(result))
+    return 0
+
+
+def _reload_sentence(result: dict[str, object]) -> str:
+    """The `config_loaded` sentence for a reload reply (its fields are the event's)."""
+    from ..core.describe import describe
+    from ..core.events import event_from_dict
+
+    return describe(event_from_dict({**result, "kind": "config_loaded", "name": ""}))
+
+
+# ----------------------------------------------------------------------- check
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        return _fail(f"cannot read {path}: {exc.strerror or exc}")
+    from ..lua import load_file
+
+    try:
+        result = load_file(
+            path, on_print=lambda line: print(f"{path}: print: {line}", file=sys.stderr)
+        )
+    except ConfigError as exc:
+        print(_first_line(exc), file=sys.stderr)
+        return 1
+    from ..core.exposure import prefix_clashes
+
+    for clash in prefix_clashes({spec.name: spec.prefix for spec in result.specs}):
+        print(f"{path}: warning: {clash}", file=sys.stderr)
+    names = [spec.name for spec in result.specs]
+    shown = ", ".join(names[:20]) + (
+        f", … ({len(names) - 20} more)" if len(names) > 20 else ""
+    )
+    noun = "connection" if len(names) == 1 else "connections"
+    print(f"{path}: OK, {len(names)} {noun}" + (f" ({shown})" if names else ""))
+    return 0
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add `status`, `hud`, `events`, `reload`, `reconnect` and `check`."""
+    status = sub.add_parser("status", parents=[common], help="show every connection")
+    status.add_argument("--json", action="store_true", help="a JSON array")
+    status.set_defaults(handler=_cmd_status)
+
+    hud = sub.add_parser(
+        "hud", parents=[common], help="attach a live HUD to the running daemon"
+    )
+    hud.set_defaults(handler=_cmd_hud)
+
+    events = sub.add_parser("events", parents=[common], help="follow the event stream")
+    events.add_argument("--json", action="store_true", help="one JSON object a line")
+    events.set_defaults(handler=_cmd_events)
+
+    reload = sub.add_parser("reload", parents=[common], help="re-run startup.lua")
+    reload.set_defaults(handler=_cmd_reload)
+
+    reconnect = sub.add_parser(
+        "reconnect",
+        parents=[common],
+        help="try a reconnecting server now instead of after its backoff wait",
+    )
+    reconnect.add_argument("server", metavar="SERVER")
+    reconnect.set_defaults(handler=_cmd_reconnect)
+
+    check = sub.add_parser(
+        "check", parents=[common], help="validate a startup.lua without running it"
+    )
+    check.add_argument("file", metavar="FILE")
+    check.set_defaults(handler=_cmd_check)

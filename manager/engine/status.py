@@ -1,0 +1,57 @@
+"""`connection_status`: what `status`, the HUD, Lua and the gateway read of
+one connection, built from its live record at one moment."""
+
+from __future__ import annotations
+
+from ..core.spec import display_endpoint
+from ..core.status import ConnectionStatus
+from .connection import Connection
+
+__all__ = ["connection_status"]
+
+
+def connection_status(
+    conn: Connection, now: float, auth: tuple[str, float | None] = ("none", None)
+) -> ConnectionStatus:
+    """The status of one connection at wall time `now` (`auth`: its kind and
+    the seconds its token has left)."""
+    state = conn.state
+    next_in = None
+    if state.next_retry_at is not None:
+        next_in = round(max(0.0, state.next_retry_at - now), 3)
+    return ConnectionStatus(
+        name=conn.name,
+        transport=conn.spec.transport,
+        endpoint=display_endpoint(conn.spec),
+        state=state.phase.value,
+        attempt=state.attempt,
+        tools=len(state.tools),
+        error=state.error,
+        next_retry_in=next_in,
+        since=state.since,
+        pid=state.pid,
+        exit_code=state.exit_code,
+        enabled=conn.spec.enabled,
+        stderr=tuple(conn.stderr)[-10:],
+        prompts=len(conn.catalog.prompts),
+        resources=len(conn.catalog.resources) + len(conn.catalog.templates),
+        hidden=_hidden(conn),
+        auth=auth[0],
+        auth_expires_in=auth[1],
+    )
+
+
+def _hidden(conn: Connection) -> int:
+    """Items of `conn` its filters hide from the endpoint."""
+    exposure, catalog = conn.spec.exposure, conn.catalog
+    if (
+        exposure.tools.is_open
+        and exposure.prompts.is_open
+        and exposure.resources.is_open
+    ):
+        return 0
+    hidden = sum(not exposure.tools.allows(t.name) for t in conn.tools)
+    hidden += sum(not exposure.prompts.allows(n) for n in catalog.names("prompts"))
+    for kind in ("resources", "templates"):
+        hidden += sum(not exposure.resources.allows(u) for u in catalog.names(kind))
+    return hidden
