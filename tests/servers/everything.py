@@ -168,22 +168,17 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Literal
+from typing import Literal
 
 import pytest
 
-from .process import free_port
+from .process import HttpServerProcess, live_servers
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -210,13 +205,6 @@ INSTALL_COMMAND = (
     "(needs node >= 20 and npm)"
 )
 INSTALL_HINT = f"{PACKAGE} is not installed: {INSTALL_COMMAND}"
-START_TIMEOUT = 15.0
-"""Seconds to wait for a started server to accept TCP connections (~0.23 s here)."""
-STOP_TIMEOUT = 5.0
-"""Seconds `stop()` waits after SIGTERM before it sends SIGKILL."""
-REAP_TIMEOUT = 5.0
-"""Seconds to wait for a SIGKILLed process to be reaped."""
-POLL_INTERVAL = 0.02
 
 _LOOPBACK_PRELOAD = """\
 import net from "node:net";
@@ -238,9 +226,6 @@ _LOOPBACK_IMPORT = "data:text/javascript;base64," + base64.b64encode(
 ).decode("ascii")
 
 _SCRIPT_NAMES = {"sse": "sse", "http": "streamableHttp"}
-_PATHS = {"sse": "/sse", "http": "/mcp"}
-
-_live: dict[int, EverythingServer] = {}
 
 
 class EverythingNotInstalled(RuntimeError):
@@ -317,22 +302,20 @@ def everything_stdio_command() -> tuple[str, list[str]]:
 
 def live_everything_pids() -> set[int]:
     """PIDs of the `EverythingServer`s that are running right now."""
-    return {pid for pid, server in _live.items() if server.running}
+    return {
+        pid
+        for pid, server in live_servers().items()
+        if isinstance(server, EverythingServer) and server.running
+    }
 
 
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
-
-
-class EverythingServer:
+class EverythingServer(HttpServerProcess):
     """The reference server over SSE or streamable HTTP, in a `node` child process.
 
-    The port is picked once (free on 127.0.0.1, passed as `PORT`, the only
-    setting the server has) and kept across `start()` calls.
+    An `HttpServerProcess` (same start, stop, kill and reaping) whose command
+    is node with the pinned package. The port is picked once (free on
+    127.0.0.1, passed as `PORT`, the only setting the server has) and kept
+    across `start()` calls.
 
     Args:
         transport: `"http"` (streamable HTTP, URL ends in `/mcp`) or `"sse"`
@@ -354,7 +337,13 @@ class EverythingServer:
         port: int | None = None,
         log_path: Path | None = None,
     ) -> None:
-        self.transport = transport
+        super().__init__(
+            transport,
+            env=env,
+            port=port,
+            log_path=log_path
+            or Path(tempfile.mkdtemp(prefix="everything-")) / "server.log",
+        )
         self.argv = [
             _node(),
             "--import",
@@ -362,107 +351,9 @@ class EverythingServer:
             str(everything_entry()),
             _SCRIPT_NAMES[transport],
         ]
-        self.env = dict(env or {})
-        self.port = port if port is not None else free_port()
-        self.log_path = log_path or (
-            Path(tempfile.mkdtemp(prefix="everything-")) / "server.log"
-        )
-        self.process: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
 
-    @property
-    def url(self) -> str:
-        """`http://127.0.0.1:PORT/mcp` for HTTP, `.../sse` for SSE."""
-        return f"http://127.0.0.1:{self.port}{_PATHS[self.transport]}"
-
-    @property
-    def pid(self) -> int:
-        """The PID of the current process.
-
-        Raises:
-            RuntimeError: The server was never started.
-        """
-        if self.process is None:
-            raise RuntimeError("server not started")
-        return self.process.pid
-
-    @property
-    def running(self) -> bool:
-        """Whether the current process exists and has not exited."""
-        return self.process is not None and self.process.poll() is None
-
-    def log_text(self) -> str:
-        """Everything the server wrote to stdout and stderr so far."""
-        if not self.log_path.exists():
-            return ""
-        return self.log_path.read_text(errors="replace")
-
-    def start(self, within: float = START_TIMEOUT) -> None:
-        """Start the server and wait until its port accepts connections.
-
-        Raises:
-            RuntimeError: Already running, exited early, or never listened (the
-                process is killed first).
-        """
-        if self.running:
-            raise RuntimeError(f"server already running as pid {self.pid}")
-        self._log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            self.argv,
-            cwd=NODE_DIR,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **self.env, "PORT": str(self.port)},
-        )
-        _live[self.process.pid] = self
-        deadline = time.monotonic() + within
-        while not _accepts(self.port):
-            if not self.running:
-                code = self.process.poll()
-                self._reap()
-                raise RuntimeError(f"server exited with {code}:\n{self.log_text()}")
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(
-                    f"server did not listen in {within}s:\n{self.log_text()}"
-                )
-            time.sleep(POLL_INTERVAL)
-
-    def stop(self, grace: float = STOP_TIMEOUT) -> int | None:
-        """SIGTERM the server (by PID), SIGKILL it after `grace` s, reap it.
-
-        Returns:
-            The exit status (`-15` for a clean stop: node has no SIGTERM
-            handler here, so it dies of the signal), or `None` if never started.
-        """
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.process.send_signal(signal.SIGKILL)
-        return self._reap()
-
-    def kill(self) -> int | None:
-        """SIGKILL the server (by PID) and reap it; a no-op when not running."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        return self._reap()
-
-    def _reap(self) -> int | None:
-        if self.process is None:
-            return None
-        code = self.process.wait(REAP_TIMEOUT)
-        _live.pop(self.process.pid, None)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        return code
-
-    def __enter__(self) -> EverythingServer:
-        self.start()
-        return self
+    def _launch(self) -> tuple[list[str], dict[str, str], Path | None]:
+        return self.argv, {**self.env, "PORT": str(self.port)}, NODE_DIR
 
     def __exit__(
         self,

@@ -37,6 +37,7 @@ __all__ = [
     "children_of",
     "free_port",
     "live_server_pids",
+    "live_servers",
     "raw_command",
     "stdio_command",
 ]
@@ -80,6 +81,11 @@ def children_of(pid: int) -> list[psutil.Process]:
         return list(psutil.Process(pid).children(recursive=True))
     except psutil.NoSuchProcess:
         return []
+
+
+def live_servers() -> dict[int, HttpServerProcess]:
+    """Every started server process not yet reaped, by PID."""
+    return dict(_live)
 
 
 def live_server_pids() -> set[int]:
@@ -181,14 +187,14 @@ class HttpServerProcess:
         if self.running:
             raise RuntimeError(f"server already running as pid {self.pid}")
         self._log = self.log_path.open("ab")
-        argv = [*self.program, "--transport", self.transport]
-        argv += ["--host", "127.0.0.1", "--port", str(self.port), *self.flags]
+        argv, env, cwd = self._launch()
         self.process = subprocess.Popen(
             argv,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **self.env},
+            env={**os.environ, **env},
         )
         _live[self.process.pid] = self
         deadline = time.monotonic() + within
@@ -199,8 +205,16 @@ class HttpServerProcess:
                 raise RuntimeError(f"server exited with {code}:\n{self.log_text()}")
             if time.monotonic() > deadline:
                 self.kill()
-                raise RuntimeError(f"server did not listen in {within}s")
+                raise RuntimeError(
+                    f"server did not listen in {within}s:\n{self.log_text()}"
+                )
             time.sleep(POLL_INTERVAL)
+
+    def _launch(self) -> tuple[list[str], dict[str, str], Path | None]:
+        """The command, extra environment and working directory of a start."""
+        argv = [*self.program, "--transport", self.transport]
+        argv += ["--host", "127.0.0.1", "--port", str(self.port), *self.flags]
+        return argv, self.env, None
 
     def kill(self) -> int | None:
         """SIGKILL the server and reap it; a no-op when it is not running.
