@@ -49,6 +49,9 @@ LOG_LEVELS = (
 )
 """MCP log levels, least severe first."""
 
+DEFAULT_CALL_TIMEOUT = 60.0
+"""`call_timeout` of a connection removed while one of its requests waited."""
+
 NOTIFY_TIMEOUT = 1.0
 """Seconds one downstream session may take to accept a notification."""
 
@@ -71,12 +74,16 @@ class Features:
         self.prompts = ToolTable()
         self.resources = ResourceTable()
         self._seen: dict[str, str] = {}  # URIs seen in results -> server
-        self.asks = ClientRequests()
+        self.asks = ClientRequests(self._call_timeout)
         self._subscribers: dict[str, _Subscriber] = {}
         self._upstream_subs: dict[tuple[str, str], int] = {}
         self._levels: dict[str, str] = {}
         self._log_sessions: dict[str, ServerSession] = {}
         manager.requests.handler = self.asks.upstream_request
+
+    def _call_timeout(self, server: str) -> float:
+        conn = self.manager.connection(server)
+        return conn.spec.call_timeout if conn is not None else DEFAULT_CALL_TIMEOUT
 
     # --- tables -----------------------------------------------------------------
 

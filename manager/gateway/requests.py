@@ -13,7 +13,7 @@ error rather than guessed (never to another client).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,10 +62,18 @@ def progress_forwarder(ctx: ServerRequestContext[Any, Any]) -> ProgressCallback 
 
 class ClientRequests:
     """Which downstream requests each upstream is serving, and the routing of
-    that upstream's own requests to them."""
+    that upstream's own requests to them.
 
-    def __init__(self) -> None:
+    Args:
+        deadline: Seconds the client may take to answer a request of that
+            upstream (its `call_timeout`: the question cannot outlive the
+            call it serves); a client that never answers gets the upstream an
+            error then, not a request that waits forever.
+    """
+
+    def __init__(self, deadline: Callable[[str], float]) -> None:
         self._waiting: dict[str, list[_Waiting]] = {}
+        self._deadline = deadline
 
     @contextlib.contextmanager
     def waiting(
@@ -135,7 +143,10 @@ class ClientRequests:
             result_type = types.ElicitResult
         try:
             return await ctx.session.send_request(
-                request, result_type, metadata=related
+                request,
+                result_type,
+                request_read_timeout_seconds=self._deadline(server),
+                metadata=related,
             )
         except MCPError as exc:
             return types.ErrorData(code=exc.code, message=exc.message)
