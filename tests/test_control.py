@@ -53,6 +53,7 @@ class FakeBackend:
     def __init__(self) -> None:
         self.bus = EventBus()
         self.subs: list[TrackedSubscription] = []
+        self.logins: list[tuple[str, str, object]] = []
         self.subscribed = anyio.Event()
         self.calls: list[tuple[str, str, dict[str, object], float | None]] = []
         self.reload_error: ConfigError | None = None
@@ -125,6 +126,22 @@ class FakeBackend:
 
     def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
         return [{"server": server or "fs", "name": f"one of the {kind}"}]
+
+    async def login(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+        self.logins.append(("login", server, timeout))
+        return {"server": server, "url": "https://auth.example/authorize?x=1"}
+
+    async def login_wait(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+        self.logins.append(("login_wait", server, timeout))
+        return {"server": server, "connected": True, "error": None}
+
+    def login_callback(self, server: str, url: str) -> dict[str, object]:
+        self.logins.append(("login_callback", server, url))
+        return {"server": server, "message": "Logged in."}
+
+    def logout(self, server: str) -> dict[str, object]:
+        self.logins.append(("logout", server, None))
+        return {"server": server, "forgot": True}
 
 
 @pytest.fixture

@@ -212,19 +212,33 @@ async def test_wrong_client_credentials_are_refused_once_then_rarely(
             assert server.token_requests <= 2  # one attempt's worth, no storm
 
 
-def test_oauth_needs_an_issuer_and_credentials() -> None:
+def test_oauth_settings_are_checked_with_the_fix_in_the_message() -> None:
+    def spec(oauth: object) -> Any:
+        return parse_spec("t", "https://h/mcp", {"oauth": oauth})
+
+    cc = {"grant": "client_credentials", "client_id": "x", "client_secret": "y"}
     with pytest.raises(ConfigError, match="oauth needs issuer"):
-        parse_spec(
-            "t",
-            "https://h/mcp",
-            {"oauth": {"client_id": "x", "client_secret": "y"}},
-        )
+        spec(cc)
     with pytest.raises(ConfigError, match="needs client_id and client_secret"):
-        parse_spec("t", "https://h/mcp", {"oauth": {"issuer": "https://a"}})
-    with pytest.raises(ConfigError, match="interactive login is not built yet"):
-        parse_spec("t", "https://h/mcp", {"oauth": {"grant": "authorization_code"}})
+        spec({"grant": "client_credentials", "issuer": "https://a"})
+    with pytest.raises(ConfigError, match="oauth.grant must be one of"):
+        spec({"grant": "password"})
+    with pytest.raises(ConfigError, match="client_secret needs oauth.client_id"):
+        spec({"client_secret": "y"})
+    with pytest.raises(ConfigError, match="must be an https URL"):
+        spec({"client_metadata_url": "http://h/client.json"})
+    with pytest.raises(ConfigError, match="needs a path"):
+        spec({"client_metadata_url": "https://h/"})
+    with pytest.raises(ConfigError, match="callback_port must be a port"):
+        spec({"callback_port": 70000})
+    with pytest.raises(ConfigError, match="scopes the server names"):
+        spec({"scope": "read"})
     with pytest.raises(ConfigError, match="http/sse endpoints only"):
         parse_spec("t", {"command": "x"}, {"oauth": {}})
+    # The interactive login needs nothing declared; false turns OAuth off.
+    assert spec({}).oauth.interactive
+    assert spec({"client_id": "app", "callback_port": 8765}).oauth.callback_port == 8765
+    assert spec(False).oauth.grant == "off"
 
 
 async def test_a_restarted_daemon_reuses_its_stored_token(tmp_path: Path) -> None:

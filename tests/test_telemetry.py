@@ -490,7 +490,13 @@ async def test_metrics_count_states_reconnects_and_dropped_events(
         a["mcp.connection.state"]: v
         for a, v in traced.points("mcp.manager.connections")
     }
-    assert states == {"connecting": 0, "connected": 1, "reconnecting": 0, "disabled": 1}
+    assert states == {
+        "connecting": 0,
+        "connected": 1,
+        "reconnecting": 0,
+        "needs_login": 0,
+        "disabled": 1,
+    }
     reconnects = traced.points("mcp.manager.reconnects")
     assert reconnects == [
         ({"mcp.server": "s", "mcp.reconnect.cause": "attempt_failed"}, 2)

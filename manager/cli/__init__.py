@@ -336,10 +336,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_telemetry_flags(stdio)
     stdio.set_defaults(handler=_cmd_stdio)
 
-    from . import control, mcp  # the client commands, in their own modules
+    from . import control, login, mcp  # the client commands, in their own modules
 
     control.add_parsers(sub, common)  # status, hud, events, reload, reconnect, check
     mcp.add_parsers(sub, common)  # call, read, prompt, tools, prompts, resources
+    login.add_parsers(sub, common)  # login, logout
 
     return parser
 

@@ -178,6 +178,26 @@ class ControlClient:
         """
         return _as_dict(self.request({"cmd": "details", "server": server}))
 
+    def login(self, server: str, timeout: float) -> dict[str, object]:
+        """Begin an OAuth login of `server`: the authorization URL once the
+        daemon has it (`url`), or how it ended (`done`, `connected`, `error`)."""
+        request = {"cmd": "login", "server": server, "timeout": timeout}
+        return _as_dict(self.request(request, timeout + CALL_SLACK))
+
+    def login_wait(self, server: str, timeout: float) -> dict[str, object]:
+        """Wait (at most `timeout`) for the login of `server` to end."""
+        request = {"cmd": "login_wait", "server": server, "timeout": timeout}
+        return _as_dict(self.request(request, timeout + CALL_SLACK))
+
+    def login_callback(self, server: str, url: str) -> dict[str, object]:
+        """Hand the daemon the redirect URL a user pasted (`login --manual`)."""
+        request = {"cmd": "login_callback", "server": server, "url": url}
+        return _as_dict(self.request(request))
+
+    def logout(self, server: str) -> dict[str, object]:
+        """Forget the tokens and client registration of `server`."""
+        return _as_dict(self.request({"cmd": "logout", "server": server}))
+
     def reload(self) -> dict[str, object]:
         """Run startup.lua again in the daemon and apply it.
 

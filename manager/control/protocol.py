@@ -26,6 +26,16 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
            `{}`), `timeout` number > 0 or null (default:     `CallToolResult` dict
            the connection's `call_timeout`)
   events   `json` bool (accepted, ignored: always JSON)      a stream, see below
+  login    `server` str, `timeout` number > 0 (the login's   `{"url": str or null,
+           deadline; default 300)                            "redirect_uri", "done",
+                                                             "connected", "state",
+                                                             "error"}` once the URL
+                                                             is known or it ended
+  login_wait `server` str, `timeout` number > 0              as `login`, once the
+                                                             login ended (or timeout)
+  login_callback `server` str, `url` str (the pasted         `{"message": str}`
+           redirect URL)
+  logout   `server` str                                      `{"forgot": bool}`
   ======== ================================================= ======================
 
 * Response: exactly one line, `{"ok": true, "result": ...}` or
@@ -70,6 +80,7 @@ __all__ = [
     "CONNECT_TIMEOUT",
     "ERROR_TYPES",
     "IDLE_TIMEOUT",
+    "LOGIN_DEFAULT_TIMEOUT",
     "MAX_REQUEST_BYTES",
     "REPLY_TIMEOUT",
     "SEND_TIMEOUT",
@@ -91,6 +102,9 @@ CONNECT_TIMEOUT = 2.0
 
 REPLY_TIMEOUT = 30.0
 """Seconds the client waits for the answer to `ping`, `status` or `reload`."""
+
+LOGIN_DEFAULT_TIMEOUT = 300.0
+"""Seconds a login waits for the browser unless `timeout` says otherwise."""
 
 CALL_SLACK = 30.0
 """Seconds the client adds to a call's timeout: `hold` (default 5 s) plus margin."""

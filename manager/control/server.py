@@ -22,7 +22,14 @@ from ..core.errors import (
     ManagerError,
 )
 from .paths import prepare_socket_dir
-from .protocol import IDLE_TIMEOUT, MAX_REQUEST_BYTES, SEND_TIMEOUT, encode, error_body
+from .protocol import (
+    IDLE_TIMEOUT,
+    LOGIN_DEFAULT_TIMEOUT,
+    MAX_REQUEST_BYTES,
+    SEND_TIMEOUT,
+    encode,
+    error_body,
+)
 
 if TYPE_CHECKING:
     from anyio.abc import SocketStream, TaskStatus
@@ -113,6 +120,22 @@ class ControlBackend(Protocol):
         name the endpoint exposes and whether its filter hides it."""
         ...
 
+    async def login(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+        """Begin an OAuth login: the authorization URL once known, or the end."""
+        ...
+
+    async def login_wait(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+        """Wait for the login of `server` to end: connected, or why not."""
+        ...
+
+    def login_callback(self, server: str, url: str) -> dict[str, object]:
+        """Take the redirect URL a user pasted (`login --manual`)."""
+        ...
+
+    def logout(self, server: str) -> dict[str, object]:
+        """Forget the tokens and client registration of `server`."""
+        ...
+
 
 class _BadRequest(Exception):
     """The request line is not a valid request; answered with ControlError."""
@@ -149,6 +172,10 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "call": frozenset({"server", "tool", "args", "timeout"}),
     "request": frozenset({"server", "op", "target", "args", "timeout"}),
     "catalog": frozenset({"kind", "server"}),
+    "login": frozenset({"server", "timeout"}),
+    "login_wait": frozenset({"server", "timeout"}),
+    "login_callback": frozenset({"server", "url"}),
+    "logout": frozenset({"server"}),
 }
 
 CATALOG_KINDS = ("tools", "prompts", "resources")
@@ -179,6 +206,32 @@ def _call_arguments(
     return server, tool, args, timeout
 
 
+async def _login_command(
+    backend: ControlBackend, cmd: str, req: Mapping[str, object]
+) -> object:
+    server = req.get("server")
+    if not isinstance(server, str) or not server:
+        raise _BadRequest(f'{cmd}: "server" must be a non-empty string')
+    if cmd == "logout":
+        return backend.logout(server)
+    if cmd == "login_callback":
+        url = req.get("url")
+        if not isinstance(url, str) or not url:
+            raise _BadRequest('login_callback: "url" must be a non-empty string')
+        return backend.login_callback(server, url)
+    timeout = req.get("timeout", LOGIN_DEFAULT_TIMEOUT)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise _BadRequest(f'{cmd}: "timeout" must be a positive number')
+    if cmd == "login":
+        return await backend.login(server, float(timeout))
+    return await backend.login_wait(server, float(timeout))
+
+
 async def _dispatch(
     backend: ControlBackend, cmd: str, req: Mapping[str, object]
 ) -> object:
@@ -207,6 +260,8 @@ async def _dispatch(
             if server is not None and not isinstance(server, str):
                 raise _BadRequest('catalog: "server" must be a string or null')
             result = backend.catalog(str(kind), server)
+        elif cmd in ("login", "login_wait", "login_callback", "logout"):
+            result = await _login_command(backend, cmd, req)
         elif cmd == "request":
             op = req.get("op")
             if op not in REQUEST_OPS:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from .events import (
     Added,
     AttemptFailed,
+    AuthStep,
     CallFailed,
     CallFinished,
     CallStarted,
@@ -26,6 +27,7 @@ from .events import (
     HookFailed,
     Lagged,
     Lost,
+    NeedsLogin,
     Reconnecting,
     Removed,
     ResourceUpdated,
@@ -122,6 +124,16 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
             return head if retry is None else f"{head}; retrying in {retry.delay:.2f} s"
         case Reconnecting():
             return f"{n}: retry {event.attempt} in {event.delay:.2f} s"
+        case NeedsLogin():
+            why = first_line(event.reason)
+            return f"{n}: needs login ({why}); run: {event.command}"
+        case AuthStep():
+            took = duration(event.elapsed)
+            status = f" HTTP {event.status}" if event.status else ""
+            if event.outcome in ("ok", "absent"):
+                return f"{n}: oauth {event.step} {event.outcome}{status} in {took}"
+            error = f": {first_line(event.error)}" if event.error else ""
+            return f"{n}: oauth {event.step} failed{status} after {took}{error}"
         case ToolsChanged():
             parts = []
             if event.added:

@@ -5,7 +5,8 @@ ManagerError
 ├── ConfigError            startup.lua or an option is wrong (file, line, connection)
 ├── TransportError         talking to an upstream failed; the reconnect loop retries
 │   ├── ConnectFailed      refused, missing executable, handshake rejected, garbage
-│   │   └── AuthRefused    the server said 401/403: retried rarely, never hammered
+│   │   ├── AuthRefused    the server said 401/403: retried rarely, never hammered
+│   │   └── LoginRequired  OAuth wants the user: waits in needs_login for `login`
 │   ├── ConnectTimeout     connect + initialize + tool listing ran out of time
 │   └── Disconnected       an established session died (exit, EOF, ping, lost session)
 ├── CallError              a request could not be made or finished (never retried)
@@ -30,6 +31,7 @@ __all__ = [
     "ConnectTimeout",
     "ControlError",
     "Disconnected",
+    "LoginRequired",
     "ManagerError",
     "ServerUnavailable",
     "TransportError",
@@ -96,6 +98,15 @@ class AuthRefused(ConnectFailed):
     Not an outage: retrying at the normal pace would hammer a server that said
     no (vendors suspend accounts for that). The connection waits
     `AUTH_RETRY_DELAY` instead, or for a reload or `reconnect`.
+    """
+
+
+class LoginRequired(ConnectFailed):
+    """An OAuth server needs the user to log in (again): no token, a refused
+    refresh, or a challenge for more scope.
+
+    Never retried on its own: the connection waits in `needs_login` until
+    `mcp-manager login NAME`, a reload that changes it, or `reconnect`.
     """
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "EVENT_TYPES",
     "Added",
     "AttemptFailed",
+    "AuthStep",
     "CallFailed",
     "CallFinished",
     "CallStarted",
@@ -32,6 +33,7 @@ __all__ = [
     "HookFailed",
     "Lagged",
     "Lost",
+    "NeedsLogin",
     "Reconnecting",
     "Removed",
     "ResourceUpdated",
@@ -130,6 +132,35 @@ class Reconnecting(Event):
     kind: ClassVar[str] = "reconnecting"
     attempt: int
     delay: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NeedsLogin(Event):
+    """An OAuth connection waits for the user: nothing is tried until `command`
+    (or a reload that changes it, or `reconnect`)."""
+
+    kind: ClassVar[str] = "needs_login"
+    reason: str
+    command: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AuthStep(Event):
+    """One step of an OAuth flow finished (`mcp.auth` spans and metrics).
+
+    `step` is `discovery`, `registration`, `authorize` (the user's browser),
+    `token` or `refresh`; `outcome` is `ok`, `failed` or `absent` (a discovery
+    URL that is not there: the next fallback is tried); `status` the HTTP
+    status (0: none); `error` is
+    redacted and never holds a token, secret, code or verifier.
+    """
+
+    kind: ClassVar[str] = "auth"
+    step: str
+    outcome: str
+    status: int = 0
+    elapsed: float = 0.0
+    error: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -304,6 +335,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         AttemptFailed,
         Lost,
         Reconnecting,
+        NeedsLogin,
+        AuthStep,
         ToolsChanged,
         SettingsChanged,
         CatalogChanged,

@@ -68,13 +68,13 @@ def resolve_spec(
                 dataclasses.replace(
                     spec.oauth, client_secret=sub(spec.oauth.client_secret)
                 )
-                if spec.oauth is not None
-                else None
+                if spec.oauth is not None and spec.oauth.client_secret is not None
+                else spec.oauth
             ),
         )
     secret_values = [*resolved_values, *(v for _, v in resolved.headers)]
     secret_values += [v for _, v in resolved.env]
-    if resolved.oauth is not None:
+    if resolved.oauth is not None and resolved.oauth.client_secret is not None:
         secret_values.append(resolved.oauth.client_secret)
     password = _url_password(resolved.url)
     if password:
@@ -86,7 +86,7 @@ def resolve_spec(
 
 def _has_templates(spec: ConnectionSpec) -> bool:
     texts = (spec.url, spec.command, spec.cwd or "", *spec.args)
-    if spec.oauth is not None and "${" in spec.oauth.client_secret:
+    if spec.oauth is not None and "${" in (spec.oauth.client_secret or ""):
         return True
     return any("${" in t for t in texts) or any(
         "${" in v for _, v in (*spec.env, *spec.headers)

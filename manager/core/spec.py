@@ -326,7 +326,8 @@ def _parse_options(
             out[key] = parse_exposure_option(prefix, key, value)
         elif key == "oauth":
             oauth = parse_oauth(prefix, value, transport)
-            _check_templates(prefix, "oauth.client_secret", oauth.client_secret)
+            if oauth.client_secret is not None:
+                _check_templates(prefix, "oauth.client_secret", oauth.client_secret)
             out[key] = oauth
         elif key in EXPOSURE_OPTIONS:
             shown[key] = parse_exposure_option(prefix, key, value)
@@ -468,11 +469,16 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
     if spec.roots:
         out["roots"] = list(spec.roots)
     if spec.oauth is not None:
+        oauth = spec.oauth
         out["oauth"] = {
-            "grant": spec.oauth.grant,
-            "client_id": spec.oauth.client_id,
-            "client_secret": MASK,
-            "issuer": spec.oauth.issuer,
+            "grant": oauth.grant,
+            "client_id": oauth.client_id,
+            "client_secret": MASK if oauth.client_secret is not None else None,
+            "issuer": oauth.issuer,
+            "scope": oauth.scope,
+            "auth_method": oauth.auth_method,
+            "client_metadata_url": oauth.client_metadata_url,
+            "callback_port": oauth.callback_port,
         }
     return out
 

@@ -7,7 +7,9 @@ randomness here: `now` and the random draw for jitter arrive inside the signals.
 States (design §3): `connecting` (first try after add) → `connected` →
 `reconnecting` (lost or failed, waiting for or making the next try) → `removed`
 (terminal). `disabled` is a declared connection with `enabled = false`: it never
-runs, and only leaves that state by being re-declared or removed. `attempt`
+runs, and only leaves that state by being re-declared or removed. `needs_login`
+is an OAuth connection whose server wants the user (`LoginRequired`): no try
+is scheduled (`next_retry_at` is None) until a login, a reload or `reconnect`. `attempt`
 counts tries since the connection was last *stable* (connected for
 `stable_after`), so a server that dies right after each handshake climbs the
 backoff to the cap instead of being respawned every 100 ms.
@@ -26,6 +28,7 @@ from .events import (
     Connecting,
     Event,
     Lost,
+    NeedsLogin,
     Reconnecting,
     Removed,
     ToolsChanged,
@@ -37,14 +40,20 @@ __all__ = [
     "AttemptError",
     "ConnectionState",
     "HandshakeDone",
+    "LOGIN_REQUIRED",
     "Phase",
     "ProcessSpawned",
     "SessionLost",
     "Signal",
     "StopRequested",
     "ToolsListed",
+    "login_command",
     "transition",
 ]
+
+LOGIN_REQUIRED = "LoginRequired"
+"""The `error_type` (`core.errors.LoginRequired`) that sends a connection to
+`needs_login` instead of a retry."""
 
 AUTH_RETRY_DELAY = 300.0
 """Seconds before trying again a server that refused our credentials (401/403):
@@ -60,6 +69,7 @@ class Phase(StrEnum):
     RECONNECTING = "reconnecting"
     REMOVED = "removed"
     DISABLED = "disabled"
+    NEEDS_LOGIN = "needs_login"
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +240,44 @@ def transition(
             if state.connected_before and set(tools) != set(state.tools):
                 events.append(_tools_changed(name, state.tools, tools))
             return replace(nxt, connected_before=True), events
+        case AttemptError(now=now) if signal.error_type == LOGIN_REQUIRED:
+            nxt = replace(
+                state,
+                phase=Phase.NEEDS_LOGIN,
+                error=signal.error,
+                error_type=signal.error_type,
+                since=state.since if state.phase is Phase.NEEDS_LOGIN else now,
+                next_retry_at=None,
+                pid=None,
+                outage_since=now if state.outage_since is None else state.outage_since,
+            )
+            return nxt, [
+                AttemptFailed(
+                    name=name,
+                    attempt=state.attempt,
+                    error=signal.error,
+                    error_type=signal.error_type,
+                ),
+                _needs_login(name, signal.error),
+            ]
+        case SessionLost(now=now) if signal.error_type == LOGIN_REQUIRED:
+            connected_at = state.connected_at
+            nxt = replace(
+                state,
+                phase=Phase.NEEDS_LOGIN,
+                error=signal.reason,
+                error_type=signal.error_type,
+                since=now,
+                next_retry_at=None,
+                pid=None,
+                connected_at=None,
+                outage_since=now,
+            )
+            uptime = 0.0 if connected_at is None else now - connected_at
+            return nxt, [
+                Lost(name=name, reason=signal.reason, uptime=uptime),
+                _needs_login(name, signal.reason),
+            ]
         case AttemptError(now=now):
             wait = aligned_delay(policy, max(state.attempt, 1), signal.rand, now)
             if signal.error_type == "AuthRefused":
@@ -299,6 +347,15 @@ def transition(
             )
             return nxt, [Removed(name=name)]
     raise TypeError(f"unknown signal {signal!r}")  # pragma: no cover - exhaustive match
+
+
+def login_command(name: str) -> str:
+    """What the user runs to log `name` in."""
+    return f"mcp-manager login {name}"
+
+
+def _needs_login(name: str, reason: str) -> NeedsLogin:
+    return NeedsLogin(name=name, reason=reason, command=login_command(name))
 
 
 def _tools_changed(

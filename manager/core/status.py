@@ -36,7 +36,8 @@ class ConnectionStatus:
         prompts: Prompt count of the current (or last) session.
         resources: Resources and resource templates of it.
         hidden: Tools, prompts and resources its filters hide from the endpoint.
-        auth: `none` or `oauth` (the connection gets its tokens by itself).
+        auth: `none`, `oauth` (the connection has or gets its tokens) or
+            `needs_login` (it waits for `mcp-manager login NAME`).
         auth_expires_in: Seconds until its stored access token expires, if known.
     """
 

@@ -28,6 +28,7 @@ from ..core.redact import SecretRegistry
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
+from ..engine.logins import Logins
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..gateway.early import EarlyStart
@@ -107,6 +108,7 @@ class Daemon:
         self.manager = manager
         self.config = ConfigRunner(options.config, manager, bus)
         self.telemetry: Telemetry | None = None
+        self.logins = Logins(manager)
 
     # --- ControlBackend ----------------------------------------------------------
 
@@ -152,6 +154,52 @@ class Daemon:
             "stderr": list(conn.stderr),
             "tools": [tool.name for tool in conn.tools],
         }
+
+    async def login(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109 - the login's own deadline
+        """Begin a login; answer with the authorization URL once the flow has
+        it (or how it ended, if it ended first)."""
+        login = await self.logins.begin(server, timeout)
+        if login is None:
+            return {"server": server, "url": None, "done": True, "connected": True}
+        conn = self.manager.connection(server)
+        limit = (conn.spec.connect_timeout if conn is not None else 30.0) + 5.0
+        await self.logins.first_answer(login, limit)
+        result = self._login_result(server)
+        result["url"] = login.url
+        result["redirect_uri"] = login.redirect_uri
+        return result
+
+    async def login_wait(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109 - how long the caller waits
+        """Wait until the login of `server` ended (at most `timeout`)."""
+        login = self.logins.last(server)
+        if login is not None:
+            with anyio.move_on_after(timeout):
+                await login.done.wait()
+        return self._login_result(server)
+
+    def _login_result(self, server: str) -> dict[str, object]:
+        login = self.logins.last(server)
+        conn = self.manager.connection(server)
+        state = conn.phase.value if conn is not None else "removed"
+        done = login is None or login.done.is_set()
+        error = login.error if login is not None and done else None
+        if done and error is None and state != "connected" and conn is not None:
+            error = conn.state.error or f"the connection is {state}"
+        return {
+            "server": server,
+            "done": done,
+            "connected": state == "connected",
+            "state": state,
+            "error": error,
+        }
+
+    def login_callback(self, server: str, url: str) -> dict[str, object]:
+        """A redirect URL pasted by the user (`login --manual`)."""
+        return {"server": server, "message": self.logins.feed(server, url)}
+
+    def logout(self, server: str) -> dict[str, object]:
+        """Forget `server`'s tokens and registration; it restarts into needs_login."""
+        return {"server": server, "forgot": self.logins.logout(server)}
 
     def subscribe(self, name: str) -> Subscription:
         """A new bus subscription for a control client."""

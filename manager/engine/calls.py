@@ -24,7 +24,7 @@ from ..core.errors import (
     UpstreamError,
 )
 from ..core.redact import SecretRegistry, redact
-from ..core.state import Phase
+from ..core.state import Phase, login_command
 from ..transport.base import Upstream
 from .connection import Connection
 from .tracing import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Span
@@ -59,6 +59,8 @@ async def ready(conn: Connection, clock: Callable[[], float]) -> Upstream:
         raise ServerUnavailable(
             f"{conn.name} is disabled (enabled = false in the config)"
         )
+    if conn.phase is Phase.NEEDS_LOGIN:
+        raise ServerUnavailable(unavailable_message(conn, clock()))
     state = conn.state
     young = (
         state.outage_since is None
@@ -85,6 +87,9 @@ def describe_session(span: Span, upstream: Upstream) -> None:
 def unavailable_message(conn: Connection, now: float) -> str:
     """Why a call cannot be made now: state, attempt, next retry, last error."""
     state = conn.state
+    if state.phase is Phase.NEEDS_LOGIN:
+        reason = state.error or f"run `{login_command(conn.name)}`"
+        return f"{conn.name} needs a login ({reason})"
     parts = [f"attempt {state.attempt}"]
     if state.next_retry_at is not None:
         parts.append(f"next retry in {max(0.0, state.next_retry_at - now):.1f} s")

@@ -27,7 +27,13 @@ from collections.abc import Callable
 import anyio
 
 from ..core.errors import ConfigError, TransportError
-from ..core.events import CatalogChanged, ResourceUpdated, ServerLog, ServerStderr
+from ..core.events import (
+    AuthStep,
+    CatalogChanged,
+    ResourceUpdated,
+    ServerLog,
+    ServerStderr,
+)
 from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec
 from ..core.state import (
@@ -131,6 +137,10 @@ class Connection:
         self._stderr_window = 0.0
         self._stderr_sent = 0
         self._stderr_suppressed = 0
+        self._login_wanted = False
+        self.on_settled: Callable[[str | None], None] | None = None
+        """Called once when the current (or next) try ends: None when it
+        connected, else the error (a login waits for it)."""
 
     @property
     def name(self) -> str:
@@ -167,6 +177,16 @@ class Connection:
         self._retry_scope.cancel()
         return True
 
+    def try_for_login(self) -> None:
+        """A login began: try now, or right after the try in flight."""
+        self._login_wanted = True
+        self.retry_now()
+
+    def _settled(self, error: str | None) -> None:
+        hook, self.on_settled = self.on_settled, None
+        if hook is not None:
+            hook(error)
+
     def stop(self) -> None:
         """Request removal: cancel the supervisor; `done` is set once it closed."""
         self.scope.cancel()
@@ -190,6 +210,7 @@ class Connection:
         self.upstream = None
         self._connected.set()
         self.done.set()
+        self._settled("the connection was removed or replaced")
 
     # --- hooks from the transport (synchronous) -------------------------------
 
@@ -243,6 +264,20 @@ class Connection:
         result = handler(self.name, method, params, link)
         return await result if inspect.isawaitable(result) else result
 
+    def _on_auth(
+        self, step: str, outcome: str, status: int, elapsed: float, error: str
+    ) -> None:
+        self._bus.publish(
+            AuthStep(
+                name=self.name,
+                step=step,
+                outcome=outcome,
+                status=status,
+                elapsed=elapsed,
+                error=redact(error, self._secrets),
+            )
+        )
+
     def _roots(self) -> tuple[str, ...]:
         return self.spec.roots
 
@@ -257,6 +292,7 @@ class Connection:
             on_log=self._on_log,
             on_request=on_request,
             roots=self._roots if self.spec.roots else None,
+            on_auth=self._on_auth,
         )
 
     # --- the loop ---------------------------------------------------------------
@@ -277,6 +313,7 @@ class Connection:
             )
         )
         self._connected.set()
+        self._settled(None)
 
     def _set_disconnected(self) -> None:
         self.upstream = None
@@ -375,6 +412,7 @@ class Connection:
             loss the watchers saw, signalled before the teardown).
         """
         started = time.monotonic()
+        self._login_wanted = False
         self.signal(AttemptBegan(now=self._clock()))
         connected = signalled = False
         try:
@@ -422,6 +460,7 @@ class Connection:
             exit_code = None
         if connected:
             return LossReport(message, exit_code, type(exc).__name__)
+        self._settled(message)
         self.signal(
             AttemptError(
                 now=self._clock(),
@@ -457,7 +496,8 @@ async def run_connection(conn: Connection, transport: Transport) -> None:
 
     The first try starts at once; after a failure or a loss the state machine
     decides the delay (100 ms doubling, capped, jittered; the counter resets only
-    after `stable_after` seconds connected).
+    after `stable_after` seconds connected). A connection in `needs_login` waits
+    until `try_for_login` or `retry_now`.
     """
     while True:
         report = await conn._attempt(transport)
@@ -465,6 +505,10 @@ async def run_connection(conn: Connection, transport: Transport) -> None:
             conn._signal_lost(report)
         next_at = conn.state.next_retry_at
         wait = max(0.0, next_at - conn._clock()) if next_at is not None else 0.0
+        if conn.phase is Phase.NEEDS_LOGIN:
+            wait = math.inf  # until a login, a reload or `reconnect`
+        if conn._login_wanted:
+            wait = 0.0  # a login began during the try
         with anyio.CancelScope() as conn._retry_scope:  # retry_now() cancels it
             await anyio.sleep(wait)
         conn._retry_scope = None

@@ -17,10 +17,10 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -39,7 +39,9 @@ from ..core.events import (
 )
 from ..core.redact import SecretRegistry
 from ..core.spec import ConnectionSpec, changed_fields, display_endpoint
+from ..core.state import Phase
 from ..core.status import ConnectionStatus
+from ..transport.auth import uses_oauth
 from ..transport.base import (
     CallResult,
     ProgressCallback,
@@ -150,16 +152,21 @@ class Manager:
 
     # --- declarations (synchronous, non-blocking) -----------------------------
 
-    def add(self, spec: ConnectionSpec) -> bool:
+    def add(self, spec: ConnectionSpec, *, why: str | None = None) -> bool:
         """Declare a connection. Same spec: no-op. Changed spec: restart that one.
+
+        Args:
+            spec: The connection.
+            why: Restart it even with the same spec (`Updated.changed`, e.g.
+                `login` after a logout).
 
         Returns:
             True if something started or restarted.
         """
         old = self._conns.get(spec.name)
-        if old is not None and old.spec == spec:
+        if old is not None and old.spec == spec and why is None:
             return False
-        if old is not None and _applies_live(old.spec, spec):
+        if old is not None and why is None and _applies_live(old.spec, spec):
             self._respec(old, spec)
             return True
         conn = Connection(
@@ -176,7 +183,7 @@ class Manager:
             self.bus.publish(
                 Updated(
                     name=spec.name,
-                    changed=changed_fields(old.spec, spec),
+                    changed=changed_fields(old.spec, spec) or (why or "spec",),
                     endpoint=display_endpoint(spec),
                 )
             )
@@ -298,13 +305,26 @@ class Manager:
         """Declared connections plus those removed but still closing."""
         return [*self.connections(), *self._closing]
 
+    @property
+    def transport(self) -> Transport:
+        """What opens upstream sessions (the real `McpTransport` by default)."""
+        return self._transport
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: object) -> None:
+        """Run `fn(*args)` in the manager's task group (ends with the manager)."""
+        if self._tg is None:
+            raise RuntimeError("Manager used outside `async with`")
+        self._tg.start_soon(fn, *args)
+
     def _auth(self, conn: Connection, now: float) -> tuple[str, float | None]:
-        if conn.spec.oauth is None:
+        if conn.phase is Phase.NEEDS_LOGIN:
+            return "needs_login", None
+        if not uses_oauth(conn.spec):
             return "none", None
         expiry = getattr(self._transport, "token_expiry", None)
         expires_at = expiry(conn.name) if callable(expiry) else None
         if not isinstance(expires_at, int | float):
-            return "oauth", None
+            return ("oauth" if conn.spec.oauth is not None else "none"), None
         return "oauth", round(max(0.0, expires_at - now), 1)
 
     def status(self, name: str) -> ConnectionStatus | None:

@@ -28,6 +28,7 @@ from ..core.describe import describe, first_line
 from ..core.events import (
     Added,
     AttemptFailed,
+    AuthStep,
     CallFailed,
     CallFinished,
     CallStarted,
@@ -39,6 +40,7 @@ from ..core.events import (
     HookFailed,
     Lagged,
     Lost,
+    NeedsLogin,
     Reconnecting,
     Removed,
     ResourceUpdated,
@@ -64,7 +66,13 @@ __all__ = [
 LOG_LINES = 2000
 """Log lines kept (events, stderr, log records); older ones scroll away."""
 
-STATE_RANK = {"reconnecting": 0, "connecting": 1, "connected": 2, "disabled": 3}
+STATE_RANK = {
+    "needs_login": 0,
+    "reconnecting": 0,
+    "connecting": 1,
+    "connected": 2,
+    "disabled": 3,
+}
 """Sort order of rows: trouble first. Unknown states sort with `connecting`."""
 
 _UNKNOWN_RANK = 1
@@ -78,7 +86,8 @@ class Row:
         name: Connection name.
         transport: `stdio`, `http` or `sse` ("" until known).
         endpoint: The endpoint as the daemon displays it (secrets masked).
-        state: `connecting`, `connected`, `reconnecting` or `disabled`.
+        state: `connecting`, `connected`, `reconnecting`, `needs_login` or
+            `disabled`.
         attempt: Tries since the connection was last stable.
         tools: Tool count of the current (or last) session.
         error: First line of the last error; "" once connected.
@@ -156,7 +165,8 @@ def matches(row: Row, needle: str) -> bool:
 
 
 def sort_rows(rows: Iterable[Row]) -> list[Row]:
-    """Rows sorted trouble-first (reconnecting, connecting, connected, disabled),
+    """Rows sorted trouble-first (needs_login and reconnecting, connecting,
+    connected, disabled),
     then by name, so a row only moves when its state class changes."""
     return sorted(rows, key=lambda r: (STATE_RANK.get(r.state, _UNKNOWN_RANK), r.name))
 
@@ -370,6 +380,17 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             row.next_retry_at = at + event.delay
             row.trying = False
             level = "debug"
+        case NeedsLogin():
+            row = hud._row(name, at)
+            row.state = "needs_login"
+            row.since = at
+            row.error = f"run: {event.command} ({first_line(event.reason)})"
+            row.next_retry_at = None
+            row.trying = False
+            row.pid = None
+            level = "warn"
+        case AuthStep():
+            level = "warn" if event.outcome == "failed" else "debug"
         case ToolsChanged():
             hud._row(name, at).tools = event.tools
         case Removed():

@@ -63,6 +63,7 @@ STATE_LOOK: dict[str, tuple[str, str]] = {
     "connected": ("●", "green"),
     "connecting": ("◌", "yellow"),
     "reconnecting": ("↻", "bold red"),
+    "needs_login": ("⚿", "bold magenta"),
     "disabled": ("○", "dim"),
 }
 """Glyph and style of each state; colour is never the only signal."""
@@ -181,7 +182,7 @@ def _attempt_style(row: Row) -> str:
 
 def cells(row: Row, now: float) -> dict[str, Cell]:
     """Every cell of `row` at time `now`, by column key."""
-    trouble = row.state == "reconnecting"
+    trouble = row.state in ("reconnecting", "needs_login")
     retry = countdown(row, now)
     exit_code = "" if row.exit_code is None else str(row.exit_code)
     return {
@@ -260,7 +261,13 @@ def counts_text(hud: HudState, *, compact: bool = False) -> str:
     counts = hud.counts()
     parts = [
         f"{STATE_LOOK[state][0]} {counts[state]}" + ("" if compact else f" {state}")
-        for state in ("connected", "connecting", "reconnecting", "disabled")
+        for state in (
+            "connected",
+            "connecting",
+            "reconnecting",
+            "needs_login",
+            "disabled",
+        )
         if counts.get(state)
     ]
     if compact:

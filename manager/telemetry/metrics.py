@@ -51,7 +51,13 @@ CONNECTIONS: Final = "mcp.manager.connections"
 RECONNECTS: Final = "mcp.manager.reconnects"
 DROPPED: Final = "mcp.manager.events.dropped"
 
-STATES: Final = ("connecting", "connected", "reconnecting", "disabled")
+STATES: Final = (
+    "connecting",
+    "connected",
+    "reconnecting",
+    "needs_login",
+    "disabled",
+)
 """States always reported (0 when empty), so a series drops to 0, not away."""
 
 DURATION_BUCKETS: Final = (

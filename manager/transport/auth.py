@@ -1,35 +1,377 @@
-"""The OAuth door: an `httpx2.Auth` for a connection that declares `oauth`.
+"""The OAuth door: the `httpx2.Auth` of an http/sse connection that may need OAuth.
 
-Built on the SDK's providers, which do the discovery (protected resource
-metadata, then the authorization server's metadata), the token request and its
-renewal. Tokens are kept per connection in a 0600 file (`tokens.FileTokens`),
-so reconnects and daemon restarts reuse them until they expire.
+Built on the SDK's providers (`OAuthClientProvider` for a user's login,
+`ClientCredentialsOAuthProvider` for headless connections), which do the
+discovery (protected resource metadata, authorization server metadata with the
+2025-03-26 fallbacks), registration (pre-registered, client ID metadata
+document, or dynamic), PKCE, the `resource` parameter, scope selection and
+step-up, and the token requests. `ConnectionAuth` wraps the provider for what a
+daemon needs on top:
+
+* **No lock on the hot path.** The SDK's flow holds one lock per provider
+  across each request it authenticates; with a fresh token we add the header and
+  send, so concurrent calls stay concurrent.
+* **One refresh in flight.** A token within `refresh_margin` of its expiry is
+  refreshed before it is sent; callers that arrive meanwhile wait for that
+  refresh and use its token (none fails). A refused refresh is a `LoginRequired`
+  (the stored token is dropped).
+* **Never hammer.** A 401 on an interactive connection with no login under way
+  raises `LoginRequired` at once: nothing is sent to the authorization server
+  until the user runs `mcp-manager login NAME` (`login.LoginDesk`).
+* **Observable, never shown.** Each step (discovery, registration, authorize,
+  token, refresh) is reported through `Hooks.on_auth` with its status and
+  duration; tokens, secrets, codes and verifiers are never part of a report.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
 import httpx2
-from mcp.client.auth import TokenStorage
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
 )
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+from pydantic import AnyUrl
 
+from ..core.errors import LoginRequired
+from ..core.oauth import OAUTH_OFF, OAuthSpec
 from ..core.spec import ConnectionSpec
+from .errors import describe_error
+from .login import CALLBACK_PATH, LoginDesk, needs_login_message
+from .tokens import FileTokens
 
-__all__ = ["oauth_auth"]
+__all__ = ["REFRESH_MARGIN", "ConnectionAuth", "oauth_auth", "uses_oauth"]
+
+REFRESH_MARGIN = 30.0
+"""Seconds before expiry a token is refreshed (at most a tenth of its lifetime)."""
+
+StepReport = Callable[[str, str, int, float, str], None]
+"""(step, outcome, HTTP status, seconds, error): `Hooks.on_auth`."""
+
+_PLACEHOLDER_REDIRECT = f"http://127.0.0.1{CALLBACK_PATH}"
+"""The redirect URI before a login names its port (never registered: no login,
+no flow)."""
 
 
-def oauth_auth(spec: ConnectionSpec, tokens: TokenStorage) -> httpx2.Auth | None:
+def uses_oauth(spec: ConnectionSpec) -> bool:
+    """Whether `spec` answers a 401 with OAuth: http/sse, not `oauth = false`,
+    and no static `Authorization` header (that one is refused plainly)."""
+    if spec.transport not in ("http", "sse"):
+        return False
+    if spec.oauth is not None:
+        return spec.oauth.grant != OAUTH_OFF
+    return not any(name.lower() == "authorization" for name, _ in spec.headers)
+
+
+def oauth_auth(
+    spec: ConnectionSpec,
+    tokens: FileTokens,
+    desk: LoginDesk,
+    on_step: StepReport,
+) -> ConnectionAuth | None:
     """The `auth` for `spec`'s HTTP client (a resolved spec), or None."""
-    oauth = spec.oauth
-    if oauth is None:
+    if not uses_oauth(spec):
         return None
-    return ClientCredentialsOAuthProvider(
-        server_url=spec.url,
-        storage=tokens,
-        client_id=oauth.client_id,
-        client_secret=oauth.client_secret,
-        token_endpoint_auth_method=oauth.auth_method,  # type: ignore[arg-type]
-        scope=oauth.scope,
-        issuer=oauth.issuer,
+    oauth = spec.oauth or OAuthSpec()
+    provider: OAuthClientProvider
+    if not oauth.interactive:
+        assert oauth.client_id is not None and oauth.client_secret is not None
+        provider = ClientCredentialsOAuthProvider(
+            server_url=spec.url,
+            storage=tokens,
+            client_id=oauth.client_id,
+            client_secret=oauth.client_secret,
+            token_endpoint_auth_method=oauth.token_auth_method,  # type: ignore[arg-type]
+            scope=oauth.scope,
+            issuer=oauth.issuer,
+        )
+        return ConnectionAuth(spec.name, provider, tokens, desk, on_step, False)
+    name = spec.name
+    if oauth.client_id is not None:
+        tokens.preregistered(
+            OAuthClientInformationFull(
+                client_id=oauth.client_id,
+                client_secret=oauth.client_secret,
+                token_endpoint_auth_method=oauth.token_auth_method,
+                redirect_uris=None,
+                issuer=oauth.issuer,
+            )
+        )
+    metadata = OAuthClientMetadata(
+        client_name="mcp-manager",
+        redirect_uris=[AnyUrl(_PLACEHOLDER_REDIRECT)],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method=oauth.token_auth_method,  # type: ignore[arg-type]
     )
+    auth = ConnectionAuth(name, None, tokens, desk, on_step, True)
+
+    async def redirect(url: str) -> None:
+        auth.authorize_began = time.monotonic()
+        await desk.redirect(name, url)
+
+    async def callback() -> Any:
+        try:
+            result = await desk.callback(name)
+        except LoginRequired as exc:
+            auth.report("authorize", "failed", 0, auth.since_authorize(), str(exc))
+            raise
+        auth.report("authorize", "ok", 0, auth.since_authorize(), "")
+        return result
+
+    auth.provider = OAuthClientProvider(
+        server_url=spec.url,
+        client_metadata=metadata,
+        storage=tokens,
+        redirect_handler=redirect,
+        callback_handler=callback,
+        client_metadata_url=oauth.client_metadata_url,
+    )
+    return auth
+
+
+def _challenged(response: httpx2.Response) -> bool:
+    """401, or 403 with `insufficient_scope`: the server wants (more) authorization."""
+    if response.status_code == 401:
+        return True
+    if response.status_code != 403:
+        return False
+    challenge = response.headers.get("www-authenticate", "")
+    return "insufficient_scope" in challenge
+
+
+def _bearer(response: httpx2.Response) -> bool:
+    """The 401 challenges with `Bearer` (OAuth), not some other scheme."""
+    challenge = response.headers.get("www-authenticate", "")
+    return response.status_code != 401 or challenge.lower().startswith("bearer")
+
+
+def _step(request: httpx2.Request) -> str:
+    """Which OAuth step a request of the SDK's flow is."""
+    if request.method == "GET":
+        return "discovery"
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:
+        body = b""
+    if b"grant_type=refresh_token" in body:
+        return "refresh"
+    if b"grant_type=" in body:
+        return "token"
+    return "registration"
+
+
+class ConnectionAuth(httpx2.Auth):
+    """A connection's OAuth: the SDK's provider, without its lock on the hot path.
+
+    Args:
+        name: The connection (for messages and the login desk).
+        provider: The SDK provider doing discovery, registration and tokens.
+        tokens: Its storage (the same `FileTokens` the provider holds).
+        desk: Where a login under way is found.
+        on_step: Reports each OAuth step.
+        interactive: A user logs in (else client credentials).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        provider: OAuthClientProvider | None,
+        tokens: FileTokens,
+        desk: LoginDesk,
+        on_step: StepReport,
+        interactive: bool,
+    ) -> None:
+        self.name = name
+        self.provider: OAuthClientProvider | None = provider
+        self.tokens = tokens
+        self.interactive = interactive
+        self.authorize_began = 0.0
+        self._desk = desk
+        self._on_step = on_step
+        self._expires_at: float | None = None
+        self._lifetime: float | None = None
+
+    # --- reports -------------------------------------------------------------------
+
+    def report(
+        self, step: str, outcome: str, status: int, elapsed: float, error: str
+    ) -> None:
+        self._on_step(step, outcome, status, elapsed, error)
+
+    def since_authorize(self) -> float:
+        began = self.authorize_began
+        return time.monotonic() - began if began else 0.0
+
+    # --- token bookkeeping ---------------------------------------------------------
+
+    def _sdk(self) -> OAuthClientProvider:
+        assert self.provider is not None
+        return self.provider
+
+    async def _load(self) -> None:
+        provider = self._sdk()
+        await provider._initialize()  # tokens and client from our storage
+        self._track()
+
+    def _track(self) -> None:
+        """Note the current token's expiry (the SDK does not restore it)."""
+        context = self._sdk().context
+        token = context.current_tokens
+        if token is None or token.expires_in is None:
+            self._expires_at = self._lifetime = None
+        else:
+            self._lifetime = float(token.expires_in)
+            self._expires_at = time.time() + token.expires_in
+        context.token_expiry_time = self._expires_at
+
+    def _fresh(self) -> bool:
+        """The current token may be sent (not within the refresh margin of expiry)."""
+        token = self._sdk().context.current_tokens
+        if token is None or not token.access_token:
+            return False
+        if self._expires_at is None:
+            return True
+        margin = min(REFRESH_MARGIN, (self._lifetime or 0.0) / 10)
+        return time.time() < self._expires_at - margin
+
+    # --- the flow ------------------------------------------------------------------
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        provider = self._sdk()
+        context = provider.context
+        if not provider._initialized:
+            async with context.lock:
+                if not provider._initialized:
+                    await self._load()
+        token = context.current_tokens
+        if token is not None and not self._fresh() and context.can_refresh_token():
+            async with context.lock:  # one refresh in flight; the others wait here
+                if context.current_tokens is token:
+                    began = time.monotonic()
+                    answer = yield await provider._refresh_token()
+                    await self._refreshed(answer, time.monotonic() - began)
+        sent = self._fresh()
+        if sent:
+            self._authorize(request)
+        response = yield request
+        if not _challenged(response) or not _bearer(response):
+            return
+        token = context.current_tokens
+        if sent and response.status_code == 401 and context.can_refresh_token():
+            # A token the server no longer takes: one refresh, then one retry.
+            async with context.lock:
+                if context.current_tokens is token:
+                    self._expires_at = time.time()
+                    began = time.monotonic()
+                    answer = yield await provider._refresh_token()
+                    await self._refreshed(answer, time.monotonic() - began)
+            if self._fresh():
+                self._authorize(request)
+                response = yield request
+                if not _challenged(response):
+                    return
+        if self.interactive and self._desk.pending(self.name) is None:
+            why = (
+                "the server asks for more scope"
+                if response.status_code == 403
+                else "the server wants a login"
+            )
+            raise LoginRequired(needs_login_message(self.name, why))
+        # The SDK's flow, driven by hand: `async for` would not pass the
+        # responses httpx sends back into it.
+        flow = self._full_flow(request, response)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                outgoing = await flow.asend((yield outgoing))
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
+    def _authorize(self, request: httpx2.Request) -> None:
+        token = self._sdk().context.current_tokens
+        assert token is not None
+        request.headers["Authorization"] = f"Bearer {token.access_token}"
+
+    async def _refreshed(self, response: httpx2.Response, elapsed: float) -> None:
+        """Take the answer to a refresh request (the SDK's handling, then ours)."""
+        provider = self._sdk()
+        ok = await provider._handle_refresh_response(response)
+        if ok:
+            self._track()
+            self.report("refresh", "ok", response.status_code, elapsed, "")
+            return
+        self.report("refresh", "failed", response.status_code, elapsed, "refused")
+        self._expires_at = None
+        await self.tokens.drop_tokens()
+        if self.interactive:
+            raise LoginRequired(
+                needs_login_message(
+                    self.name,
+                    f"the authorization server refused to refresh the token "
+                    f"(HTTP {response.status_code})",
+                )
+            )
+
+    async def _full_flow(
+        self, request: httpx2.Request, response: httpx2.Response
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow for a challenge we already hold the answer to."""
+        provider = self._sdk()
+        context = provider.context
+        login = self._desk.pending(self.name) if self.interactive else None
+        if login is not None:
+            context.client_metadata.redirect_uris = [AnyUrl(login.redirect_uri)]
+            self.tokens.redirect_uri = login.redirect_uri
+            context.client_info = await self.tokens.get_client_info()
+        flow = provider.async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            if outgoing is request:
+                # It would send the request to learn what we already know.
+                outgoing = await flow.asend(response)
+            while True:
+                step = _step(outgoing) if outgoing is not request else ""
+                began = time.monotonic()
+                try:
+                    answer = yield outgoing
+                except GeneratorExit:
+                    if step:
+                        took = time.monotonic() - began
+                        self.report(step, "failed", 0, took, "no answer")
+                    raise
+                if step:
+                    ok = answer.status_code < 400
+                    # A 404 in discovery is the next fallback URL, not a failure.
+                    absent = step == "discovery" and answer.status_code == 404
+                    self.report(
+                        step,
+                        "ok" if ok else "absent" if absent else "failed",
+                        answer.status_code,
+                        time.monotonic() - began,
+                        "" if ok or absent else f"HTTP {answer.status_code}",
+                    )
+                outgoing = await flow.asend(answer)
+        except StopAsyncIteration:
+            self._track()
+            return
+        except LoginRequired:
+            raise
+        except Exception as exc:
+            if not self.interactive:
+                raise
+            raise LoginRequired(
+                needs_login_message(
+                    self.name, f"the login failed: {describe_error(exc)}"
+                )
+            ) from exc
+        finally:
+            await flow.aclose()

@@ -198,6 +198,8 @@ class Hooks:
         roots: The connection's declared roots, read when `roots/list` comes
             (None: we do not offer roots).
         links: Filled by the HTTP transport, read by `on_request`'s caller.
+        on_auth: An OAuth step ended: step, outcome (`ok`/`failed`), HTTP
+            status (0: none), seconds it took, error (never a secret).
     """
 
     on_spawn: Callable[[int], None] = lambda pid: None
@@ -209,6 +211,9 @@ class Hooks:
     on_request: ServerRequestHandler = _refuse
     roots: Callable[[], tuple[str, ...]] | None = None
     links: RequestLinks = field(default_factory=RequestLinks)
+    on_auth: Callable[[str, str, int, float, str], None] = (
+        lambda step, outcome, status, elapsed, error: None
+    )
 
 
 class Upstream(Protocol):

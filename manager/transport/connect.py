@@ -27,15 +27,17 @@ from .. import __version__
 from ..core.errors import (
     ConfigError,
     Disconnected,
+    LoginRequired,
     TransportError,
 )
 from ..core.redact import SecretRegistry
 from ..core.resolve import resolve_spec
 from ..core.spec import ConnectionSpec
-from .auth import oauth_auth
+from .auth import oauth_auth, uses_oauth
 from .base import Hooks, Upstream
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import open_http_streams, open_sse_streams
+from .login import LoginDesk
 from .probe import tcp_precheck
 from .requests import server_request_callbacks
 from .session import (
@@ -48,7 +50,13 @@ from .session import (
 )
 from .starts import Slot, StartSlots
 from .stdio import stdio_streams
-from .tokens import FileTokens, default_state_dir, stored_expiry
+from .tokens import (
+    FileTokens,
+    default_state_dir,
+    forget_tokens,
+    stored_expiry,
+    token_path,
+)
 
 __all__ = ["CLIENT_NAME", "TEARDOWN_TIMEOUT", "McpTransport", "StreamOpener"]
 
@@ -98,10 +106,15 @@ class McpTransport:
         self._getenv = getenv
         self._starts = starts if starts is not None else StartSlots()
         self._open_streams = open_streams or self._streams
+        self.logins = LoginDesk()
 
     def token_expiry(self, name: str) -> float | None:
         """When `name`'s stored OAuth access token expires (wall time), if known."""
-        return stored_expiry(self.state_dir / "tokens" / f"{name}.json")
+        return stored_expiry(token_path(self.state_dir, name))
+
+    def forget(self, name: str) -> bool:
+        """Delete `name`'s stored tokens and client registration (`logout`)."""
+        return forget_tokens(token_path(self.state_dir, name))
 
     def open(
         self, spec: ConnectionSpec, hooks: Hooks
@@ -168,7 +181,7 @@ class McpTransport:
                         finally:
                             outer.deadline = anyio.current_time() + TEARDOWN_TIMEOUT
                             await upstream.aclose()
-            except ConfigError:
+            except (ConfigError, LoginRequired):
                 raise
             except TransportError as exc:
                 if upstream is None and lost.refusals:
@@ -179,6 +192,9 @@ class McpTransport:
                     leaf is body_error for leaf in flatten(exc)
                 ):
                     raise
+                for leaf in flatten(exc):
+                    if isinstance(leaf, LoginRequired):
+                        raise leaf from exc
                 refusal = lost.refusals[-1] if lost.refusals else http_refusal(exc)
                 if upstream is None and refusal is not None:
                     raise refused(resolved, refusal) from exc
@@ -199,9 +215,12 @@ class McpTransport:
             return
         await tcp_precheck(spec.url, deadline)
         auth = None
-        if spec.oauth is not None:
-            path = self.state_dir / "tokens" / f"{spec.name}.json"
-            auth = oauth_auth(spec, FileTokens(path, spec.oauth.issuer))
+        if uses_oauth(spec):
+            issuer = spec.oauth.issuer if spec.oauth is not None else None
+            tokens = FileTokens(
+                token_path(self.state_dir, spec.name), issuer, secrets=self.secrets
+            )
+            auth = oauth_auth(spec, tokens, self.logins, hooks.on_auth)
         if spec.transport == "sse":
             async with open_sse_streams(spec, auth) as (s_read, s_write):
                 yield s_read, s_write, None

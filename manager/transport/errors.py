@@ -142,6 +142,12 @@ def refused(spec: ConnectionSpec, refusal: Refusal) -> AuthRefused:
     status = f"HTTP {refusal.status}"
     challenge = refusal.challenge.split(",", 1)[0].strip()
     wants = f" (it asks for: {challenge[:120]})" if challenge else ""
+    if spec.oauth is not None and spec.oauth.interactive:
+        return AuthRefused(
+            f"{status}: the server refused the account we logged in as{wants}; "
+            f"to log in as someone else run `mcp-manager logout {spec.name}` and "
+            f"`mcp-manager login {spec.name}`; until then it is tried every 5 minutes"
+        )
     if spec.oauth is not None:
         return AuthRefused(
             f"{status}: no access token was accepted for OAuth client "

@@ -6,7 +6,14 @@ its absolute expiry and the issuer it came from: the SDK does not restore a
 token's expiry from storage (tech brief §7), so a stored token past its expiry
 (or within `EXPIRY_MARGIN` of it) is not handed back, and a new one is fetched
 instead of sending a dead one. A token from another issuer is not handed back
-either.
+either. Every token and client secret read or written is registered with the
+daemon's `SecretRegistry`, so none can show in a log line, event or span.
+
+A client the server registered for us (dynamic registration) is kept too, with
+the redirect URI it was registered for: a login on another loopback port
+registers afresh rather than presenting a redirect URI the server would refuse.
+A pre-registered client (`oauth.client_id`) comes from the config, never from
+the file.
 """
 
 from __future__ import annotations
@@ -20,7 +27,16 @@ from pathlib import Path
 from mcp.client.auth import TokenStorage
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-__all__ = ["EXPIRY_MARGIN", "FileTokens", "default_state_dir", "stored_expiry"]
+from ..core.redact import SecretRegistry
+
+__all__ = [
+    "EXPIRY_MARGIN",
+    "FileTokens",
+    "default_state_dir",
+    "forget_tokens",
+    "stored_expiry",
+    "token_path",
+]
 
 EXPIRY_MARGIN = 30.0
 """Seconds before its expiry a stored token is treated as expired."""
@@ -30,6 +46,20 @@ def default_state_dir() -> Path:
     """`$XDG_STATE_HOME/mcp-manager`, else `~/.local/state/mcp-manager`."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "mcp-manager"
+
+
+def token_path(state_dir: Path, name: str) -> Path:
+    """The file holding connection `name`'s tokens and client registration."""
+    return state_dir / "tokens" / f"{name}.json"
+
+
+def forget_tokens(path: Path) -> bool:
+    """Delete a connection's tokens and registration. Returns whether there were any."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def stored_expiry(path: Path) -> float | None:
@@ -50,14 +80,43 @@ class FileTokens(TokenStorage):
         issuer: The authorization server the connection trusts; tokens stored
             for another one are ignored.
         clock: Wall clock (injectable).
+        secrets: Where every token and secret read or written is registered.
+        client: A pre-registered client, handed out instead of a stored one.
+        redirect_uri: The login's redirect URI, if one is under way; a stored
+            registration made for another one is not handed back.
     """
 
     def __init__(
-        self, path: Path, issuer: str | None, clock: Callable[[], float] = time.time
+        self,
+        path: Path,
+        issuer: str | None,
+        clock: Callable[[], float] = time.time,
+        *,
+        secrets: SecretRegistry | None = None,
+        client: OAuthClientInformationFull | None = None,
+        redirect_uri: str | None = None,
     ) -> None:
         self.path = path
         self.issuer = issuer
         self._clock = clock
+        self._secrets = secrets
+        self._client = client
+        self.redirect_uri = redirect_uri
+
+    def preregistered(self, client: OAuthClientInformationFull) -> None:
+        """Hand out `client` (from the config) instead of a stored registration."""
+        self._client = client
+
+    async def drop_tokens(self) -> None:
+        """Forget the stored token (a refused refresh), keeping the registration."""
+        data = self._read()
+        if data.pop("token", None) is not None:
+            data.pop("expires_at", None)
+            self._write(data)
+
+    def _register(self, *values: str | None) -> None:
+        if self._secrets is not None:
+            self._secrets.add([v for v in values if v])
 
     def _read(self) -> dict[str, object]:
         try:
@@ -84,17 +143,19 @@ class FileTokens(TokenStorage):
         if not isinstance(raw, dict) or data.get("issuer") != self.issuer:
             return None
         expires_at = data.get("expires_at")
-        remaining = None
+        token = OAuthToken.model_validate(raw)
+        self._register(token.access_token, token.refresh_token)
         if isinstance(expires_at, int | float):
             remaining = expires_at - self._now()
             if remaining <= EXPIRY_MARGIN:
-                return None  # expired, or about to: fetch a new one
-        token = OAuthToken.model_validate(raw)
-        if remaining is not None:
+                if not token.refresh_token:
+                    return None  # expired, or about to: fetch a new one
+                remaining = 0  # never sent as it is: refreshed first
             token.expires_in = int(remaining)
         return token
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        self._register(tokens.access_token, tokens.refresh_token)
         data = self._read()
         data["token"] = tokens.model_dump(mode="json", exclude_none=True)
         data["issuer"] = self.issuer
@@ -104,13 +165,22 @@ class FileTokens(TokenStorage):
         self._write(data)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self._client is not None:
+            self._register(self._client.client_secret)
+            return self._client
         data = self._read()
         raw = data.get("client")
         if not isinstance(raw, dict) or data.get("issuer") != self.issuer:
             return None  # registered with another server: register again
-        return OAuthClientInformationFull.model_validate(raw)
+        client = OAuthClientInformationFull.model_validate(raw)
+        self._register(client.client_secret)
+        uris = [str(u) for u in client.redirect_uris or ()]
+        if self.redirect_uri is not None and uris and self.redirect_uri not in uris:
+            return None  # registered for another callback port: register again
+        return client
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self._register(client_info.client_secret)
         data = self._read()
         data["client"] = client_info.model_dump(mode="json", exclude_none=True)
         data["issuer"] = self.issuer

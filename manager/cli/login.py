@@ -1,0 +1,124 @@
+"""`mcp-manager login NAME` and `logout NAME`: OAuth for a running daemon.
+
+`login` asks the daemon to begin the flow and prints the authorization URL on a
+line of its own (and opens a browser when there is one, unless `--no-browser`).
+The daemon takes the browser's redirect on its one-shot loopback callback;
+`login` exits 0 once the connection is connected, 1 with the reason otherwise.
+For a daemon on another machine: forward the callback port (`ssh -L`), or
+`--manual` and paste the address the browser ends on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..control.client import ControlClient
+from ..control.paths import socket_path
+from ..control.protocol import LOGIN_DEFAULT_TIMEOUT
+from . import _fail
+
+__all__ = ["add_parsers"]
+
+
+def _open_browser(url: str) -> bool:
+    """Open `url` in a browser if this machine has one that can show it."""
+    import webbrowser
+
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        return False
+    if type(browser).__name__ in ("GenericBrowser", "BackgroundBrowser"):
+        # A text-mode fallback (lynx, w3m...) would take over this terminal.
+        names = ("lynx", "w3m", "links", "elinks", "www-browser")
+        if getattr(browser, "name", "") in names:
+            return False
+    try:
+        return bool(browser.open(url, new=2))
+    except Exception:
+        return False
+
+
+def _ended(result: dict[str, object], name: str) -> int:
+    if result.get("connected"):
+        print(f"{name}: connected", flush=True)
+        return 0
+    error = result.get("error") or f"the connection is {result.get('state')}"
+    print(f"mcp-manager: login of {name} failed: {error}", file=sys.stderr)
+    return 1
+
+
+def _cmd_login(args: argparse.Namespace) -> int:
+    client = ControlClient(socket_path(args.socket))
+    name = args.server
+    if args.timeout <= 0:
+        return _fail("--timeout must be a positive number of seconds")
+    started = client.login(name, args.timeout)
+    url = started.get("url")
+    if not isinstance(url, str):
+        if started.get("connected"):
+            print(f"{name}: connected (no login needed)", flush=True)
+            return 0
+        return _ended(started, name)
+    print(f"Open this address to log {name} in:", file=sys.stderr)
+    print(url, flush=True)
+    if args.manual:
+        print(
+            "After approving, paste the address your browser ended on "
+            f"(it starts with {started.get('redirect_uri')}):",
+            file=sys.stderr,
+        )
+        pasted = sys.stdin.readline().strip()
+        if not pasted:
+            return _fail("no address pasted; the login is abandoned", 1)
+        client.login_callback(name, pasted)
+    elif not args.no_browser and _open_browser(url):
+        print("(opened in your browser)", file=sys.stderr)
+    print(f"waiting for the login (at most {args.timeout:g} s)...", file=sys.stderr)
+    return _ended(client.login_wait(name, args.timeout + 30.0), name)
+
+
+def _cmd_logout(args: argparse.Namespace) -> int:
+    result = ControlClient(socket_path(args.socket)).logout(args.server)
+    what = "forgot its tokens" if result.get("forgot") else "no tokens were stored"
+    print(f"{args.server}: logged out ({what}); it now waits for a login")
+    return 0
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add `login` and `logout`."""
+    login = sub.add_parser(
+        "login",
+        parents=[common],
+        help="log a connection in with OAuth (prints the address to open)",
+    )
+    login.add_argument("server", metavar="SERVER")
+    login.add_argument(
+        "--no-browser", action="store_true", help="print the address, open nothing"
+    )
+    login.add_argument(
+        "--manual",
+        action="store_true",
+        help="for a daemon on another machine: paste the address the browser "
+        "ends on instead of reaching the daemon's loopback callback",
+    )
+    login.add_argument(
+        "--timeout",
+        type=float,
+        default=LOGIN_DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds to wait for the browser (default {LOGIN_DEFAULT_TIMEOUT:g})",
+    )
+    login.set_defaults(handler=_cmd_login)
+
+    logout = sub.add_parser(
+        "logout",
+        parents=[common],
+        help="forget a connection's OAuth tokens and client registration",
+    )
+    logout.add_argument("server", metavar="SERVER")
+    logout.set_defaults(handler=_cmd_logout)

@@ -1,0 +1,267 @@
+"""Logging a user in: the login desk and its one-shot loopback callback.
+
+The daemon never opens a browser by itself. `mcp-manager login NAME` asks it
+to begin a `Login` (`LoginDesk.begin`): a listener on 127.0.0.1 (an ephemeral
+port unless `oauth.callback_port` says otherwise) whose `/callback` is the
+redirect URI. The connection then tries again; the SDK's OAuth flow reaches
+`redirect` with the authorization URL (handed to the `login` command, which
+prints it and maybe opens a browser) and then `callback`, which waits for the
+browser's redirect: a request whose `state` is not this login's is answered
+400 and ignored, the first that matches ends the listener. A login ends after
+`timeout` at the latest; its listener never outlives it.
+
+Without a login under way, `redirect` raises `LoginRequired`: the connection
+waits in `needs_login` and nothing is sent to the authorization server.
+For a daemon on another machine, `feed(url)` takes the final redirect URL the
+user pasted (`login --manual`), checked the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import anyio.abc
+from mcp.client.auth import AuthorizationCodeResult
+
+from ..core.errors import LoginRequired
+from ..core.state import login_command
+
+__all__ = ["CALLBACK_PATH", "LOGIN_TIMEOUT", "Login", "LoginDesk"]
+
+logger = logging.getLogger(__name__)
+
+CALLBACK_PATH = "/callback"
+"""The path of the loopback redirect URI."""
+
+LOGIN_TIMEOUT = 300.0
+"""Seconds a login waits for the browser's redirect by default."""
+
+_REQUEST_LIMIT = 16 * 1024
+"""Bytes of a callback request's head read at most."""
+
+_READ_TIMEOUT = 5.0
+"""Seconds a client of the callback listener has to send its request."""
+
+_PAGE = (
+    "<!doctype html><meta charset=utf-8><title>mcp-manager</title>"
+    "<body style='font-family:sans-serif'><h2>{title}</h2><p>{text}</p>"
+)
+
+
+class Login:
+    """One login of one connection, from `begin` to its end.
+
+    Attributes:
+        name: The connection.
+        redirect_uri: Where the authorization server sends the browser back.
+        url: The authorization URL once the flow reached it (`url_ready`).
+        error: Why the login failed, once `done` is set; None if it succeeded.
+    """
+
+    def __init__(
+        self, name: str, listener: anyio.abc.Listener[anyio.abc.SocketStream], port: int
+    ) -> None:
+        self.name = name
+        self.redirect_uri = f"http://127.0.0.1:{port}{CALLBACK_PATH}"
+        self.url: str | None = None
+        self.url_ready = anyio.Event()
+        self.error: str | None = None
+        self.done = anyio.Event()
+        self._listener = listener
+        self._state: str | None = None
+        self._result: AuthorizationCodeResult | None = None
+        self._answered = anyio.Event()
+        self._scope = anyio.CancelScope()
+
+    # --- the SDK's handlers ------------------------------------------------------
+
+    def show(self, url: str) -> None:
+        """The flow reached the authorization URL: hand it to the user."""
+        self._state = _first(parse_qs(urlsplit(url).query), "state")
+        self.url = url
+        self.url_ready.set()
+
+    async def code(self) -> AuthorizationCodeResult:
+        """Wait for the browser's redirect (until the login's deadline).
+
+        Raises:
+            LoginRequired: The user refused, the login was ended, or it timed out.
+        """
+        await self._answered.wait()
+        if self._result is None:
+            raise LoginRequired(
+                f"{self.name}: login failed: {self.error or 'ended'}; "
+                f"run `{login_command(self.name)}` to try again"
+            )
+        return self._result
+
+    # --- the browser's side ------------------------------------------------------
+
+    def feed(self, url: str) -> str:
+        """Take a redirect (the callback's target, or a pasted URL).
+
+        Returns:
+            What to tell the browser (or the user).
+
+        Raises:
+            ValueError: Not this login's redirect (wrong path or `state`).
+        """
+        parts = urlsplit(url)
+        if parts.path != CALLBACK_PATH:
+            raise ValueError(f"not the login callback ({CALLBACK_PATH})")
+        query = parse_qs(parts.query)
+        state = _first(query, "state")
+        if self._state is None or state != self._state:
+            raise ValueError("the state does not match this login")
+        if self._answered.is_set():
+            raise ValueError("this login already got its answer")
+        error = _first(query, "error")
+        code = _first(query, "code")
+        if error is not None or not code:
+            described = _first(query, "error_description") or ""
+            reason = error or "no authorization code"
+            self.fail(f"the authorization server said {reason} {described}".strip())
+            return f"Login refused: {reason}."
+        self._result = AuthorizationCodeResult(
+            code=code, state=state, iss=_first(query, "iss")
+        )
+        self._answered.set()
+        return "Logged in. You can close this tab."
+
+    def fail(self, reason: str) -> None:
+        """End the wait for the browser with `reason` (the flow fails)."""
+        if not self._answered.is_set():
+            self.error = reason
+            self._answered.set()
+
+    def finish(self, error: str | None) -> None:
+        """The connection's try that used this login ended (None: connected)."""
+        if self.done.is_set():
+            return
+        self.error = error
+        self.fail(error or "finished")
+        self.done.set()
+        self._scope.cancel()
+
+    # --- the loopback listener --------------------------------------------------
+
+    async def serve(self, timeout: float) -> None:  # noqa: ASYNC109  (the login's own deadline)
+        """Answer the browser's redirect until the login ends or `timeout`."""
+        with self._scope:
+            self._scope.deadline = anyio.current_time() + timeout
+            try:
+                await self._listener.serve(self._answer)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._listener.aclose()
+        if not self._answered.is_set():
+            self.fail(f"no answer from the browser within {timeout:g} s")
+        if not self.done.is_set() and self._result is None:
+            self.finish(self.error)
+
+    async def _answer(self, stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            try:
+                with anyio.fail_after(_READ_TIMEOUT):
+                    head = await _read_head(stream)
+                target = head.split(b" ", 2)[1].decode("ascii", "replace")
+            except (TimeoutError, IndexError, OSError, anyio.EndOfStream):
+                return
+            except anyio.BrokenResourceError:
+                return
+            try:
+                status, text = 200, self.feed(target)
+            except ValueError as exc:
+                status, text = 400, f"Not accepted: {exc}."
+            title = f"mcp-manager: {self.name}"
+            body = _PAGE.format(title=title, text=text).encode()
+            reason = "OK" if status == 200 else "Bad Request"
+            response = (
+                f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; "
+                f"charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\nCache-Control: no-store\r\n\r\n"
+            ).encode() + body
+            try:
+                with anyio.fail_after(_READ_TIMEOUT):
+                    await stream.send(response)
+            except (TimeoutError, OSError, anyio.BrokenResourceError):
+                return
+            if status == 200:
+                self._scope.cancel()  # one-shot: the listener closes now
+
+
+class LoginDesk:
+    """The logins under way, one per connection at most."""
+
+    def __init__(self) -> None:
+        self._logins: dict[str, Login] = {}
+
+    async def begin(self, name: str, port: int | None = None) -> Login:
+        """Open a login for `name` (ending one already under way).
+
+        Raises:
+            OSError: The callback port cannot be bound.
+        """
+        old = self._logins.pop(name, None)
+        if old is not None:
+            old.finish("replaced by a new login")
+        listener = await anyio.create_tcp_listener(
+            local_host="127.0.0.1", local_port=port or 0
+        )
+        bound = listener.extra(anyio.abc.SocketAttribute.local_port)
+        login = Login(name, listener, bound)
+        self._logins[name] = login
+        return login
+
+    def pending(self, name: str) -> Login | None:
+        """The login under way for `name`, if any."""
+        login = self._logins.get(name)
+        if login is not None and login.done.is_set():
+            del self._logins[name]
+            return None
+        return login
+
+    def end(self, name: str, error: str | None) -> None:
+        """The try that used `name`'s login ended (None: connected)."""
+        login = self._logins.pop(name, None)
+        if login is not None:
+            login.finish(error)
+
+    async def redirect(self, name: str, url: str) -> None:
+        """The SDK's `redirect_handler` for connection `name`.
+
+        Raises:
+            LoginRequired: No login is under way: the user must run `login`.
+        """
+        login = self.pending(name)
+        if login is None:
+            raise LoginRequired(needs_login_message(name))
+        login.show(url)
+
+    async def callback(self, name: str) -> AuthorizationCodeResult:
+        """The SDK's `callback_handler` for connection `name`."""
+        login = self.pending(name)
+        if login is None:
+            raise LoginRequired(needs_login_message(name))
+        return await login.code()
+
+
+def needs_login_message(name: str, why: str = "the server wants a login") -> str:
+    """The error of a connection waiting for the user."""
+    return f"{why}; run `{login_command(name)}`"
+
+
+def _first(query: dict[str, list[str]], key: str) -> str | None:
+    values = query.get(key)
+    return values[0] if values else None
+
+
+async def _read_head(stream: anyio.abc.SocketStream) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data and b"\n\n" not in data:
+        data += await stream.receive(4096)
+        if len(data) > _REQUEST_LIMIT:
+            break
+    return data
