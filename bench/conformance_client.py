@@ -2,12 +2,25 @@
 
 The suite runs `CMD URL` with `MCP_CONFORMANCE_SCENARIO` and
 `MCP_CONFORMANCE_CONTEXT` set (see `bench/conformance.py`). This command plays
-a user of mcp-manager: it writes a startup.lua declaring the server (for the
-client-credentials scenarios, with `oauth = {...}` from the context, the
-issuer read from the server's protected resource metadata as a user would
-copy it from their provider's page), runs `mcp-manager run`, waits until the
-connection is up, lists its tools and calls `test-tool` through the control
-socket, then stops the daemon.
+a user of mcp-manager:
+
+* it writes a startup.lua declaring the server as a user would: nothing more
+  for a server that logs in with discovery and dynamic registration;
+  `oauth = {client_id, client_secret}` when the context hands out a
+  pre-registered client; `oauth = {client_metadata_url}` for the client ID
+  metadata document scenario; `oauth = {grant = "client_credentials", ...}`
+  for the headless ones (the issuer read from the server's protected resource
+  metadata, as a user would copy it from their provider's page);
+* it runs `mcp-manager run` and waits until the connection is `connected` or
+  `needs_login`;
+* on `needs_login` it runs `mcp-manager login conf --no-browser` and stands in
+  for the browser: it GETs the authorization URL `login` prints without
+  following the redirect (the conformance authorization server approves at
+  once), then GETs the `Location`, which is the daemon's loopback callback;
+* it lists the tools and calls `test-tool` through the control socket; a call
+  refused with `needs_login` (a server asking for more scope) gets one more
+  login and one more try, at most `TRIES` in all;
+* it stops the daemon (SIGTERM) and keeps its log (stderr) in the work folder.
 
 Run by the suite: `python bench/conformance_client.py URL`.
 """
@@ -21,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -32,6 +46,22 @@ from manager.control.client import ControlClient  # noqa: E402
 from manager.core.errors import ManagerError  # noqa: E402
 
 WAIT = 20.0
+"""Seconds to wait for the connection to settle (connected or needs_login)."""
+
+LOGIN_TIMEOUT = 30.0
+"""`login --timeout`."""
+
+TRIES = 3
+"""Logins at most for one run (the first, then one per step-up)."""
+
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+"""The client ID metadata document URL `auth/basic-cimd` expects."""
+
+NAME = "conf"
+
+
+def log(text: str) -> None:
+    print(f"conformance_client: {text}", file=sys.stderr, flush=True)
 
 
 def get_json(url: str) -> dict[str, object]:
@@ -55,65 +85,167 @@ def issuer_of(server_url: str) -> str:
     return str(meta["issuer"])
 
 
-def main() -> int:
-    url = sys.argv[1]
-    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    work = Path(tempfile.mkdtemp(prefix="mm-conf-"))
-    options = ["hold = 5"]
-    env = dict(os.environ)
-    if "client_secret" in context:
+def oauth_options(
+    scenario: str, url: str, context: dict[str, object], env: dict[str, str]
+) -> str | None:
+    """The `oauth = {...}` a user would declare for this server, if any."""
+    if "client_secret" in context and "client-credentials" in scenario:
         env["CONF_SECRET"] = str(context["client_secret"])
-        method = (
-            "client_secret_post"
-            if "post" in str(context.get("name"))
-            else ("client_secret_basic")
-        )
-        options.append(
+        method = "client_secret_post" if "post" in scenario else "client_secret_basic"
+        return (
             'oauth = {grant = "client_credentials", '
             f"client_id = {json.dumps(context['client_id'])}, "
             'client_secret = "${env:CONF_SECRET}", '
             f"issuer = {json.dumps(issuer_of(url))}, "
             f"auth_method = {json.dumps(method)}}}"
         )
-    script = work / "startup.lua"
-    script.write_text(f'mcp_add("conf", {json.dumps(url)}, {{{", ".join(options)}}})\n')
-    sock = work / "control.sock"
-    daemon = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "manager",
-            "run",
-            str(script),
-            "--no-hud",
-            "--no-telemetry",
-            "--socket",
-            str(sock),
-        ],
-        env=env,
-        stderr=open(work / "daemon.log", "wb"),
-    )
-    client = ControlClient(sock)
+    if "client_id" in context:
+        # A client registered beforehand with the authorization server.
+        env["CONF_SECRET"] = str(context.get("client_secret") or "")
+        secret = ', client_secret = "${env:CONF_SECRET}"' if env["CONF_SECRET"] else ""
+        return f"oauth = {{client_id = {json.dumps(context['client_id'])}{secret}}}"
+    if scenario == "auth/basic-cimd":
+        return f"oauth = {{client_metadata_url = {json.dumps(CIMD_URL)}}}"
+    return None
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def browse(url: str) -> None:
+    """Be the browser: open the authorization URL, follow its one redirect."""
+    opener = urllib.request.build_opener(NoRedirect)
     try:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            try:
-                status = client.status()
-                if status and status[0].state == "connected":
-                    break
-            except ManagerError:
-                pass
-            time.sleep(0.1)
-        else:
-            print(f"never connected; see {work / 'daemon.log'}", file=sys.stderr)
+        with opener.open(url, timeout=10) as response:
+            location = response.headers.get("Location")
+            status = response.status
+    except urllib.error.HTTPError as exc:  # 3xx land here without a handler
+        location = exc.headers.get("Location")
+        status = exc.code
+    if not location:
+        log(f"the authorization endpoint answered {status} without a redirect")
+        return
+    try:
+        with urllib.request.urlopen(location, timeout=10) as response:
+            log(f"callback answered {response.status}")
+    except urllib.error.HTTPError as exc:
+        log(f"callback answered {exc.code}")
+
+
+def login(sock: Path, env: dict[str, str]) -> bool:
+    """`mcp-manager login conf --no-browser`, with this process as the browser."""
+    command = [
+        sys.executable,
+        "-m",
+        "manager",
+        "login",
+        NAME,
+        "--no-browser",
+        "--socket",
+        str(sock),
+        "--timeout",
+        str(LOGIN_TIMEOUT),
+    ]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.strip()
+        if line.startswith(("http://", "https://")):
+            browse(line)
+            break
+    proc.stdout.read()
+    code = proc.wait(LOGIN_TIMEOUT + 40)
+    log(f"login exited {code}")
+    return code == 0
+
+
+def settle(client: ControlClient) -> str:
+    """Wait until the connection is connected or waits for a login."""
+    deadline = time.monotonic() + WAIT
+    state = "unknown"
+    while time.monotonic() < deadline:
+        try:
+            status = client.status()
+        except ManagerError:
+            status = []
+        if status:
+            state = status[0].state
+            if state in ("connected", "needs_login"):
+                return state
+        time.sleep(0.1)
+    return state
+
+
+def use(client: ControlClient, sock: Path, env: dict[str, str]) -> int:
+    """Log in when asked, list the tools and call `test-tool`."""
+    logins = 0
+    while True:
+        state = settle(client)
+        if state == "needs_login":
+            if logins >= TRIES:
+                log(f"still needs a login after {logins} logins; giving up")
+                return 1
+            logins += 1
+            login(sock, env)
+            continue
+        if state != "connected":
+            log(f"the connection never settled (state {state})")
             return 1
-        tools = [row["name"] for row in client.catalog("tools", "conf")]
-        if "test-tool" in tools:
-            client.call("conf", "test-tool", {})
-        return 0
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(10)
+        try:
+            tools = [row["name"] for row in client.catalog("tools", NAME)]
+            if "test-tool" in tools:
+                client.call(NAME, "test-tool", {})
+            log(f"tools {tools} listed and called")
+            return 0
+        except ManagerError as exc:
+            log(f"the call failed: {exc}")
+            time.sleep(0.2)  # let the connection show needs_login
+            if settle(client) != "needs_login" or logins >= TRIES:
+                return 1
+
+
+def main() -> int:
+    url = sys.argv[1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    work = Path(tempfile.mkdtemp(prefix="mm-conf-"))
+    env = dict(os.environ)
+    env["XDG_STATE_HOME"] = str(work / "state")
+    options = ["hold = 5"]
+    oauth = oauth_options(scenario, url, context, env)
+    if oauth is not None:
+        options.append(oauth)
+    script = work / "startup.lua"
+    table = ", ".join(options)
+    script.write_text(f'mcp_add("{NAME}", {json.dumps(url)}, {{{table}}})\n')
+    sock = work / "control.sock"
+    log(f"{scenario}: work folder {work}")
+    with open(work / "daemon.log", "wb") as daemon_log:
+        daemon = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "manager",
+                "run",
+                str(script),
+                "--no-hud",
+                "--no-telemetry",
+                "--socket",
+                str(sock),
+            ],
+            env=env,
+            cwd=ROOT,
+            stderr=daemon_log,
+        )
+        try:
+            return use(ControlClient(sock), sock, env)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(10)
 
 
 if __name__ == "__main__":
