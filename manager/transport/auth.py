@@ -250,40 +250,53 @@ class ConnectionAuth(httpx2.Auth):
             async with context.lock:
                 if not provider._initialized:
                     await self._load()
-        token = context.current_tokens
-        if token is not None and not self._fresh() and context.can_refresh_token():
-            async with context.lock:  # one refresh in flight; the others wait here
-                if context.current_tokens is token:
-                    began = time.monotonic()
-                    answer = yield await provider._refresh_token()
-                    await self._refreshed(answer, time.monotonic() - began)
-        sent = self._fresh()
-        if sent:
-            self._authorize(request)
-        response = yield request
-        if not _challenged(response) or not _bearer(response):
-            return
-        token = context.current_tokens
-        if sent and response.status_code == 401 and context.can_refresh_token():
-            # A token the server no longer takes: one refresh, then one retry.
-            async with context.lock:
-                if context.current_tokens is token:
-                    self._expires_at = time.time()
-                    began = time.monotonic()
-                    answer = yield await provider._refresh_token()
-                    await self._refreshed(answer, time.monotonic() - began)
-            if self._fresh():
-                self._authorize(request)
-                response = yield request
-                if not _challenged(response):
-                    return
-        if self.interactive and self._desk.pending(self.name) is None:
-            why = (
-                "the server asks for more scope"
-                if response.status_code == 403
-                else "the server wants a login"
+        challenge = self._desk.take_step_up(self.name) if self.interactive else None
+        if challenge is not None:
+            # The user logs in for the scope a request was refused with: the
+            # flow starts from that refusal (the old token may still open the
+            # session, so waiting for a 401 would never ask for the scope).
+            response = httpx2.Response(
+                403, headers={"WWW-Authenticate": challenge}, request=request
             )
-            raise LoginRequired(needs_login_message(self.name, why))
+        else:
+            token = context.current_tokens
+            if token is not None and not self._fresh() and context.can_refresh_token():
+                async with context.lock:  # one refresh in flight; the others wait
+                    if context.current_tokens is token:
+                        began = time.monotonic()
+                        answer = yield await provider._refresh_token()
+                        await self._refreshed(answer, time.monotonic() - began)
+            sent = self._fresh()
+            if sent:
+                self._authorize(request)
+            response = yield request
+            if not _challenged(response) or not _bearer(response):
+                return
+            token = context.current_tokens
+            if sent and response.status_code == 401 and context.can_refresh_token():
+                # A token the server no longer takes: one refresh, then one retry.
+                async with context.lock:
+                    if context.current_tokens is token:
+                        self._expires_at = time.time()
+                        began = time.monotonic()
+                        answer = yield await provider._refresh_token()
+                        await self._refreshed(answer, time.monotonic() - began)
+                if self._fresh():
+                    self._authorize(request)
+                    response = yield request
+                    if not _challenged(response):
+                        return
+            login = self._desk.pending(self.name) if self.interactive else None
+            # One authorization per login: a challenge after this login's own
+            # (its token refused again) waits for the user, it does not loop.
+            if self.interactive and (login is None or login.url is not None):
+                if response.status_code == 403:
+                    challenge = response.headers.get("www-authenticate", "")
+                    self._desk.hold_step_up(self.name, challenge)
+                    why = "the server asks for more scope"
+                else:
+                    why = "the server wants a login"
+                raise LoginRequired(needs_login_message(self.name, why))
         # The SDK's flow, driven by hand: `async for` would not pass the
         # responses httpx sends back into it.
         flow = self._full_flow(request, response)
@@ -333,6 +346,7 @@ class ConnectionAuth(httpx2.Auth):
             self.tokens.redirect_uri = login.redirect_uri
             context.client_info = await self.tokens.get_client_info()
         flow = provider.async_auth_flow(request)
+        retried: httpx2.Response | None = None
         try:
             outgoing = await flow.__anext__()
             if outgoing is request:
@@ -359,9 +373,25 @@ class ConnectionAuth(httpx2.Auth):
                         time.monotonic() - began,
                         "" if ok or absent else f"HTTP {answer.status_code}",
                     )
+                else:
+                    retried = answer
                 outgoing = await flow.asend(answer)
         except StopAsyncIteration:
             self._track()
+            if self.interactive and retried is not None and _challenged(retried):
+                # The server refuses even the token this login got: end here
+                # (no second authorization in one try) and wait for the user.
+                refusal = retried.status_code
+                if refusal == 403:
+                    challenge = retried.headers.get("www-authenticate", "")
+                    self._desk.hold_step_up(self.name, challenge)
+                raise LoginRequired(
+                    needs_login_message(
+                        self.name,
+                        f"the server refused the token the login got (HTTP {refusal}"
+                        f"{', it asks for more scope' if refusal == 403 else ''})",
+                    )
+                ) from None
             return
         except LoginRequired:
             raise
