@@ -11,8 +11,10 @@ at once. Synchronised on events: the retry delay is read from the
 from __future__ import annotations
 
 import socket
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import pytest
@@ -28,6 +30,7 @@ from manager.core.spec import parse_spec
 from manager.core.state import AUTH_RETRY_DELAY
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
+from manager.transport.connect import McpTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -119,3 +122,28 @@ async def test_a_server_that_wants_credentials_we_did_not_send_says_so() -> None
         assert "HTTP 403: the server wants authorization" in failed.error
         assert "without credentials" in failed.error
         assert "Bearer" in failed.error  # what its challenge asks for
+
+
+@pytest.mark.slow
+async def test_thirty_seconds_of_refusals_cost_one_attempt_each(tmp_path: Path) -> None:
+    """The count over 30 s (issue 13): a static header refused over http and
+    sse, and an OAuth server waiting for a login, side by side with a server
+    that is merely down. Run with `pytest -m slow`."""
+    refuser = Refuser()
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = McpTransport(state_dir=tmp_path)
+    async with refuser.serving() as base, Manager(bus, transport) as manager:
+        bearer = {**FAST, "headers": {"Authorization": f"Bearer {TOKEN}"}}
+        manager.add(parse_spec("http", base + "/mcp", bearer))
+        manager.add(
+            parse_spec("sse", {"url": base + "/sse", "transport": "sse"}, bearer)
+        )
+        manager.add(parse_spec("login", base + "/mcp", FAST))
+        manager.add(parse_spec("down", "http://127.0.0.1:9/mcp", FAST))
+        await rec.wait_for("needs_login", "login")
+        await anyio.sleep(30)  # the window being measured, not a synchronisation
+        tries = Counter(e.name for e in rec.events if e.kind == "connecting")
+    assert tries["http"] == tries["sse"] == tries["login"] == 1, tries
+    assert tries["down"] > 20  # the backoff pace, for comparison
+    assert len(refuser.requests) <= 6, refuser.requests

@@ -1,148 +1,34 @@
 """OAuth client credentials: a headless connection gets its own tokens.
 
-One uvicorn app on 127.0.0.1 (an ephemeral port) plays both parts: the demo
-server's streamable HTTP endpoint at `/mcp`, refusing requests without a valid
-bearer token (401 with a `resource_metadata` challenge), and the authorization
-server (protected resource metadata, RFC 8414 metadata, a token endpoint that
-checks `client_secret_basic` and hands out short-lived tokens). The daemon's
-connection discovers it all through the SDK's provider, connects, calls, and
-gets a new token when one expires; wrong credentials are `AuthRefused` (no
-storm) with no secret in any text.
+A real authorization server in front of the demo server (`servers.oauth`, one
+uvicorn app on 127.0.0.1). The daemon's connection discovers it all through
+the SDK's provider, connects, calls, and gets a new token when one expires;
+wrong credentials are `AuthRefused` (no storm) with no secret in any text.
 """
 
 from __future__ import annotations
 
-import base64
-import itertools
 import json
-import socket
 import stat
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from fakes import Recorder
 from servers.daemon import DaemonProcess
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from servers.oauth import CLIENT_ID, SECRET, oauth_demo
 
 from manager.core.errors import ConfigError
 from manager.core.events import AttemptFailed, Reconnecting
 from manager.core.redact import SecretRegistry
 from manager.core.spec import parse_spec
 from manager.core.state import AUTH_RETRY_DELAY
-from manager.demo_server.tools import DemoServer
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
 from manager.transport.connect import McpTransport
 
 pytestmark = pytest.mark.anyio
-
-CLIENT_ID = "mcp-manager-test"
-SECRET = "s3cret-oauth-7d2f9a"
-
-
-class AuthorizationServer:
-    """The token side and the gate in front of `/mcp`."""
-
-    def __init__(self, inner: ASGIApp, expires_in: int = 3600) -> None:
-        self.inner = inner
-        self.expires_in = expires_in
-        self.base = ""
-        self.valid: set[str] = set()
-        self.issued = 0
-        self.token_requests = 0
-        self._counter = itertools.count(1)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.inner(scope, receive, send)
-            return
-        request = Request(scope, receive)
-        path = request.url.path
-        response: Response
-        if path.startswith("/.well-known/oauth-protected-resource"):
-            response = JSONResponse(
-                {"resource": f"{self.base}/mcp", "authorization_servers": [self.base]}
-            )
-        elif path.startswith("/.well-known/oauth-authorization-server"):
-            response = JSONResponse(
-                {
-                    "issuer": self.base,
-                    "token_endpoint": f"{self.base}/token",
-                    "authorization_endpoint": f"{self.base}/authorize",
-                    "grant_types_supported": ["client_credentials"],
-                    "token_endpoint_auth_methods_supported": ["client_secret_basic"],
-                    "response_types_supported": ["code"],
-                }
-            )
-        elif path == "/token":
-            response = await self._token(request)
-        elif path.startswith("/mcp"):
-            header = request.headers.get("authorization", "")
-            token = header.removeprefix("Bearer ")
-            if token not in self.valid:
-                meta = f"{self.base}/.well-known/oauth-protected-resource/mcp"
-                response = Response(
-                    "unauthorized",
-                    status_code=401,
-                    headers={"WWW-Authenticate": f'Bearer resource_metadata="{meta}"'},
-                )
-            else:
-                await self.inner(scope, receive, send)
-                return
-        else:
-            response = Response("not found", status_code=404)
-        await response(scope, receive, send)
-
-    async def _token(self, request: Request) -> Response:
-        self.token_requests += 1
-        expected = base64.b64encode(f"{CLIENT_ID}:{SECRET}".encode()).decode()
-        form = await request.form()
-        if (
-            request.headers.get("authorization") != f"Basic {expected}"
-            or form.get("grant_type") != "client_credentials"
-        ):
-            return JSONResponse({"error": "invalid_client"}, status_code=401)
-        token = f"tok-{next(self._counter)}"
-        self.valid = {token}  # an older token stops working: it "expired"
-        self.issued += 1
-        return JSONResponse(
-            {
-                "access_token": token,
-                "token_type": "Bearer",
-                "expires_in": self.expires_in,
-            }
-        )
-
-    def expire_all(self) -> None:
-        self.valid.clear()
-
-
-@asynccontextmanager
-async def protected_demo() -> AsyncIterator[AuthorizationServer]:
-    demo = DemoServer()
-    app = demo.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    auth = AuthorizationServer(app)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    auth.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = uvicorn.Server(
-        uvicorn.Config(auth, log_config=None, log_level="warning", lifespan="on")
-    )
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, [sock])
-        while not server.started:  # noqa: ASYNC110 - uvicorn has no event
-            await anyio.sleep(0.01)
-        try:
-            yield auth
-        finally:
-            server.should_exit = True
 
 
 def oauth_spec(base: str, secret: str = "${env:MM_TEST_SECRET}", **extra: Any) -> Any:
@@ -170,7 +56,7 @@ async def test_client_credentials_connect_call_and_renew_by_themselves(
     bus = EventBus()
     rec = Recorder(bus)
     env = {"MM_TEST_SECRET": SECRET}
-    async with protected_demo() as server:
+    async with oauth_demo() as server:
         transport = McpTransport(getenv=env.get, secrets=secrets, state_dir=tmp_path)
         async with Manager(bus, transport, secrets=secrets) as oauth_manager:
             oauth_manager.add(oauth_spec(server.base))
@@ -198,7 +84,7 @@ async def test_wrong_client_credentials_are_refused_once_then_rarely(
     bus = EventBus()
     rec = Recorder(bus)
     env = {"MM_TEST_SECRET": "not-the-secret-1234"}
-    async with protected_demo() as server:
+    async with oauth_demo() as server:
         transport = McpTransport(getenv=env.get, secrets=secrets, state_dir=tmp_path)
         async with Manager(bus, transport, secrets=secrets) as manager:
             manager.add(oauth_spec(server.base))
@@ -209,7 +95,7 @@ async def test_wrong_client_credentials_are_refused_once_then_rarely(
             assert f"OAuth client {CLIENT_ID!r}" in failed.error
             assert "not-the-secret-1234" not in failed.error
             assert retry.delay >= AUTH_RETRY_DELAY
-            assert server.token_requests <= 2  # one attempt's worth, no storm
+            assert server.hits["/token"] <= 2  # one attempt's worth, no storm
 
 
 def test_oauth_settings_are_checked_with_the_fix_in_the_message() -> None:
@@ -243,7 +129,7 @@ def test_oauth_settings_are_checked_with_the_fix_in_the_message() -> None:
 
 async def test_a_restarted_daemon_reuses_its_stored_token(tmp_path: Path) -> None:
     env = {"MM_TEST_SECRET": SECRET}
-    async with protected_demo() as server:
+    async with oauth_demo() as server:
         for _ in range(2):  # a daemon, then the next one on the same state dir
             bus = EventBus()
             rec = Recorder(bus)
@@ -254,7 +140,7 @@ async def test_a_restarted_daemon_reuses_its_stored_token(tmp_path: Path) -> Non
             async with Manager(bus, transport, secrets=secrets) as manager:
                 manager.add(oauth_spec(server.base))
                 await rec.wait_for("connected", "tracker")
-        assert server.token_requests == 1  # the second one used the stored token
+        assert server.hits["/token"] == 1  # the second one used the stored token
         stored = tmp_path / "tokens" / "tracker.json"
         assert stat.S_IMODE(stored.stat().st_mode) == 0o600
         assert stat.S_IMODE(stored.parent.stat().st_mode) == 0o700
@@ -292,7 +178,7 @@ async def test_no_oauth_secret_reaches_any_surface_of_the_daemon(
         "OTEL_METRICS_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
     }
-    async with protected_demo() as server:
+    async with oauth_demo() as server:
         script.write_text(
             f'mcp_add("tracker", "{server.base}/mcp", {{oauth = {{'
             f'grant = "client_credentials", client_id = "{CLIENT_ID}", '
@@ -319,8 +205,9 @@ async def test_no_oauth_secret_reaches_any_surface_of_the_daemon(
         surfaces = await anyio.to_thread.run_sync(run_daemon)
     assert server.issued == 2  # the surfaces saw a renewal, not only a first token
     assert '"name": "mcp.connect_attempt"' in surfaces["log"]  # spans were printed
-    tokens = [f"tok-{n}" for n in range(1, server.issued + 1)]
+    tokens = [t for t in server.seen_secrets if t.startswith("tok-")]
+    assert len(tokens) == 2
     for surface, text in surfaces.items():
         assert SECRET not in text, f"the client secret leaked into {surface}"
         for token in tokens:
-            assert token not in text, f"access token {token} leaked into {surface}"
+            assert token not in text, f"an access token leaked into {surface}"

@@ -49,6 +49,7 @@ from ..core.events import (
     ToolsChanged,
     Updated,
 )
+from ..core.state import login_command
 from ..core.status import ConnectionStatus
 from ..core.wire import read_float, read_int
 
@@ -150,6 +151,13 @@ class ReloadResult:
     message: str = ""
 
 
+def _row_error(item: ConnectionStatus) -> str:
+    """The error column: for a connection waiting for the user, what to run."""
+    if item.state == "needs_login":
+        return f"run: {login_command(item.name)} ({first_line(item.error)})"
+    return first_line(item.error)
+
+
 def matches(row: Row, needle: str) -> bool:
     """Whether the filter `needle` (case-insensitive substring) selects `row`.
 
@@ -231,7 +239,7 @@ class HudState:
                 state=item.state,
                 attempt=item.attempt,
                 tools=item.tools,
-                error=first_line(item.error),
+                error=_row_error(item),
                 next_retry_at=None if retry_in is None else now + retry_in,
                 trying=waiting and retry_in is None,
                 since=item.since or now,

@@ -8,6 +8,9 @@
 - `mcp.client.session.duration` (histogram, s): sessions that ended, by
   `mcp.server`, `mcp.protocol.version`, `error.type`.
 - `mcp.manager.events.dropped` (observable counter): by `mcp.manager.subscriber`.
+- `mcp.manager.auth.steps` (observable counter): OAuth steps by `mcp.server`,
+  `mcp.auth.step` (`refresh`, `token`, `authorize`, ...) and `mcp.outcome`
+  (`ok`, `failed`, `absent`): refreshes and failures, per connection.
 
 Observable instruments are read by the SDK's reader thread; they only read a
 snapshot that the event loop replaces whole (`snapshot()`), so they never touch
@@ -40,6 +43,8 @@ from ..engine.tracing import (
 )
 
 __all__ = [
+    "AUTH_STEP",
+    "AUTH_STEPS",
     "CONNECTIONS",
     "DROPPED",
     "RECONNECTS",
@@ -50,6 +55,8 @@ __all__ = [
 CONNECTIONS: Final = "mcp.manager.connections"
 RECONNECTS: Final = "mcp.manager.reconnects"
 DROPPED: Final = "mcp.manager.events.dropped"
+AUTH_STEPS: Final = "mcp.manager.auth.steps"
+AUTH_STEP: Final = "mcp.auth.step"
 
 STATES: Final = (
     "connecting",
@@ -94,6 +101,14 @@ class Metrics:
         # Counted here and observed at export time: an SDK counter `add` per
         # retry would be most of telemetry's cost with hundreds of dead upstreams.
         self._reconnects: Counter[tuple[str, str]] = Counter()
+        self._auth_steps: Counter[tuple[str, str, str]] = Counter()
+        meter.create_observable_counter(
+            AUTH_STEPS,
+            callbacks=[self._observe_auth_steps],
+            unit="{step}",
+            description="OAuth steps (discovery, registration, authorize, token, "
+            "refresh) by outcome: token refreshes and authorization failures.",
+        )
         meter.create_observable_counter(
             RECONNECTS,
             callbacks=[self._observe_reconnects],
@@ -144,6 +159,16 @@ class Metrics:
     def count_reconnect(self, server: str, cause: str) -> None:
         """One retry scheduled (event loop; cheap: a dict increment)."""
         self._reconnects[(server, cause)] += 1
+
+    def count_auth_step(self, server: str, step: str, outcome: str) -> None:
+        """One OAuth step ended (event loop)."""
+        self._auth_steps[(server, step, outcome)] += 1
+
+    def _observe_auth_steps(self, options: CallbackOptions) -> Iterator[Observation]:
+        for (server, step, outcome), count in dict(self._auth_steps).items():
+            yield Observation(
+                count, {SERVER: server, AUTH_STEP: step, "mcp.outcome": outcome}
+            )
 
     def _observe_reconnects(self, options: CallbackOptions) -> Iterator[Observation]:
         for (server, cause), count in dict(self._reconnects).items():  # atomic copy

@@ -13,6 +13,11 @@ mcp.connection_lost            (a new trace, linked to the episode that connecte
   └── mcp.connect_loop         the next episode …
 ```
 
+`mcp.auth` (one per OAuth step: discovery, registration, authorize, token,
+refresh; `mcp.auth.step`, `mcp.outcome`, `http.response.status_code`) is a
+child of the span current where the step ran: the connect attempt, or the
+call whose request needed a fresh token.
+
 An episode longer than `EPISODE_SPAN_LIMIT` is cut: the open `mcp.connect_loop`
 ends (`mcp.outcome = continued`) and the episode goes on in a new trace whose
 root `mcp.connect_loop` links back to it, so every span ends (and is exported)
@@ -38,6 +43,7 @@ from opentelemetry.util.types import AttributeValue as OtelAttributeValue
 
 from ..core.events import (
     Added,
+    AuthStep,
     Connected,
     Connecting,
     Event,
@@ -59,7 +65,7 @@ from ..engine.tracing import (
     TRANSPORT,
     AttributeValue,
 )
-from .metrics import Metrics
+from .metrics import AUTH_STEP, Metrics
 
 __all__ = [
     "ADD",
@@ -81,6 +87,8 @@ LOOP: Final = "mcp.connect_loop"
 ATTEMPT_SPAN: Final = "mcp.connect_attempt"
 BACKOFF: Final = "mcp.backoff_wait"
 LOST: Final = "mcp.connection_lost"
+AUTH: Final = "mcp.auth"
+HTTP_STATUS: Final = "http.response.status_code"
 
 EPISODE_SPAN_LIMIT = 60.0
 """Seconds an `mcp.connect_loop` (or `mcp.backoff_wait`) span may stay open."""
@@ -189,6 +197,8 @@ class LifecycleSpans:
                 self._on_updated(event)
             case Removed():
                 self._on_removed(event)
+            case AuthStep():
+                self._on_auth(event)
 
     def _start(
         self,
@@ -216,6 +226,32 @@ class LifecycleSpans:
             return _ROOT
         span.end()
         return trace.set_span_in_context(span, _ROOT)
+
+    def _on_auth(self, event: AuthStep) -> None:
+        """`mcp.auth`: one OAuth step, a child of whatever span is current where
+        the step ran (the connect attempt, or the call that needed a token)."""
+        if self._metrics is not None:
+            self._metrics.count_auth_step(event.name, event.step, event.outcome)
+        if self._tracer is None or self._quiet():
+            return
+        end = time.time_ns()
+        attributes: dict[str, AttributeValue] = {
+            SERVER: event.name,
+            AUTH_STEP: event.step,
+            OUTCOME: event.outcome,
+        }
+        if event.status:
+            attributes[HTTP_STATUS] = event.status
+        if event.outcome == "failed":
+            attributes[ERROR_TYPE] = event.error or "failed"
+        span = self._tracer.start_span(
+            AUTH,
+            attributes=self._clean(attributes),
+            start_time=end - int(event.elapsed * 1e9),
+        )
+        if event.outcome == "failed":
+            span.set_status(trace.StatusCode.ERROR, event.error or None)
+        span.end(end_time=end)
 
     def _on_added(self, event: Added) -> None:
         old = self._tracks.pop(event.name, None)

@@ -1,0 +1,316 @@
+"""A real OAuth 2.1 authorization server in front of the demo server, for tests.
+
+One uvicorn app on 127.0.0.1 (an ephemeral port) plays both parts:
+
+* the resource server: the demo server's streamable HTTP endpoint at `/mcp`,
+  refusing requests without a valid, unexpired bearer token (401 with a
+  `resource_metadata` challenge);
+* the authorization server: protected resource metadata (RFC 9728), RFC 8414
+  metadata, dynamic client registration (RFC 7591), an authorization endpoint
+  that approves at once and redirects to the registered `redirect_uri` with the
+  code and `state` (a test "browser" GETs it without following redirects),
+  and a token endpoint for `authorization_code` (PKCE S256 checked),
+  `refresh_token` (rotating: a used refresh token is dead) and
+  `client_credentials` (`client_secret_basic`).
+
+It records what a secret audit needs (every token, code, verifier and client
+secret it handed out or received) and what a "never hammer" test counts
+(requests per endpoint, refreshes in flight at once).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import secrets
+import socket
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from manager.demo_server.tools import DemoServer
+
+__all__ = ["CLIENT_ID", "SECRET", "OAuthServer", "oauth_demo"]
+
+CLIENT_ID = "mcp-manager-test"
+"""The pre-registered client-credentials client."""
+
+SECRET = "s3cret-oauth-7d2f9a"
+"""Its secret."""
+
+
+@dataclass
+class _Client:
+    client_id: str
+    secret: str | None
+    redirect_uris: list[str]
+    auth_method: str
+
+
+@dataclass
+class _Grant:
+    client_id: str
+    redirect_uri: str
+    challenge: str
+    scope: str
+
+
+@dataclass
+class OAuthServer:
+    """The authorization server's state, inspected by tests.
+
+    Attributes:
+        expires_in: Lifetime of access tokens, seconds.
+        refresh_delay: Seconds the token endpoint takes to answer a refresh
+            (to make concurrent refreshes visible).
+    """
+
+    inner: ASGIApp
+    expires_in: int = 3600
+    refresh_delay: float = 0.0
+    base: str = ""
+    clients: dict[str, _Client] = field(default_factory=dict)
+    valid: dict[str, float] = field(default_factory=dict)  # access token -> expiry
+    refresh_tokens: set[str] = field(default_factory=set)
+    grants: dict[str, _Grant] = field(default_factory=dict)
+    hits: Counter[str] = field(default_factory=Counter)
+    issued: int = 0
+    refreshes_in_flight: int = 0
+    max_refreshes_in_flight: int = 0
+    refused_refreshes: int = 0
+    seen_secrets: set[str] = field(default_factory=set)
+    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def __post_init__(self) -> None:
+        self.clients[CLIENT_ID] = _Client(CLIENT_ID, SECRET, [], "client_secret_basic")
+
+    # --- what tests do to it ---------------------------------------------------
+
+    def expire_all(self) -> None:
+        """Every access token stops working (the server "forgot" them)."""
+        self.valid.clear()
+
+    def revoke_refresh_tokens(self) -> None:
+        """Every refresh token is refused from now on."""
+        self.refresh_tokens.clear()
+
+    async def approve(self, url: str) -> str:
+        """Stand in for the browser: GET the authorization URL (no redirects
+        followed) and return where it redirects (the login's callback)."""
+        import httpx2
+
+        async with httpx2.AsyncClient(follow_redirects=False) as client:
+            response = await client.get(url)
+        assert response.status_code == 302, response.text
+        return response.headers["location"]
+
+    # --- ASGI --------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        path = request.url.path
+        self.hits[path] += 1
+        response: Response
+        if path.startswith("/.well-known/oauth-protected-resource"):
+            response = JSONResponse(
+                {
+                    "resource": f"{self.base}/mcp",
+                    "authorization_servers": [self.base],
+                    "scopes_supported": ["tools"],
+                }
+            )
+        elif path.startswith("/.well-known/oauth-authorization-server"):
+            response = JSONResponse(self._metadata())
+        elif path == "/register":
+            response = await self._register(request)
+        elif path == "/authorize":
+            response = self._authorize(request)
+        elif path == "/token":
+            response = await self._token(request)
+        elif path.startswith("/mcp"):
+            token = request.headers.get("authorization", "").removeprefix("Bearer ")
+            if self.valid.get(token, 0.0) <= time.time():
+                meta = f"{self.base}/.well-known/oauth-protected-resource/mcp"
+                response = Response(
+                    "unauthorized",
+                    status_code=401,
+                    headers={"WWW-Authenticate": f'Bearer resource_metadata="{meta}"'},
+                )
+            else:
+                await self.inner(scope, receive, send)
+                return
+        else:
+            response = Response("not found", status_code=404)
+        await response(scope, receive, send)
+
+    def _metadata(self) -> dict[str, object]:
+        return {
+            "issuer": self.base,
+            "authorization_endpoint": f"{self.base}/authorize",
+            "token_endpoint": f"{self.base}/token",
+            "registration_endpoint": f"{self.base}/register",
+            "grant_types_supported": [
+                "authorization_code",
+                "refresh_token",
+                "client_credentials",
+            ],
+            "token_endpoint_auth_methods_supported": [
+                "client_secret_basic",
+                "client_secret_post",
+                "none",
+            ],
+            "response_types_supported": ["code"],
+            "code_challenge_methods_supported": ["S256"],
+            "scopes_supported": ["tools"],
+        }
+
+    async def _register(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        client_id = f"client-{next(self._counter)}"
+        method = body.get("token_endpoint_auth_method") or "client_secret_basic"
+        secret = None if method == "none" else secrets.token_urlsafe(24)
+        if secret:
+            self.seen_secrets.add(secret)
+        self.clients[client_id] = _Client(
+            client_id, secret, list(body.get("redirect_uris") or []), method
+        )
+        answer = {**body, "client_id": client_id, "token_endpoint_auth_method": method}
+        if secret:
+            answer["client_secret"] = secret
+        return JSONResponse(answer, status_code=201)
+
+    def _authorize(self, request: Request) -> Response:
+        query = request.query_params
+        client = self.clients.get(query.get("client_id", ""))
+        redirect_uri = query.get("redirect_uri", "")
+        if client is None or redirect_uri not in client.redirect_uris:
+            return JSONResponse({"error": "invalid_request"}, status_code=400)
+        if query.get("code_challenge_method") != "S256":
+            return JSONResponse({"error": "invalid_request"}, status_code=400)
+        code = secrets.token_urlsafe(24)
+        self.seen_secrets.add(code)
+        self.grants[code] = _Grant(
+            client.client_id,
+            redirect_uri,
+            query.get("code_challenge", ""),
+            query.get("scope", ""),
+        )
+        target = (
+            redirect_uri
+            + "?"
+            + urllib.parse.urlencode({"code": code, "state": query.get("state", "")})
+        )
+        return RedirectResponse(target, status_code=302)
+
+    def _client(self, request: Request, form: dict[str, str]) -> _Client | None:
+        header = request.headers.get("authorization", "")
+        if header.startswith("Basic "):
+            raw = base64.b64decode(header[6:]).decode()
+            client_id, _, secret = raw.partition(":")
+            client_id = urllib.parse.unquote(client_id)
+            secret = urllib.parse.unquote(secret)
+        else:
+            client_id = form.get("client_id", "")
+            secret = form.get("client_secret", "")
+        client = self.clients.get(client_id)
+        if client is None or (client.secret is not None and secret != client.secret):
+            return None
+        return client
+
+    async def _token(self, request: Request) -> Response:
+        form = {k: str(v) for k, v in (await request.form()).items()}
+        grant = form.get("grant_type")
+        client = self._client(request, form)
+        if client is None:
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        if grant == "authorization_code":
+            held = self.grants.pop(form.get("code", ""), None)
+            verifier = form.get("code_verifier", "")
+            self.seen_secrets.add(verifier)
+            digest = hashlib.sha256(verifier.encode()).digest()
+            challenge = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+            if (
+                held is None
+                or held.client_id != client.client_id
+                or held.redirect_uri != form.get("redirect_uri")
+                or held.challenge != challenge
+            ):
+                return JSONResponse({"error": "invalid_grant"}, status_code=400)
+            return self._tokens(with_refresh=True)
+        if grant == "refresh_token":
+            self.refreshes_in_flight += 1
+            self.max_refreshes_in_flight = max(
+                self.max_refreshes_in_flight, self.refreshes_in_flight
+            )
+            try:
+                if self.refresh_delay:
+                    await anyio.sleep(self.refresh_delay)
+                old = form.get("refresh_token", "")
+                if old not in self.refresh_tokens:
+                    self.refused_refreshes += 1
+                    return JSONResponse({"error": "invalid_grant"}, status_code=400)
+                self.refresh_tokens.discard(old)  # rotating: used once
+                return self._tokens(with_refresh=True)
+            finally:
+                self.refreshes_in_flight -= 1
+        if grant == "client_credentials" and client.client_id == CLIENT_ID:
+            return self._tokens(with_refresh=False)
+        return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+
+    def _tokens(self, *, with_refresh: bool) -> Response:
+        n = next(self._counter)
+        access = f"tok-{n}-{secrets.token_hex(8)}"
+        self.valid[access] = time.time() + self.expires_in
+        self.seen_secrets.add(access)
+        self.issued += 1
+        body: dict[str, object] = {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+            "scope": "tools",
+        }
+        if with_refresh:
+            refresh = f"ref-{n}-{secrets.token_hex(8)}"
+            self.refresh_tokens.add(refresh)
+            self.seen_secrets.add(refresh)
+            body["refresh_token"] = refresh
+        return JSONResponse(body)
+
+
+@asynccontextmanager
+async def oauth_demo(
+    expires_in: int = 3600, refresh_delay: float = 0.0
+) -> AsyncIterator[OAuthServer]:
+    """The demo server behind `OAuthServer`, served on 127.0.0.1 until exit."""
+    demo = DemoServer()
+    app = demo.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    auth = OAuthServer(app, expires_in=expires_in, refresh_delay=refresh_delay)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    auth.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(
+        uvicorn.Config(auth, log_config=None, log_level="warning", lifespan="on")
+    )
+    with sock:  # closed even when uvicorn never started serving it
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            while not server.started:  # noqa: ASYNC110 - uvicorn has no event
+                await anyio.sleep(0.01)
+            try:
+                yield auth
+            finally:
+                server.should_exit = True
