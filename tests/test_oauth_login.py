@@ -14,6 +14,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,12 +29,14 @@ from servers.daemon import DaemonProcess
 from servers.oauth import OAuthServer, oauth_demo
 
 from manager.core.errors import ServerUnavailable
-from manager.core.events import AuthStep, NeedsLogin
+from manager.core.events import AuthStep, NeedsLogin, event_from_dict
 from manager.core.redact import SecretRegistry
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.logins import Logins
 from manager.engine.manager import Manager
+from manager.hud.state import HudState
+from manager.hud.view import cells
 from manager.transport.connect import McpTransport
 from manager.transport.login import Login
 
@@ -253,6 +256,17 @@ async def test_a_login_nobody_completes_ends_with_the_reason(tmp_path: Path) -> 
         assert server.hits["/token"] == 0
 
 
+def _hud_text(rows: list[Any], events: list[dict[str, object]]) -> str:
+    """What the HUD shows: its rows and log lines, folded from the real stream."""
+    hud = HudState()
+    now = time.time()
+    hud.seed(rows, now)
+    for data in events:
+        hud.apply(event_from_dict(data), now)
+    shown = [str(cells(row, now)) for row in hud.sorted_rows()]
+    return "\n".join([*shown, *(line.text for line in hud.log)])
+
+
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "manager", *argv],
@@ -311,6 +325,7 @@ async def test_login_from_the_cli_then_a_restart_without_one_and_no_secret_shown
                 )
                 surfaces["details"] = json.dumps(client.details("tracker"))
                 surfaces["events"] = json.dumps(daemon.events)
+                surfaces["hud"] = _hud_text(client.status(), daemon.events)
             surfaces["log"] = daemon.log()
             return surfaces
 
@@ -325,6 +340,7 @@ async def test_login_from_the_cli_then_a_restart_without_one_and_no_secret_shown
         surfaces |= await anyio.to_thread.run_sync(second_daemon)
     assert "needs_login" in surfaces["status before"]
     assert "needs_login" not in surfaces["events again"]
+    assert "oauth refresh ok" in surfaces["hud"]  # the HUD saw the steps
     assert server.hits["/authorize"] == 1  # one login, for both daemons
     assert server.refused_refreshes == 0 and server.issued == 2  # login + refresh
     assert '"name": "mcp.auth"' in surfaces["log"]  # the steps were traced
