@@ -1,40 +1,34 @@
 """The control API's server: serves the wire format of `protocol` inside the daemon.
 
-One task per client connection; every request is dispatched to a
-`ControlBackend` (the daemon). Bounds and the protocol are in `protocol`.
+One task per client connection; every request is handed to `dispatch`, which
+calls the `ControlBackend` (the daemon). Bounds and the protocol are in `protocol`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import math
 import os
 import socket
 import stat
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ..core.errors import (
     ControlError,
-    ManagerError,
 )
+from .dispatch import BadRequest, ControlBackend, dispatch, parse_request
 from .paths import prepare_socket_dir
 from .protocol import (
     IDLE_TIMEOUT,
-    LOGIN_DEFAULT_TIMEOUT,
     MAX_REQUEST_BYTES,
     SEND_TIMEOUT,
     encode,
-    error_body,
 )
 
 if TYPE_CHECKING:
     from anyio.abc import SocketStream, TaskStatus
 
-    from ..engine.bus import Subscription
 
 __all__ = ["ControlBackend", "serve_control"]
 
@@ -47,244 +41,7 @@ _STREAM_BATCH = 256
 """Queued events written to a streaming client in one send."""
 
 
-class ControlBackend(Protocol):
-    """What the control server needs from the daemon."""
-
-    def status(self) -> list[dict[str, object]]:
-        """A JSON-ready snapshot, one dict per connection."""
-        ...
-
-    def subscribe(self, name: str) -> Subscription:
-        """A new bus subscription; the server closes it when the client leaves."""
-        ...
-
-    def info(self) -> dict[str, object]:
-        """Daemon-wide facts: config file, last reload result, drops, exporters."""
-        ...
-
-    def reconnect(self, server: str) -> dict[str, object]:
-        """Make `server` try to connect now, skipping its backoff wait.
-
-        Raises:
-            UnknownServer: No such connection.
-        """
-        ...
-
-    def details(self, server: str) -> dict[str, object]:
-        """`server`'s spec (secrets masked), last stderr lines and tool names.
-
-        Raises:
-            UnknownServer: No such connection.
-        """
-        ...
-
-    async def reload(self) -> dict[str, object]:
-        """Run startup.lua again and apply it.
-
-        Raises:
-            ConfigError: The script failed; nothing was changed.
-        """
-        ...
-
-    async def call(
-        self,
-        server: str,
-        tool: str,
-        args: dict[str, object],
-        timeout: float | None,  # noqa: ASYNC109  (the per-call MCP timeout, not ours)
-    ) -> dict[str, object]:
-        """Call a tool; returns the JSON-ready `CallToolResult` dict.
-
-        Raises:
-            CallError: The call could not be made or did not finish.
-        """
-        ...
-
-    async def request(
-        self,
-        server: str,
-        op: str,
-        target: str,
-        args: dict[str, object],
-        timeout: float | None,  # noqa: ASYNC109  (the per-request MCP timeout)
-    ) -> dict[str, object]:
-        """`read` a resource or get a `prompt`; returns the JSON-ready result.
-
-        Raises:
-            CallError: The request could not be made or did not finish.
-        """
-        ...
-
-    def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
-        """What `tools`, `prompts` or `resources` each connection has, with the
-        name the endpoint exposes and whether its filter hides it."""
-        ...
-
-    async def login(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
-        """Begin an OAuth login: the authorization URL once known, or the end."""
-        ...
-
-    async def login_wait(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
-        """Wait for the login of `server` to end: connected, or why not."""
-        ...
-
-    def login_callback(self, server: str, url: str) -> dict[str, object]:
-        """Take the redirect URL a user pasted (`login --manual`)."""
-        ...
-
-    def logout(self, server: str) -> dict[str, object]:
-        """Forget the tokens and client registration of `server`."""
-        ...
-
-
-class _BadRequest(Exception):
-    """The request line is not a valid request; answered with ControlError."""
-
-
-def _parse_request(line: bytes) -> tuple[str, dict[str, object]]:
-    try:
-        req = json.loads(line)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _BadRequest(f"request is not valid JSON: {exc}") from None
-    if not isinstance(req, dict):
-        raise _BadRequest(f"request must be a JSON object, got {type(req).__name__}")
-    cmd = req.pop("cmd", None)
-    if not isinstance(cmd, str):
-        raise _BadRequest('request needs "cmd" (a string)')
-    allowed = _ARGUMENTS.get(cmd)
-    if allowed is None:
-        known = ", ".join(sorted(_ARGUMENTS))
-        raise _BadRequest(f"unknown command {cmd!r}; known: {known}")
-    extra = sorted(set(req) - allowed)
-    if extra:
-        raise _BadRequest(f"{cmd}: unknown argument(s) {', '.join(extra)}")
-    return cmd, req
-
-
-_ARGUMENTS: dict[str, frozenset[str]] = {
-    "ping": frozenset(),
-    "status": frozenset(),
-    "info": frozenset(),
-    "reload": frozenset(),
-    "reconnect": frozenset({"server"}),
-    "details": frozenset({"server"}),
-    "events": frozenset({"json"}),
-    "call": frozenset({"server", "tool", "args", "timeout"}),
-    "request": frozenset({"server", "op", "target", "args", "timeout"}),
-    "catalog": frozenset({"kind", "server"}),
-    "login": frozenset({"server", "timeout"}),
-    "login_wait": frozenset({"server", "timeout"}),
-    "login_callback": frozenset({"server", "url"}),
-    "logout": frozenset({"server"}),
-}
-
-CATALOG_KINDS = ("tools", "prompts", "resources")
-REQUEST_OPS = ("read", "prompt")
-
-
-def _call_arguments(
-    req: Mapping[str, object],
-) -> tuple[str, str, dict[str, object], float | None]:
-    server, tool = req.get("server"), req.get("tool")
-    args = req.get("args", {})
-    timeout = req.get("timeout")
-    if not isinstance(server, str) or not server:
-        raise _BadRequest('call: "server" must be a non-empty string')
-    if not isinstance(tool, str) or not tool:
-        raise _BadRequest('call: "tool" must be a non-empty string')
-    if not isinstance(args, dict):
-        raise _BadRequest('call: "args" must be a JSON object')
-    if timeout is not None:
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise _BadRequest('call: "timeout" must be a positive number or null')
-        timeout = float(timeout)
-    return server, tool, args, timeout
-
-
-async def _login_command(
-    backend: ControlBackend, cmd: str, req: Mapping[str, object]
-) -> object:
-    server = req.get("server")
-    if not isinstance(server, str) or not server:
-        raise _BadRequest(f'{cmd}: "server" must be a non-empty string')
-    if cmd == "logout":
-        return backend.logout(server)
-    if cmd == "login_callback":
-        url = req.get("url")
-        if not isinstance(url, str) or not url:
-            raise _BadRequest('login_callback: "url" must be a non-empty string')
-        return backend.login_callback(server, url)
-    timeout = req.get("timeout", LOGIN_DEFAULT_TIMEOUT)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise _BadRequest(f'{cmd}: "timeout" must be a positive number')
-    if cmd == "login":
-        return await backend.login(server, float(timeout))
-    return await backend.login_wait(server, float(timeout))
-
-
-async def _dispatch(
-    backend: ControlBackend, cmd: str, req: Mapping[str, object]
-) -> object:
-    """Run one non-streaming command; returns the response object."""
-    try:
-        if cmd == "ping":
-            result: object = {"pid": os.getpid()}
-        elif cmd == "status":
-            result = backend.status()
-        elif cmd == "info":
-            result = backend.info()
-        elif cmd == "reload":
-            result = await backend.reload()
-        elif cmd in ("reconnect", "details"):
-            server = req.get("server")
-            if not isinstance(server, str) or not server:
-                raise _BadRequest(f'{cmd}: "server" must be a non-empty string')
-            if cmd == "reconnect":
-                result = backend.reconnect(server)
-            else:
-                result = backend.details(server)
-        elif cmd == "catalog":
-            kind, server = req.get("kind"), req.get("server")
-            if kind not in CATALOG_KINDS:
-                raise _BadRequest(f'catalog: "kind" must be one of {CATALOG_KINDS}')
-            if server is not None and not isinstance(server, str):
-                raise _BadRequest('catalog: "server" must be a string or null')
-            result = backend.catalog(str(kind), server)
-        elif cmd in ("login", "login_wait", "login_callback", "logout"):
-            result = await _login_command(backend, cmd, req)
-        elif cmd == "request":
-            op = req.get("op")
-            if op not in REQUEST_OPS:
-                raise _BadRequest(f'request: "op" must be one of {REQUEST_OPS}')
-            server, target, args, timeout = _call_arguments(
-                {**req, "tool": req.get("target")}
-            )
-            result = await backend.request(server, str(op), target, args, timeout)
-        else:  # call
-            server, tool, args, timeout = _call_arguments(req)
-            result = await backend.call(server, tool, args, timeout)
-    except _BadRequest as exc:
-        return {"ok": False, "error": {"type": "ControlError", "message": str(exc)}}
-    except ManagerError as exc:
-        return {"ok": False, "error": error_body(exc)}
-    except Exception as exc:  # boundary: a backend bug must not kill the server
-        logger.exception("control: %s failed", cmd)
-        message = f"internal error ({type(exc).__name__}); see the daemon's log"
-        return {"ok": False, "error": {"type": "InternalError", "message": message}}
-    return {"ok": True, "result": result}
-
-
-class _LineTooLong(_BadRequest):
+class _LineTooLong(BadRequest):
     """The request line exceeds MAX_REQUEST_BYTES; the connection must end."""
 
 
@@ -431,12 +188,12 @@ async def _handle_client(
                     if line is None:
                         return
                     if line.strip():
-                        cmd, req = _parse_request(line)
+                        cmd, req = parse_request(line)
                         if cmd == "events":
                             await _stream_events(backend, conn)
                             return
-                        await conn.reply(await _dispatch(backend, cmd, req))
-                except _BadRequest as exc:
+                        await conn.reply(await dispatch(backend, cmd, req))
+                except BadRequest as exc:
                     error = {"type": "ControlError", "message": str(exc)}
                     await conn.reply({"ok": False, "error": error})
                     if isinstance(exc, _LineTooLong):

@@ -1,0 +1,263 @@
+"""The control API's commands: what the daemon must offer (`ControlBackend`),
+and how one request line becomes a call on it (`parse_request`, `dispatch`).
+
+`server` owns the sockets; this module owns the meaning of each command and the
+checks of its arguments (a malformed request is a `BadRequest`, answered with
+`ControlError`, never a crash).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+from ..core.errors import ManagerError
+from .protocol import LOGIN_DEFAULT_TIMEOUT, error_body
+
+if TYPE_CHECKING:
+    from ..engine.bus import Subscription
+
+__all__ = ["BadRequest", "ControlBackend", "dispatch", "parse_request"]
+
+logger = logging.getLogger("manager.control")
+
+
+class ControlBackend(Protocol):
+    """What the control server needs from the daemon."""
+
+    def status(self) -> list[dict[str, object]]:
+        """A JSON-ready snapshot, one dict per connection."""
+        ...
+
+    def subscribe(self, name: str) -> Subscription:
+        """A new bus subscription; the server closes it when the client leaves."""
+        ...
+
+    def info(self) -> dict[str, object]:
+        """Daemon-wide facts: config file, last reload result, drops, exporters."""
+        ...
+
+    def reconnect(self, server: str) -> dict[str, object]:
+        """Make `server` try to connect now, skipping its backoff wait.
+
+        Raises:
+            UnknownServer: No such connection.
+        """
+        ...
+
+    def details(self, server: str) -> dict[str, object]:
+        """`server`'s spec (secrets masked), last stderr lines and tool names.
+
+        Raises:
+            UnknownServer: No such connection.
+        """
+        ...
+
+    async def reload(self) -> dict[str, object]:
+        """Run startup.lua again and apply it.
+
+        Raises:
+            ConfigError: The script failed; nothing was changed.
+        """
+        ...
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, object],
+        timeout: float | None,  # noqa: ASYNC109  (the per-call MCP timeout, not ours)
+    ) -> dict[str, object]:
+        """Call a tool; returns the JSON-ready `CallToolResult` dict.
+
+        Raises:
+            CallError: The call could not be made or did not finish.
+        """
+        ...
+
+    async def request(
+        self,
+        server: str,
+        op: str,
+        target: str,
+        args: dict[str, object],
+        timeout: float | None,  # noqa: ASYNC109  (the per-request MCP timeout)
+    ) -> dict[str, object]:
+        """`read` a resource or get a `prompt`; returns the JSON-ready result.
+
+        Raises:
+            CallError: The request could not be made or did not finish.
+        """
+        ...
+
+    def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
+        """What `tools`, `prompts` or `resources` each connection has, with the
+        name the endpoint exposes and whether its filter hides it."""
+        ...
+
+    async def login(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+        """Begin an OAuth login: the authorization URL once known, or the end."""
+        ...
+
+    async def login_wait(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+        """Wait for the login of `server` to end: connected, or why not."""
+        ...
+
+    def login_callback(self, server: str, url: str) -> dict[str, object]:
+        """Take the redirect URL a user pasted (`login --manual`)."""
+        ...
+
+    def logout(self, server: str) -> dict[str, object]:
+        """Forget the tokens and client registration of `server`."""
+        ...
+
+
+class BadRequest(Exception):
+    """The request line is not a valid request; answered with ControlError."""
+
+
+def parse_request(line: bytes) -> tuple[str, dict[str, object]]:
+    try:
+        req = json.loads(line)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest(f"request is not valid JSON: {exc}") from None
+    if not isinstance(req, dict):
+        raise BadRequest(f"request must be a JSON object, got {type(req).__name__}")
+    cmd = req.pop("cmd", None)
+    if not isinstance(cmd, str):
+        raise BadRequest('request needs "cmd" (a string)')
+    allowed = _ARGUMENTS.get(cmd)
+    if allowed is None:
+        known = ", ".join(sorted(_ARGUMENTS))
+        raise BadRequest(f"unknown command {cmd!r}; known: {known}")
+    extra = sorted(set(req) - allowed)
+    if extra:
+        raise BadRequest(f"{cmd}: unknown argument(s) {', '.join(extra)}")
+    return cmd, req
+
+
+_ARGUMENTS: dict[str, frozenset[str]] = {
+    "ping": frozenset(),
+    "status": frozenset(),
+    "info": frozenset(),
+    "reload": frozenset(),
+    "reconnect": frozenset({"server"}),
+    "details": frozenset({"server"}),
+    "events": frozenset({"json"}),
+    "call": frozenset({"server", "tool", "args", "timeout"}),
+    "request": frozenset({"server", "op", "target", "args", "timeout"}),
+    "catalog": frozenset({"kind", "server"}),
+    "login": frozenset({"server", "timeout"}),
+    "login_wait": frozenset({"server", "timeout"}),
+    "login_callback": frozenset({"server", "url"}),
+    "logout": frozenset({"server"}),
+}
+
+CATALOG_KINDS = ("tools", "prompts", "resources")
+REQUEST_OPS = ("read", "prompt")
+
+
+def _call_arguments(
+    req: Mapping[str, object],
+) -> tuple[str, str, dict[str, object], float | None]:
+    server, tool = req.get("server"), req.get("tool")
+    args = req.get("args", {})
+    timeout = req.get("timeout")
+    if not isinstance(server, str) or not server:
+        raise BadRequest('call: "server" must be a non-empty string')
+    if not isinstance(tool, str) or not tool:
+        raise BadRequest('call: "tool" must be a non-empty string')
+    if not isinstance(args, dict):
+        raise BadRequest('call: "args" must be a JSON object')
+    if timeout is not None:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise BadRequest('call: "timeout" must be a positive number or null')
+        timeout = float(timeout)
+    return server, tool, args, timeout
+
+
+async def _login_command(
+    backend: ControlBackend, cmd: str, req: Mapping[str, object]
+) -> object:
+    server = req.get("server")
+    if not isinstance(server, str) or not server:
+        raise BadRequest(f'{cmd}: "server" must be a non-empty string')
+    if cmd == "logout":
+        return backend.logout(server)
+    if cmd == "login_callback":
+        url = req.get("url")
+        if not isinstance(url, str) or not url:
+            raise BadRequest('login_callback: "url" must be a non-empty string')
+        return backend.login_callback(server, url)
+    timeout = req.get("timeout", LOGIN_DEFAULT_TIMEOUT)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise BadRequest(f'{cmd}: "timeout" must be a positive number')
+    if cmd == "login":
+        return await backend.login(server, float(timeout))
+    return await backend.login_wait(server, float(timeout))
+
+
+async def dispatch(
+    backend: ControlBackend, cmd: str, req: Mapping[str, object]
+) -> object:
+    """Run one non-streaming command; returns the response object."""
+    try:
+        if cmd == "ping":
+            result: object = {"pid": os.getpid()}
+        elif cmd == "status":
+            result = backend.status()
+        elif cmd == "info":
+            result = backend.info()
+        elif cmd == "reload":
+            result = await backend.reload()
+        elif cmd in ("reconnect", "details"):
+            server = req.get("server")
+            if not isinstance(server, str) or not server:
+                raise BadRequest(f'{cmd}: "server" must be a non-empty string')
+            if cmd == "reconnect":
+                result = backend.reconnect(server)
+            else:
+                result = backend.details(server)
+        elif cmd == "catalog":
+            kind, server = req.get("kind"), req.get("server")
+            if kind not in CATALOG_KINDS:
+                raise BadRequest(f'catalog: "kind" must be one of {CATALOG_KINDS}')
+            if server is not None and not isinstance(server, str):
+                raise BadRequest('catalog: "server" must be a string or null')
+            result = backend.catalog(str(kind), server)
+        elif cmd in ("login", "login_wait", "login_callback", "logout"):
+            result = await _login_command(backend, cmd, req)
+        elif cmd == "request":
+            op = req.get("op")
+            if op not in REQUEST_OPS:
+                raise BadRequest(f'request: "op" must be one of {REQUEST_OPS}')
+            server, target, args, timeout = _call_arguments(
+                {**req, "tool": req.get("target")}
+            )
+            result = await backend.request(server, str(op), target, args, timeout)
+        else:  # call
+            server, tool, args, timeout = _call_arguments(req)
+            result = await backend.call(server, tool, args, timeout)
+    except BadRequest as exc:
+        return {"ok": False, "error": {"type": "ControlError", "message": str(exc)}}
+    except ManagerError as exc:
+        return {"ok": False, "error": error_body(exc)}
+    except Exception as exc:  # boundary: a backend bug must not kill the server
+        logger.exception("control: %s failed", cmd)
+        message = f"internal error ({type(exc).__name__}); see the daemon's log"
+        return {"ok": False, "error": {"type": "InternalError", "message": message}}
+    return {"ok": True, "result": result}
