@@ -9,8 +9,10 @@ a user of mcp-manager:
   `oauth = {client_id, client_secret}` when the context hands out a
   pre-registered client; `oauth = {client_metadata_url}` for the client ID
   metadata document scenario; `oauth = {grant = "client_credentials", ...}`
-  for the headless ones (the issuer read from the server's protected resource
-  metadata, as a user would copy it from their provider's page);
+  for the headless ones, with `client_secret` or with `private_key` (the
+  PEM key the context hands out, for private_key_jwt), the issuer read from
+  the server's protected resource metadata, as a user would copy it from
+  their provider's page;
 * it runs `mcp-manager run` and waits until the connection is `connected` or
   `needs_login`;
 * on `needs_login` it runs `mcp-manager login conf --no-browser` and stands in
@@ -20,7 +22,8 @@ a user of mcp-manager:
 * it lists the tools and calls `test-tool` through the control socket; a call
   refused with `needs_login` (a server asking for more scope) gets one more
   login and one more try, at most `TRIES` in all;
-* it stops the daemon (SIGTERM) and keeps its log (stderr) in the work folder.
+* it stops the daemon (SIGTERM) and keeps its log (stderr) in the work folder
+  (`MM_CONF_LOG_LEVEL=DEBUG` for a detailed one).
 
 Run by the suite: `python bench/conformance_client.py URL`.
 """
@@ -89,6 +92,15 @@ def oauth_options(
     scenario: str, url: str, context: dict[str, object], env: dict[str, str]
 ) -> str | None:
     """The `oauth = {...}` a user would declare for this server, if any."""
+    if "private_key_pem" in context:
+        # private_key_jwt: the key in the environment, the algorithm from it.
+        env["CONF_KEY"] = str(context["private_key_pem"])
+        return (
+            'oauth = {grant = "client_credentials", '
+            f"client_id = {json.dumps(context['client_id'])}, "
+            'private_key = "${env:CONF_KEY}", '
+            f"issuer = {json.dumps(issuer_of(url))}}}"
+        )
     if "client_secret" in context and "client-credentials" in scenario:
         env["CONF_SECRET"] = str(context["client_secret"])
         method = "client_secret_post" if "post" in scenario else "client_secret_basic"
@@ -234,6 +246,8 @@ def main() -> int:
                 str(script),
                 "--no-hud",
                 "--no-telemetry",
+                "--log-level",
+                os.environ.get("MM_CONF_LOG_LEVEL", "INFO"),
                 "--socket",
                 str(sock),
             ],

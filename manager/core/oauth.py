@@ -17,6 +17,12 @@ port, or the headless client-credentials grant; `oauth = false` turns it off.
       client_id = "mcp-manager", client_secret = "${env:CI_SECRET}",
       issuer = "https://auth.example.com",   -- credentials go to that server only
     }})
+    -- headless with a signed JWT (private_key_jwt, RFC 7523) instead of a secret:
+    -- the PEM private key itself (say ${env:KEY}) or the path of a PEM file
+    mcp_add("ci2", "https://mcp.example.com/mcp", {oauth = {
+      grant = "client_credentials", client_id = "mcp-manager",
+      private_key = "${env:CI_KEY}", issuer = "https://auth.example.com",
+    }})
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ OAUTH_OFF = "off"
 """`oauth = false`: never answer a challenge with a login."""
 
 GRANTS = (INTERACTIVE, CLIENT_CREDENTIALS)
-AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none", "private_key_jwt")
+JWT_ALGORITHMS = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "EdDSA")
 _KEYS = frozenset(
     {
         "grant",
@@ -56,6 +63,8 @@ _KEYS = frozenset(
         "auth_method",
         "client_metadata_url",
         "callback_port",
+        "private_key",
+        "signing_algorithm",
     }
 )
 
@@ -78,6 +87,10 @@ class OAuthSpec:
         client_metadata_url: An HTTPS URL used as the client ID (CIMD).
         callback_port: A fixed loopback port for the login's redirect (for a
             client registered with an exact redirect URI); None: ephemeral.
+        private_key: For client credentials with `private_key_jwt`: the PEM
+            private key (may hold `${env:...}`) or the path of a PEM file.
+        signing_algorithm: The JWT's algorithm; None: from the key (ES256 for
+            P-256, RS256 for RSA...).
     """
 
     grant: str = INTERACTIVE
@@ -88,6 +101,8 @@ class OAuthSpec:
     auth_method: str | None = None
     client_metadata_url: str | None = None
     callback_port: int | None = None
+    private_key: str | None = None
+    signing_algorithm: str | None = None
 
     @property
     def interactive(self) -> bool:
@@ -99,6 +114,8 @@ class OAuthSpec:
         """The token endpoint auth method: declared, else basic with a secret."""
         if self.auth_method is not None:
             return self.auth_method
+        if self.private_key is not None:
+            return "private_key_jwt"
         return "client_secret_basic" if self.client_secret else "none"
 
 
@@ -163,8 +180,36 @@ def parse_oauth(label: str, value: object, transport: object) -> OAuthSpec:
         raise ConfigError(
             f"{label}: oauth.auth_method must be one of {', '.join(AUTH_METHODS)}"
         )
+    private_key = _text(label, value, "private_key")
+    algorithm = _text(label, value, "signing_algorithm")
+    if algorithm is not None and algorithm not in JWT_ALGORITHMS:
+        raise ConfigError(
+            f"{label}: oauth.signing_algorithm must be one of "
+            f"{', '.join(JWT_ALGORITHMS)}"
+        )
+    if algorithm is not None and private_key is None:
+        raise ConfigError(f"{label}: oauth.signing_algorithm needs oauth.private_key")
     if client_secret is not None and client_id is None:
         raise ConfigError(f"{label}: oauth.client_secret needs oauth.client_id")
+    if private_key is not None:
+        if grant != CLIENT_CREDENTIALS or client_id is None:
+            raise ConfigError(
+                f'{label}: oauth.private_key is for grant = "client_credentials" '
+                "with a client_id (private_key_jwt)"
+            )
+        if client_secret is not None:
+            raise ConfigError(
+                f"{label}: oauth takes client_secret or private_key, not both"
+            )
+        if method not in (None, "private_key_jwt"):
+            raise ConfigError(
+                f"{label}: oauth.private_key signs a JWT: auth_method is "
+                "private_key_jwt (or leave it out)"
+            )
+    elif method == "private_key_jwt":
+        raise ConfigError(
+            f"{label}: oauth.auth_method private_key_jwt needs oauth.private_key"
+        )
     if method in AUTH_METHODS[:2] and client_secret is None:
         raise ConfigError(f"{label}: oauth.auth_method {method} needs client_secret")
     port = value.get("callback_port")
@@ -173,10 +218,11 @@ def parse_oauth(label: str, value: object, transport: object) -> OAuthSpec:
     ):
         raise ConfigError(f"{label}: oauth.callback_port must be a port (1-65535)")
     if grant == CLIENT_CREDENTIALS:
-        if client_id is None or client_secret is None:
+        if client_id is None or (client_secret is None and private_key is None):
             raise ConfigError(
                 f'{label}: oauth with grant = "client_credentials" needs client_id '
-                'and client_secret (e.g. client_secret = "${env:SECRET}")'
+                'and client_secret (e.g. client_secret = "${env:SECRET}") or '
+                "private_key (a PEM key or its file, for private_key_jwt)"
             )
         if issuer is None:
             raise ConfigError(
@@ -214,4 +260,6 @@ def parse_oauth(label: str, value: object, transport: object) -> OAuthSpec:
         auth_method=method,
         client_metadata_url=metadata_url,
         callback_port=port,
+        private_key=private_key,
+        signing_algorithm=algorithm,
     )

@@ -66,16 +66,20 @@ def resolve_spec(
             headers=tuple((k, sub(v)) for k, v in spec.headers),
             oauth=(
                 dataclasses.replace(
-                    spec.oauth, client_secret=sub(spec.oauth.client_secret)
+                    spec.oauth,
+                    client_secret=_sub_opt(sub, spec.oauth.client_secret),
+                    private_key=_sub_opt(sub, spec.oauth.private_key),
                 )
-                if spec.oauth is not None and spec.oauth.client_secret is not None
+                if spec.oauth is not None
                 else spec.oauth
             ),
         )
     secret_values = [*resolved_values, *(v for _, v in resolved.headers)]
     secret_values += [v for _, v in resolved.env]
-    if resolved.oauth is not None and resolved.oauth.client_secret is not None:
-        secret_values.append(resolved.oauth.client_secret)
+    if resolved.oauth is not None:
+        for secret in (resolved.oauth.client_secret, resolved.oauth.private_key):
+            if secret is not None:
+                secret_values.append(secret)
     password = _url_password(resolved.url)
     if password:
         secret_values.append(password)
@@ -84,9 +88,15 @@ def resolve_spec(
     return resolved
 
 
+def _sub_opt(sub: Callable[[str], str], text: str | None) -> str | None:
+    return None if text is None else sub(text)
+
+
 def _has_templates(spec: ConnectionSpec) -> bool:
     texts = (spec.url, spec.command, spec.cwd or "", *spec.args)
-    if spec.oauth is not None and "${" in (spec.oauth.client_secret or ""):
+    if spec.oauth is not None and "${" in (
+        (spec.oauth.client_secret or "") + (spec.oauth.private_key or "")
+    ):
         return True
     return any("${" in t for t in texts) or any(
         "${" in v for _, v in (*spec.env, *spec.headers)

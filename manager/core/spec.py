@@ -328,6 +328,8 @@ def _parse_options(
             oauth = parse_oauth(prefix, value, transport)
             if oauth.client_secret is not None:
                 _check_templates(prefix, "oauth.client_secret", oauth.client_secret)
+            if oauth.private_key is not None:
+                _check_templates(prefix, "oauth.private_key", oauth.private_key)
             out[key] = oauth
         elif key in EXPOSURE_OPTIONS:
             shown[key] = parse_exposure_option(prefix, key, value)
@@ -470,7 +472,7 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
         out["roots"] = list(spec.roots)
     if spec.oauth is not None:
         oauth = spec.oauth
-        out["oauth"] = {
+        shown_oauth: dict[str, object] = {
             "grant": oauth.grant,
             "client_id": oauth.client_id,
             "client_secret": MASK if oauth.client_secret is not None else None,
@@ -480,6 +482,10 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
             "client_metadata_url": oauth.client_metadata_url,
             "callback_port": oauth.callback_port,
         }
+        if oauth.private_key is not None:
+            shown_oauth["private_key"] = MASK
+            shown_oauth["signing_algorithm"] = oauth.signing_algorithm
+        out["oauth"] = shown_oauth
     return out
 
 

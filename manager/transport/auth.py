@@ -27,17 +27,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx2
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from pydantic import AnyUrl
 
-from ..core.errors import LoginRequired
+from ..core.errors import ConfigError, LoginRequired
 from ..core.oauth import OAUTH_OFF, OAuthSpec
 from ..core.spec import ConnectionSpec
 from .errors import describe_error
@@ -78,6 +83,23 @@ def oauth_auth(
         return None
     oauth = spec.oauth or OAuthSpec()
     provider: OAuthClientProvider
+    if not oauth.interactive and oauth.private_key is not None:
+        assert oauth.client_id is not None
+        key, algorithm = signing_key(spec.name, oauth)
+        provider = PrivateKeyJWTOAuthProvider(
+            server_url=spec.url,
+            storage=tokens,
+            client_id=oauth.client_id,
+            assertion_provider=SignedJWTParameters(
+                issuer=oauth.client_id,
+                subject=oauth.client_id,
+                signing_key=key,
+                signing_algorithm=algorithm,
+            ).create_assertion_provider(),
+            scope=oauth.scope,
+            issuer=oauth.issuer,
+        )
+        return ConnectionAuth(spec.name, provider, tokens, desk, on_step, False)
     if not oauth.interactive:
         assert oauth.client_id is not None and oauth.client_secret is not None
         provider = ClientCredentialsOAuthProvider(
@@ -132,6 +154,51 @@ def oauth_auth(
         client_metadata_url=oauth.client_metadata_url,
     )
     return auth
+
+
+def signing_key(name: str, oauth: OAuthSpec) -> tuple[str, str]:
+    """The PEM private key of `oauth.private_key` (the key, or its file) and the
+    JWT algorithm to sign with (declared, else the one the key's type implies).
+
+    Raises:
+        ConfigError: No such file, not a PEM private key, or no algorithm fits.
+    """
+    value = oauth.private_key or ""
+    if "-----BEGIN" in value:
+        pem = value
+    else:
+        path = Path(value).expanduser()
+        try:
+            pem = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{name}: cannot read oauth.private_key file {str(path)!r} "
+                f"({getattr(exc, 'strerror', None) or exc})",
+                connection=name,
+            ) from None
+    try:
+        key = serialization.load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError):
+        # Never the text itself: it may be (part of) the key.
+        raise ConfigError(
+            f"{name}: oauth.private_key is not an unencrypted PEM private key",
+            connection=name,
+        ) from None
+    if oauth.signing_algorithm is not None:
+        return pem, oauth.signing_algorithm
+    if isinstance(key, rsa.RSAPrivateKey):
+        return pem, "RS256"
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return pem, "EdDSA"
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        curves = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
+        if key.curve.name in curves:
+            return pem, curves[key.curve.name]
+    raise ConfigError(
+        f"{name}: no JWT algorithm for this oauth.private_key; "
+        "set oauth.signing_algorithm",
+        connection=name,
+    )
 
 
 def _challenged(response: httpx2.Response) -> bool:
@@ -195,6 +262,7 @@ class ConnectionAuth(httpx2.Auth):
         self._on_step = on_step
         self._expires_at: float | None = None
         self._lifetime: float | None = None
+        self._why: str | None = None  # why a login is needed, once known
 
     # --- reports -------------------------------------------------------------------
 
@@ -295,7 +363,8 @@ class ConnectionAuth(httpx2.Auth):
                     self._desk.hold_step_up(self.name, challenge)
                     why = "the server asks for more scope"
                 else:
-                    why = "the server wants a login"
+                    # A refused refresh seen by another request says more.
+                    why = self._why or "the server wants a login"
                 raise LoginRequired(needs_login_message(self.name, why))
         # The SDK's flow, driven by hand: `async for` would not pass the
         # responses httpx sends back into it.
@@ -326,13 +395,13 @@ class ConnectionAuth(httpx2.Auth):
         self._expires_at = None
         await self.tokens.drop_tokens()
         if self.interactive:
-            raise LoginRequired(
-                needs_login_message(
-                    self.name,
-                    f"the authorization server refused to refresh the token "
-                    f"(HTTP {response.status_code})",
-                )
+            # Other requests of this session may hit the same wall meanwhile:
+            # they give the same reason, not a vaguer one.
+            self._why = (
+                "the authorization server refused to refresh the token "
+                f"(HTTP {response.status_code})"
             )
+            raise LoginRequired(needs_login_message(self.name, self._why))
 
     async def _full_flow(
         self, request: httpx2.Request, response: httpx2.Response
