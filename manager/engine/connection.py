@@ -21,7 +21,6 @@ import logging
 import math
 import random
 import time
-from collections import deque
 from collections.abc import Callable
 
 import anyio
@@ -60,11 +59,11 @@ from ..transport.base import (
 )
 from ..transport.errors import describe_error
 from .bus import EventBus
+from .stderr import StderrTail
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
 
 __all__ = [
     "LOG_DATA_LIMIT",
-    "STDERR_LINES_KEPT",
     "Connection",
     "ServerRequests",
     "run_connection",
@@ -72,14 +71,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-STDERR_LINES_KEPT = 50
-"""Last stderr lines kept per connection (shown by status and the HUD)."""
-
 EXIT_REPORT_WAIT = 0.6
 """Seconds a failed ping of a stdio server waits for the process's own exit report."""
-
-STDERR_EVENTS_PER_SECOND = 20
-"""stderr lines published as events per connection and second; the rest are counted."""
 
 LOG_DATA_LIMIT = 4000
 """Characters of an upstream log message's data kept in its `server_log` event."""
@@ -125,7 +118,7 @@ class Connection:
         self.tools: tuple[ToolInfo, ...] = ()
         self.catalog = Catalog()
         self._relist: set[str] = set()  # lists to fetch again (list_changed)
-        self.stderr: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
+        self.stderr = StderrTail()
         self.done = anyio.Event()
         self.publish_removed = True
         self._retry_scope: anyio.CancelScope | None = None
@@ -134,9 +127,6 @@ class Connection:
         self._rand = rand
         self._connected = anyio.Event()
         self._list_changed = anyio.Event()
-        self._stderr_window = 0.0
-        self._stderr_sent = 0
-        self._stderr_suppressed = 0
         self._login_wanted = False
         self.on_settled: Callable[[str | None], None] | None = None
         """Called once when the current (or next) try ends: None when it
@@ -219,15 +209,9 @@ class Connection:
 
     def _on_stderr(self, line: str) -> None:
         line = redact(line, self._secrets)
-        self.stderr.append(line)
-        now = time.monotonic()
-        if now - self._stderr_window >= 1.0:
-            self._stderr_window, self._stderr_sent = now, 0
-        if self._stderr_sent >= STDERR_EVENTS_PER_SECOND:
-            self._stderr_suppressed += 1
-            return
-        self._stderr_sent += 1
-        suppressed, self._stderr_suppressed = self._stderr_suppressed, 0
+        suppressed = self.stderr.add(line)
+        if suppressed is None:
+            return  # over this second's budget: counted, kept in the tail
         self._bus.publish(
             ServerStderr(name=self.name, line=line, suppressed=suppressed)
         )
