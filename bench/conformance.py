@@ -10,7 +10,8 @@ The suite (`@modelcontextprotocol/conformance` 0.1.16, npm) needs Node >= 22.
 suite in its own npm folder, both under /tmp; neither is a dependency of
 mcp-manager. Each scenario runs `bench/conformance_client.py`, which drives a
 real `mcp-manager run` (see its docstring). Prints each scenario's verdict and
-check counts.
+check counts (a warning counts as a failure), the reason of a known failure
+(`KNOWN`), and the number of scenarios that passed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,15 +72,37 @@ def install() -> None:
     )
 
 
+KNOWN = {
+    "auth/2025-03-26-oauth-metadata-backcompat": (
+        "the suite's mock (0.1.16) serves metadata naming issuer <origin>/oauth at "
+        "<origin>/.well-known/oauth-authorization-server; RFC 8414 section 3.3 "
+        "wants them to match and the SDK rightly refuses (fixed in the suite "
+        "after 0.1.16)"
+    ),
+}
+"""Scenarios that cannot pass with a correct client on this suite version."""
+
+
 def run(scenario: str) -> tuple[bool, str]:
     cli = SUITE_DIR / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
     command = f"{sys.executable} {ROOT / 'bench' / 'conformance_client.py'}"
-    done = subprocess.run(
-        [str(node()), str(cli), "client", "--command", command, "--scenario", scenario],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    try:
+        done = subprocess.run(
+            [
+                str(node()),
+                str(cli),
+                "client",
+                "--command",
+                command,
+                "--scenario",
+                scenario,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    except subprocess.TimeoutExpired:
+        return False, "no result (timed out after 180 s)"
     # The verdict comes on stderr, coloured.
     text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
     counts = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", text)
@@ -91,15 +115,21 @@ def main() -> int:
     parser.add_argument(
         "--install", action="store_true", help="fetch Node 24 and the suite"
     )
+    parser.add_argument(
+        "--jobs", type=int, default=4, help="scenarios run at once (default 4)"
+    )
     parser.add_argument("scenarios", nargs="*", default=list(DEFAULT))
     args = parser.parse_args()
     if args.install:
         install()
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        results = list(pool.map(run, args.scenarios))
     passed = 0
-    for scenario in args.scenarios:
-        ok, summary = run(scenario)
+    for scenario, (ok, summary) in zip(args.scenarios, results, strict=True):
         passed += ok
         print(f"{'PASS' if ok else 'FAIL'}  {scenario:<45} {summary}")
+        if not ok and scenario in KNOWN:
+            print(f"      known: {KNOWN[scenario]}")
     print(f"{passed}/{len(args.scenarios)} scenarios passed")
     return 0 if passed == len(args.scenarios) else 1
 
