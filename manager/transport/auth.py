@@ -318,7 +318,11 @@ class ConnectionAuth(httpx2.Auth):
             async with context.lock:
                 if not provider._initialized:
                     await self._load()
-        challenge = self._desk.take_step_up(self.name) if self.interactive else None
+        challenge = (
+            self._desk.take_step_up(self.name, context.server_url)
+            if self.interactive
+            else None
+        )
         if challenge is not None:
             # The user logs in for the scope a request was refused with: the
             # flow starts from that refusal (the old token may still open the
@@ -360,7 +364,7 @@ class ConnectionAuth(httpx2.Auth):
             if self.interactive and (login is None or login.url is not None):
                 if response.status_code == 403:
                     challenge = response.headers.get("www-authenticate", "")
-                    self._desk.hold_step_up(self.name, challenge)
+                    self._desk.hold_step_up(self.name, context.server_url, challenge)
                     why = "the server asks for more scope"
                 else:
                     # A refused refresh seen by another request says more.
@@ -453,7 +457,7 @@ class ConnectionAuth(httpx2.Auth):
                 refusal = retried.status_code
                 if refusal == 403:
                     challenge = retried.headers.get("www-authenticate", "")
-                    self._desk.hold_step_up(self.name, challenge)
+                    self._desk.hold_step_up(self.name, context.server_url, challenge)
                 raise LoginRequired(
                     needs_login_message(
                         self.name,

@@ -197,20 +197,23 @@ class LoginDesk:
 
     def __init__(self) -> None:
         self._logins: dict[str, Login] = {}
-        self._step_ups: dict[str, str] = {}
+        self._step_ups: dict[str, tuple[str, str]] = {}
 
-    def hold_step_up(self, name: str, challenge: str) -> None:
+    def hold_step_up(self, name: str, url: str, challenge: str) -> None:
         """Keep the `insufficient_scope` challenge (`WWW-Authenticate`) a
-        request of `name` was refused with, for the login the user runs next."""
-        self._step_ups[name] = challenge
+        request of `name` to `url` was refused with, for the login the user
+        runs next."""
+        self._step_ups[name] = (url, challenge)
 
-    def take_step_up(self, name: str) -> str | None:
+    def take_step_up(self, name: str, url: str) -> str | None:
         """The challenge held for `name`, once a login of it is under way (then
-        it is handed out once): that login asks for the scope it names, even if
-        the old token still opens the session."""
+        it is handed out once, if `name` still points at `url`): that login
+        asks for the scope it names, even if the old token still opens the
+        session."""
         if name not in self._step_ups or self.pending(name) is None:
             return None
-        return self._step_ups.pop(name)
+        held_url, challenge = self._step_ups.pop(name)
+        return challenge if held_url == url else None
 
     async def begin(self, name: str, port: int | None = None) -> Login:
         """Open a login for `name` (ending one already under way).
