@@ -348,3 +348,29 @@ async def test_login_from_the_cli_then_a_restart_without_one_and_no_secret_shown
     for surface, text in surfaces.items():
         for secret in server.seen_secrets:
             assert secret not in text, f"an OAuth secret leaked into {surface}"
+
+
+async def test_a_call_that_needs_more_scope_asks_for_it_at_the_next_login(
+    tmp_path: Path,
+) -> None:
+    """Step-up: a tool the token's scope does not cover is refused with 403
+    `insufficient_scope`; the connection waits for a login, and that login asks
+    for the old scopes plus the challenged ones (once), after which the call
+    works."""
+    async with (
+        oauth_demo(admin_tools=frozenset({"add"})) as server,
+        daemon_parts(tmp_path) as parts,
+    ):
+        parts.manager.add(spec("tracker", server))
+        first = await parts.rec.wait_for("needs_login", "tracker")
+        await log_in(parts, server, "tracker")
+        assert server.asked_scopes == ["tools"]  # the resource's scopes_supported
+        with pytest.raises(ServerUnavailable):
+            await parts.manager.call("tracker", "add", {"a": 1, "b": 2})
+        event = await parts.rec.wait_for("needs_login", "tracker", after=first.seq)
+        assert isinstance(event, NeedsLogin) and "more scope" in event.reason
+        await log_in(parts, server, "tracker")
+        assert server.asked_scopes[-1].split() == ["tools", "admin"]
+        assert len(server.asked_scopes) == 2  # one authorization per login
+        result = await parts.manager.call("tracker", "add", {"a": 1, "b": 2})
+        assert not result.is_error

@@ -74,15 +74,20 @@ class OAuthServer:
         expires_in: Lifetime of access tokens, seconds.
         refresh_delay: Seconds the token endpoint takes to answer a refresh
             (to make concurrent refreshes visible).
+        admin_tools: Tools whose calls need scope `admin` too: a token
+            without it is refused with 403 `insufficient_scope` (step-up).
     """
 
     inner: ASGIApp
     expires_in: int = 3600
     refresh_delay: float = 0.0
+    admin_tools: frozenset[str] = frozenset()
     base: str = ""
     clients: dict[str, _Client] = field(default_factory=dict)
     valid: dict[str, float] = field(default_factory=dict)  # access token -> expiry
-    refresh_tokens: set[str] = field(default_factory=set)
+    scopes: dict[str, str] = field(default_factory=dict)  # access token -> its scope
+    asked_scopes: list[str] = field(default_factory=list)  # per authorization
+    refresh_tokens: dict[str, str] = field(default_factory=dict)  # -> its scope
     grants: dict[str, _Grant] = field(default_factory=dict)
     hits: Counter[str] = field(default_factory=Counter)
     issued: int = 0
@@ -150,12 +155,38 @@ class OAuthServer:
                     status_code=401,
                     headers={"WWW-Authenticate": f'Bearer resource_metadata="{meta}"'},
                 )
-            else:
+            elif not self.admin_tools or request.method != "POST":
                 await self.inner(scope, receive, send)
+                return
+            else:
+                body = await request.body()
+                if self._needs_admin(body) and "admin" not in self.scopes[token]:
+                    meta = f"{self.base}/.well-known/oauth-protected-resource/mcp"
+                    challenge = (
+                        'Bearer error="insufficient_scope", scope="tools admin", '
+                        f'resource_metadata="{meta}"'
+                    )
+                    response = Response(
+                        "insufficient scope",
+                        status_code=403,
+                        headers={"WWW-Authenticate": challenge},
+                    )
+                    await response(scope, receive, send)
+                    return
+                await self.inner(scope, _replay(body), send)
                 return
         else:
             response = Response("not found", status_code=404)
         await response(scope, receive, send)
+
+    def _needs_admin(self, body: bytes) -> bool:
+        if not self.admin_tools or b"tools/call" not in body:
+            return False
+        try:
+            message = json.loads(body)
+            return message["params"]["name"] in self.admin_tools
+        except (ValueError, KeyError, TypeError):
+            return False
 
     def _metadata(self) -> dict[str, object]:
         return {
@@ -175,7 +206,7 @@ class OAuthServer:
             ],
             "response_types_supported": ["code"],
             "code_challenge_methods_supported": ["S256"],
-            "scopes_supported": ["tools"],
+            "scopes_supported": ["tools", "admin"],
         }
 
     async def _register(self, request: Request) -> Response:
@@ -203,6 +234,7 @@ class OAuthServer:
             return JSONResponse({"error": "invalid_request"}, status_code=400)
         code = secrets.token_urlsafe(24)
         self.seen_secrets.add(code)
+        self.asked_scopes.append(query.get("scope", ""))
         self.grants[code] = _Grant(
             client.client_id,
             redirect_uri,
@@ -250,7 +282,7 @@ class OAuthServer:
                 or held.challenge != challenge
             ):
                 return JSONResponse({"error": "invalid_grant"}, status_code=400)
-            return self._tokens(with_refresh=True)
+            return self._tokens(with_refresh=True, scope=held.scope)
         if grant == "refresh_token":
             self.refreshes_in_flight += 1
             self.max_refreshes_in_flight = max(
@@ -263,42 +295,62 @@ class OAuthServer:
                 if old not in self.refresh_tokens:
                     self.refused_refreshes += 1
                     return JSONResponse({"error": "invalid_grant"}, status_code=400)
-                self.refresh_tokens.discard(old)  # rotating: used once
-                return self._tokens(with_refresh=True)
+                kept = self.refresh_tokens.pop(old)  # rotating: used once
+                return self._tokens(with_refresh=True, scope=kept)
             finally:
                 self.refreshes_in_flight -= 1
         if grant == "client_credentials" and client.client_id == CLIENT_ID:
-            return self._tokens(with_refresh=False)
+            return self._tokens(with_refresh=False, scope="tools")
         return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
 
-    def _tokens(self, *, with_refresh: bool) -> Response:
+    def _tokens(self, *, with_refresh: bool, scope: str) -> Response:
         n = next(self._counter)
         access = f"tok-{n}-{secrets.token_hex(8)}"
         self.valid[access] = time.time() + self.expires_in
+        self.scopes[access] = scope or "tools"
         self.seen_secrets.add(access)
         self.issued += 1
         body: dict[str, object] = {
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": self.expires_in,
-            "scope": "tools",
+            "scope": scope or "tools",
         }
         if with_refresh:
             refresh = f"ref-{n}-{secrets.token_hex(8)}"
-            self.refresh_tokens.add(refresh)
+            self.refresh_tokens[refresh] = scope or "tools"
             self.seen_secrets.add(refresh)
             body["refresh_token"] = refresh
         return JSONResponse(body)
 
 
+def _replay(body: bytes) -> Receive:
+    """An ASGI `receive` that hands the app the body we already read."""
+    sent = False
+
+    async def receive() -> dict[str, object]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()  # the app only waits here for a disconnect
+        raise AssertionError("unreachable")
+
+    return receive
+
+
 @asynccontextmanager
 async def oauth_demo(
-    expires_in: int = 3600, refresh_delay: float = 0.0
+    expires_in: int = 3600,
+    refresh_delay: float = 0.0,
+    admin_tools: frozenset[str] = frozenset(),
 ) -> AsyncIterator[OAuthServer]:
     """The demo server behind `OAuthServer`, served on 127.0.0.1 until exit."""
     demo = DemoServer()
     app = demo.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    auth = OAuthServer(app, expires_in=expires_in, refresh_delay=refresh_delay)
+    auth = OAuthServer(
+        app, expires_in=expires_in, refresh_delay=refresh_delay, admin_tools=admin_tools
+    )
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     auth.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
