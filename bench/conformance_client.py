@@ -23,6 +23,7 @@ a user of mcp-manager:
   refused with `needs_login` (a server asking for more scope) gets one more
   login and one more try, at most `TRIES` in all;
 * it stops the daemon (SIGTERM) and keeps its log (stderr) in the work folder
+  when the scenario failed (or with MM_CONF_KEEP=1); a passing one leaves nothing
   (`MM_CONF_LOG_LEVEL=DEBUG` for a detailed one).
 
 Run by the suite: `python bench/conformance_client.py URL`.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -255,11 +257,15 @@ def main() -> int:
             cwd=ROOT,
             stderr=daemon_log,
         )
+        code = 1
         try:
-            return use(ControlClient(sock), sock, env)
+            code = use(ControlClient(sock), sock, env)
+            return code
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(10)
+            if code == 0 and not os.environ.get("MM_CONF_KEEP"):
+                shutil.rmtree(work, ignore_errors=True)  # kept when it failed
 
 
 if __name__ == "__main__":
