@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -41,6 +42,7 @@ from opentelemetry.semconv.attributes import (
 )
 from opentelemetry.trace import SpanKind, StatusCode
 from servers import Blackhole, free_port, raw_command, stdio_command
+from servers.oauth import CLIENT_ID, SECRET, oauth_demo
 
 from manager.core.errors import ServerUnavailable, UnknownServer
 from manager.core.events import (
@@ -64,6 +66,7 @@ from manager.telemetry import (
     is_sdk_ping,
 )
 from manager.telemetry.export import LogCapture, PauseWhileFailing, build_exporting
+from manager.transport.connect import McpTransport
 
 FAST = {"backoff": {"initial": 0.01, "cap": 0.08}, "ping_interval": 0}
 
@@ -774,3 +777,36 @@ def test_call_attributes_name_the_server(
     got = tracing.call_attributes(spec, "t")
     assert expected.items() <= got.items()
     assert "pw" not in str(got)
+
+
+@pytest.mark.anyio
+async def test_oauth_steps_are_spans_under_the_connect_attempt_and_counted(
+    traced: Traced, tmp_path: Path
+) -> None:
+    rec = Recorder(traced.bus)
+    tele = traced.telemetry
+    transport = McpTransport(getenv={"S": SECRET}.get, state_dir=tmp_path)
+    async with oauth_demo() as server:
+        async with Manager(traced.bus, transport, tracing=tele.tracing) as m:
+            oauth = {
+                "grant": "client_credentials",
+                "client_id": CLIENT_ID,
+                "client_secret": "${env:S}",
+                "issuer": server.base,
+            }
+            m.add(parse_spec("tracker", f"{server.base}/mcp", {"oauth": oauth}))
+            await rec.wait_for("connected", "tracker")
+    attempt = traced.one("mcp.connect_attempt")
+    auth = traced.named("mcp.auth")
+    steps = sorted(str(s.attributes["mcp.auth.step"]) for s in auth)
+    assert steps == ["discovery", "discovery", "token"]
+    for span in auth:
+        assert span.parent is not None
+        assert span.parent.span_id == attempt.context.span_id
+        assert span.start_time is not None and span.end_time is not None
+        assert attempt.start_time <= span.start_time <= span.end_time
+    counted = {
+        (a["mcp.auth.step"], a["mcp.outcome"]): v
+        for a, v in traced.points("mcp.manager.auth.steps")
+    }
+    assert counted == {("discovery", "ok"): 2, ("token", "ok"): 1}
