@@ -798,11 +798,12 @@ async def test_oauth_steps_are_spans_under_the_connect_attempt_and_counted(
             await rec.wait_for("connected", "tracker")
     attempt = traced.one("mcp.connect_attempt")
     auth = traced.named("mcp.auth")
-    steps = sorted(str(s.attributes["mcp.auth.step"]) for s in auth)
+    steps = sorted(str((s.attributes or {})["mcp.auth.step"]) for s in auth)
     assert steps == ["discovery", "discovery", "token"]
     for span in auth:
         assert span.parent is not None
         assert span.parent.span_id == attempt.context.span_id
+        assert attempt.start_time is not None
         assert span.start_time is not None and span.end_time is not None
         assert attempt.start_time <= span.start_time <= span.end_time
     counted = {
