@@ -138,7 +138,7 @@ async def test_tokens_that_expire_while_calls_run_are_refreshed_once_at_a_time(
     tmp_path: Path,
 ) -> None:
     async with (
-        oauth_demo(expires_in=3, refresh_delay=0.2) as server,
+        oauth_demo(expires_in=2, refresh_delay=0.2) as server,
         daemon_parts(tmp_path) as parts,
     ):
         parts.manager.add(spec("tracker", server))
@@ -148,7 +148,7 @@ async def test_tokens_that_expire_while_calls_run_are_refreshed_once_at_a_time(
         done = [0]
 
         async def caller(n: int) -> None:
-            while server.issued < 4:  # the login's token and three refreshes
+            while server.issued < 3:  # the login's token and two refreshes
                 try:
                     result = await parts.manager.call("tracker", "echo", {"text": "x"})
                     assert not result.is_error
@@ -162,7 +162,7 @@ async def test_tokens_that_expire_while_calls_run_are_refreshed_once_at_a_time(
                 for n in range(6):
                     tg.start_soon(caller, n)
         assert failures == []
-        assert done[0] > 20
+        assert done[0] > 20  # calls ran across both refreshes
         assert server.max_refreshes_in_flight == 1  # one refresh in flight
         assert server.refused_refreshes == 0
         refreshes = [
@@ -170,7 +170,7 @@ async def test_tokens_that_expire_while_calls_run_are_refreshed_once_at_a_time(
             for e in parts.rec.events
             if isinstance(e, AuthStep) and e.step == "refresh"
         ]
-        assert len(refreshes) == 3 and all(e.outcome == "ok" for e in refreshes)
+        assert len(refreshes) == 2 and all(e.outcome == "ok" for e in refreshes)
         assert not any(e.kind == "needs_login" for e in parts.rec.events[-50:])
 
 
