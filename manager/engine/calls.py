@@ -26,6 +26,7 @@ from ..core.errors import (
 from ..core.redact import SecretRegistry, redact
 from ..core.state import Phase, login_command
 from ..transport.base import Upstream
+from ..transport.login import NO_LOGIN
 from .connection import Connection
 from .tracing import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Span
 
@@ -88,8 +89,8 @@ def unavailable_message(conn: Connection, now: float) -> str:
     """Why a call cannot be made now: state, attempt, next retry, last error."""
     state = conn.state
     if state.phase is Phase.NEEDS_LOGIN:
-        reason = state.error or f"run `{login_command(conn.name)}`"
-        return f"{conn.name} needs a login ({reason})"
+        reason = state.error or NO_LOGIN
+        return f"{conn.name} needs a login ({reason}); run `{login_command(conn.name)}`"
     parts = [f"attempt {state.attempt}"]
     if state.next_retry_at is not None:
         parts.append(f"next retry in {max(0.0, state.next_retry_at - now):.1f} s")

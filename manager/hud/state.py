@@ -49,7 +49,7 @@ from ..core.events import (
     ToolsChanged,
     Updated,
 )
-from ..core.state import login_command
+from ..core.state import LOGIN_REQUIRED, login_command
 from ..core.status import ConnectionStatus
 from ..core.wire import read_float, read_int
 
@@ -364,6 +364,8 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             # new error are news; the same error again is retry detail (`debug`).
             news = row.state != "reconnecting" or error != row.error
             level = "error" if news else "debug"
+            if event.error_type == LOGIN_REQUIRED:
+                level = "debug"  # the needs_login line that follows says it all
             if row.state != "reconnecting":
                 row.since = at
             row.state = "reconnecting"

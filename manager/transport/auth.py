@@ -46,7 +46,7 @@ from ..core.errors import ConfigError, LoginRequired
 from ..core.oauth import OAUTH_OFF, OAuthSpec
 from ..core.spec import ConnectionSpec
 from .errors import describe_error
-from .login import CALLBACK_PATH, LoginDesk, needs_login_message
+from .login import CALLBACK_PATH, NO_LOGIN, LoginDesk
 from .tokens import FileTokens
 
 __all__ = ["REFRESH_MARGIN", "ConnectionAuth", "oauth_auth", "uses_oauth"]
@@ -368,8 +368,8 @@ class ConnectionAuth(httpx2.Auth):
                     why = "the server asks for more scope"
                 else:
                     # A refused refresh seen by another request says more.
-                    why = self._why or "the server wants a login"
-                raise LoginRequired(needs_login_message(self.name, why))
+                    why = self._why or NO_LOGIN
+                raise LoginRequired(why)
         # The SDK's flow, driven by hand: `async for` would not pass the
         # responses httpx sends back into it.
         flow = self._full_flow(request, response)
@@ -405,7 +405,7 @@ class ConnectionAuth(httpx2.Auth):
                 "the authorization server refused to refresh the token "
                 f"(HTTP {response.status_code})"
             )
-            raise LoginRequired(needs_login_message(self.name, self._why))
+            raise LoginRequired(self._why)
 
     async def _full_flow(
         self, request: httpx2.Request, response: httpx2.Response
@@ -459,11 +459,8 @@ class ConnectionAuth(httpx2.Auth):
                     challenge = retried.headers.get("www-authenticate", "")
                     self._desk.hold_step_up(self.name, context.server_url, challenge)
                 raise LoginRequired(
-                    needs_login_message(
-                        self.name,
-                        f"the server refused the token the login got (HTTP {refusal}"
-                        f"{', it asks for more scope' if refusal == 403 else ''})",
-                    )
+                    f"the server refused the token the login got (HTTP {refusal}"
+                    f"{', it asks for more scope' if refusal == 403 else ''})"
                 ) from None
             return
         except LoginRequired:
@@ -471,10 +468,6 @@ class ConnectionAuth(httpx2.Auth):
         except Exception as exc:
             if not self.interactive:
                 raise
-            raise LoginRequired(
-                needs_login_message(
-                    self.name, f"the login failed: {describe_error(exc)}"
-                )
-            ) from exc
+            raise LoginRequired(f"the login failed: {describe_error(exc)}") from exc
         finally:
             await flow.aclose()

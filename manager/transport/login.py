@@ -26,9 +26,8 @@ import anyio.abc
 from mcp.client.auth import AuthorizationCodeResult
 
 from ..core.errors import LoginRequired
-from ..core.state import login_command
 
-__all__ = ["CALLBACK_PATH", "LOGIN_TIMEOUT", "Login", "LoginDesk"]
+__all__ = ["CALLBACK_PATH", "LOGIN_TIMEOUT", "NO_LOGIN", "Login", "LoginDesk"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +36,10 @@ CALLBACK_PATH = "/callback"
 
 LOGIN_TIMEOUT = 300.0
 """Seconds a login waits for the browser's redirect by default."""
+
+NO_LOGIN = "the server wants a login"
+"""Why a connection waits in `needs_login` when nobody logged in yet (each
+surface that shows the state adds the command to run)."""
 
 _REQUEST_LIMIT = 16 * 1024
 """Bytes of a callback request's head read at most."""
@@ -91,10 +94,7 @@ class Login:
         """
         await self._answered.wait()
         if self._result is None:
-            raise LoginRequired(
-                f"{self.name}: login failed: {self.error or 'ended'}; "
-                f"run `{login_command(self.name)}` to try again"
-            )
+            raise LoginRequired(self.error or "the login ended without an answer")
         return self._result
 
     # --- the browser's side ------------------------------------------------------
@@ -254,20 +254,15 @@ class LoginDesk:
         """
         login = self.pending(name)
         if login is None:
-            raise LoginRequired(needs_login_message(name))
+            raise LoginRequired(NO_LOGIN)
         login.show(url)
 
     async def callback(self, name: str) -> AuthorizationCodeResult:
         """The SDK's `callback_handler` for connection `name`."""
         login = self.pending(name)
         if login is None:
-            raise LoginRequired(needs_login_message(name))
+            raise LoginRequired(NO_LOGIN)
         return await login.code()
-
-
-def needs_login_message(name: str, why: str = "the server wants a login") -> str:
-    """The error of a connection waiting for the user."""
-    return f"{why}; run `{login_command(name)}`"
 
 
 def _first(query: dict[str, list[str]], key: str) -> str | None:
