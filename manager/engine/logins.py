@@ -133,5 +133,5 @@ class Logins:
         login = self._last.pop(name, None)
         if login is not None:
             login.finish("logged out")
-        self._manager.add(conn.spec, why="logout")
+        self._manager.add(conn.spec, why="tokens")
         return forgot

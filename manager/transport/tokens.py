@@ -126,6 +126,8 @@ class FileTokens(TokenStorage):
         return data if isinstance(data, dict) else {}
 
     def _write(self, data: dict[str, object]) -> None:
+        # Our state directory and its tokens/ are both private (0700).
+        self.path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.path.parent, 0o700)
         tmp = self.path.with_suffix(".tmp")
