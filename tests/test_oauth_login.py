@@ -374,3 +374,50 @@ async def test_a_call_that_needs_more_scope_asks_for_it_at_the_next_login(
         assert len(server.asked_scopes) == 2  # one authorization per login
         result = await parts.manager.call("tracker", "add", {"a": 1, "b": 2})
         assert not result.is_error
+
+
+async def test_requests_refused_together_during_a_login_share_one_authorization(
+    tmp_path: Path,
+) -> None:
+    """Two requests of one connection get 401 at the same moment while a login
+    is under way: the first authorizes, the second waits for it and goes out
+    with the new token (no second authorization racing for the same login)."""
+    from manager.transport.auth import oauth_auth
+    from manager.transport.login import LoginDesk
+    from manager.transport.tokens import FileTokens
+
+    async with oauth_demo() as server:
+        desk = LoginDesk()
+        tokens = FileTokens(tmp_path / "t.json", None)
+        steps: list[str] = []
+        auth = oauth_auth(
+            spec("tracker", server), tokens, desk, lambda step, *_: steps.append(step)
+        )
+        assert auth is not None
+        login = await desk.begin("tracker")
+        statuses: list[int] = []
+        both = anyio.Event()
+
+        async def request(client: httpx2.AsyncClient) -> None:
+            response = await client.get(f"{server.base}/mcp")
+            statuses.append(response.status_code)
+            if len(statuses) == 2:
+                both.set()
+
+        async with (
+            httpx2.AsyncClient(auth=auth) as client,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(login.serve, 20.0)
+            tg.start_soon(request, client)
+            tg.start_soon(request, client)
+            with anyio.fail_after(10):
+                await login.url_ready.wait()
+            landed = await browse(server, login)
+            assert landed.status_code == 200
+            with anyio.fail_after(10):
+                await both.wait()
+            login.finish(None)
+        assert 401 not in statuses  # both went through with the login's token
+        assert server.hits["/authorize"] == 1 and steps.count("authorize") == 1
+        assert server.issued == 1

@@ -330,6 +330,7 @@ class ConnectionAuth(httpx2.Auth):
             response = httpx2.Response(
                 403, headers={"WWW-Authenticate": challenge}, request=request
             )
+            basis = context.current_tokens
         else:
             token = context.current_tokens
             if token is not None and not self._fresh() and context.can_refresh_token():
@@ -341,6 +342,7 @@ class ConnectionAuth(httpx2.Auth):
             sent = self._fresh()
             if sent:
                 self._authorize(request)
+            basis = context.current_tokens  # what the answer below refused
             response = yield request
             if not _challenged(response) or not _bearer(response):
                 return
@@ -355,6 +357,7 @@ class ConnectionAuth(httpx2.Auth):
                         await self._refreshed(answer, time.monotonic() - began)
                 if self._fresh():
                     self._authorize(request)
+                    basis = context.current_tokens
                     response = yield request
                     if not _challenged(response):
                         return
@@ -372,7 +375,7 @@ class ConnectionAuth(httpx2.Auth):
                 raise LoginRequired(why)
         # The SDK's flow, driven by hand: `async for` would not pass the
         # responses httpx sends back into it.
-        flow = self._full_flow(request, response)
+        flow = self._full_flow(request, response, basis)
         try:
             outgoing = await flow.__anext__()
             while True:
@@ -408,9 +411,10 @@ class ConnectionAuth(httpx2.Auth):
             raise LoginRequired(self._why)
 
     async def _full_flow(
-        self, request: httpx2.Request, response: httpx2.Response
+        self, request: httpx2.Request, response: httpx2.Response, basis: object
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        """The SDK's flow for a challenge we already hold the answer to."""
+        """The SDK's flow for a challenge we already hold the answer to
+        (`response`, refusing the token `basis`)."""
         provider = self._sdk()
         context = provider.context
         login = self._desk.pending(self.name) if self.interactive else None
@@ -421,9 +425,12 @@ class ConnectionAuth(httpx2.Auth):
         flow = provider.async_auth_flow(request)
         retried: httpx2.Response | None = None
         try:
-            outgoing = await flow.__anext__()
-            if outgoing is request:
-                # It would send the request to learn what we already know.
+            outgoing = await flow.__anext__()  # under the SDK's lock from here
+            if outgoing is request and context.current_tokens is basis:
+                # It would send the request to learn what we already know. (If
+                # another request's flow got a new token while this one waited
+                # for the lock, the request goes out with it instead: one
+                # authorization, not two racing for the same login.)
                 outgoing = await flow.asend(response)
             while True:
                 step = _step(outgoing) if outgoing is not request else ""
