@@ -59,7 +59,7 @@ class Refuser:
                 Route("/sse", self.refuse, methods=["GET"]),
             ]
         )
-        sock = socket.socket()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         server = uvicorn.Server(

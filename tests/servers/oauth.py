@@ -351,7 +351,10 @@ async def oauth_demo(
     auth = OAuthServer(
         app, expires_in=expires_in, refresh_delay=refresh_delay, admin_tools=admin_tools
     )
-    sock = socket.socket()
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on accepted
+    # sockets that say so, and without it every answer waited ~40 ms (Nagle
+    # against the client's delayed ACK).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     auth.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     server = uvicorn.Server(
