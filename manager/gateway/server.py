@@ -43,7 +43,6 @@ import anyio.abc
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -70,6 +69,7 @@ from .options import EndpointOptions
 from .peers import Peers, UnionServer
 from .replay import replayed
 from .requests import progress_forwarder
+from .stdio import stdio_streams
 
 if TYPE_CHECKING:
     from .http import HttpEndpoint
@@ -283,7 +283,7 @@ class Gateway:
         self, on_closed: Callable[[], None], early: EarlyStart | None = None
     ) -> None:
         try:
-            async with stdio_server() as (read, write):
+            async with stdio_streams() as (read, write):
                 if early is not None:
                     read, write = replayed(read, write, early)
                 await self.server.run(
