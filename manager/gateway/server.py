@@ -36,7 +36,7 @@ import logging
 import uuid
 import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -462,7 +462,9 @@ class Gateway:
         raw = result.raw
         if isinstance(raw, types.CallToolResult):
             return raw
-        return types.CallToolResult.model_validate(result.data, by_name=False)
+        # The upstream's JSON, passed on as is: the SDK server takes a dict as
+        # well (its type says otherwise) and checks it on the way out.
+        return cast(types.CallToolResult, dict(result.data))
 
     def _offered(self) -> set[str]:
         """Capabilities some upstream offers (all while one is on its first try:

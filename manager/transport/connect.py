@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 import mcp.types as types
 from mcp import ClientSession
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from .. import __version__
 from ..core.errors import (
@@ -145,9 +146,13 @@ class McpTransport:
                         if resolved.transport != "stdio":
                             lost.set(EOF_REPORT)
 
+                    # Built here, not by the session, so that tools/call can
+                    # be relayed through it (`McpSession`).
+                    dispatcher = JSONRPCDispatcher[Any](
+                        EofSignalingReadStream(read, on_eof), write
+                    )
                     session = ClientSession(
-                        EofSignalingReadStream(read, on_eof),
-                        write,
+                        dispatcher=dispatcher,
                         message_handler=message_handler(resolved.name, hooks),
                         client_info=types.Implementation(
                             name=CLIENT_NAME, version=__version__
@@ -156,7 +161,14 @@ class McpTransport:
                     )
                     async with session:
                         upstream = await handshake(
-                            resolved, session, write, lost, pid, deadline, slot
+                            resolved,
+                            session,
+                            write,
+                            lost,
+                            pid,
+                            deadline,
+                            slot,
+                            dispatcher=dispatcher,
                         )
                         if slot is not None:
                             slot.release()  # started: the next server may begin

@@ -19,8 +19,16 @@ import anyio.abc
 import mcp.types as types
 from mcp import ClientSession
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
+from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    encode_header_value,
+)
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from ..core.errors import (
     ConnectFailed,
@@ -66,7 +74,16 @@ SUSPECT_INTERVAL = 5.0
 
 
 class McpSession:
-    """The `Upstream` implementation over an SDK `ClientSession`."""
+    """The `Upstream` implementation over an SDK `ClientSession`.
+
+    `tools/call` on a handshake-era session is relayed: sent through the
+    session's JSON-RPC dispatcher (ids, timeout, progress, the courtesy
+    `notifications/cancelled`, the SDK's span and trace context stay the SDK's)
+    and its result passed on as the JSON the server sent, instead of being
+    validated into the SDK's types (twice) and dumped again. The endpoint's
+    own server checks what it sends on. A result that is not plainly a tool
+    result goes through the SDK's model, to fail as it would there.
+    """
 
     def __init__(
         self,
@@ -75,8 +92,11 @@ class McpSession:
         lost: LostSignal,
         pid: int | None,
         sentinel: TcpSentinel | None = None,
+        dispatcher: JSONRPCDispatcher[Any] | None = None,
     ) -> None:
         self._session = session
+        relay = dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+        self._relay = dispatcher if relay else None
         self._info = info
         self._lost = lost
         self._pid = pid
@@ -199,6 +219,8 @@ class McpSession:
         if self._lost.is_set:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
         try:
+            if self._relay is not None:
+                return await self._relay_call(name, arguments, limit, meta, progress)
             result = await self._session.call_tool(
                 name,
                 dict(arguments) if arguments else None,
@@ -220,6 +242,41 @@ class McpSession:
             ) from exc
         data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return CallResult(is_error=bool(result.is_error), data=data, raw=result)
+
+    async def _relay_call(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        meta: Mapping[str, object] | None,
+        progress: ProgressCallback | None,
+    ) -> CallResult:
+        """`tools/call` through the dispatcher; the result as the server sent it."""
+        assert self._relay is not None
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        if meta:
+            params["_meta"] = dict(meta)
+        # What the SDK's handshake-era session stamps on a tools/call (read by
+        # streamable HTTP only).
+        opts: CallOptions = {
+            "timeout": limit,
+            "headers": {
+                MCP_PROTOCOL_VERSION_HEADER: self._info.protocol,
+                MCP_NAME_HEADER: encode_header_value(name),
+            },
+        }
+        if progress is not None:
+            opts["on_progress"] = progress
+        raw = await self._relay.send_raw_request("tools/call", params, opts)
+        if not _plain_tool_result(raw):
+            # Fails (ValidationError) or normalises as the SDK's own call would.
+            typed = types.CallToolResult.model_validate(raw, by_name=False)
+            raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
+        elif "isError" not in raw:
+            raw["isError"] = False  # as the SDK's model fills it in
+        return CallResult(is_error=raw["isError"] is True, data=raw)
 
     async def notify_roots_changed(self) -> None:
         try:
@@ -285,6 +342,26 @@ _RESULTS: dict[str, Any] = {
     "resources": types.ListResourcesResult,
     "templates": types.ListResourceTemplatesResult,
 }
+
+
+def _plain_tool_result(raw: Mapping[str, Any]) -> bool:
+    """Whether `raw` is plainly a tool result: content blocks (objects with a
+    string `type`), and `isError`, `structuredContent` and `_meta` of their
+    types if present. Anything else is left to the SDK's model."""
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            return False
+    is_error = raw.get("isError", False)
+    structured = raw.get("structuredContent", {})
+    extra = raw.get("_meta", {})
+    return (
+        isinstance(is_error, bool)
+        and isinstance(structured, dict)
+        and isinstance(extra, dict)
+    )
 
 
 def _tool_info(tool: types.Tool) -> ToolInfo:
@@ -403,6 +480,7 @@ async def handshake(
     pid: int | None,
     deadline: float,
     slot: Slot | None = None,
+    dispatcher: JSONRPCDispatcher[Any] | None = None,
 ) -> McpSession:
     """initialize + list all tools, prompts, resources and templates before
     `deadline`; errors mapped and explained.
@@ -431,7 +509,9 @@ async def handshake(
                 if spec.transport == "http":  # SSE and stdio see their end already
                     host, port, _ = address(spec.url)
                     sentinel = TcpSentinel(host, port)
-                upstream = McpSession(session, info, lost, pid, sentinel)
+                upstream = McpSession(
+                    session, info, lost, pid, sentinel, dispatcher=dispatcher
+                )
                 await upstream.list_tools()
                 await upstream.list_catalog()
             pacing.cancel_scope.cancel()
