@@ -38,6 +38,7 @@ from .base import Hooks, Upstream
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import open_http_streams, open_sse_streams
 from .probe import tcp_precheck
+from .relay import NO_SEND_SPAN, SendSpan
 from .requests import server_request_callbacks
 from .session import (
     EOF_REPORT,
@@ -84,6 +85,8 @@ class McpTransport:
             (a registry of its own if None).
         state_dir: Where OAuth tokens are kept (`tokens.default_state_dir()`
             if None).
+        send_span: The SDK's span around a `tools/call` the stdio relay
+            sends itself (`Tracing.send_span`; none by default).
     """
 
     def __init__(
@@ -93,7 +96,9 @@ class McpTransport:
         open_streams: StreamOpener | None = None,
         secrets: SecretRegistry | None = None,
         state_dir: Path | None = None,
+        send_span: SendSpan = NO_SEND_SPAN,
     ) -> None:
+        self._send_span = send_span
         self.secrets = secrets if secrets is not None else SecretRegistry()
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self._getenv = getenv
@@ -206,7 +211,11 @@ class McpTransport:
         self, spec: ConnectionSpec, hooks: Hooks, lost: LostSignal, deadline: float
     ) -> AsyncIterator[tuple[Any, Any, int | None]]:
         if spec.transport == "stdio":
-            async with stdio_streams(spec, hooks, lost) as (read, write, pid):
+            async with stdio_streams(spec, hooks, lost, self._send_span) as (
+                read,
+                write,
+                pid,
+            ):
                 yield read, write, pid
             return
         await tcp_precheck(spec.url, deadline)

@@ -6,6 +6,7 @@ stdio start); `McpSession` makes calls, pings and notices the end.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -53,6 +54,7 @@ from .base import (
 from .errors import describe_error, flatten, is_session_lost
 from .liveness import TcpSentinel
 from .probe import address
+from .relay import StdioRelay
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 
 __all__ = [
@@ -76,13 +78,15 @@ SUSPECT_INTERVAL = 5.0
 class McpSession:
     """The `Upstream` implementation over an SDK `ClientSession`.
 
-    `tools/call` on a handshake-era session is relayed: sent through the
-    session's JSON-RPC dispatcher (ids, timeout, progress, the courtesy
-    `notifications/cancelled`, the SDK's span and trace context stay the SDK's)
-    and its result passed on as the JSON the server sent, instead of being
-    validated into the SDK's types (twice) and dumped again. The endpoint's
-    own server checks what it sends on. A result that is not plainly a tool
-    result goes through the SDK's model, to fail as it would there.
+    `tools/call` on a handshake-era session is relayed: to a stdio server by
+    the transport's `StdioRelay` (one JSON line out, its answer taken off
+    stdout), else through the session's JSON-RPC dispatcher (ids, timeout,
+    progress, the courtesy `notifications/cancelled`, the SDK's span and trace
+    context stay the SDK's). Either way the result is passed on as the JSON the
+    server sent, instead of being validated into the SDK's types (twice) and
+    dumped again; the endpoint's own server checks what it sends on. A result
+    that is not plainly a tool result goes through the SDK's model, to fail as
+    it would there.
     """
 
     def __init__(
@@ -93,10 +97,12 @@ class McpSession:
         pid: int | None,
         sentinel: TcpSentinel | None = None,
         dispatcher: JSONRPCDispatcher[Any] | None = None,
+        stdio_relay: StdioRelay | None = None,
     ) -> None:
         self._session = session
-        relay = dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+        relay = info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
         self._relay = dispatcher if relay else None
+        self._stdio_relay = stdio_relay if relay else None
         self._info = info
         self._lost = lost
         self._pid = pid
@@ -251,13 +257,38 @@ class McpSession:
         meta: Mapping[str, object] | None,
         progress: ProgressCallback | None,
     ) -> CallResult:
-        """`tools/call` through the dispatcher; the result as the server sent it."""
+        """`tools/call` by the stdio relay (arguments JSON can carry) or the
+        dispatcher; the result as the server sent it."""
         assert self._relay is not None
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
+        raw: dict[str, Any] | None = None
+        if self._stdio_relay is not None:
+            with contextlib.suppress(ValueError):  # not JSON: the SDK's way below
+                raw = await self._stdio_relay.request(
+                    "tools/call", params, limit, progress
+                )
+        if raw is None:
+            raw = await self._dispatched_call(name, params, limit, progress)
+        if not _plain_tool_result(raw):
+            # Fails (ValidationError) or normalises as the SDK's own call would.
+            typed = types.CallToolResult.model_validate(raw, by_name=False)
+            raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
+        elif "isError" not in raw:
+            raw["isError"] = False  # as the SDK's model fills it in
+        return CallResult(is_error=raw["isError"] is True, data=raw)
+
+    async def _dispatched_call(
+        self,
+        name: str,
+        params: dict[str, Any],
+        limit: float,
+        progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        assert self._relay is not None
         # What the SDK's handshake-era session stamps on a tools/call (read by
         # streamable HTTP only).
         opts: CallOptions = {
@@ -269,14 +300,7 @@ class McpSession:
         }
         if progress is not None:
             opts["on_progress"] = progress
-        raw = await self._relay.send_raw_request("tools/call", params, opts)
-        if not _plain_tool_result(raw):
-            # Fails (ValidationError) or normalises as the SDK's own call would.
-            typed = types.CallToolResult.model_validate(raw, by_name=False)
-            raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
-        elif "isError" not in raw:
-            raw["isError"] = False  # as the SDK's model fills it in
-        return CallResult(is_error=raw["isError"] is True, data=raw)
+        return await self._relay.send_raw_request("tools/call", params, opts)
 
     async def notify_roots_changed(self) -> None:
         try:
@@ -510,7 +534,13 @@ async def handshake(
                     host, port, _ = address(spec.url)
                     sentinel = TcpSentinel(host, port)
                 upstream = McpSession(
-                    session, info, lost, pid, sentinel, dispatcher=dispatcher
+                    session,
+                    info,
+                    lost,
+                    pid,
+                    sentinel,
+                    dispatcher=dispatcher,
+                    stdio_relay=getattr(write, "relay", None),
                 )
                 await upstream.list_tools()
                 await upstream.list_catalog()

@@ -28,6 +28,7 @@ from ..core.errors import (
 from ..core.spec import ConnectionSpec
 from .base import EXIT_CODE_WAIT, Hooks, LossReport
 from .children import CHILD_GROUPS
+from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from .session import LostSignal
 
 __all__ = ["stdio_streams"]
@@ -52,7 +53,10 @@ STDERR_LINE_LIMIT = 1000
 
 @asynccontextmanager
 async def stdio_streams(
-    spec: ConnectionSpec, hooks: Hooks, lost: LostSignal
+    spec: ConnectionSpec,
+    hooks: Hooks,
+    lost: LostSignal,
+    send_span: SendSpan = NO_SEND_SPAN,
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
@@ -60,7 +64,11 @@ async def stdio_streams(
         int,
     ]
 ]:
-    """Spawn a stdio server in its own process group and bridge its pipes."""
+    """Spawn a stdio server in its own process group and bridge its pipes.
+
+    The write stream carries the `StdioRelay` for `tools/call` (`relay`); the
+    stdout reader hands it the lines that answer its requests.
+    """
     env = get_default_environment() | dict(spec.env)
     try:
         process = await anyio.open_process(
@@ -100,6 +108,7 @@ async def stdio_streams(
         if broken.is_set():
             return
         broken.set()
+        relay.close()
         code = await _exit_code(process, EXIT_CODE_WAIT)
         reason = "server stopped reading stdin" if code is None else _exit_text(code)
         lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
@@ -107,6 +116,12 @@ async def stdio_streams(
 
     assert process.stdin is not None
     write_stream = _StdinWriter(process.stdin, on_broken)
+    relay = StdioRelay(
+        write_stream.send_line,
+        lambda *args: tg.start_soon(*args),
+        send_span,
+    )
+    write_stream.relay = relay
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
@@ -123,11 +138,15 @@ async def stdio_streams(
                         continue
                     *lines, buffer = buffer.split(b"\n")
                     for line in lines:
+                        if relay.take(line):
+                            continue
                         message = _parse_stdout_line(line, garbage, hooks)
                         if message is not None:
                             await read_writer.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
+        finally:
+            relay.close()  # where the SDK session sees the end too
         code = await _exit_code(process, EXIT_CODE_WAIT)
         reason = "server closed stdout" if code is None else _exit_text(code)
         lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
@@ -155,6 +174,7 @@ async def stdio_streams(
             yield read_stream, write_stream, pid
         finally:
             with anyio.CancelScope(shield=True):
+                relay.close()
                 await _stop_process(process)
                 write_stream.close()
                 read_stream.close()
@@ -172,6 +192,9 @@ class _StdinWriter:
         on_broken: Reports the server's end when stdin fails (once).
     """
 
+    relay: StdioRelay | None = None
+    """The relay for `tools/call` on the same stdin (set by `stdio_streams`)."""
+
     def __init__(
         self, stdin: anyio.abc.ByteSendStream, on_broken: Callable[[], Awaitable[None]]
     ) -> None:
@@ -180,11 +203,15 @@ class _StdinWriter:
         self._closed = False
 
     async def send(self, item: SessionMessage) -> None:
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await self.send_line(data.encode() + b"\n")
+
+    async def send_line(self, data: bytes) -> None:
+        """Write one JSON-RPC line (the relay's requests come this way too)."""
         if self._closed:
             raise anyio.ClosedResourceError
-        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
         try:
-            await self._stdin.send(data.encode() + b"\n")
+            await self._stdin.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             await self._on_broken()
             raise anyio.BrokenResourceError from exc
