@@ -129,6 +129,11 @@ class Tracing(Protocol):
         """
         ...
 
+    def recording(self) -> bool:
+        """Whether a span started now would be recorded (False while exports
+        fail and spans are dropped anyway): lets callers skip making them."""
+        ...
+
 
 def _ignore_error(code: int, message: str) -> None:
     pass
@@ -197,6 +202,10 @@ class NoTracing:
     ) -> AbstractContextManager[Callable[[int, str], None]]:
         """No span: with nothing recording, the SDK would inject nothing either."""
         return _NO_SEND_SPAN
+
+    def recording(self) -> bool:
+        """Never."""
+        return False
 
 
 NO_TRACING: Final = NoTracing()

@@ -33,13 +33,14 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server import Server
+from mcp.server import Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -107,6 +108,21 @@ _TABLE_EVENTS = frozenset(
 """Event kinds after which the tool table (or first-attempt state) may differ."""
 
 
+class _WhileRecording:
+    """A server middleware that runs only while spans are recorded."""
+
+    def __init__(self, inner: Any, recording: Callable[[], bool]) -> None:
+        self._inner = inner
+        self._recording = recording
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if self._recording():
+            return cast(HandlerResult, await self._inner(ctx, call_next))
+        return await call_next(ctx)
+
+
 class Gateway:
     """The aggregated MCP server over a running `Manager`.
 
@@ -171,14 +187,18 @@ class Gateway:
             )
         assert isinstance(self.server, UnionServer)
         self.server.offered = self._offered
-        if manager.tracing is NO_TRACING:
-            # The SDK's own span per message (its OpenTelemetryMiddleware) costs
-            # a few percent of each call even with no tracer: off with telemetry.
-            self.server.middleware = [
-                m
-                for m in self.server.middleware
-                if type(m).__name__ != "OpenTelemetryMiddleware"
-            ]
+        # The SDK's own span per message (its OpenTelemetryMiddleware) costs a
+        # few percent of each call even when nothing records: off with
+        # telemetry, skipped while spans are dropped (no collector).
+        tracing = manager.tracing
+        self.server.middleware = [
+            _WhileRecording(m, tracing.recording)
+            if type(m).__name__ == "OpenTelemetryMiddleware"
+            else m
+            for m in self.server.middleware
+            if tracing is not NO_TRACING
+            or type(m).__name__ != "OpenTelemetryMiddleware"
+        ]
         self.server.middleware.append(self._peers.track)
 
     @property

@@ -164,6 +164,10 @@ class CurrentSpans:
         """A span, current for the `with` block (see `engine.tracing.Tracing`)."""
         return _ActiveSpan(self, name, attributes, kind)
 
+    def recording(self) -> bool:
+        """Whether a span started now would be recorded (`engine.tracing.Tracing`)."""
+        return self.tracer is not None and not self.quiet()
+
     @contextlib.contextmanager
     def send_span(
         self, method: str, target: str | None, request_id: str, meta: dict[str, Any]
@@ -171,8 +175,15 @@ class CurrentSpans:
         """The SDK's span for a request the relay sends (`engine.tracing.Tracing`).
 
         Made as the SDK's dispatcher makes it (its tracer, name, kind and
-        attributes), so a trace looks the same whichever way the call went.
+        attributes), so a trace looks the same whichever way the call went;
+        not made while `quiet` (no collector: it would be dropped anyway).
         """
+        if self.quiet():
+            # Exports fail and the sampler would drop the span: skip making
+            # it, as our own spans do; the current context still goes along.
+            propagate.inject(meta)
+            yield _ignore_error
+            return
         with _SDK_TRACER.start_as_current_span(
             f"MCP send {method}{f' {target}' if target else ''}",
             kind=SpanKind.CLIENT,
@@ -187,6 +198,10 @@ class CurrentSpans:
                 span.set_status(StatusCode.ERROR, message)
 
             yield failed
+
+
+def _ignore_error(code: int, message: str) -> None:
+    pass
 
 
 _SDK_TRACER = trace.get_tracer("mcp-python-sdk")
