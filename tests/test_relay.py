@@ -28,7 +28,7 @@ SERVER = r"""
 import json, sys
 log = open(sys.argv[1], "a", buffering=1)
 tools = [{"name": n, "inputSchema": {"type": "object"}}
-         for n in ("echo", "progress", "slow", "fail", "die", "odd")]
+         for n in ("echo", "progress", "slow", "fail", "die", "odd", "badid")]
 
 def send(message):
     sys.stdout.write(json.dumps(message) + "\n")
@@ -65,6 +65,9 @@ for line in sys.stdin:
                 "code": -32099, "message": "no such thing", "data": {"why": 1}}})
         elif name == "die":
             sys.exit(5)
+        elif name == "badid":  # an id no request has (not even hashable) first
+            send({"jsonrpc": "2.0", "id": [rid], "result": {}})
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [text]}})
         elif name == "odd":  # not a tool result: the SDK's model judges it
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": "text"}})
         # "slow": never answered
@@ -212,3 +215,11 @@ async def test_a_server_that_dies_during_a_relayed_call_ends_it_with_its_exit(
     manager, _ = upstream
     with pytest.raises(ServerUnavailable, match="disconnected during the call"):
         await manager.call("up", "die", {})
+
+
+async def test_an_answer_with_an_id_no_request_has_is_left_to_the_sdk(
+    upstream: tuple[Manager, Path],
+) -> None:
+    manager, _ = upstream
+    assert not (await manager.call("up", "badid", {})).is_error
+    assert not (await manager.call("up", "echo", {})).is_error  # still connected

@@ -203,7 +203,8 @@ class StdioRelay:
         return False
 
     def _answer(self, message: dict[str, Any]) -> bool:
-        waiter = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+        request_id = message.get("id")
+        waiter = self._pending.get(request_id) if isinstance(request_id, str) else None
         if waiter is None:
             return False
         result, error = message.get("result"), message.get("error")

@@ -108,10 +108,10 @@ async def stdio_streams(
         if broken.is_set():
             return
         broken.set()
-        relay.close()
         code = await _exit_code(process, EXIT_CODE_WAIT)
         reason = "server stopped reading stdin" if code is None else _exit_text(code)
         lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
+        relay.close()
         await read_writer.aclose()
 
     assert process.stdin is not None
