@@ -28,7 +28,7 @@ SERVER = r"""
 import json, sys
 log = open(sys.argv[1], "a", buffering=1)
 tools = [{"name": n, "inputSchema": {"type": "object"}}
-         for n in ("echo", "progress", "slow", "fail", "die", "odd", "badid")]
+         for n in ("echo", "progress", "slow", "fail", "die", "odd", "badid", "deaf")]
 
 def send(message):
     sys.stdout.write(json.dumps(message) + "\n")
@@ -65,6 +65,11 @@ for line in sys.stdin:
                 "code": -32099, "message": "no such thing", "data": {"why": 1}}})
         elif name == "die":
             sys.exit(5)
+        elif name == "deaf":  # stops reading: our next write fails
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [text]}})
+            import os, time
+            os.close(0)
+            time.sleep(30)
         elif name == "badid":  # an id no request has (not even hashable) first
             send({"jsonrpc": "2.0", "id": [rid], "result": {}})
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [text]}})
@@ -223,3 +228,12 @@ async def test_an_answer_with_an_id_no_request_has_is_left_to_the_sdk(
     manager, _ = upstream
     assert not (await manager.call("up", "badid", {})).is_error
     assert not (await manager.call("up", "echo", {})).is_error  # still connected
+
+
+async def test_a_server_that_stops_reading_stdin_ends_the_next_call_saying_so(
+    upstream: tuple[Manager, Path],
+) -> None:
+    manager, _ = upstream
+    assert not (await manager.call("up", "deaf", {})).is_error
+    with pytest.raises(ServerUnavailable, match="server stopped reading stdin"):
+        await manager.call("up", "echo", {})
