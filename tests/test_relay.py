@@ -11,16 +11,23 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 import anyio
+import httpx2
+import mcp.types as types
 import pytest
 from fakes import Recorder, eventually
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from manager.core.errors import CallTimeout, ServerUnavailable, UpstreamError
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
+from manager.gateway import EndpointOptions, Gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -237,3 +244,36 @@ async def test_a_server_that_stops_reading_stdin_ends_the_next_call_saying_so(
     assert not (await manager.call("up", "deaf", {})).is_error
     with pytest.raises(ServerUnavailable, match="server stopped reading stdin"):
         await manager.call("up", "echo", {})
+
+
+async def test_through_the_endpoint_relayed_results_and_errors_reach_the_client(
+    upstream: tuple[Manager, Path],
+) -> None:
+    manager, _ = upstream
+    gateway = Gateway(manager, manager.bus)
+    async with anyio.create_task_group() as tg:
+        await tg.start(partial(gateway.serve, EndpointOptions("127.0.0.1", 0)))
+        await eventually(lambda: "up__echo" in gateway.table.routes)
+        async with (
+            httpx2.AsyncClient() as http,
+            streamable_http_client(str(gateway.url), http_client=http) as streams,
+            ClientSession(*streams) as client,
+        ):
+            await client.initialize()
+            result = await client.call_tool("up__echo", {"text": "hi"})
+            assert _seen(result.model_dump(by_alias=True))["args"] == {"text": "hi"}
+            assert result.is_error is False
+            with pytest.raises(MCPError, match="up: no such thing") as caught:
+                await client.call_tool("up__fail", {})
+            assert caught.value.code == -32099
+            # Params of another shape are the SDK's to judge, as before.
+            other = await client.send_request(
+                types.CallToolRequest(
+                    params=types.CallToolRequestParams(
+                        name="up__echo", arguments={"text": "x"}, request_state="s"
+                    )
+                ),
+                types.CallToolResult,
+            )
+            assert _seen(other.model_dump(by_alias=True))["args"] == {"text": "x"}
+        await gateway.aclose()

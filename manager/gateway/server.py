@@ -200,6 +200,7 @@ class Gateway:
             or type(m).__name__ != "OpenTelemetryMiddleware"
         ]
         self.server.middleware.append(self._peers.track)
+        self.server.middleware.append(self.tools.relay)
 
     @property
     def table(self) -> ToolTable:

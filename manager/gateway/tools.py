@@ -18,8 +18,10 @@ from typing import Any, cast
 
 import mcp.types as types
 from mcp.server import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError, ServerUnavailable, UnknownServer
 from ..engine.manager import Manager
@@ -32,6 +34,10 @@ __all__ = ["ERROR_META_KEY", "ToolCalls"]
 
 ERROR_META_KEY = "mcp-manager/error"
 """`_meta` key on a tool error made by the gateway: the server's status."""
+
+_PLAIN_CALL_KEYS = frozenset({"name", "arguments", "_meta"})
+"""The params of a `tools/call` the relay answers itself (anything else, such
+as a task or input responses, is the SDK's to judge)."""
 
 _FORWARDED_META_DROP = "io.modelcontextprotocol/"
 """Reserved `_meta` keys that describe the downstream envelope, not the call."""
@@ -95,7 +101,46 @@ class ToolCalls:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         """`tools/call`: forwarded to the upstream that owns the tool."""
-        name = params.name
+        result = await self._call(ctx, params.name, params.arguments)
+        if isinstance(result, types.CallToolResult):
+            return result
+        # The upstream's JSON, passed on as is: the SDK server takes a dict as
+        # well (its type says otherwise) and checks it on the way out.
+        return cast(types.CallToolResult, result)
+
+    async def relay(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Server middleware (the innermost): `tools/call` of a handshake-era
+        session answered here, its result the upstream's JSON as is, without
+        the SDK validating the request's params into its model and the
+        result against its schema and dumping it again. Anything else, a
+        2026 session (whose results the SDK stamps) or params of an unusual
+        shape go the SDK's way, to be answered (or refused) as before.
+        """
+        params = ctx.params
+        if (
+            ctx.method != "tools/call"
+            or ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
+            or ctx.session.client_params is None  # not initialized
+            or not isinstance(params, dict)
+            or set(params) - _PLAIN_CALL_KEYS
+            or not isinstance(params.get("name"), str)
+            or not isinstance(params.get("arguments", {}), dict)
+            or not isinstance(params.get("_meta", {}), dict)
+        ):
+            return await call_next(ctx)
+        result = await self._call(ctx, params["name"], params.get("arguments"))
+        if isinstance(result, types.CallToolResult):
+            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return result
+
+    async def _call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        name: str,
+        arguments: dict[str, Any] | None,
+    ) -> types.CallToolResult | dict[str, Any]:
         route = self._table().routes.get(name)
         if route is not None:
             server, tool = route.server, route.tool
@@ -120,7 +165,7 @@ class ToolCalls:
         try:
             with self._features.waiting(server, ctx, token):
                 result = await self.manager.call(
-                    server, tool, params.arguments, meta=meta, progress=progress
+                    server, tool, arguments, meta=meta, progress=progress
                 )
         except (ServerUnavailable, UnknownServer) as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))
@@ -134,9 +179,7 @@ class ToolCalls:
         raw = result.raw
         if isinstance(raw, types.CallToolResult):
             return raw
-        # The upstream's JSON, passed on as is: the SDK server takes a dict as
-        # well (its type says otherwise) and checks it on the way out.
-        return cast(types.CallToolResult, dict(result.data))
+        return dict(result.data)
 
     def _unlisted_route(self, name: str) -> tuple[str, str] | None:
         """(server, tool) for a name the table does not show: the server whose
