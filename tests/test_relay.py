@@ -72,10 +72,10 @@ for line in sys.stdin:
                 "code": -32099, "message": "no such thing", "data": {"why": 1}}})
         elif name == "die":
             sys.exit(5)
-        elif name == "deaf":  # stops reading: our next write fails
-            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [text]}})
+        elif name == "deaf":  # stops reading (before it answers): our next write fails
             import os, time
             os.close(0)
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [text]}})
             time.sleep(30)
         elif name == "badid":  # an id no request has (not even hashable) first
             send({"jsonrpc": "2.0", "id": [rid], "result": {}})
