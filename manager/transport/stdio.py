@@ -100,19 +100,26 @@ async def stdio_streams(
         SessionMessage | Exception
     ](0)
     garbage = [0]
-    broken = anyio.Event()
+    broken: list[anyio.Event] = []
 
     async def on_broken() -> None:
         """stdin failed: usually the server died, and its exit code says more
-        than the pipe. Reported once; the session's read stream then ends."""
-        if broken.is_set():
+        than the pipe. Reported once (other failed writers wait for it, so
+        they too see the loss report); the session's read stream then ends."""
+        if broken:
+            await broken[0].wait()
             return
-        broken.set()
-        code = await _exit_code(process, EXIT_CODE_WAIT)
-        reason = "server stopped reading stdin" if code is None else _exit_text(code)
-        lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
-        relay.close()
-        await read_writer.aclose()
+        broken.append(anyio.Event())
+        try:
+            code = await _exit_code(process, EXIT_CODE_WAIT)
+            reason = (
+                "server stopped reading stdin" if code is None else _exit_text(code)
+            )
+            lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
+            relay.close()
+            await read_writer.aclose()
+        finally:
+            broken[0].set()
 
     assert process.stdin is not None
     write_stream = _StdinWriter(process.stdin, on_broken)
