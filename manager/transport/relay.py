@@ -1,6 +1,11 @@
-"""The lean relay for `tools/call` to a stdio server: JSON in, JSON out.
+"""The lean relay for `tools/call`: JSON in, JSON out.
 
-A tool call through the SDK's session crosses several memory streams and tasks
+`ToolCallRelay` is what `McpSession.call_tool` uses on a handshake-era
+session: the request goes out through `StdioRelay` (stdio servers) or the SDK
+session's JSON-RPC dispatcher (HTTP, SSE), and the result comes back as the
+JSON the server sent, not validated into the SDK's types and dumped again.
+
+`StdioRelay`: a tool call through the SDK's session crosses several memory streams and tasks
 per message (the dispatcher's write stream, the read stream and its loop, a
 waiter stream) and is validated into pydantic types on the way. The relay
 writes the request as one JSON line straight onto the server's stdin and picks
@@ -25,18 +30,32 @@ import contextlib
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
+import mcp.types as types
+from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    encode_header_value,
+)
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from .base import ProgressCallback
+from .base import CallResult, ProgressCallback
 
-__all__ = ["CANCEL_WRITE_TIMEOUT", "NO_SEND_SPAN", "SendSpan", "StdioRelay"]
+__all__ = [
+    "CANCEL_WRITE_TIMEOUT",
+    "NO_SEND_SPAN",
+    "SendSpan",
+    "StdioRelay",
+    "ToolCallRelay",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -252,6 +271,104 @@ class StdioRelay:
                     code=CONNECTION_CLOSED, message="Connection closed"
                 )
                 waiter.done.set()
+
+
+class ToolCallRelay:
+    """`tools/call` of a handshake-era session, relayed (see `McpSession`).
+
+    To a stdio server by its `StdioRelay` when the arguments are JSON, else
+    through the session's JSON-RPC dispatcher; the result as the server sent
+    it once it plainly has a tool result's shape.
+
+    Args:
+        protocol: The session's negotiated protocol version.
+        dispatcher: The SDK session's dispatcher.
+        stdio_relay: The stdio transport's relay, if the server is a process.
+
+    Raises:
+        MCPError: As the SDK's session raises it (the caller maps it).
+    """
+
+    def __init__(
+        self,
+        protocol: str,
+        dispatcher: JSONRPCDispatcher[Any],
+        stdio_relay: StdioRelay | None = None,
+    ) -> None:
+        self._protocol = protocol
+        self._dispatcher = dispatcher
+        self._stdio_relay = stdio_relay
+
+    async def call(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        meta: Mapping[str, object] | None,
+        progress: ProgressCallback | None,
+    ) -> CallResult:
+        """`tools/call` by the stdio relay (arguments JSON can carry) or the
+        dispatcher; the result as the server sent it."""
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        if meta:
+            params["_meta"] = dict(meta)
+        raw: dict[str, Any] | None = None
+        if self._stdio_relay is not None:
+            with contextlib.suppress(ValueError):  # not JSON: the SDK's way below
+                raw = await self._stdio_relay.request(
+                    "tools/call", params, limit, progress
+                )
+        if raw is None:
+            raw = await self._dispatched_call(name, params, limit, progress)
+        if not _plain_tool_result(raw):
+            # Fails (ValidationError) or normalises as the SDK's own call would.
+            typed = types.CallToolResult.model_validate(raw, by_name=False)
+            raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
+        elif "isError" not in raw:
+            raw["isError"] = False  # as the SDK's model fills it in
+        return CallResult(is_error=raw["isError"] is True, data=raw)
+
+    async def _dispatched_call(
+        self,
+        name: str,
+        params: dict[str, Any],
+        limit: float,
+        progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        # What the SDK's handshake-era session stamps on a tools/call (read by
+        # streamable HTTP only).
+        opts: CallOptions = {
+            "timeout": limit,
+            "headers": {
+                MCP_PROTOCOL_VERSION_HEADER: self._protocol,
+                MCP_NAME_HEADER: encode_header_value(name),
+            },
+        }
+        if progress is not None:
+            opts["on_progress"] = progress
+        return await self._dispatcher.send_raw_request("tools/call", params, opts)
+
+
+def _plain_tool_result(raw: Mapping[str, Any]) -> bool:
+    """Whether `raw` is plainly a tool result: content blocks (objects with a
+    string `type`), and `isError`, `structuredContent` and `_meta` of their
+    types if present. Anything else is left to the SDK's model."""
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            return False
+    is_error = raw.get("isError", False)
+    structured = raw.get("structuredContent", {})
+    extra = raw.get("_meta", {})
+    return (
+        isinstance(is_error, bool)
+        and isinstance(structured, dict)
+        and isinstance(extra, dict)
+    )
 
 
 async def _report(

@@ -6,7 +6,6 @@ stdio start); `McpSession` makes calls, pings and notices the end.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import math
@@ -20,13 +19,7 @@ import anyio.abc
 import mcp.types as types
 from mcp import ClientSession
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
-from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import (
-    MCP_NAME_HEADER,
-    MCP_PROTOCOL_VERSION_HEADER,
-    encode_header_value,
-)
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -54,7 +47,7 @@ from .base import (
 from .errors import describe_error, flatten, is_session_lost
 from .liveness import TcpSentinel
 from .probe import address
-from .relay import StdioRelay
+from .relay import StdioRelay, ToolCallRelay
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 
 __all__ = [
@@ -84,9 +77,8 @@ class McpSession:
     progress, the courtesy `notifications/cancelled`, the SDK's span and trace
     context stay the SDK's). Either way the result is passed on as the JSON the
     server sent, instead of being validated into the SDK's types (twice) and
-    dumped again; the endpoint's own server checks what it sends on. A result
-    that is not plainly a tool result goes through the SDK's model, to fail as
-    it would there.
+    dumped again, once it plainly has a tool result's shape; any other result
+    goes through the SDK's model, to fail (or be normalised) as it would there.
     """
 
     def __init__(
@@ -100,9 +92,11 @@ class McpSession:
         stdio_relay: StdioRelay | None = None,
     ) -> None:
         self._session = session
-        relay = info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
-        self._relay = dispatcher if relay else None
-        self._stdio_relay = stdio_relay if relay else None
+        self._relay = (
+            ToolCallRelay(info.protocol, dispatcher, stdio_relay)
+            if dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+            else None
+        )
         self._info = info
         self._lost = lost
         self._pid = pid
@@ -226,7 +220,7 @@ class McpSession:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
         try:
             if self._relay is not None:
-                return await self._relay_call(name, arguments, limit, meta, progress)
+                return await self._relay.call(name, arguments, limit, meta, progress)
             result = await self._session.call_tool(
                 name,
                 dict(arguments) if arguments else None,
@@ -248,59 +242,6 @@ class McpSession:
             ) from exc
         data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return CallResult(is_error=bool(result.is_error), data=data, raw=result)
-
-    async def _relay_call(
-        self,
-        name: str,
-        arguments: Mapping[str, object] | None,
-        limit: float,
-        meta: Mapping[str, object] | None,
-        progress: ProgressCallback | None,
-    ) -> CallResult:
-        """`tools/call` by the stdio relay (arguments JSON can carry) or the
-        dispatcher; the result as the server sent it."""
-        assert self._relay is not None
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = dict(arguments)
-        if meta:
-            params["_meta"] = dict(meta)
-        raw: dict[str, Any] | None = None
-        if self._stdio_relay is not None:
-            with contextlib.suppress(ValueError):  # not JSON: the SDK's way below
-                raw = await self._stdio_relay.request(
-                    "tools/call", params, limit, progress
-                )
-        if raw is None:
-            raw = await self._dispatched_call(name, params, limit, progress)
-        if not _plain_tool_result(raw):
-            # Fails (ValidationError) or normalises as the SDK's own call would.
-            typed = types.CallToolResult.model_validate(raw, by_name=False)
-            raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
-        elif "isError" not in raw:
-            raw["isError"] = False  # as the SDK's model fills it in
-        return CallResult(is_error=raw["isError"] is True, data=raw)
-
-    async def _dispatched_call(
-        self,
-        name: str,
-        params: dict[str, Any],
-        limit: float,
-        progress: ProgressCallback | None,
-    ) -> dict[str, Any]:
-        assert self._relay is not None
-        # What the SDK's handshake-era session stamps on a tools/call (read by
-        # streamable HTTP only).
-        opts: CallOptions = {
-            "timeout": limit,
-            "headers": {
-                MCP_PROTOCOL_VERSION_HEADER: self._info.protocol,
-                MCP_NAME_HEADER: encode_header_value(name),
-            },
-        }
-        if progress is not None:
-            opts["on_progress"] = progress
-        return await self._relay.send_raw_request("tools/call", params, opts)
 
     async def notify_roots_changed(self) -> None:
         try:
@@ -366,26 +307,6 @@ _RESULTS: dict[str, Any] = {
     "resources": types.ListResourcesResult,
     "templates": types.ListResourceTemplatesResult,
 }
-
-
-def _plain_tool_result(raw: Mapping[str, Any]) -> bool:
-    """Whether `raw` is plainly a tool result: content blocks (objects with a
-    string `type`), and `isError`, `structuredContent` and `_meta` of their
-    types if present. Anything else is left to the SDK's model."""
-    content = raw.get("content")
-    if not isinstance(content, list):
-        return False
-    for block in content:
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            return False
-    is_error = raw.get("isError", False)
-    structured = raw.get("structuredContent", {})
-    extra = raw.get("_meta", {})
-    return (
-        isinstance(is_error, bool)
-        and isinstance(structured, dict)
-        and isinstance(extra, dict)
-    )
 
 
 def _tool_info(tool: types.Tool) -> ToolInfo:
