@@ -5,9 +5,10 @@ session: the request goes out through `StdioRelay` (stdio servers) or the SDK
 session's JSON-RPC dispatcher (HTTP, SSE), and the result comes back as the
 JSON the server sent, not validated into the SDK's types and dumped again.
 
-`StdioRelay`: a tool call through the SDK's session crosses several memory streams and tasks
-per message (the dispatcher's write stream, the read stream and its loop, a
-waiter stream) and is validated into pydantic types on the way. The relay
+`StdioRelay`: a tool call through the SDK's session crosses several memory
+streams and tasks per message (the dispatcher's write stream, the read stream
+and its loop, a waiter stream) and is validated into pydantic types on the
+way. The relay
 writes the request as one JSON line straight onto the server's stdin and picks
 the matching answer (and the call's progress notifications) off its stdout
 before the SDK parses the line, with a small map of its own request ids. Every
