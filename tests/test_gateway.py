@@ -503,6 +503,20 @@ async def test_bad_host_and_origin_are_rejected_before_mcp() -> None:
 
 
 @pytest.mark.anyio
+async def test_other_paths_than_the_endpoint_are_still_answered_by_starlette() -> None:
+    async with running_gateway([]) as (gateway, _, _):
+        url = str(gateway.url)
+        async with httpx2.AsyncClient() as http:
+            missing = await http.post(url.replace("/mcp", "/other"), json={})
+            assert missing.status_code == 404
+            slash = await http.post(url + "/", json={})
+            assert slash.status_code == 307  # Starlette's redirect to /mcp
+            assert slash.headers["location"].endswith("/mcp")
+        async with session(url) as client:  # the endpoint itself, called direct
+            await client.send_ping()
+
+
+@pytest.mark.anyio
 async def test_a_token_is_required_when_configured() -> None:
     options = EndpointOptions("127.0.0.1", 0, token="s3cret-token")
     async with running_gateway([raw("fast")], options, wait_for=["fast"]) as (

@@ -65,6 +65,7 @@ from manager.telemetry import (
     TelemetryConfig,
     is_sdk_ping,
 )
+from manager.telemetry.current import CurrentSpans
 from manager.telemetry.export import LogCapture, PauseWhileFailing, build_exporting
 from manager.transport.connect import McpTransport
 
@@ -811,3 +812,32 @@ async def test_oauth_steps_are_spans_under_the_connect_attempt_and_counted(
         for a, v in traced.points("mcp.manager.auth.steps")
     }
     assert counted == {("discovery", "ok"): 2, ("token", "ok"): 1}
+
+
+def test_the_relays_send_span_carries_the_current_trace_also_while_quiet() -> None:
+    provider = TracerProvider(shutdown_on_exit=False)
+    tracer = provider.get_tracer("t")
+    quiet = [False]
+    spans = CurrentSpans(tracer, quiet=lambda: quiet[0])
+    assert spans.recording()
+    with tracer.start_as_current_span("call") as call:
+        context = call.get_span_context()
+        for quiet[0] in (False, True):
+            meta: dict[str, object] = {"k": "v"}
+            with spans.send_span("tools/call", "echo", "mcp-manager:1", meta) as fail:
+                fail(-32000, "not recorded here")  # no global provider: a no-op
+            # No global provider: the SDK's span does not record, so what goes
+            # upstream is the current span, made span or not.
+            traceparent = str(meta["traceparent"]).split("-")
+            assert traceparent[:3] == [
+                "00",
+                f"{context.trace_id:032x}",
+                f"{context.span_id:016x}",
+            ]
+            assert meta["k"] == "v"
+    assert not spans.recording()  # quiet: spans would be dropped
+    assert not tracing.NO_TRACING.recording()
+    meta = {}
+    with tracing.NO_TRACING.send_span("tools/call", None, "mcp-manager:2", meta):
+        pass
+    assert meta == {}

@@ -121,7 +121,7 @@ class Manager:
         self.requests = ServerRequests()
         self.starts = StartSlots(start_slots)
         self._transport = transport or McpTransport(
-            starts=self.starts, secrets=self.secrets
+            starts=self.starts, secrets=self.secrets, send_span=tracing.send_span
         )
         self._clock = clock
         self._rand = rand

@@ -15,10 +15,10 @@ conventions where they exist and `mcp.*` names of our own for the lifecycle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 from urllib.parse import urlsplit
 
 from ..core.spec import ConnectionSpec
@@ -117,6 +117,47 @@ class Tracing(Protocol):
         """
         ...
 
+    def send_span(
+        self, method: str, target: str | None, request_id: str, meta: dict[str, Any]
+    ) -> AbstractContextManager[Callable[[int, str], None]]:
+        """The MCP SDK's own CLIENT span around a request our relay sends
+        itself (`transport.relay`), as the SDK would make it: `MCP send
+        <method> [<target>]`, current while it is sent, with the W3C trace
+        context put into `meta` (the request's `params._meta`).
+
+        Yields a function that records a JSON-RPC error answer (code, message).
+        """
+        ...
+
+    def recording(self) -> bool:
+        """Whether a span started now would be recorded (False while exports
+        fail and spans are dropped anyway): lets callers skip making them."""
+        ...
+
+
+def _ignore_error(code: int, message: str) -> None:
+    pass
+
+
+class _NoSendSpan:
+    """The send span of `NO_TRACING`: nothing recorded, nothing injected."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Callable[[int, str], None]:
+        return _ignore_error
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+
+_NO_SEND_SPAN = _NoSendSpan()
+
 
 class _NoSpan:
     """The span of `NO_TRACING`: its own context manager, records nothing."""
@@ -155,6 +196,16 @@ class NoTracing:
     ) -> AbstractContextManager[Span]:
         """A span that records nothing."""
         return _NO_SPAN
+
+    def send_span(
+        self, method: str, target: str | None, request_id: str, meta: dict[str, Any]
+    ) -> AbstractContextManager[Callable[[int, str], None]]:
+        """No span: with nothing recording, the SDK would inject nothing either."""
+        return _NO_SEND_SPAN
+
+    def recording(self) -> bool:
+        """Never."""
+        return False
 
 
 NO_TRACING: Final = NoTracing()

@@ -1,7 +1,8 @@
 """The aggregated MCP endpoint: the only package that imports the SDK's server side.
 
-- `server`: `Gateway`, the MCP server in front of every upstream (tools, calls,
-  list_changed, sessions).
+- `server`: `Gateway`, the MCP server in front of every upstream (tool table,
+  list_changed, sessions); `tools`: its `tools/list` and `tools/call`.
+- `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop.
 - `peers`: the SDK server class that advertises `list_changed` and the
   downstream sessions that get it (shared with the demo server).
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.

@@ -18,6 +18,7 @@ import anyio
 import anyio.abc
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.routing import Route
 
 from .guard import Guard
 from .options import EndpointError, EndpointOptions
@@ -148,12 +149,19 @@ class HttpEndpoint:
         if not options.loopback and not wildcard:
             origins.add(f"http://{_host_of(options.host)}:{self.port}")
         origins.update(options.allowed_origins)
+        # The endpoint's own ASGI app, called straight from the guard.
+        endpoint = {
+            route.path: route.app
+            for route in app.routes
+            if isinstance(route, Route) and route.path == HTTP_PATH
+        }
         return Guard(
             app,
             hosts=hosts,
             origins=frozenset(origins),
             token=options.token,
             on_delete=self.gateway.forget_session,
+            direct=endpoint,
         )
 
     async def run(
@@ -170,6 +178,9 @@ class HttpEndpoint:
             access_log=False,
             lifespan="on",
             server_header=False,
+            # No X-Forwarded-* rewriting (one layer less per request): nothing
+            # here reads the client address, and the endpoint is no proxy's.
+            proxy_headers=False,
             timeout_graceful_shutdown=HTTP_SHUTDOWN_GRACE,
             timeout_keep_alive=HTTP_KEEP_ALIVE,
         )

@@ -14,12 +14,10 @@ The `gateway` package is the only one that imports the server side of the SDK.
   Names that are not valid MCP tool names (`[A-Za-z0-9._-]{1,128}`) or that
   collide are renamed deterministically, never dropped, and each rename is
   logged once and marked in the tool's `_meta` (`mcp-manager/upstream`).
-* **Calls** go through `Manager.call`: forwarded at once to a connected
-  upstream with the caller's `_meta` (W3C trace context) and progress; held up
-  to `hold` for a reconnecting one, then answered with a tool error
-  (`isError: true`) naming the server, its state, attempt, next retry and last
-  error. Never retried. Cancelling the downstream request cancels the upstream
-  call (the SDK sends `notifications/cancelled` on).
+* **Calls** (`tools.ToolCalls`) go through `Manager.call`: forwarded at once
+  to a connected upstream, held up to `hold` for a reconnecting one, then
+  answered with a tool error naming the server's state. Never retried.
+  Cancelling the downstream request cancels the upstream call.
 * **Security** (HTTP): `_Guard` checks the Host header (DNS rebinding), the
   Origin header (only the endpoint's own loopback origins unless allowed
   explicitly) and, when configured, a bearer token, before the SDK sees the
@@ -33,43 +31,36 @@ The `gateway` package is the only one that imports the server side of the SDK.
 from __future__ import annotations
 
 import logging
-import uuid
 import warnings
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
     ToolsListChanged,
 )
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import INVALID_PARAMS
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from .. import __version__
-from ..core.errors import (
-    CallError,
-    ServerUnavailable,
-    UnknownServer,
-)
 from ..core.events import Connected, Event, ResourceUpdated, ServerLog
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
-from ..transport.base import LINK_META_KEY
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .features import Features
-from .names import SEPARATOR, NameSource, ToolTable, build_name_table
+from .names import NameSource, ToolTable, build_name_table
 from .options import EndpointOptions
 from .peers import Peers, UnionServer
 from .replay import replayed
-from .requests import progress_forwarder
+from .stdio import stdio_streams
+from .tools import ERROR_META_KEY, ToolCalls
 
 if TYPE_CHECKING:
     from .http import HttpEndpoint
@@ -83,9 +74,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("manager.gateway")
-
-ERROR_META_KEY = "mcp-manager/error"
-"""`_meta` key on a tool error made by the gateway: the server's status."""
 
 LIST_CHANGED_DEBOUNCE = 0.05
 """Seconds to gather tool-list changes before rebuilding and notifying once."""
@@ -102,9 +90,6 @@ SESSION_IDLE_TIMEOUT = 30 * 60.0
 """Seconds without a request after which an HTTP session is forgotten (the SDK
 closes it after the same time)."""
 
-
-_FORWARDED_META_DROP = "io.modelcontextprotocol/"
-"""Reserved `_meta` keys that describe the downstream envelope, not the call."""
 
 _TABLE_EVENTS = frozenset(
     {
@@ -123,27 +108,19 @@ _TABLE_EVENTS = frozenset(
 """Event kinds after which the tool table (or first-attempt state) may differ."""
 
 
-def _text_error(
-    text: str, meta: Mapping[str, object] | None = None
-) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        is_error=True,
-        _meta=dict(meta) if meta else None,
-    )
+class _WhileRecording:
+    """A server middleware that runs only while spans are recorded."""
 
+    def __init__(self, inner: Any, recording: Callable[[], bool]) -> None:
+        self._inner = inner
+        self._recording = recording
 
-def _forwarded_meta(params: Mapping[str, Any] | None) -> dict[str, object] | None:
-    """The downstream request's `_meta` minus what describes only that hop."""
-    meta = params.get("_meta") if params else None
-    if not isinstance(meta, dict) or not meta:
-        return None
-    out = {
-        key: value
-        for key, value in meta.items()
-        if key != "progressToken" and not key.startswith(_FORWARDED_META_DROP)
-    }
-    return out or None
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if self._recording():
+            return cast(HandlerResult, await self._inner(ctx, call_next))
+        return await call_next(ctx)
 
 
 class Gateway:
@@ -186,6 +163,7 @@ class Gateway:
         self._scope: anyio.CancelScope | None = None
         self.features = Features(manager)
         features = self.features
+        self.tools = ToolCalls(manager, features, lambda: self._table, self._settled)
         with warnings.catch_warnings():
             # Logging is deprecated as of 2026-07-28 (SEP-2577); the upstreams and
             # clients we carry still speak the handshake era, where it is not.
@@ -194,8 +172,8 @@ class Gateway:
                 SERVER_NAME,
                 version=__version__,
                 instructions=INSTRUCTIONS,
-                on_list_tools=self._list_tools,
-                on_call_tool=self._call_tool,
+                on_list_tools=self.tools.list_tools,
+                on_call_tool=self.tools.call_tool,
                 on_list_prompts=features.list_prompts,
                 on_get_prompt=features.get_prompt,
                 on_list_resources=features.list_resources,
@@ -209,15 +187,20 @@ class Gateway:
             )
         assert isinstance(self.server, UnionServer)
         self.server.offered = self._offered
-        if manager.tracing is NO_TRACING:
-            # The SDK's own span per message (its OpenTelemetryMiddleware) costs
-            # a few percent of each call even with no tracer: off with telemetry.
-            self.server.middleware = [
-                m
-                for m in self.server.middleware
-                if type(m).__name__ != "OpenTelemetryMiddleware"
-            ]
+        # The SDK's own span per message (its OpenTelemetryMiddleware) costs a
+        # few percent of each call even when nothing records: off with
+        # telemetry, skipped while spans are dropped (no collector).
+        tracing = manager.tracing
+        self.server.middleware = [
+            _WhileRecording(m, tracing.recording)
+            if type(m).__name__ == "OpenTelemetryMiddleware"
+            else m
+            for m in self.server.middleware
+            if tracing is not NO_TRACING
+            or type(m).__name__ != "OpenTelemetryMiddleware"
+        ]
         self.server.middleware.append(self._peers.track)
+        self.server.middleware.append(self.tools.relay)
 
     @property
     def table(self) -> ToolTable:
@@ -283,7 +266,7 @@ class Gateway:
         self, on_closed: Callable[[], None], early: EarlyStart | None = None
     ) -> None:
         try:
-            async with stdio_server() as (read, write):
+            async with stdio_streams() as (read, write):
                 if early is not None:
                     read, write = replayed(read, write, early)
                 await self.server.run(
@@ -400,6 +383,11 @@ class Gateway:
 
     # --- MCP handlers -----------------------------------------------------------
 
+    async def _settled(self) -> None:
+        """Return once startup's lists are complete (at once after startup)."""
+        if anyio.current_time() < self._settle_until:
+            await self._settle()
+
     async def _settle(self) -> None:
         """At startup, wait (bounded) until the configuration is loaded, no
         connection is on its first attempt and the table shows it all."""
@@ -410,59 +398,6 @@ class Gateway:
         ):
             with anyio.move_on_after(self._settle_until - anyio.current_time()):
                 await self._refreshed.wait()
-
-    async def _list_tools(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        params: types.PaginatedRequestParams | None,
-    ) -> types.ListToolsResult:
-        if anyio.current_time() < self._settle_until:
-            await self._settle()
-        return types.ListToolsResult(tools=list(self._table.tools))
-
-    async def _call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        name = params.name
-        route = self._table.routes.get(name)
-        if route is not None:
-            server, tool = route.server, route.tool
-        else:
-            # Not (yet) in the table: a declared server that has not listed its
-            # tools yet (first attempt, or a change not rebuilt yet) still gets
-            # the call, with the usual hold; anything else (a hidden tool too)
-            # is unknown.
-            found = self._unlisted_route(name)
-            if found is None:
-                raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
-            server, tool = found
-        progress = progress_forwarder(ctx)
-        meta = _forwarded_meta(ctx.params)
-        token = None
-        caps = ctx.session.client_capabilities
-        if caps is not None and (caps.sampling or caps.elicitation):
-            # The client can be asked things mid-call: a token lets a streamable
-            # HTTP upstream's request be told apart from other clients' calls.
-            token = uuid.uuid4().hex
-            meta = {**(meta or {}), LINK_META_KEY: token}
-        try:
-            with self.features.waiting(server, ctx, token):
-                result = await self.manager.call(
-                    server, tool, params.arguments, meta=meta, progress=progress
-                )
-        except (ServerUnavailable, UnknownServer) as exc:
-            return _text_error(f"{name}: {exc}", self._status_meta(server))
-        except CallError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, MCPError):  # the upstream's own protocol error
-                raise MCPError(
-                    cause.code, f"{server}: {cause.message}", cause.data
-                ) from None
-            return _text_error(f"{name}: {exc}", self._status_meta(server))
-        raw = result.raw
-        if isinstance(raw, types.CallToolResult):
-            return raw
-        return types.CallToolResult.model_validate(result.data, by_name=False)
 
     def _offered(self) -> set[str]:
         """Capabilities some upstream offers (all while one is on its first try:
@@ -480,33 +415,3 @@ class Gateway:
                 continue
             out.update(upstream.info.capabilities)
         return out
-
-    def _unlisted_route(self, name: str) -> tuple[str, str] | None:
-        """(server, tool) for a name the table does not show: the server whose
-        prefix it carries (or the one bridge, prefix "") gets it and answers
-        for itself, unless its filter hides that tool."""
-        prefix, sep, rest = name.partition(SEPARATOR)
-        conns = self.manager.connections()
-        owners = [c for c in conns if sep and c.spec.prefix == prefix]
-        tool = rest
-        if not owners:
-            owners = [c for c in conns if c.spec.prefix == ""]
-            tool = name
-        if len(owners) != 1 or not owners[0].spec.exposure.tools.allows(tool):
-            return None
-        return owners[0].name, tool
-
-    def _unknown_tool(self, name: str) -> str:
-        servers = ", ".join(sorted(self.manager.specs)) or "none"
-        return (
-            f"unknown tool {name!r}: mcp-manager exposes tools as "
-            f"PREFIX{SEPARATOR}TOOL (servers: {servers}); list the tools again"
-        )
-
-    def _status_meta(self, server: str) -> dict[str, object] | None:
-        status = self.manager.status(server)
-        if status is None:
-            return None
-        keep = ("state", "attempt", "next_retry_in", "error", "since")
-        facts = status.to_dict()
-        return {ERROR_META_KEY: {"server": server, **{k: facts[k] for k in keep}}}

@@ -13,14 +13,15 @@ records `mcp.client.operation.duration`, even when traces are off.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import Token
 from types import TracebackType
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
@@ -162,3 +163,46 @@ class CurrentSpans:
     ) -> _ActiveSpan:
         """A span, current for the `with` block (see `engine.tracing.Tracing`)."""
         return _ActiveSpan(self, name, attributes, kind)
+
+    def recording(self) -> bool:
+        """Whether a span started now would be recorded (`engine.tracing.Tracing`)."""
+        return self.tracer is not None and not self.quiet()
+
+    @contextlib.contextmanager
+    def send_span(
+        self, method: str, target: str | None, request_id: str, meta: dict[str, Any]
+    ) -> Iterator[Callable[[int, str], None]]:
+        """The SDK's span for a request the relay sends (`engine.tracing.Tracing`).
+
+        Made as the SDK's dispatcher makes it (its tracer, name, kind and
+        attributes), so a trace looks the same whichever way the call went;
+        not made while `quiet` (no collector: it would be dropped anyway).
+        """
+        if self.quiet():
+            # Exports fail and the sampler would drop the span: skip making
+            # it, as our own spans do; the current context still goes along.
+            propagate.inject(meta)
+            yield _ignore_error
+            return
+        with _SDK_TRACER.start_as_current_span(
+            f"MCP send {method}{f' {target}' if target else ''}",
+            kind=SpanKind.CLIENT,
+            attributes={"mcp.method.name": method, "jsonrpc.request.id": request_id},
+        ) as span:
+            propagate.inject(meta)
+
+            def failed(code: int, message: str) -> None:
+                span.set_attributes(
+                    {"error.type": str(code), "rpc.response.status_code": str(code)}
+                )
+                span.set_status(StatusCode.ERROR, message)
+
+            yield failed
+
+
+def _ignore_error(code: int, message: str) -> None:
+    pass
+
+
+_SDK_TRACER = trace.get_tracer("mcp-python-sdk")
+"""The MCP SDK's tracer (`mcp.shared._otel`): its spans follow the global provider."""

@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 import mcp.types as types
 from mcp import ClientSession
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from .. import __version__
 from ..core.errors import (
@@ -39,6 +40,7 @@ from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import open_http_streams, open_sse_streams
 from .login import LoginDesk
 from .probe import tcp_precheck
+from .relay import NO_SEND_SPAN, SendSpan
 from .requests import server_request_callbacks
 from .session import (
     EOF_REPORT,
@@ -91,6 +93,8 @@ class McpTransport:
             (a registry of its own if None).
         state_dir: Where OAuth tokens are kept (`tokens.default_state_dir()`
             if None).
+        send_span: The SDK's span around a `tools/call` the stdio relay
+            sends itself (`Tracing.send_span`; none by default).
     """
 
     def __init__(
@@ -100,7 +104,9 @@ class McpTransport:
         open_streams: StreamOpener | None = None,
         secrets: SecretRegistry | None = None,
         state_dir: Path | None = None,
+        send_span: SendSpan = NO_SEND_SPAN,
     ) -> None:
+        self._send_span = send_span
         self.secrets = secrets if secrets is not None else SecretRegistry()
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self._getenv = getenv
@@ -158,9 +164,13 @@ class McpTransport:
                         if resolved.transport != "stdio":
                             lost.set(EOF_REPORT)
 
+                    # Built here, not by the session, so that tools/call can
+                    # be relayed through it (`McpSession`).
+                    dispatcher = JSONRPCDispatcher[Any](
+                        EofSignalingReadStream(read, on_eof), write
+                    )
                     session = ClientSession(
-                        EofSignalingReadStream(read, on_eof),
-                        write,
+                        dispatcher=dispatcher,
                         message_handler=message_handler(resolved.name, hooks),
                         client_info=types.Implementation(
                             name=CLIENT_NAME, version=__version__
@@ -169,7 +179,14 @@ class McpTransport:
                     )
                     async with session:
                         upstream = await handshake(
-                            resolved, session, write, lost, pid, deadline, slot
+                            resolved,
+                            session,
+                            write,
+                            lost,
+                            pid,
+                            deadline,
+                            slot,
+                            dispatcher=dispatcher,
                         )
                         if slot is not None:
                             slot.release()  # started: the next server may begin
@@ -210,7 +227,11 @@ class McpTransport:
         self, spec: ConnectionSpec, hooks: Hooks, lost: LostSignal, deadline: float
     ) -> AsyncIterator[tuple[Any, Any, int | None]]:
         if spec.transport == "stdio":
-            async with stdio_streams(spec, hooks, lost) as (read, write, pid):
+            async with stdio_streams(spec, hooks, lost, self._send_span) as (
+                read,
+                write,
+                pid,
+            ):
                 yield read, write, pid
             return
         await tcp_precheck(spec.url, deadline)

@@ -20,7 +20,9 @@ import mcp.types as types
 from mcp import ClientSession
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from ..core.errors import (
     ConnectFailed,
@@ -45,6 +47,7 @@ from .base import (
 from .errors import describe_error, flatten, is_session_lost
 from .liveness import TcpSentinel
 from .probe import address
+from .relay import StdioRelay, ToolCallRelay
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 
 __all__ = [
@@ -66,7 +69,17 @@ SUSPECT_INTERVAL = 5.0
 
 
 class McpSession:
-    """The `Upstream` implementation over an SDK `ClientSession`."""
+    """The `Upstream` implementation over an SDK `ClientSession`.
+
+    `tools/call` on a handshake-era session is relayed: to a stdio server by
+    the transport's `StdioRelay` (one JSON line out, its answer taken off
+    stdout), else through the session's JSON-RPC dispatcher (ids, timeout,
+    progress, the courtesy `notifications/cancelled`, the SDK's span and trace
+    context stay the SDK's). Either way the result is passed on as the JSON the
+    server sent, instead of being validated into the SDK's types (twice) and
+    dumped again, once it plainly has a tool result's shape; any other result
+    goes through the SDK's model, to fail (or be normalised) as it would there.
+    """
 
     def __init__(
         self,
@@ -75,8 +88,15 @@ class McpSession:
         lost: LostSignal,
         pid: int | None,
         sentinel: TcpSentinel | None = None,
+        dispatcher: JSONRPCDispatcher[Any] | None = None,
+        stdio_relay: StdioRelay | None = None,
     ) -> None:
         self._session = session
+        self._relay = (
+            ToolCallRelay(info.protocol, dispatcher, stdio_relay)
+            if dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+            else None
+        )
         self._info = info
         self._lost = lost
         self._pid = pid
@@ -199,6 +219,8 @@ class McpSession:
         if self._lost.is_set:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
         try:
+            if self._relay is not None:
+                return await self._relay.call(name, arguments, limit, meta, progress)
             result = await self._session.call_tool(
                 name,
                 dict(arguments) if arguments else None,
@@ -403,6 +425,7 @@ async def handshake(
     pid: int | None,
     deadline: float,
     slot: Slot | None = None,
+    dispatcher: JSONRPCDispatcher[Any] | None = None,
 ) -> McpSession:
     """initialize + list all tools, prompts, resources and templates before
     `deadline`; errors mapped and explained.
@@ -431,7 +454,15 @@ async def handshake(
                 if spec.transport == "http":  # SSE and stdio see their end already
                     host, port, _ = address(spec.url)
                     sentinel = TcpSentinel(host, port)
-                upstream = McpSession(session, info, lost, pid, sentinel)
+                upstream = McpSession(
+                    session,
+                    info,
+                    lost,
+                    pid,
+                    sentinel,
+                    dispatcher=dispatcher,
+                    stdio_relay=getattr(write, "relay", None),
+                )
                 await upstream.list_tools()
                 await upstream.list_catalog()
             pacing.cancel_scope.cancel()

@@ -12,13 +12,13 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import anyio
 import anyio.abc
 import mcp.types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
@@ -28,6 +28,7 @@ from ..core.errors import (
 from ..core.spec import ConnectionSpec
 from .base import EXIT_CODE_WAIT, Hooks, LossReport
 from .children import CHILD_GROUPS
+from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from .session import LostSignal
 
 __all__ = ["stdio_streams"]
@@ -52,15 +53,22 @@ STDERR_LINE_LIMIT = 1000
 
 @asynccontextmanager
 async def stdio_streams(
-    spec: ConnectionSpec, hooks: Hooks, lost: LostSignal
+    spec: ConnectionSpec,
+    hooks: Hooks,
+    lost: LostSignal,
+    send_span: SendSpan = NO_SEND_SPAN,
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
-        MemoryObjectSendStream[SessionMessage],
+        _StdinWriter,
         int,
     ]
 ]:
-    """Spawn a stdio server in its own process group and bridge its pipes."""
+    """Spawn a stdio server in its own process group and bridge its pipes.
+
+    The write stream carries the `StdioRelay` for `tools/call` (`relay`); the
+    stdout reader hands it the lines that answer its requests.
+    """
     env = get_default_environment() | dict(spec.env)
     try:
         process = await anyio.open_process(
@@ -91,8 +99,36 @@ async def stdio_streams(
     read_writer, read_stream = anyio.create_memory_object_stream[
         SessionMessage | Exception
     ](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     garbage = [0]
+    broken: list[anyio.Event] = []
+
+    async def on_broken() -> None:
+        """stdin failed: usually the server died, and its exit code says more
+        than the pipe. Reported once (other failed writers wait for it, so
+        they too see the loss report); the session's read stream then ends."""
+        if broken:
+            await broken[0].wait()
+            return
+        broken.append(anyio.Event())
+        try:
+            code = await _exit_code(process, EXIT_CODE_WAIT)
+            reason = (
+                "server stopped reading stdin" if code is None else _exit_text(code)
+            )
+            lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
+            relay.close()
+            await read_writer.aclose()
+        finally:
+            broken[0].set()
+
+    assert process.stdin is not None
+    write_stream = _StdinWriter(process.stdin, on_broken)
+    relay = StdioRelay(
+        write_stream.send_line,
+        lambda *args: tg.start_soon(*args),
+        send_span,
+    )
+    write_stream.relay = relay
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
@@ -109,11 +145,15 @@ async def stdio_streams(
                         continue
                     *lines, buffer = buffer.split(b"\n")
                     for line in lines:
+                        if relay.take(line):
+                            continue
                         message = _parse_stdout_line(line, garbage, hooks)
                         if message is not None:
                             await read_writer.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
+        finally:
+            relay.close()  # where the SDK session sees the end too
         code = await _exit_code(process, EXIT_CODE_WAIT)
         reason = "server closed stdout" if code is None else _exit_text(code)
         lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
@@ -134,36 +174,66 @@ async def stdio_streams(
         if buffer:
             hooks.on_stderr(buffer.decode("utf-8", "replace")[:STDERR_LINE_LIMIT])
 
-    async def stdin_writer() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_reader:
-                async for message in write_reader:
-                    data = message.message.model_dump_json(
-                        by_alias=True, exclude_unset=True
-                    )
-                    await process.stdin.send(data.encode() + b"\n")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # Usually the server died: its exit code says more than the pipe.
-            code = await _exit_code(process, EXIT_CODE_WAIT)
-            reason = (
-                "server stopped reading stdin" if code is None else _exit_text(code)
-            )
-            lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
-            await read_writer.aclose()
-
     async with anyio.create_task_group() as tg:
         tg.start_soon(stdout_reader)
         tg.start_soon(stderr_reader)
-        tg.start_soon(stdin_writer)
         try:
             yield read_stream, write_stream, pid
         finally:
             with anyio.CancelScope(shield=True):
+                relay.close()
                 await _stop_process(process)
                 write_stream.close()
                 read_stream.close()
                 tg.cancel_scope.cancel()
+
+
+class _StdinWriter:
+    """The session's write stream: each message goes straight onto the
+    server's stdin from the task that sends it (a line is written whole, so
+    concurrent senders never interleave), not through a writer task: one hop
+    less per request.
+
+    Args:
+        stdin: The server's stdin.
+        on_broken: Reports the server's end when stdin fails (once).
+    """
+
+    relay: StdioRelay | None = None
+    """The relay for `tools/call` on the same stdin (set by `stdio_streams`)."""
+
+    def __init__(
+        self, stdin: anyio.abc.ByteSendStream, on_broken: Callable[[], Awaitable[None]]
+    ) -> None:
+        self._stdin = stdin
+        self._on_broken = on_broken
+        self._closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await self.send_line(data.encode() + b"\n")
+
+    async def send_line(self, data: bytes) -> None:
+        """Write one JSON-RPC line (the relay's requests come this way too)."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            await self._stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            await self._on_broken()
+            raise anyio.BrokenResourceError from exc
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> _StdinWriter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _parse_stdout_line(

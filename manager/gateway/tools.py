@@ -1,0 +1,212 @@
+"""Tools through the endpoint: `tools/list` and `tools/call`.
+
+* `tools/list` shows the gateway's tool table (`names`), after waiting (bounded)
+  at startup for connections still on their first attempt.
+* `tools/call` goes through `Manager.call`: forwarded at once to a connected
+  upstream with the caller's `_meta` (W3C trace context) and progress; held up
+  to `hold` for a reconnecting one, then answered with a tool error
+  (`isError: true`) naming the server, its state, attempt, next retry and last
+  error (`ERROR_META_KEY`). Never retried. The upstream's own protocol error is
+  passed on as one; its result is passed on as the JSON it sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, cast
+
+import mcp.types as types
+from mcp.server import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from ..core.errors import CallError, ServerUnavailable, UnknownServer
+from ..engine.manager import Manager
+from ..transport.base import LINK_META_KEY
+from .features import Features
+from .names import SEPARATOR, ToolTable
+from .requests import progress_forwarder
+
+__all__ = ["ERROR_META_KEY", "ToolCalls"]
+
+ERROR_META_KEY = "mcp-manager/error"
+"""`_meta` key on a tool error made by the gateway: the server's status."""
+
+_PLAIN_CALL_KEYS = frozenset({"name", "arguments", "_meta"})
+"""The params of a `tools/call` the relay answers itself (anything else, such
+as a task or input responses, is the SDK's to judge)."""
+
+_FORWARDED_META_DROP = "io.modelcontextprotocol/"
+"""Reserved `_meta` keys that describe the downstream envelope, not the call."""
+
+
+def _text_error(
+    text: str, meta: Mapping[str, object] | None = None
+) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        is_error=True,
+        _meta=dict(meta) if meta else None,
+    )
+
+
+def _forwarded_meta(params: Mapping[str, Any] | None) -> dict[str, object] | None:
+    """The downstream request's `_meta` minus what describes only that hop."""
+    meta = params.get("_meta") if params else None
+    if not isinstance(meta, dict) or not meta:
+        return None
+    out = {
+        key: value
+        for key, value in meta.items()
+        if key != "progressToken" and not key.startswith(_FORWARDED_META_DROP)
+    }
+    return out or None
+
+
+class ToolCalls:
+    """The endpoint's `tools/list` and `tools/call` handlers.
+
+    Args:
+        manager: The connections.
+        features: Routes what upstreams ask mid-call (`waiting`).
+        table: The tool table as last rebuilt.
+        settled: Returns once the table shows what startup will show.
+    """
+
+    def __init__(
+        self,
+        manager: Manager,
+        features: Features,
+        table: Callable[[], ToolTable],
+        settled: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.manager = manager
+        self._features = features
+        self._table = table
+        self._settled = settled
+
+    async def list_tools(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.PaginatedRequestParams | None,
+    ) -> types.ListToolsResult:
+        """`tools/list`: every exposed tool (one page)."""
+        await self._settled()
+        return types.ListToolsResult(tools=list(self._table().tools))
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """`tools/call`: forwarded to the upstream that owns the tool."""
+        result = await self._call(ctx, params.name, params.arguments)
+        if isinstance(result, types.CallToolResult):
+            return result
+        # The upstream's JSON, passed on as is: the SDK server takes a dict as
+        # well (its type says otherwise) and checks it on the way out.
+        return cast(types.CallToolResult, result)
+
+    async def relay(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Server middleware (the innermost): `tools/call` of a handshake-era
+        session answered here, its result the upstream's JSON as is, without
+        the SDK validating the request's params into its model and the
+        result against its schema and dumping it again. Anything else, a
+        2026 session (whose results the SDK stamps) or params of an unusual
+        shape go the SDK's way, to be answered (or refused) as before.
+        """
+        params = ctx.params
+        if (
+            ctx.method != "tools/call"
+            or ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
+            or ctx.session.client_params is None  # not initialized
+            or not isinstance(params, dict)
+            or set(params) - _PLAIN_CALL_KEYS
+            or not isinstance(params.get("name"), str)
+            or not isinstance(params.get("arguments", {}), dict)
+            or not isinstance(params.get("_meta", {}), dict)
+        ):
+            return await call_next(ctx)
+        result = await self._call(ctx, params["name"], params.get("arguments"))
+        if isinstance(result, types.CallToolResult):
+            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return result
+
+    async def _call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        name: str,
+        arguments: dict[str, Any] | None,
+    ) -> types.CallToolResult | dict[str, Any]:
+        route = self._table().routes.get(name)
+        if route is not None:
+            server, tool = route.server, route.tool
+        else:
+            # Not (yet) in the table: a declared server that has not listed its
+            # tools yet (first attempt, or a change not rebuilt yet) still gets
+            # the call, with the usual hold; anything else (a hidden tool too)
+            # is unknown.
+            found = self._unlisted_route(name)
+            if found is None:
+                raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
+            server, tool = found
+        progress = progress_forwarder(ctx)
+        meta = _forwarded_meta(ctx.params)
+        token = None
+        caps = ctx.session.client_capabilities
+        if caps is not None and (caps.sampling or caps.elicitation):
+            # The client can be asked things mid-call: a token lets a streamable
+            # HTTP upstream's request be told apart from other clients' calls.
+            token = uuid.uuid4().hex
+            meta = {**(meta or {}), LINK_META_KEY: token}
+        try:
+            with self._features.waiting(server, ctx, token):
+                result = await self.manager.call(
+                    server, tool, arguments, meta=meta, progress=progress
+                )
+        except (ServerUnavailable, UnknownServer) as exc:
+            return _text_error(f"{name}: {exc}", self._status_meta(server))
+        except CallError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, MCPError):  # the upstream's own protocol error
+                raise MCPError(
+                    cause.code, f"{server}: {cause.message}", cause.data
+                ) from None
+            return _text_error(f"{name}: {exc}", self._status_meta(server))
+        raw = result.raw
+        if isinstance(raw, types.CallToolResult):
+            return raw
+        return dict(result.data)
+
+    def _unlisted_route(self, name: str) -> tuple[str, str] | None:
+        """(server, tool) for a name the table does not show: the server whose
+        prefix it carries (or the one bridge, prefix "") gets it and answers
+        for itself, unless its filter hides that tool."""
+        prefix, sep, rest = name.partition(SEPARATOR)
+        conns = self.manager.connections()
+        owners = [c for c in conns if sep and c.spec.prefix == prefix]
+        tool = rest
+        if not owners:
+            owners = [c for c in conns if c.spec.prefix == ""]
+            tool = name
+        if len(owners) != 1 or not owners[0].spec.exposure.tools.allows(tool):
+            return None
+        return owners[0].name, tool
+
+    def _unknown_tool(self, name: str) -> str:
+        servers = ", ".join(sorted(self.manager.specs)) or "none"
+        return (
+            f"unknown tool {name!r}: mcp-manager exposes tools as "
+            f"PREFIX{SEPARATOR}TOOL (servers: {servers}); list the tools again"
+        )
+
+    def _status_meta(self, server: str) -> dict[str, object] | None:
+        status = self.manager.status(server)
+        if status is None:
+            return None
+        keep = ("state", "attempt", "next_retry_in", "error", "since")
+        facts = status.to_dict()
+        return {ERROR_META_KEY: {"server": server, **{k: facts[k] for k in keep}}}
