@@ -21,7 +21,7 @@ from manager.core.errors import ConnectFailed
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.demo_server import DemoServer
 from manager.transport.base import Hooks, LossReport
-from manager.transport.session import LostSignal
+from manager.transport.signals import LostSignal
 
 __all__ = ["MEMORY_REASON", "MemoryServers", "memory_spec"]
 

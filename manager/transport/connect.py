@@ -42,14 +42,8 @@ from .login import LoginDesk
 from .probe import tcp_precheck
 from .relay import NO_SEND_SPAN, SendSpan
 from .requests import server_request_callbacks
-from .session import (
-    EOF_REPORT,
-    EofSignalingReadStream,
-    LostSignal,
-    McpSession,
-    handshake,
-    message_handler,
-)
+from .session import McpSession, handshake, message_handler
+from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .starts import Slot, StartSlots
 from .stdio import stdio_streams
 from .tokens import (

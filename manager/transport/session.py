@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -40,7 +38,6 @@ from .base import (
     Hooks,
     LossReport,
     ProgressCallback,
-    Refusal,
     ServerInfo,
     ToolInfo,
 )
@@ -48,12 +45,10 @@ from .errors import describe_error, flatten, is_session_lost
 from .liveness import TcpSentinel
 from .probe import address
 from .relay import StdioRelay, ToolCallRelay
+from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 
 __all__ = [
-    "EOF_REPORT",
-    "EofSignalingReadStream",
-    "LostSignal",
     "McpSession",
     "handshake",
     "message_handler",
@@ -63,9 +58,6 @@ logger = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 1000
 """Pages of tools/list followed before giving up on a cursor that never ends."""
-
-SUSPECT_INTERVAL = 5.0
-"""Seconds between two probes caused by an HTTP event stream that ended."""
 
 
 class McpSession:
@@ -312,93 +304,6 @@ _RESULTS: dict[str, Any] = {
 def _tool_info(tool: types.Tool) -> ToolInfo:
     raw = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     return ToolInfo(name=tool.name, description=tool.description or "", raw=raw)
-
-
-@dataclass(slots=True)
-class LostSignal:
-    """Set once, by whichever part of the transport notices the end first.
-
-    `suspected` is the weaker signal: something that often means the server
-    went away (its event stream ended), to be confirmed by a probe.
-    """
-
-    event: anyio.Event = field(default_factory=anyio.Event)
-    report: LossReport = field(default_factory=lambda: LossReport("transport closed"))
-    suspected: anyio.Event = field(default_factory=anyio.Event)
-    last_suspected: float = -math.inf
-    refusals: list[Refusal] = field(default_factory=list)  # HTTP 401/403 seen
-
-    def suspect(self) -> None:
-        # A server that ends its event stream at once, again and again (the
-        # SDK reopens it every second), must not cost a ping a second.
-        now = anyio.current_time()
-        if now - self.last_suspected >= SUSPECT_INTERVAL:
-            self.last_suspected = now
-            self.suspected.set()
-
-    async def wait_suspect(self) -> None:
-        await self.suspected.wait()
-        self.suspected = anyio.Event()
-
-    @property
-    def is_set(self) -> bool:
-        return self.event.is_set()
-
-    def set(self, report: LossReport) -> None:
-        if not self.event.is_set():
-            self.report = report
-            self.event.set()
-
-
-class EofSignalingReadStream:
-    """Wraps a transport read stream; reports the end when the transport closes it.
-
-    stdio and SSE close their read stream as soon as the server goes away, so this
-    detects death without traffic. Other attributes pass through (the SDK's
-    dispatcher reads some).
-    """
-
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_eof = on_eof
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (
-            anyio.EndOfStream,
-            anyio.ClosedResourceError,
-            anyio.BrokenResourceError,
-        ):
-            self._on_eof()
-            raise
-
-    def __aiter__(self) -> EofSignalingReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def __aenter__(self) -> EofSignalingReadStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-EOF_REPORT = LossReport("server closed the connection")
 
 
 def message_handler(name: str, hooks: Hooks) -> MessageHandlerFnT:

@@ -29,7 +29,7 @@ from ..core.spec import ConnectionSpec
 from .base import EXIT_CODE_WAIT, Hooks, LossReport
 from .children import CHILD_GROUPS
 from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
-from .session import LostSignal
+from .signals import LostSignal
 
 __all__ = ["stdio_streams"]
 
