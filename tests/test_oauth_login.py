@@ -243,6 +243,24 @@ async def test_the_callback_checks_state_and_takes_one_answer_only(
         assert login.error is None
 
 
+async def test_a_user_slower_than_connect_timeout_still_logs_in(tmp_path: Path) -> None:
+    """The try waits for the browser as long as the login does, not only its
+    connect_timeout (a person takes longer than 1 s)."""
+    async with oauth_demo() as server, daemon_parts(tmp_path) as parts:
+        parts.manager.add(spec("tracker", server, connect_timeout=1))
+        await parts.rec.wait_for("needs_login", "tracker")
+        login = await parts.logins.begin("tracker", timeout=20)
+        assert login is not None
+        await parts.logins.first_answer(login, 10)
+        await anyio.sleep(1.5)  # the user reads the consent page
+        landed = await browse(server, login)
+        assert landed.status_code == 200
+        with anyio.fail_after(10):
+            await login.done.wait()
+        assert login.error is None
+        await parts.rec.wait_for("connected", "tracker")
+
+
 async def test_a_login_nobody_completes_ends_with_the_reason(tmp_path: Path) -> None:
     async with oauth_demo() as server, daemon_parts(tmp_path) as parts:
         parts.manager.add(spec("tracker", server))
@@ -394,7 +412,7 @@ async def test_requests_refused_together_during_a_login_share_one_authorization(
             spec("tracker", server), tokens, desk, lambda step, *_: steps.append(step)
         )
         assert auth is not None
-        login = await desk.begin("tracker")
+        login = await desk.begin("tracker", timeout=20)
         statuses: list[int] = []
         both = anyio.Event()
 
@@ -408,7 +426,7 @@ async def test_requests_refused_together_during_a_login_share_one_authorization(
             httpx2.AsyncClient(auth=auth) as client,
             anyio.create_task_group() as tg,
         ):
-            tg.start_soon(login.serve, 20.0)
+            tg.start_soon(login.serve)
             tg.start_soon(request, client)
             tg.start_soon(request, client)
             with anyio.fail_after(10):

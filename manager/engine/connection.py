@@ -128,6 +128,7 @@ class Connection:
         self._connected = anyio.Event()
         self._list_changed = anyio.Event()
         self._login_wanted = False
+        self._settle_armed = False
         self.on_settled: Callable[[str | None], None] | None = None
         """Called once when the current (or next) try ends: None when it
         connected, else the error (a login waits for it)."""
@@ -168,12 +169,17 @@ class Connection:
         return True
 
     def try_for_login(self) -> None:
-        """A login began: try now, or right after the try in flight."""
+        """A login began: try now, or right after the try in flight (whose end
+        is not the login's: `on_settled` waits for a try that began after)."""
         self._login_wanted = True
+        self._settle_armed = False
         self.retry_now()
 
     def _settled(self, error: str | None) -> None:
+        if not self._settle_armed:
+            return
         hook, self.on_settled = self.on_settled, None
+        self._settle_armed = False
         if hook is not None:
             hook(error)
 
@@ -200,6 +206,7 @@ class Connection:
         self.upstream = None
         self._connected.set()
         self.done.set()
+        self._settle_armed = True  # a login waiting for this one ends too
         self._settled("the connection was removed or replaced")
 
     # --- hooks from the transport (synchronous) -------------------------------
@@ -397,6 +404,7 @@ class Connection:
         """
         started = time.monotonic()
         self._login_wanted = False
+        self._settle_armed = self.on_settled is not None
         self.signal(AttemptBegan(now=self._clock()))
         connected = signalled = False
         try:

@@ -79,14 +79,14 @@ class Logins:
         desk = self._desk()
         port = conn.spec.oauth.callback_port if conn.spec.oauth is not None else None
         try:
-            login = await desk.begin(name, port)
+            login = await desk.begin(name, port, timeout)
         except OSError as exc:
             raise CallError(
                 f"{name}: cannot listen for the login's redirect on 127.0.0.1:"
                 f"{port or 0} ({exc.strerror or exc})"
             ) from exc
         self._last[name] = login
-        self._manager.spawn(login.serve, timeout)
+        self._manager.spawn(login.serve)
         conn.on_settled = lambda error: desk.end(name, error)
         conn.try_for_login()
         return login

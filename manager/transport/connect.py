@@ -140,6 +140,10 @@ class McpTransport:
         self, resolved: ConnectionSpec, hooks: Hooks, slot: Slot | None
     ) -> AsyncIterator[Upstream]:
         deadline = anyio.current_time() + resolved.connect_timeout
+        login = self.logins.pending(resolved.name)
+        if login is not None:
+            # The user is logging in: the try may wait for the browser that long.
+            deadline = max(deadline, login.deadline + resolved.connect_timeout)
         lost = LostSignal()
         upstream: McpSession | None = None
         body_error: BaseException | None = None

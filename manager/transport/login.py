@@ -64,9 +64,16 @@ class Login:
     """
 
     def __init__(
-        self, name: str, listener: anyio.abc.Listener[anyio.abc.SocketStream], port: int
+        self,
+        name: str,
+        listener: anyio.abc.Listener[anyio.abc.SocketStream],
+        port: int,
+        timeout: float = LOGIN_TIMEOUT,
     ) -> None:
         self.name = name
+        self.timeout = timeout
+        self.deadline = anyio.current_time() + timeout
+        """When the login gives up waiting for the browser (event-loop time)."""
         self.redirect_uri = f"http://127.0.0.1:{port}{CALLBACK_PATH}"
         self.url: str | None = None
         self.url_ready = anyio.Event()
@@ -147,10 +154,11 @@ class Login:
 
     # --- the loopback listener --------------------------------------------------
 
-    async def serve(self, timeout: float) -> None:  # noqa: ASYNC109  (the login's own deadline)
-        """Answer the browser's redirect until the login ends or `timeout`."""
+    async def serve(self) -> None:
+        """Answer the browser's redirect until the login ends or its deadline."""
+        timeout = self.timeout
         with self._scope:
-            self._scope.deadline = anyio.current_time() + timeout
+            self._scope.deadline = self.deadline
             try:
                 await self._listener.serve(self._answer)
             finally:
@@ -215,8 +223,14 @@ class LoginDesk:
         held_url, challenge = self._step_ups.pop(name)
         return challenge if held_url == url else None
 
-    async def begin(self, name: str, port: int | None = None) -> Login:
-        """Open a login for `name` (ending one already under way).
+    async def begin(
+        self,
+        name: str,
+        port: int | None = None,
+        timeout: float = LOGIN_TIMEOUT,  # noqa: ASYNC109 - the login's own deadline
+    ) -> Login:
+        """Open a login for `name` (ending one already under way) that waits
+        `timeout` seconds for the browser; `serve()` it.
 
         Raises:
             OSError: The callback port cannot be bound.
@@ -228,7 +242,7 @@ class LoginDesk:
             local_host="127.0.0.1", local_port=port or 0
         )
         bound = listener.extra(anyio.abc.SocketAttribute.local_port)
-        login = Login(name, listener, bound)
+        login = Login(name, listener, bound, timeout)
         self._logins[name] = login
         return login
 
