@@ -272,3 +272,25 @@ async def test_a_failing_teardown_does_not_report_the_loss_twice() -> None:
     lost = rec.of("disconnected", "s")
     assert len(lost) == 1 and lost[0].reason == "gone"  # type: ignore[attr-defined]
     assert len(rec.of("reconnecting", "s")) == 1
+
+
+@pytest.mark.anyio
+async def test_a_secret_across_the_cut_of_a_long_server_log_is_still_masked() -> None:
+    from manager.core.events import ServerLog
+    from manager.core.redact import SecretRegistry
+    from manager.engine.connection import Connection
+    from manager.engine.output import LOG_DATA_LIMIT
+
+    secret = "s3cret-log-value-91f2"
+    secrets = SecretRegistry()
+    secrets.add([secret])
+    bus = EventBus()
+    seen: list[object] = []
+    bus.add_listener(seen.append)
+    conn = Connection(parse_spec("x", "http://h/mcp", {}), bus, secrets=secrets)
+    text = "a" * (LOG_DATA_LIMIT - 5) + secret  # the cut falls inside the secret
+    conn._hooks().on_log("warning", "db", text)
+    (event,) = seen
+    assert isinstance(event, ServerLog)
+    assert len(event.data) <= LOG_DATA_LIMIT
+    assert secret[:5] not in event.data

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-import json
 import logging
 import math
 import random
@@ -59,11 +58,10 @@ from ..transport.base import (
 )
 from ..transport.errors import describe_error
 from .bus import EventBus
-from .stderr import StderrTail
+from .output import LOG_DATA_LIMIT, StderrTail, log_text
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
 
 __all__ = [
-    "LOG_DATA_LIMIT",
     "Connection",
     "ServerRequests",
     "run_connection",
@@ -73,9 +71,6 @@ logger = logging.getLogger(__name__)
 
 EXIT_REPORT_WAIT = 0.6
 """Seconds a failed ping of a stdio server waits for the process's own exit report."""
-
-LOG_DATA_LIMIT = 4000
-"""Characters of an upstream log message's data kept in its `server_log` event."""
 
 
 class ServerRequests:
@@ -236,13 +231,12 @@ class Connection:
         self._bus.publish(ResourceUpdated(name=self.name, uri=uri))
 
     def _on_log(self, level: str, logger_name: str | None, data: object) -> None:
-        text = data if isinstance(data, str) else _json_text(data)
         self._bus.publish(
             ServerLog(
                 name=self.name,
                 level=level,
                 logger=logger_name or "",
-                data=redact(text[:LOG_DATA_LIMIT], self._secrets),
+                data=redact(log_text(data), self._secrets)[:LOG_DATA_LIMIT],
             )
         )
 
@@ -474,13 +468,6 @@ class Connection:
                 error_type=report.error_type,
             )
         )
-
-
-def _json_text(data: object) -> str:
-    try:
-        return json.dumps(data, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(data)
 
 
 async def run_connection(conn: Connection, transport: Transport) -> None:

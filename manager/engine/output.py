@@ -1,19 +1,32 @@
-"""A stdio server's stderr, as the daemon keeps it: the last lines, and a
-bound on how many become events.
+"""What a server says besides its answers: stderr lines and log messages.
 
+A stdio server's stderr, as the daemon keeps it: the last lines, and a bound
+on how many become events.
 A server that logs in a loop must not flood the bus: at most
 `STDERR_EVENTS_PER_SECOND` lines a second are published per connection; the
 rest are counted and the count rides on the next line that is published. All
-lines are kept in the tail (`status`, the HUD's details) either way.
+lines are kept in the tail (`status`, the HUD's details) either way. An
+upstream's log message (`notifications/message`) becomes text of at most
+`LOG_DATA_LIMIT` characters (`log_text`, then masked, then cut).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections import deque
 from collections.abc import Iterator
 
-__all__ = ["STDERR_EVENTS_PER_SECOND", "STDERR_LINES_KEPT", "StderrTail"]
+__all__ = [
+    "LOG_DATA_LIMIT",
+    "STDERR_EVENTS_PER_SECOND",
+    "STDERR_LINES_KEPT",
+    "StderrTail",
+    "log_text",
+]
+
+LOG_DATA_LIMIT = 4000
+"""Characters of an upstream log message's data kept in its `server_log` event."""
 
 STDERR_LINES_KEPT = 50
 """Last stderr lines kept per connection (shown by status and the HUD)."""
@@ -50,3 +63,15 @@ class StderrTail:
         self._sent += 1
         suppressed, self._suppressed = self._suppressed, 0
         return suppressed
+
+
+def log_text(data: object) -> str:
+    """An upstream log message's data as text (JSON unless it is a string).
+    Mask secrets in it before cutting it to `LOG_DATA_LIMIT`, so a secret that
+    straddles the cut is still masked."""
+    if isinstance(data, str):
+        return data
+    try:
+        return json.dumps(data, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(data)
