@@ -275,11 +275,11 @@ async def test_a_failing_teardown_does_not_report_the_loss_twice() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_secret_across_the_cut_of_a_long_server_log_is_still_masked() -> None:
-    from manager.core.events import ServerLog
+async def test_a_secret_across_the_cut_of_a_long_log_or_stderr_line_is_masked() -> None:
+    from manager.core.events import ServerLog, ServerStderr
     from manager.core.redact import SecretRegistry
     from manager.engine.connection import Connection
-    from manager.engine.output import LOG_DATA_LIMIT
+    from manager.engine.output import LOG_DATA_LIMIT, STDERR_LINE_LIMIT
 
     secret = "s3cret-log-value-91f2"
     secrets = SecretRegistry()
@@ -290,7 +290,9 @@ async def test_a_secret_across_the_cut_of_a_long_server_log_is_still_masked() ->
     conn = Connection(parse_spec("x", "http://h/mcp", {}), bus, secrets=secrets)
     text = "a" * (LOG_DATA_LIMIT - 5) + secret  # the cut falls inside the secret
     conn._hooks().on_log("warning", "db", text)
-    (event,) = seen
-    assert isinstance(event, ServerLog)
-    assert len(event.data) <= LOG_DATA_LIMIT
-    assert secret[:5] not in event.data
+    conn._hooks().on_stderr("b" * (STDERR_LINE_LIMIT - 5) + secret)
+    log, stderr = seen
+    assert isinstance(log, ServerLog) and isinstance(stderr, ServerStderr)
+    assert len(log.data) <= LOG_DATA_LIMIT and len(stderr.line) <= STDERR_LINE_LIMIT
+    assert secret[:5] not in log.data and secret[:5] not in stderr.line
+    assert secret[:5] not in "".join(conn.stderr)

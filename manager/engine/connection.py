@@ -58,7 +58,7 @@ from ..transport.base import (
 )
 from ..transport.errors import describe_error
 from .bus import EventBus
-from .output import LOG_DATA_LIMIT, StderrTail, log_text
+from .output import LOG_DATA_LIMIT, STDERR_LINE_LIMIT, StderrTail, log_text
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
 
 __all__ = [
@@ -210,7 +210,7 @@ class Connection:
         self.signal(ProcessSpawned(now=self._clock(), pid=pid))
 
     def _on_stderr(self, line: str) -> None:
-        line = redact(line, self._secrets)
+        line = redact(line, self._secrets)[:STDERR_LINE_LIMIT]
         suppressed = self.stderr.add(line)
         if suppressed is None:
             return  # over this second's budget: counted, kept in the tail

@@ -20,10 +20,14 @@ from collections.abc import Iterator
 __all__ = [
     "LOG_DATA_LIMIT",
     "STDERR_EVENTS_PER_SECOND",
+    "STDERR_LINE_LIMIT",
     "STDERR_LINES_KEPT",
     "StderrTail",
     "log_text",
 ]
+
+STDERR_LINE_LIMIT = 1000
+"""Characters of one stderr line kept (cut after secrets are masked)."""
 
 LOG_DATA_LIMIT = 4000
 """Characters of an upstream log message's data kept in its `server_log` event."""

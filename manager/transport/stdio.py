@@ -31,7 +31,7 @@ from .children import CHILD_GROUPS
 from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from .signals import LostSignal
 
-__all__ = ["stdio_streams"]
+__all__ = ["GARBAGE_SAMPLE", "stdio_streams"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ REAP_TIMEOUT = 0.4
 MAX_LINE = 4 * 1024 * 1024
 """Longest stdout line (one JSON-RPC message) accepted from a stdio server, bytes."""
 
-STDERR_LINE_LIMIT = 1000
-"""Characters of one stderr line kept; the rest is cut."""
+GARBAGE_SAMPLE = 16 * 1024
+"""Bytes of a non-JSON-RPC stdout line quoted in the note about it (the
+connection masks secrets in the note, then cuts it to its line limit)."""
 
 
 @asynccontextmanager
@@ -170,9 +171,9 @@ async def stdio_streams(
                     buffer = b""
                 for line in lines:
                     text = line.decode("utf-8", "replace").rstrip("\r")
-                    hooks.on_stderr(text[:STDERR_LINE_LIMIT])
+                    hooks.on_stderr(text)  # cut after masking (Connection)
         if buffer:
-            hooks.on_stderr(buffer.decode("utf-8", "replace")[:STDERR_LINE_LIMIT])
+            hooks.on_stderr(buffer.decode("utf-8", "replace"))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(stdout_reader)
@@ -248,7 +249,9 @@ def _parse_stdout_line(
     except ValueError:
         garbage[0] += 1
         if garbage[0] <= 3 or garbage[0] % 100 == 0:
-            sample = line[:120].decode("utf-8", "replace")
+            # Long enough that a secret in it is masked whole before the
+            # connection cuts the note to its line limit.
+            sample = line[:GARBAGE_SAMPLE].decode("utf-8", "replace")
             hooks.on_stderr(
                 f"[stdout] not JSON-RPC (line {garbage[0]} of garbage): {sample!r}"
             )
