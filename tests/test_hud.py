@@ -75,7 +75,7 @@ from manager.hud.render import render_status
 from manager.hud.run import AttachedReader, run_inline
 from manager.hud.state import HudState
 from manager.hud.terminal import OutputCapture, TerminalFile, open_terminal
-from manager.hud.view import age, countdown, footer_lines, layout
+from manager.hud.view import age, countdown, footer_lines, header_cells, layout
 from manager.logs import LogSink
 
 
@@ -1293,3 +1293,27 @@ def test_upstream_log_messages_are_detail_unless_severe() -> None:
         ("warn", "fs: log error db: disk full"),
         ("debug", "fs: resource updated: file:///x"),
     ]
+
+
+def test_the_header_says_the_filter_an_unreachable_daemon_and_needs_login() -> None:
+    hud = HudState()
+    hud.seed(
+        typed(
+            [
+                {"name": "a", "state": "connected"},
+                {"name": "b", "state": "needs_login", "error": "no token"},
+            ]
+        ),
+        T0,
+    )
+    text = "".join(
+        part
+        for part, _ in header_cells(
+            hud, T0, needle="a", shown=1, unreachable=True, verbose=True
+        )
+    )
+    assert "● 1" in text and "⚿ 1" in text  # needs_login is counted too
+    assert "filter 'a': 1 of 2" in text
+    assert "daemon unreachable, retrying" in text and "all events" in text
+    row = hud.rows["b"]
+    assert row.error == "run: mcp-manager login b (no token)"

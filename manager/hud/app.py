@@ -36,8 +36,8 @@ from ..core.events import event_from_dict
 from .details import DetailsScreen, details_text
 from .feed import FeedItem, HudBackend, HudFeed, Note, Snapshot, Unreachable
 from .state import HudState, Row
-from .view import GAP, Column, clock, counts_text, footer_lines, log_cell
-from .widgets import ConnectionTable, EventLog, fit
+from .view import footer_lines, header_cells, log_cell
+from .widgets import ConnectionTable, EventLog, column_titles
 
 __all__ = ["FRAME_RATE", "INFO_INTERVAL", "MAX_ITEMS_PER_FRAME", "HudApp"]
 
@@ -283,21 +283,17 @@ class HudApp(App[str]):
 
     def _header(self, now: float) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
-        version = f" {self.hud.version}" if self.hud.version else ""
-        text.append(f" mcp-manager{version}", style="bold")
-        text.append(f" · {clock(now)} · ", style="dim")
-        text.append(counts_text(self.hud, compact=True))
-        if self.filter:
-            shown, total = len(self._order), len(self.hud.rows)
-            text.append(
-                f" · filter '{self.filter}': {shown} of {total}", style="yellow"
-            )
-        if self.unreachable is not None:
-            text.append(" · daemon unreachable, retrying", style="bold red")
-        if self.verbose:
-            text.append(" · all events", style="cyan")
-        if self.subtitle:
-            text.append(f" · {self.subtitle}", style="dim")
+        cells = header_cells(
+            self.hud,
+            now,
+            needle=self.filter,
+            shown=len(self._order),
+            unreachable=self.unreachable is not None,
+            verbose=self.verbose,
+            subtitle=self.subtitle,
+        )
+        for part, style in cells:
+            text.append(part, style=style)
         return text
 
     def _set_text(self, widget_id: str, text: Text) -> None:
@@ -322,7 +318,7 @@ class HudApp(App[str]):
         self, message: ConnectionTable.ColumnsChanged
     ) -> None:
         """Keep the column titles over their columns."""
-        self._set_text("columns", _column_titles(message.columns))
+        self._set_text("columns", column_titles(message.columns))
 
     def _spawn(
         self, what: str, work: Coroutine[object, object, None], group: str = ""
@@ -501,11 +497,3 @@ class HudApp(App[str]):
         if needle != self.filter:
             self.filter = needle
             self.draw(self._clock())  # at once: input-to-screen, not next frame
-
-
-def _column_titles(columns: Sequence[tuple[Column, int]]) -> Text:
-    gap = " " * GAP
-    return Text(
-        gap.join(fit(c.header, size, right=c.right) for c, size in columns),
-        style="bold",
-    )

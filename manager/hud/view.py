@@ -36,6 +36,7 @@ __all__ = [
     "config_cell",
     "counts_text",
     "footer_lines",
+    "header_cells",
     "layout",
     "log_cell",
     "state_cell",
@@ -254,6 +255,36 @@ def footer_lines(hud: HudState) -> tuple[Cell, list[Cell]]:
         slots = hud.starts.get("slots")
         spans.append((f"{waiting} waiting to start ({slots} at a time)", "yellow"))
     return config, spans
+
+
+def header_cells(
+    hud: HudState,
+    now: float,
+    *,
+    needle: str = "",
+    shown: int = 0,
+    unreachable: bool = False,
+    verbose: bool = False,
+    subtitle: str = "",
+) -> list[Cell]:
+    """The HUD's header line: ` mcp-manager VERSION · HH:MM:SS · ● 2 ↻ 1`, then
+    the filter (`shown` of all rows), an unreachable daemon, verbose mode and
+    the subtitle."""
+    version = f" {hud.version}" if hud.version else ""
+    cells: list[Cell] = [
+        (f" mcp-manager{version}", "bold"),
+        (f" · {clock(now)} · ", "dim"),
+        (counts_text(hud, compact=True), ""),
+    ]
+    if needle:
+        cells.append((f" · filter '{needle}': {shown} of {len(hud.rows)}", "yellow"))
+    if unreachable:
+        cells.append((" · daemon unreachable, retrying", "bold red"))
+    if verbose:
+        cells.append((" · all events", "cyan"))
+    if subtitle:
+        cells.append((f" · {subtitle}", "dim"))
+    return cells
 
 
 def counts_text(hud: HudState, *, compact: bool = False) -> str:

@@ -17,6 +17,7 @@ from typing import ClassVar
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
@@ -27,7 +28,7 @@ from textual.strip import Strip
 from .state import LOG_LINES, Row
 from .view import GAP, Cell, Column, cells, layout
 
-__all__ = ["ConnectionTable", "EventLog", "fit"]
+__all__ = ["ConnectionTable", "EventLog", "column_titles", "fit"]
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -41,6 +42,15 @@ def fit(text: str, width: int, *, right: bool = False) -> str:
         return set_cell_size(text, width - 1) + "…" if width > 0 else ""
     pad = " " * (width - size)
     return pad + text if right else text + pad
+
+
+def column_titles(columns: Sequence[tuple[Column, int]]) -> Text:
+    """The titles line over the connection table, fitted like its cells."""
+    gap = " " * GAP
+    return Text(
+        gap.join(fit(c.header, size, right=c.right) for c, size in columns),
+        style="bold",
+    )
 
 
 class ConnectionTable(ScrollView, can_focus=True):
