@@ -190,7 +190,11 @@ class DaemonProcess:
         os.rmdir(self._dir)
 
     def __enter__(self) -> DaemonProcess:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.close()  # a daemon that started too slowly is stopped too
+            raise
 
     def __exit__(
         self,
