@@ -14,7 +14,6 @@ then the call fails at once); a call is never retried by the manager.
 from __future__ import annotations
 
 import itertools
-import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -26,7 +25,6 @@ import anyio
 import anyio.abc
 
 from ..core.errors import (
-    TransportError,
     UnknownServer,
 )
 from ..core.events import (
@@ -54,6 +52,7 @@ from ..transport.starts import StartSlots
 from .bus import EventBus
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests, run_connection
+from .live import applies_live, tell_roots_changed
 from .status import connection_status
 from .tracing import (
     ERROR_TYPE,
@@ -69,11 +68,6 @@ from .tracing import (
 __all__ = ["Manager", "ReconcileResult"]
 
 T = TypeVar("T")
-
-ROOTS_NOTIFY_TIMEOUT = 2.0
-"""Seconds `notifications/roots/list_changed` may take to send."""
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +160,7 @@ class Manager:
         old = self._conns.get(spec.name)
         if old is not None and old.spec == spec and why is None:
             return False
-        if old is not None and why is None and _applies_live(old.spec, spec):
+        if old is not None and why is None and applies_live(old.spec, spec):
             self._respec(old, spec)
             return True
         conn = Connection(
@@ -210,7 +204,7 @@ class Manager:
         )
         upstream = conn.upstream
         if old.roots != spec.roots and upstream is not None and self._tg is not None:
-            self._tg.start_soon(_tell_roots_changed, conn.name, upstream)
+            self._tg.start_soon(tell_roots_changed, conn.name, upstream)
 
     def remove(self, name: str) -> bool:
         """Stop retrying, close gracefully, emit `removed`. Returns if it existed."""
@@ -482,25 +476,3 @@ class Manager:
             if error is None or error is exc:
                 raise
             raise error from exc
-
-
-_LIVE_FIELDS = frozenset({"exposure", "roots"})
-"""Spec fields that apply without a reconnect."""
-
-
-def _applies_live(old: ConnectionSpec, new: ConnectionSpec) -> bool:
-    """Whether `new` differs from `old` only in what needs no reconnect.
-
-    Roots apply live only while there are some before and after: whether we
-    offer `roots` at all is declared in the handshake.
-    """
-    changed = set(changed_fields(old, new))
-    return changed <= _LIVE_FIELDS and bool(old.roots) == bool(new.roots)
-
-
-async def _tell_roots_changed(name: str, upstream: Upstream) -> None:
-    try:
-        with anyio.fail_after(ROOTS_NOTIFY_TIMEOUT):
-            await upstream.notify_roots_changed()
-    except (TransportError, TimeoutError) as exc:  # the session's own watch sees it
-        logger.debug("%s: roots/list_changed not sent: %s", name, exc)
