@@ -607,3 +607,27 @@ def test_a_reconnect_with_different_tools_reports_tools_changed() -> None:
     changed = events[1]
     assert isinstance(changed, ToolsChanged)
     assert (changed.added, changed.removed, changed.tools) == (("c",), ("a",), 2)
+
+
+def test_a_server_that_wants_a_login_waits_for_it_instead_of_a_retry() -> None:
+    from manager.core.events import AttemptFailed, Lost, NeedsLogin
+
+    s0 = ConnectionState(name=NAME)
+    s1, _ = step(s0, AttemptBegan(now=1.0))
+    s2, events = step(
+        s1,
+        AttemptError(now=2.0, error="no token", error_type="LoginRequired", rand=0.5),
+    )
+    assert s2.phase is Phase.NEEDS_LOGIN and s2.next_retry_at is None
+    assert [type(e) for e in events] == [AttemptFailed, NeedsLogin]
+    assert isinstance(events[1], NeedsLogin)
+    assert events[1].command == f"mcp-manager login {NAME}"
+    # Connected later; a refused refresh ends the session into needs_login too.
+    s3, _ = step(s2, AttemptBegan(now=3.0))
+    s4, _ = step(s3, HandshakeDone(now=4.0, tools=("t",)))
+    s5, events = step(
+        s4,
+        SessionLost(now=9.0, reason="refused", rand=0.5, error_type="LoginRequired"),
+    )
+    assert s5.phase is Phase.NEEDS_LOGIN and s5.next_retry_at is None
+    assert [type(e) for e in events] == [Lost, NeedsLogin]

@@ -240,55 +240,20 @@ def transition(
             if state.connected_before and set(tools) != set(state.tools):
                 events.append(_tools_changed(name, state.tools, tools))
             return replace(nxt, connected_before=True), events
-        case AttemptError(now=now) if signal.error_type == LOGIN_REQUIRED:
-            nxt = replace(
-                state,
-                phase=Phase.NEEDS_LOGIN,
-                error=signal.error,
-                error_type=signal.error_type,
-                since=state.since if state.phase is Phase.NEEDS_LOGIN else now,
-                next_retry_at=None,
-                pid=None,
-                outage_since=now if state.outage_since is None else state.outage_since,
-            )
-            return nxt, [
-                AttemptFailed(
-                    name=name,
-                    attempt=state.attempt,
-                    error=signal.error,
-                    error_type=signal.error_type,
-                ),
-                _needs_login(name, signal.error),
-            ]
-        case SessionLost(now=now) if signal.error_type == LOGIN_REQUIRED:
-            connected_at = state.connected_at
-            nxt = replace(
-                state,
-                phase=Phase.NEEDS_LOGIN,
-                error=signal.reason,
-                error_type=signal.error_type,
-                since=now,
-                next_retry_at=None,
-                pid=None,
-                connected_at=None,
-                outage_since=now,
-            )
-            uptime = 0.0 if connected_at is None else now - connected_at
-            return nxt, [
-                Lost(name=name, reason=signal.reason, uptime=uptime),
-                _needs_login(name, signal.reason),
-            ]
         case AttemptError(now=now):
+            # A server that wants the user waits for a login, not a retry.
+            login = signal.error_type == LOGIN_REQUIRED
+            phase = Phase.NEEDS_LOGIN if login else Phase.RECONNECTING
             wait = aligned_delay(policy, max(state.attempt, 1), signal.rand, now)
             if signal.error_type == "AuthRefused":
                 wait = max(wait, AUTH_RETRY_DELAY)  # a refusal is not an outage
             nxt = replace(
                 state,
-                phase=Phase.RECONNECTING,
+                phase=phase,
                 error=signal.error,
                 error_type=signal.error_type,
-                since=state.since if state.phase is Phase.RECONNECTING else now,
-                next_retry_at=now + wait,
+                since=state.since if state.phase is phase else now,
+                next_retry_at=None if login else now + wait,
                 exit_code=signal.exit_code,
                 pid=None,
                 # `is not None`: 0.0 is a valid time (e.g. a test clock's start).
@@ -302,21 +267,24 @@ def transition(
                     error_type=signal.error_type,
                     exit_code=signal.exit_code,
                 ),
-                Reconnecting(name=name, attempt=state.attempt + 1, delay=wait),
+                _needs_login(name, signal.error)
+                if login
+                else Reconnecting(name=name, attempt=state.attempt + 1, delay=wait),
             ]
         case SessionLost(now=now):
+            login = signal.error_type == LOGIN_REQUIRED
             connected_at = state.connected_at
             uptime = 0.0 if connected_at is None else now - connected_at
             attempt = 0 if uptime >= stable_after else state.attempt
             wait = aligned_delay(policy, max(attempt, 1), signal.rand, now)
             nxt = replace(
                 state,
-                phase=Phase.RECONNECTING,
+                phase=Phase.NEEDS_LOGIN if login else Phase.RECONNECTING,
                 attempt=attempt,
                 error=signal.reason,
                 error_type=signal.error_type,
                 since=now,
-                next_retry_at=now + wait,
+                next_retry_at=None if login else now + wait,
                 exit_code=signal.exit_code,
                 pid=None,
                 connected_at=None,
@@ -329,7 +297,9 @@ def transition(
                     exit_code=signal.exit_code,
                     uptime=uptime,
                 ),
-                Reconnecting(name=name, attempt=attempt + 1, delay=wait),
+                _needs_login(name, signal.reason)
+                if login
+                else Reconnecting(name=name, attempt=attempt + 1, delay=wait),
             ]
         case ToolsListed(tools=tools):
             tools = tuple(sorted(tools))
