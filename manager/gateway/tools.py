@@ -21,7 +21,7 @@ from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError, ServerUnavailable, UnknownServer
 from ..engine.manager import Manager
@@ -104,6 +104,13 @@ class ToolCalls:
         result = await self._call(ctx, params.name, params.arguments)
         if isinstance(result, types.CallToolResult):
             return result
+        if (
+            ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and "resultType" not in result
+        ):
+            # A handshake-era upstream's result to a 2026-07-28 client: the
+            # one field that era requires and the older one never sends.
+            result = {**result, "resultType": "complete"}
         # The upstream's JSON, passed on as is: the SDK server takes a dict as
         # well (its type says otherwise) and checks it on the way out.
         return cast(types.CallToolResult, result)
