@@ -79,6 +79,7 @@ BUILTIN_TOOLS = {
     "ask_user",
     "sample",
     "roots",
+    "arguments",
 }
 PROMPTS = ["greet", "with_resource", "with_image"]
 RESOURCES = [README_URI, LOGO_URI]
@@ -257,7 +258,7 @@ async def test_demo_server_serves_every_tool_and_notifies_list_changes(
         with anyio.fail_after(5):
             names, pages = await _list_all_tools(session)
             assert set(names) == BUILTIN_TOOLS
-            assert pages == 10  # 20 tools, 2 per page
+            assert pages == 11  # 21 tools, 2 per page
 
             # Requests to the client ride the tool call's own channel (over
             # streamable HTTP: the call's response stream).

@@ -49,6 +49,13 @@ async def _exercise(client: Client) -> dict[str, Any]:
     seen["echo"] = _wire(await client.call_tool("echo", {"text": "hi"}))
     seen["add"] = _wire(await client.call_tool("add", {"a": 2, "b": 0.5}))
     seen["fail"] = _wire(await client.call_tool("fail", {"message": "boom"}))
+    seen["empty arguments"] = _wire(await client.call_tool("arguments", {}))
+    seen["no arguments"] = _wire(await client.call_tool("arguments"))
+    seen["falsy arguments"] = _wire(
+        await client.call_tool(
+            "arguments", {"o": {}, "l": [], "s": "", "z": 0, "f": False, "n": None}
+        )
+    )
     seen["prompt"] = _wire(await client.get_prompt("greet", {"name": "Ada"}))
     seen["resource"] = _wire(await client.read_resource("demo://readme"))
     seen["template"] = _wire(await client.read_resource("demo://items/7"))

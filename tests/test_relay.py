@@ -126,7 +126,8 @@ async def test_a_stdio_tool_call_is_relayed_and_its_result_passed_on_as_sent(
     result = await manager.call("up", "echo", {"text": "hi"}, meta={"k": "v"})
     data = dict(result.data)
     assert data["x-later"] == {"kept": True}  # not sieved by a model
-    assert data["isError"] is False and result.is_error is False  # as the SDK fills
+    # As sent: nothing added (the server left isError out, which means false).
+    assert "isError" not in data and result.is_error is False
     seen = _seen(data)
     assert seen["args"] == {"text": "hi"}
     # Our own id space: strings, never the SDK session's integers.

@@ -116,6 +116,11 @@ BUILTIN_TOOLS = (
         "sample", "Ask the caller's model to reply to the prompt.", {"prompt": "string"}
     ),
     make_tool("roots", "Return the caller's root URIs as a JSON list."),
+    make_tool(
+        "arguments",
+        "Return the call's arguments as JSON, as they arrived (null when the "
+        "call carried none).",
+    ),
 )
 """The tools every demo server starts with, in `tools/list` order."""
 
@@ -185,6 +190,7 @@ class DemoServer:
             "ask_user": ask_user,
             "sample": sample,
             "roots": list_roots,
+            "arguments": self._run_added_tool,  # see `_call_tool`
         }
         for tool in BUILTIN_TOOLS:
             self._tools[tool.name] = (tool, handlers[tool.name])
@@ -211,6 +217,9 @@ class DemoServer:
     async def _call_tool(
         self, ctx: ServerRequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if params.name == "arguments" and params.name in self._tools:
+            # Told apart from `{}` here: every handler below gets a dict.
+            return text_result(json.dumps(params.arguments, sort_keys=True))
         entry = self._tools.get(params.name)
         if entry is None:
             return text_result(f"unknown tool {params.name!r}", is_error=True)

@@ -40,12 +40,13 @@ def read_resource(uri: str) -> Send:
 
 def get_prompt(name: str, arguments: Mapping[str, object] | None = None) -> Send:
     """`prompts/get` of `name`; argument values are sent as strings (MCP says so)."""
-    args = {
-        str(k): v if isinstance(v, str) else str(v)
-        for k, v in (arguments or {}).items()
-    }
+    args = (
+        None
+        if arguments is None
+        else {str(k): v if isinstance(v, str) else str(v) for k, v in arguments.items()}
+    )
     request = types.GetPromptRequest(
-        params=types.GetPromptRequestParams(name=name, arguments=args or None)
+        params=types.GetPromptRequestParams(name=name, arguments=args)
     )
 
     async def send(upstream: Upstream, limit: float) -> dict[str, object]:

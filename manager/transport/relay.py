@@ -311,9 +311,9 @@ class ToolCallRelay:
         """`tools/call` by the stdio relay (arguments JSON can carry) or the
         dispatcher; the result as the server sent it."""
         params: dict[str, Any] = {"name": name}
-        if arguments:
+        if arguments is not None:  # `{}` too: some servers require the object
             params["arguments"] = dict(arguments)
-        if meta:
+        if meta is not None:
             params["_meta"] = dict(meta)
         raw: dict[str, Any] | None = None
         if self._stdio_relay is not None:
@@ -327,9 +327,7 @@ class ToolCallRelay:
             # Fails (ValidationError) or normalises as the SDK's own call would.
             typed = types.CallToolResult.model_validate(raw, by_name=False)
             raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
-        elif "isError" not in raw:
-            raw["isError"] = False  # as the SDK's model fills it in
-        return CallResult(is_error=raw["isError"] is True, data=raw)
+        return CallResult(is_error=raw.get("isError") is True, data=raw)
 
     async def _dispatched_call(
         self,

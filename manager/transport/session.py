@@ -215,10 +215,10 @@ class McpSession:
                 return await self._relay.call(name, arguments, limit, meta, progress)
             result = await self._session.call_tool(
                 name,
-                dict(arguments) if arguments else None,
+                dict(arguments) if arguments is not None else None,
                 read_timeout_seconds=limit,
                 progress_callback=progress,
-                meta=dict(meta) if meta else None,  # type: ignore[arg-type]
+                meta=dict(meta) if meta is not None else None,  # type: ignore[arg-type]
             )
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
