@@ -63,7 +63,7 @@ from manager.core.spec import parse_spec, spec_summary
 from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus
 from manager.hud.app import HudApp
-from manager.hud.details import DetailsScreen
+from manager.hud.details import DetailsScreen, details_text
 from manager.hud.feed import (
     Note,
     QueueFeed,
@@ -1317,3 +1317,17 @@ def test_the_header_says_the_filter_an_unreachable_daemon_and_needs_login() -> N
     assert "daemon unreachable, retrying" in text and "all events" in text
     row = hud.rows["b"]
     assert row.error == "run: mcp-manager login b (no token)"
+
+
+def test_details_name_the_protocol_revision_and_its_era() -> None:
+    state = HudState()
+    state.apply(
+        Connected(name="new", attempt=1, tools=1, protocol="2026-07-28"), now=1.0
+    )
+    state.apply(
+        Connected(name="old", attempt=1, tools=1, protocol="2025-06-18"), now=1.0
+    )
+    new = details_text(state.rows["new"], {}, now=2.0).plain
+    old = details_text(state.rows["old"], {}, now=2.0).plain
+    assert "MCP 2026-07-28 (stateless era)" in new
+    assert "MCP 2025-06-18 (handshake era)" in old

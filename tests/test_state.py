@@ -139,6 +139,7 @@ def reconnect_delays(events: Iterable[Event]) -> list[float]:
                 "since": 2.0,
                 "connected_at": 2.0,
                 "connected_before": True,
+                "protocol": "2025-06-18",  # kept for status and the HUD
             },
             [
                 Connected(

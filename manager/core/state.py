@@ -91,6 +91,7 @@ class ConnectionState:
         outage_since: Wall time the current outage began; None while connected.
         connected_before: Some earlier session got connected (so a reconnect
             whose tools differ reports `tools_changed`).
+        protocol: The protocol revision of the current (or last) session.
     """
 
     name: str
@@ -106,6 +107,7 @@ class ConnectionState:
     connected_at: float | None = None
     outage_since: float | None = None
     connected_before: bool = False
+    protocol: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +226,7 @@ def transition(
                 next_retry_at=None,
                 connected_at=now,
                 outage_since=None,
+                protocol=signal.protocol,
             )
             events: list[Event] = [
                 Connected(

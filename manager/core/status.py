@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 from .wire import read_float, read_int, read_names
 
-__all__ = ["ConnectionStatus"]
+__all__ = ["MODERN_ERA", "ConnectionStatus", "protocol_era"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,8 @@ class ConnectionStatus:
         auth: `none`, `oauth` (the connection has or gets its tokens) or
             `needs_login` (it waits for `mcp-manager login NAME`).
         auth_expires_in: Seconds until its stored access token expires, if known.
+        protocol: The MCP revision of the current (or last) session ("" before
+            the first); `era` says which era that is.
     """
 
     name: str
@@ -59,11 +61,18 @@ class ConnectionStatus:
     hidden: int = 0
     auth: str = "none"
     auth_expires_in: float | None = None
+    protocol: str = ""
+
+    @property
+    def era(self) -> str:
+        """`2026-07-28` (stateless), `handshake` (initialize, sessions), or ""."""
+        return protocol_era(self.protocol)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON-ready form (the control socket's and Lua's)."""
         out = asdict(self)
         out["stderr"] = list(self.stderr)
+        out["era"] = self.era
         return out
 
     @classmethod
@@ -91,4 +100,17 @@ class ConnectionStatus:
             hidden=read_int(data.get("hidden")) or 0,
             auth=str(data.get("auth") or "none"),
             auth_expires_in=read_float(data.get("auth_expires_in")),
+            protocol=str(data.get("protocol") or ""),
         )
+
+
+MODERN_ERA = "2026-07-28"
+"""The first revision of the stateless era (no handshake, `_meta` per request)."""
+
+
+def protocol_era(protocol: str) -> str:
+    """The era of an MCP revision: `2026-07-28` for that one and later (dates
+    compare as strings), `handshake` for the older ones, "" when unknown."""
+    if not protocol:
+        return ""
+    return MODERN_ERA if protocol >= MODERN_ERA else "handshake"

@@ -38,6 +38,7 @@ def connection_status(
         hidden=_hidden(conn),
         auth=auth[0],
         auth_expires_in=auth[1],
+        protocol=state.protocol,
     )
 
 

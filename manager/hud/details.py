@@ -18,6 +18,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ..core.status import MODERN_ERA, protocol_era
 from .state import Row
 from .view import age, state_cell
 
@@ -85,6 +86,10 @@ def details_text(row: Row | None, details: Mapping[str, object], now: float) -> 
             text.append(f" · last exit code {row.exit_code}", style="red")
         if row.server:
             text.append(f" · server {row.server}")
+        if row.protocol:
+            era = protocol_era(row.protocol)
+            shown = "stateless era" if era == MODERN_ERA else "handshake era"
+            text.append(f" · MCP {row.protocol} ({shown})")
         text.append("\n")
         if row.error:
             text.append("last error: ", style="bold")

@@ -99,6 +99,7 @@ class Row:
         exit_code: Last exit code of the stdio server, until it is respawned.
         enabled: False for connections declared with `enabled = false`.
         server: Upstream server name and version, from the last `connected`.
+        protocol: MCP revision of the current (or last) session.
     """
 
     name: str
@@ -115,6 +116,7 @@ class Row:
     exit_code: int | None = None
     enabled: bool = True
     server: str = ""
+    protocol: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +248,7 @@ class HudState:
                 pid=item.pid,
                 exit_code=item.exit_code,
                 enabled=item.enabled,
+                protocol=item.protocol,
             )
         self.rows = fresh
         self.resync_needed = False
@@ -356,6 +359,7 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             row.pid = event.pid
             row.exit_code = None  # a new process (stdio) or no process at all
             row.server = f"{event.server_name} {event.server_version}".strip()
+            row.protocol = event.protocol
             level = "ok"
         case AttemptFailed():
             row = hud._row(name, at)
