@@ -79,6 +79,7 @@ BUILTIN_TOOLS = {
     "ask_user",
     "sample",
     "roots",
+    "error",
     "arguments",
 }
 PROMPTS = ["greet", "with_resource", "with_image"]

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
+from mcp.shared.exceptions import MCPError
 from servers import stdio_command
 from test_gateway import demo_stdio, running_gateway
 
@@ -43,9 +45,24 @@ def _wire(result: Any) -> dict[str, Any]:
     return data
 
 
-async def _exercise(client: Client) -> dict[str, Any]:
-    """What a client sees of the demo server, one entry per request."""
+async def _exercise(client: Client, heard: list[object]) -> dict[str, Any]:
+    """What a client sees of the demo server, one entry per request; `heard`
+    fills with the log messages the client gets."""
     seen: dict[str, Any] = {"protocol": client.protocol_version}
+    # What a call says before its result must be there when the result is.
+    seen["log"] = _wire(await client.call_tool("log", {"level": "info", "text": "x"}))
+    seen["heard with the log result"] = list(heard)
+    reports: list[object] = []
+
+    async def on_progress(
+        progress: float, total: float | None, message: str | None
+    ) -> None:
+        reports.append((progress, total, message))
+
+    seen["sleep"] = _wire(
+        await client.call_tool("sleep", {"seconds": 0}, progress_callback=on_progress)
+    )
+    seen["progress with the sleep result"] = list(reports)
     seen["echo"] = _wire(await client.call_tool("echo", {"text": "hi"}))
     seen["add"] = _wire(await client.call_tool("add", {"a": 2, "b": 0.5}))
     seen["fail"] = _wire(await client.call_tool("fail", {"message": "boom"}))
@@ -56,6 +73,12 @@ async def _exercise(client: Client) -> dict[str, Any]:
             "arguments", {"o": {}, "l": [], "s": "", "z": 0, "f": False, "n": None}
         )
     )
+    try:
+        await client.call_tool(
+            "error", {"code": -32042, "message": "nope", "data": '{"why": [0, {}]}'}
+        )
+    except MCPError as exc:
+        seen["upstream error"] = (exc.code, exc.message, exc.data)
     seen["prompt"] = _wire(await client.get_prompt("greet", {"name": "Ada"}))
     seen["resource"] = _wire(await client.read_resource("demo://readme"))
     seen["template"] = _wire(await client.read_resource("demo://items/7"))
@@ -64,11 +87,30 @@ async def _exercise(client: Client) -> dict[str, Any]:
     return seen
 
 
+def _client(
+    target: str | StdioServerParameters, mode: ConnectMode, heard: list[object]
+) -> Client:
+    """An SDK client that opts in to log messages (2026-07-28 asks per request;
+    the handshake era gets what the server sends) and keeps what it hears."""
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        heard.append(params.model_dump(mode="json", exclude_none=True))
+
+    return Client(target, mode=mode, log_level="debug", logging_callback=on_log)
+
+
+def _heard_something(seen: dict[str, Any]) -> None:
+    """The comparison means something: the server did say things mid-call."""
+    assert seen["heard with the log result"], seen["log"]
+    assert len(seen["progress with the sleep result"]) == 2
+    assert seen["upstream error"] == (-32042, "nope", {"why": [0, {}]})
+
+
 @asynccontextmanager
-async def _straight(mode: ConnectMode) -> AsyncIterator[Client]:
+async def _straight(mode: ConnectMode, heard: list[object]) -> AsyncIterator[Client]:
     command, args = stdio_command()
     params = StdioServerParameters(command=command, args=args)
-    async with Client(params, mode=mode) as client:
+    async with _client(params, mode, heard) as client:
         yield client
 
 
@@ -90,19 +132,25 @@ def _stdio_front(tmp_path: Path) -> StdioServerParameters:
 async def test_both_eras_get_through_the_http_front_what_they_get_straight(
     mode: ConnectMode,
 ) -> None:
-    async with _straight(mode) as client:
-        straight = await _exercise(client)
+    heard: list[object] = []
+    async with _straight(mode, heard) as client:
+        straight = await _exercise(client, heard)
+    heard = []
     async with (
         running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
             gateway,
-            _,
+            manager,
             _,
         ),
-        Client(str(gateway.url), mode=mode) as client,
+        _client(str(gateway.url), mode, heard) as client,
     ):
-        through = await _exercise(client)
+        through = await _exercise(client, heard)
+        status = manager.status("demo")
+        assert status is not None and status.protocol == "2025-11-25"
+        assert status.to_dict()["era"] == "handshake"  # the daemon's own session
     expected = "2026-07-28" if mode == "auto" else "2025-11-25"
     assert straight["protocol"] == through["protocol"] == expected
+    _heard_something(straight)
     assert through == straight
 
 
@@ -111,9 +159,12 @@ async def test_both_eras_get_through_the_http_front_what_they_get_straight(
 async def test_both_eras_get_through_the_stdio_front_what_they_get_straight(
     mode: ConnectMode, tmp_path: Path
 ) -> None:
-    async with _straight(mode) as client:
-        straight = await _exercise(client)
+    heard: list[object] = []
+    async with _straight(mode, heard) as client:
+        straight = await _exercise(client, heard)
+    heard = []
     with anyio.fail_after(30):
-        async with Client(_stdio_front(tmp_path), mode=mode) as client:
-            through = await _exercise(client)
+        async with _client(_stdio_front(tmp_path), mode, heard) as client:
+            through = await _exercise(client, heard)
+    _heard_something(straight)
     assert through == straight

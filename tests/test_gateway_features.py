@@ -29,6 +29,7 @@ from test_gateway import demo_stdio, running_gateway, text_of, wait_until
 from manager.cli import main
 from manager.core.spec import parse_spec
 from manager.gateway import Gateway
+from manager.gateway.catalog import CatalogSource, build_resource_table
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -440,3 +441,21 @@ def test_early_handshake_versions_are_the_sdks() -> None:
     from manager.gateway.early import HANDSHAKE_VERSIONS
 
     assert HANDSHAKE_VERSIONS == tuple(HANDSHAKE_PROTOCOL_VERSIONS)
+
+
+def test_a_resource_clash_is_said_once_whoever_lists_it_first() -> None:
+    """Servers come and go, so which one lists a shared URI first changes; the
+    clash of one server's URI (and where it is exposed) does not, and that is
+    what a warning is keyed on."""
+
+    def listing(server: str) -> CatalogSource:
+        return CatalogSource(server, [{"uri": "x://shared", "name": "shared"}], [])
+
+    every = build_resource_table(listing(s) for s in ("a", "b", "c"))
+    a_away = build_resource_table(listing(s) for s in ("b", "c"))
+    assert len(every.problems) == 2 and len(a_away.problems) == 1
+    (c_line,) = [line for line in every.problems if line.startswith("c:")]
+    assert "a lists the same URI" in c_line
+    assert "b lists the same URI" in a_away.problems[0]  # a new line, same clash
+    assert set(a_away.problem_keys) <= set(every.problem_keys)
+    assert len(set(every.problem_keys)) == 2

@@ -137,14 +137,29 @@ class CallTimeout(CallError):
 class UpstreamError(CallError):
     """The server answered the request with a JSON-RPC error.
 
+    The exception's text says what happened for logs and the CLI; `reply` and
+    `data` are what the server itself said, which the gateway hands to its
+    client unchanged.
+
     Attributes:
         code: The JSON-RPC error code it sent (e.g. -32602 invalid params,
-            -32002 resource not found), so the gateway can pass it on as is.
+            -32002 resource not found).
+        reply: The server's own error message (the text itself if not given).
+        data: The error's `data`, if it sent one.
     """
 
-    def __init__(self, message: str, *, code: int) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int,
+        reply: str | None = None,
+        data: object = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
+        self.reply = message if reply is None else reply
+        self.data = data
 
 
 class ControlError(ManagerError):

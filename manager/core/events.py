@@ -209,13 +209,15 @@ class ServerLog(Event):
     """The upstream sent a log message (`notifications/message`).
 
     `data` is the message's data as text (JSON unless it was a string),
-    redacted and cut to a few kilobytes.
+    redacted and cut to a few kilobytes. `in_call`: it came while the server
+    served requests of the endpoint's clients, and went to those.
     """
 
     kind: ClassVar[str] = "server_log"
     level: str
     logger: str = ""
     data: str = ""
+    in_call: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -22,6 +22,7 @@ from mcp.server.subscriptions import (
     ListenHandler,
     ToolsListChanged,
 )
+from mcp.shared.exceptions import MCPError
 
 from ..gateway.peers import ListChangedServer, Peers
 from .catalog import Catalog
@@ -117,6 +118,12 @@ BUILTIN_TOOLS = (
     ),
     make_tool("roots", "Return the caller's root URIs as a JSON list."),
     make_tool(
+        "error",
+        "Answer with a JSON-RPC error (not a tool result) of the code and "
+        "message, with the JSON text `data` as its data.",
+        {"code": "integer", "message": "string", "data": "string"},
+    ),
+    make_tool(
         "arguments",
         "Return the call's arguments as JSON, as they arrived (null when the "
         "call carried none).",
@@ -190,6 +197,7 @@ class DemoServer:
             "ask_user": ask_user,
             "sample": sample,
             "roots": list_roots,
+            "error": self._error,
             "arguments": self._run_added_tool,  # see `_call_tool`
         }
         for tool in BUILTIN_TOOLS:
@@ -296,6 +304,15 @@ class DemoServer:
             return text_result(f"no tool {name!r}", is_error=True)
         await self._notify_tools_changed()
         return text_result(f"removed {name}")
+
+    async def _error(
+        self, ctx: ServerRequestContext, args: dict[str, Any]
+    ) -> types.CallToolResult:
+        raise MCPError(
+            arg_int(args, "code"),
+            arg_str(args, "message"),
+            json.loads(arg_str(args, "data")),
+        )
 
     async def _meta(
         self, ctx: ServerRequestContext, args: dict[str, Any]

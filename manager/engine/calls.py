@@ -127,7 +127,7 @@ def call_error(
         if text == str(exc):
             return exc
         if isinstance(exc, UpstreamError):
-            return UpstreamError(text, code=exc.code)
+            return UpstreamError(text, code=exc.code, reply=exc.reply, data=exc.data)
         return type(exc)(text)
     limit = timeout if timeout is not None else conn.spec.call_timeout
     if isinstance(exc, ConnectTimeout | TimeoutError):

@@ -75,10 +75,13 @@ EXIT_REPORT_WAIT = 0.6
 
 class ServerRequests:
     """Where requests from upstreams go (`sampling`, `elicitation`): the gateway
-    sets `handler`; until then they are refused. Shared by every connection."""
+    sets `handler`; until then they are refused. Log messages go to `on_log`
+    too, in the order they came (it returns whether a client request being
+    served took the message). Shared by every connection."""
 
     def __init__(self) -> None:
         self.handler: Callable[[str, str, object, str | None], object] | None = None
+        self.on_log: Callable[[str, str, str | None, object], bool] | None = None
 
 
 class Connection:
@@ -231,12 +234,15 @@ class Connection:
         self._bus.publish(ResourceUpdated(name=self.name, uri=uri))
 
     def _on_log(self, level: str, logger_name: str | None, data: object) -> None:
+        route = self._requests.on_log
+        in_call = route is not None and route(self.name, level, logger_name, data)
         self._bus.publish(
             ServerLog(
                 name=self.name,
                 level=level,
                 logger=logger_name or "",
                 data=redact(log_text(data), self._secrets)[:LOG_DATA_LIMIT],
+                in_call=in_call,
             )
         )
 

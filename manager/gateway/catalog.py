@@ -74,6 +74,10 @@ class ResourceTable:
         matchers: (compiled template, server), in routing order.
         hidden: Resources and templates each connection's filter hides.
         problems: One line per rewritten or left-out item.
+        problem_keys: What each of `problems` is about, to say it once: a
+            clash is keyed on the server, its URI and the exposed URI, not on
+            which other server lists it first (that changes as servers come
+            and go, the clash does not).
     """
 
     resources: tuple[types.Resource, ...] = ()
@@ -83,6 +87,7 @@ class ResourceTable:
     matchers: tuple[tuple[re.Pattern[str], str], ...] = ()
     hidden: Mapping[str, int] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+    problem_keys: tuple[str, ...] = ()
 
     def route(
         self, uri: str, seen: Mapping[str, str] | None = None
@@ -139,6 +144,7 @@ def build_resource_table(sources: Iterable[CatalogSource]) -> ResourceTable:
     matchers: list[tuple[re.Pattern[str], str]] = []
     hidden: dict[str, int] = {}
     problems: list[str] = []
+    keys: dict[int, str] = {}  # index in problems -> clash key
     for source in sorted(sources, key=lambda src: src.server):
         server = source.server
         for raw in source.resources:
@@ -151,6 +157,7 @@ def build_resource_table(sources: Iterable[CatalogSource]) -> ResourceTable:
                 if owners[uri][0] == server:
                     continue  # listed twice by the same server
                 exposed = rewritten(server, uri)
+                keys[len(problems)] = f"resource\0{server}\0{uri}\0{exposed}"
                 problems.append(
                     f"{server}: resource {uri!r} is exposed as {exposed!r}: "
                     f"{owners[uri][0]} lists the same URI"
@@ -169,6 +176,7 @@ def build_resource_table(sources: Iterable[CatalogSource]) -> ResourceTable:
             exposed = template
             if template in template_owners:
                 exposed = rewritten(server, template, template=True)
+                keys[len(problems)] = f"template\0{server}\0{template}\0{exposed}"
                 problems.append(
                     f"{server}: resource template {template!r} is exposed as "
                     f"{exposed!r}: {template_owners[template][0]} lists the same one"
@@ -191,4 +199,5 @@ def build_resource_table(sources: Iterable[CatalogSource]) -> ResourceTable:
         matchers=tuple(matchers),
         hidden=hidden,
         problems=tuple(problems),
+        problem_keys=tuple(keys.get(i, text) for i, text in enumerate(problems)),
     )

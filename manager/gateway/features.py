@@ -24,11 +24,11 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from ..core.errors import CallError, UpstreamError
 from ..engine.manager import Manager
-from ..transport.base import Upstream
+from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .names import NameSource, ToolTable, build_name_table
-from .peers import session_key
-from .requests import ClientRequests, progress_forwarder
+from .peers import NOTIFY_TIMEOUT, session_key
+from .requests import CallNotes, ClientRequests
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
 
@@ -51,9 +51,6 @@ LOG_LEVELS = (
 
 DEFAULT_CALL_TIMEOUT = 60.0
 """`call_timeout` of a connection removed while one of its requests waited."""
-
-NOTIFY_TIMEOUT = 1.0
-"""Seconds one downstream session may take to accept a notification."""
 
 
 @dataclass(slots=True)
@@ -80,6 +77,7 @@ class Features:
         self._levels: dict[str, str] = {}
         self._log_sessions: dict[str, ServerSession] = {}
         manager.requests.handler = self.asks.upstream_request
+        manager.requests.on_log = self._call_log
 
     def _call_timeout(self, server: str) -> float:
         conn = self.manager.connection(server)
@@ -117,9 +115,14 @@ class Features:
         self.prompts, self.resources = prompts, resources
         return prompts_changed, resources_changed
 
-    def problems(self) -> tuple[str, ...]:
-        """Renames and left-out items of the last rebuild."""
-        return (*self.prompts.problems, *self.resources.problems)
+    def problems(self) -> tuple[tuple[str, str], ...]:
+        """Renames and left-out items of the last rebuild: (key, line), the
+        key saying what the line is about (`ResourceTable.problem_keys`)."""
+        prompts = ((line, line) for line in self.prompts.problems)
+        resources = zip(
+            self.resources.problem_keys, self.resources.problems, strict=True
+        )
+        return (*prompts, *resources)
 
     # --- forwarding -------------------------------------------------------------
 
@@ -129,27 +132,42 @@ class Features:
         server: str,
         method: str,
         target: str,
-        send: Callable[[Upstream, float], Awaitable[Any]],
+        send: Callable[[Upstream, float, ProgressCallback | None], Awaitable[Any]],
     ) -> Any:
         """Send a request upstream on the call path (held, bounded), with the
-        downstream request recorded as waiting on `server` meanwhile; an
-        upstream error reaches the client with the upstream's own code."""
+        downstream request served meanwhile (`serving`); an upstream error
+        reaches the client with the upstream's own code."""
+        notes = self.notes(ctx)
+        progress = notes.progress
+
+        async def sent(upstream: Upstream, limit: float) -> Any:
+            return await send(upstream, limit, progress)
+
         try:
-            with self.waiting(server, ctx):
-                return await self.manager.request(server, method, target, send)
-        except UpstreamError as exc:
-            raise MCPError(exc.code, str(exc)) from None
+            async with self.serving(server, ctx, notes):
+                return await self.manager.request(server, method, target, sent)
+        except UpstreamError as exc:  # the server's own answer, as it sent it
+            raise MCPError(exc.code, exc.reply, exc.data) from None
         except CallError as exc:
             raise MCPError(INVALID_REQUEST, str(exc)) from None
 
-    def waiting(
+    def notes(self, ctx: ServerRequestContext[Any, Any]) -> CallNotes:
+        """The notes of a downstream request: its log messages at the level its
+        session set (handshake era; every level if none) or its request asked
+        for (2026-07-28)."""
+        level = self._levels.get(session_key(ctx))
+        levels = LOG_LEVELS[LOG_LEVELS.index(level) :] if level in LOG_LEVELS else None
+        return CallNotes(ctx, levels)
+
+    def serving(
         self,
         server: str,
         ctx: ServerRequestContext[Any, Any],
+        notes: CallNotes,
         token: str | None = None,
-    ) -> contextlib.AbstractContextManager[None]:
-        """Record `ctx` as waiting on `server` (`requests.ClientRequests`)."""
-        return self.asks.waiting(server, ctx, token)
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """`ctx` served by `server` while the body runs (`ClientRequests.serving`)."""
+        return self.asks.serving(server, ctx, notes, token)
 
     # --- prompts ----------------------------------------------------------------
 
@@ -172,9 +190,9 @@ class Features:
             )
         )
 
-        progress = progress_forwarder(ctx)
-
-        async def send(upstream: Upstream, limit: float) -> Any:
+        async def send(
+            upstream: Upstream, limit: float, progress: ProgressCallback | None
+        ) -> Any:
             return await upstream.send(
                 request, types.GetPromptResult, limit, progress=progress
             )
@@ -223,9 +241,9 @@ class Features:
             params=types.ReadResourceRequestParams(uri=upstream_uri)
         )
 
-        progress = progress_forwarder(ctx)
-
-        async def send(upstream: Upstream, limit: float) -> Any:
+        async def send(
+            upstream: Upstream, limit: float, progress: ProgressCallback | None
+        ) -> Any:
             return await upstream.send(
                 request, types.ReadResourceResult, limit, progress=progress
             )
@@ -293,7 +311,9 @@ class Features:
         )
         method = request.method
 
-        async def send(upstream: Upstream, limit: float) -> Any:
+        async def send(
+            upstream: Upstream, limit: float, progress: ProgressCallback | None = None
+        ) -> Any:
             return await upstream.send(request, types.EmptyResult, limit)
 
         if ctx is not None:
@@ -365,9 +385,9 @@ class Features:
             )
         )
 
-        progress = progress_forwarder(ctx)
-
-        async def send(upstream: Upstream, limit: float) -> Any:
+        async def send(
+            upstream: Upstream, limit: float, progress: ProgressCallback | None
+        ) -> Any:
             return await upstream.send(
                 request, types.CompleteResult, limit, progress=progress
             )
@@ -400,6 +420,18 @@ class Features:
             except CallError as exc:
                 logger.debug("gateway: %s: logging/setLevel failed: %s", conn.name, exc)
         return types.EmptyResult()
+
+    def _call_log(
+        self, server: str, level: str, logger_name: str | None, data: object
+    ) -> bool:
+        """An upstream's log message, in order, to the requests it serves now;
+        its logger named as the server's tools are (`PREFIX/logger`), as sent
+        where the prefix is "" (a bridge)."""
+        conn = self.manager.connection(server)
+        prefix = conn.spec.prefix if conn is not None else server
+        if prefix:
+            logger_name = f"{prefix}/{logger_name}" if logger_name else prefix
+        return self.asks.log(server, level, logger_name, data)
 
     async def log_message(
         self, server: str, level: str, logger_name: str, data: str

@@ -125,11 +125,12 @@ class HttpEndpoint:
                 enable_dns_rebinding_protection=False
             ),
             session_idle_timeout=SESSION_IDLE_TIMEOUT,
-            # Plain JSON responses, not an SSE stream per POST: the per-request
-            # stream machinery was the largest cost of a forwarded call
-            # (profiled). Progress still reaches the client, on its standalone
-            # stream (see `_progress_forwarder`).
-            json_response=True,
+            # An SSE stream per POST, as the SDK's servers answer: what an
+            # upstream says about a request (progress, log messages, its
+            # questions) travels on that request's stream, which a
+            # 2026-07-28 client (no standalone stream) and many handshake
+            # clients read, and plain JSON has none.
+            json_response=False,
         )
         names = {"localhost", "127.0.0.1", "[::1]", *options.allowed_hosts}
         wildcard = options.host in ("0.0.0.0", "::")

@@ -1,4 +1,11 @@
-"""What upstreams ask the client, routed to the right downstream session.
+"""What upstreams ask and tell the client, routed to the right downstream request.
+
+While an upstream serves a downstream request, what it says about that request
+(progress, log messages) goes to that request's own stream, in the order the
+upstream sent it and all of it before the result (`CallNotes`, `serving`):
+straight at the server the client gets the same. Over stdio and SSE a log
+message names no request; while requests of several clients are in flight to
+one upstream, each of them gets it.
 
 Requests from an upstream (`sampling/createMessage`, `elicitation/create`) go
 to the downstream session whose request that upstream is serving, related to
@@ -13,51 +20,131 @@ error rather than guessed (never to another client).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import logging
+from collections.abc import AsyncIterator, Callable, Collection
+from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.server import ServerRequestContext
+from mcp.server.connection import allowed_log_levels
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INVALID_REQUEST
 
 from ..transport.base import ProgressCallback
-from .peers import session_key
+from .peers import NOTIFY_TIMEOUT, session_key
 
-__all__ = ["ClientRequests", "progress_forwarder"]
+__all__ = ["NOTES_LIMIT", "CallNotes", "ClientRequests"]
+
+logger = logging.getLogger("manager.gateway")
+
+NOTES_LIMIT = 1000
+"""Notifications of one request waiting to reach its client; beyond it they are
+dropped and counted (a client that does not read its stream)."""
+
+
+class CallNotes:
+    """What an upstream says about one downstream request while serving it:
+    progress under the request's own token, log messages at the levels the
+    client takes, sent on that request's stream in the order they came.
+
+    Args:
+        ctx: The downstream request.
+        levels: Log levels the client takes for this request (handshake era:
+            `logging/setLevel` or every level; 2026-07-28: the request's own
+            opt-in); None takes what the protocol version allows.
+    """
+
+    def __init__(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        levels: Collection[str] | None = None,
+    ) -> None:
+        self._ctx = ctx
+        if levels is None:
+            levels = allowed_log_levels(ctx.protocol_version, ctx.meta)
+        self._levels = frozenset(levels)
+        self._send, self._receive = anyio.create_memory_object_stream[
+            types.ServerNotification
+        ](NOTES_LIMIT)
+        token = ctx.meta.get("progress_token") if ctx.meta is not None else None
+        self._token = token if isinstance(token, str | int) else None
+        self.dropped = 0
+
+    @property
+    def progress(self) -> ProgressCallback | None:
+        """The upstream's progress callback, if the request asked for progress."""
+        return self._progress if self._token is not None else None
+
+    async def _progress(
+        self, progress: float, total: float | None, message: str | None
+    ) -> None:
+        assert self._token is not None
+        self._put(
+            types.ProgressNotification(
+                params=types.ProgressNotificationParams(
+                    progress_token=self._token,
+                    progress=progress,
+                    total=total,
+                    message=message,
+                )
+            )
+        )
+
+    def log(self, level: str, logger_name: str | None, data: object) -> None:
+        """An upstream log message sent while serving this request."""
+        if level not in self._levels:
+            return
+        self._put(
+            types.LoggingMessageNotification(
+                params=types.LoggingMessageNotificationParams(
+                    level=level,  # type: ignore[arg-type]
+                    logger=logger_name,
+                    data=data,
+                )
+            )
+        )
+
+    def _put(self, note: types.ServerNotification) -> None:
+        try:
+            self._send.send_nowait(note)
+        except anyio.WouldBlock:
+            self.dropped += 1
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # after the result: the request's stream is gone
+
+    async def deliver(self) -> None:
+        """Send every note on the request's stream until `close()`; a client
+        that does not take one within `NOTIFY_TIMEOUT` loses the rest."""
+        session, related = self._ctx.session, self._ctx.request_id
+        gone = False
+        async with self._receive:
+            async for note in self._receive:
+                if gone:
+                    continue
+                try:
+                    with anyio.fail_after(NOTIFY_TIMEOUT):
+                        await session.send_notification(note, related)
+                except Exception as exc:  # boundary: a gone client loses its notes
+                    logger.debug("gateway: request notes not delivered: %r", exc)
+                    gone = True
+
+    def close(self) -> None:
+        """No more notes: `deliver` ends once it has sent what is queued."""
+        self._send.close()
 
 
 @dataclass(slots=True)
 class _Waiting:
     """A downstream request an upstream is serving now; `token` is the link
-    sent upstream with it (`LINK_META_KEY`), if any."""
+    sent upstream with it (`LINK_META_KEY`), if any; `notes` its stream."""
 
     key: str
     ctx: ServerRequestContext[Any, Any]
     token: str | None = None
-
-
-def progress_forwarder(ctx: ServerRequestContext[Any, Any]) -> ProgressCallback | None:
-    """Relay upstream progress to the downstream caller under its own token, if
-    its request asked for progress.
-
-    Sent without `related_request_id`: over HTTP the endpoint answers with plain
-    JSON (no per-request stream), so progress travels on the session's
-    standalone stream; the token tells the client which request it belongs to.
-    """
-    token = ctx.meta.get("progress_token") if ctx.meta is not None else None
-    if not isinstance(token, str | int):
-        return None
-    session = ctx.session
-
-    async def forward(
-        progress: float, total: float | None, message: str | None
-    ) -> None:
-        await session.send_progress_notification(token, progress, total, message)
-
-    return forward
+    notes: CallNotes | None = field(default=None)
 
 
 class ClientRequests:
@@ -75,20 +162,51 @@ class ClientRequests:
         self._waiting: dict[str, list[_Waiting]] = {}
         self._deadline = deadline
 
-    @contextlib.contextmanager
-    def waiting(
+    @contextlib.asynccontextmanager
+    async def serving(
         self,
         server: str,
         ctx: ServerRequestContext[Any, Any],
+        notes: CallNotes,
         token: str | None = None,
-    ) -> Iterator[None]:
-        """Record `ctx` as waiting on `server` (a tool call, for upstream requests)."""
-        item = _Waiting(session_key(ctx), ctx, token)
-        self._waiting.setdefault(server, []).append(item)
+    ) -> AsyncIterator[None]:
+        """Record `ctx` as waiting on `server` while the body runs, its `notes`
+        delivered meanwhile; leaves once every note is sent (or dropped), so
+        they all reach the client before the result.
+
+        An error of the body leaves as itself, not in an exception group.
+        """
+        item = _Waiting(session_key(ctx), ctx, token, notes)
+        waiting = self._waiting.setdefault(server, [])
         try:
-            yield
-        finally:
-            self._waiting[server].remove(item)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(notes.deliver)
+                waiting.append(item)
+                try:
+                    yield
+                finally:
+                    waiting.remove(item)
+                    notes.close()
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1 and isinstance(
+                group.exceptions[0], Exception
+            ):
+                raise group.exceptions[0]  # noqa: B904 - the body's own error
+            raise
+
+    def log(
+        self, server: str, level: str, logger_name: str | None, data: object
+    ) -> bool:
+        """An upstream's log message: to the requests it is serving now (the
+        only one over streamable HTTP or stdio while one is in flight).
+        Returns whether any request was there to take it."""
+        waiting = self._waiting.get(server)
+        if not waiting:
+            return False
+        for item in waiting:
+            if item.notes is not None:
+                item.notes.log(level, logger_name, data)
+        return True
 
     # --- requests from upstreams ---------------------------------------------------
 

@@ -328,7 +328,7 @@ class Gateway:
             match event:
                 case ResourceUpdated():
                     await features.resource_updated(event.name, event.uri)
-                case ServerLog():
+                case ServerLog(in_call=False):
                     await features.log_message(
                         event.name, event.level, event.logger, event.data
                     )
@@ -338,9 +338,9 @@ class Gateway:
     def _refresh_all(self) -> tuple[bool, bool, bool]:
         tools = self._refresh()
         prompts, resources = self.features.rebuild()
-        for problem in self.features.problems():
-            if problem not in self._reported:
-                self._reported.add(problem)
+        for key, problem in self.features.problems():
+            if key not in self._reported:
+                self._reported.add(key)
                 logger.warning("gateway: %s", problem)
         return tools, prompts, resources
 

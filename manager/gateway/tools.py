@@ -23,12 +23,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from ..core.errors import CallError, ServerUnavailable, UnknownServer
+from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY
 from .features import Features
 from .names import SEPARATOR, ToolTable
-from .requests import progress_forwarder
 
 __all__ = ["ERROR_META_KEY", "ToolCalls"]
 
@@ -160,7 +159,7 @@ class ToolCalls:
             if found is None:
                 raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
             server, tool = found
-        progress = progress_forwarder(ctx)
+        notes = self._features.notes(ctx)
         meta = _forwarded_meta(ctx.params)
         token = None
         caps = ctx.session.client_capabilities
@@ -170,18 +169,15 @@ class ToolCalls:
             token = uuid.uuid4().hex
             meta = {**(meta or {}), LINK_META_KEY: token}
         try:
-            with self._features.waiting(server, ctx, token):
+            async with self._features.serving(server, ctx, notes, token):
                 result = await self.manager.call(
-                    server, tool, arguments, meta=meta, progress=progress
+                    server, tool, arguments, meta=meta, progress=notes.progress
                 )
         except (ServerUnavailable, UnknownServer) as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))
+        except UpstreamError as exc:  # the server's own answer, as it sent it
+            raise MCPError(exc.code, exc.reply, exc.data) from None
         except CallError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, MCPError):  # the upstream's own protocol error
-                raise MCPError(
-                    cause.code, f"{server}: {cause.message}", cause.data
-                ) from None
             return _text_error(f"{name}: {exc}", self._status_meta(server))
         raw = result.raw
         if isinstance(raw, types.CallToolResult):

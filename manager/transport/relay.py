@@ -67,6 +67,7 @@ _ID_PREFIX = "mcp-manager:"
 """Our request ids (strings, so they never meet the SDK's integer ids)."""
 
 _MARK = _ID_PREFIX.encode()
+_LOG_MARK = b'"notifications/message"'
 
 
 class SendSpan(Protocol):
@@ -111,6 +112,10 @@ class StdioRelay:
             `anyio.BrokenResourceError` once the server is gone).
         spawn: Starts a task in the transport's task group (progress).
         send_span: The SDK's span around each request.
+        on_log: Takes the server's log messages (level, logger, data) while
+            requests of ours are pending, in the order they came with the
+            answers (through the SDK they would be handled in a task of their
+            own, after the answer they preceded).
     """
 
     def __init__(
@@ -118,10 +123,13 @@ class StdioRelay:
         write: Callable[[bytes], Awaitable[None]],
         spawn: Callable[..., object],
         send_span: SendSpan = NO_SEND_SPAN,
+        *,
+        on_log: Callable[[str, str | None, object], None] | None = None,
     ) -> None:
         self._write = write
         self._spawn = spawn
         self._send_span = send_span
+        self._on_log = on_log
         self._pending: dict[str, _Waiter] = {}
         self._ids = itertools.count(1)
         self._closed = False
@@ -207,8 +215,10 @@ class StdioRelay:
     def take(self, line: bytes) -> bool:
         """Take `line` off stdout if it answers (or reports progress on) one of
         our requests; False leaves it to the SDK session."""
-        if not self._pending or _MARK not in line:
+        if not self._pending:
             return False
+        if _MARK not in line:
+            return _LOG_MARK in line and self._log(line)
         try:
             message = json.loads(line)
         except ValueError:
@@ -242,6 +252,28 @@ class StdioRelay:
         else:  # not a valid answer: the SDK reports it as garbage, as before
             return False
         waiter.done.set()
+        return True
+
+    def _log(self, line: bytes) -> bool:
+        if self._on_log is None:
+            return False
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        params = message.get("params") if isinstance(message, dict) else None
+        if (
+            message.get("method") != "notifications/message"
+            or "id" in message
+            or not isinstance(params, dict)
+            or not isinstance(params.get("level"), str)
+            or "data" not in params
+        ):
+            return False  # the SDK's to judge
+        name = params.get("logger")
+        self._on_log(
+            params["level"], name if isinstance(name, str) else None, params["data"]
+        )
         return True
 
     def _progress(self, params: object) -> bool:

@@ -197,7 +197,9 @@ class McpSession:
                 raise ConnectTimeout(f"{method} timed out after {limit:g} s") from exc
             if is_session_lost(exc):
                 raise self._mapped(exc, method) from exc
-            raise UpstreamError(exc.message, code=exc.code) from exc
+            raise UpstreamError(
+                exc.message, code=exc.code, reply=exc.message, data=exc.data
+            ) from exc
 
     async def call_tool(
         self,
@@ -231,6 +233,8 @@ class McpSession:
                 f"tools/call {name} rejected by the server: {exc.message} "
                 f"(MCP error {exc.code})",
                 code=exc.code,
+                reply=exc.message,
+                data=exc.data,
             ) from exc
         data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return CallResult(is_error=bool(result.is_error), data=data, raw=result)

@@ -128,6 +128,7 @@ async def stdio_streams(
         write_stream.send_line,
         lambda *args: tg.start_soon(*args),
         send_span,
+        on_log=hooks.on_log,
     )
     write_stream.relay = relay
 
