@@ -19,12 +19,15 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+import pydantic
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp.shared.exceptions import MCPError
 from servers import stdio_command
 from test_gateway import demo_stdio, running_gateway
+
+from manager.gateway.rounds import HeldCall, HeldCalls
 
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 """Who answered (stamped on every 2026-07-28 result): differs by design."""
@@ -168,3 +171,103 @@ async def test_both_eras_get_through_the_stdio_front_what_they_get_straight(
             through = await _exercise(client, heard)
     _heard_something(straight)
     assert through == straight
+
+
+async def _answer_elicitation(context: Any, params: Any) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"answer": "blue"})
+
+
+async def _answer_sampling(context: Any, params: Any) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text="hello from the model"),
+        model="test-model",
+    )
+
+
+async def _asks(client: Client) -> dict[str, Any]:
+    return {
+        "ask_user": _wire(await client.call_tool("ask_user", {"message": "colour?"})),
+        "sample": _wire(await client.call_tool("sample", {"prompt": "hi"})),
+    }
+
+
+@pytest.mark.anyio
+async def test_a_2026_client_answers_in_input_rounds_what_upstreams_ask() -> None:
+    """The upstream (handshake era, through the daemon's own session) sends
+    elicitation/create and sampling/createMessage mid-call; a 2026-07-28
+    client takes no requests, so the daemon answers its call input_required
+    and hands the answers of its retry upstream. It ends as a handshake-era
+    client straight at the server ends."""
+    callbacks: dict[str, Any] = {
+        "elicitation_callback": _answer_elicitation,
+        "sampling_callback": _answer_sampling,
+    }
+    command, args = stdio_command()
+    direct = StdioServerParameters(command=command, args=args)
+    async with Client(direct, mode="legacy", **callbacks) as client:
+        straight = await _asks(client)
+    async with (
+        running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
+            gateway,
+            _,
+            _,
+        ),
+        Client(str(gateway.url), **callbacks) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        through = await _asks(client)
+        assert len(gateway.tools.held) == 0  # every held call collected
+    assert straight["ask_user"]["content"][0]["text"] == 'accept: {"answer": "blue"}'
+    assert straight["sample"]["content"][0]["text"] == "hello from the model"
+    for result in (*straight.values(), *through.values()):
+        result.pop("resultType", None)  # the 2026 era's own field
+    assert through == straight
+
+
+@pytest.mark.anyio
+async def test_held_calls_refuse_an_unknown_state_and_never_wait_forever() -> None:
+    held_calls = HeldCalls()
+    async with anyio.create_task_group() as tg:
+        await tg.start(held_calls.run)
+        with pytest.raises(MCPError, match="requestState names no call") as info:
+            await held_calls.call({"requestState": "forged"}, 1.0, _never)
+        assert info.value.code == -32602
+
+        asked: list[object] = []
+
+        async def asks_twice(held: HeldCall) -> str:
+            asked.append(await held.ask("elicitation/create", {"m": 1}, _Answer))
+            asked.append(await held.ask("elicitation/create", {"m": 2}, _Answer))
+            return "done"
+
+        first = await held_calls.call(None, 0.2, asks_twice)
+        assert first["resultType"] == "input_required"
+        ((key, request),) = first["inputRequests"].items()
+        assert request == {"method": "elicitation/create", "params": {"m": 1}}
+        answered = {"requestState": first["requestState"], "inputResponses": {}}
+        answered["inputResponses"][key] = {"action": "decline"}
+        second = await held_calls.call(answered, 0.2, _never)
+        assert second["resultType"] == "input_required"  # the next question
+        assert second["requestState"] != first["requestState"]
+        # Nobody answers the second: the upstream gets an error, not a hang.
+        with anyio.fail_after(5):
+            while len(asked) < 2:  # noqa: ASYNC110 - the upstream side has no event
+                await anyio.sleep(0.01)
+        assert isinstance(asked[0], _Answer) and asked[0].action == "decline"
+        assert isinstance(asked[1], types.ErrorData) and "did not answer" in str(
+            asked[1].message
+        )
+        last = await held_calls.call(
+            {"requestState": second["requestState"]}, 1, _never
+        )
+        assert last == "done"
+        tg.cancel_scope.cancel()
+
+
+class _Answer(pydantic.BaseModel):
+    action: str
+
+
+async def _never(held: HeldCall) -> object:
+    raise AssertionError("no new call was to start")

@@ -29,6 +29,7 @@ from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .names import NameSource, ToolTable, build_name_table
 from .peers import NOTIFY_TIMEOUT, session_key
 from .requests import CallNotes, ClientRequests
+from .rounds import HeldCall
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
 
@@ -78,6 +79,10 @@ class Features:
         self._log_sessions: dict[str, ServerSession] = {}
         manager.requests.handler = self.asks.upstream_request
         manager.requests.on_log = self._call_log
+
+    def call_timeout(self, server: str) -> float:
+        """`server`'s `call_timeout` (a default once it was removed)."""
+        return self._call_timeout(server)
 
     def _call_timeout(self, server: str) -> float:
         conn = self.manager.connection(server)
@@ -165,9 +170,10 @@ class Features:
         ctx: ServerRequestContext[Any, Any],
         notes: CallNotes,
         token: str | None = None,
+        held: HeldCall | None = None,
     ) -> contextlib.AbstractAsyncContextManager[None]:
         """`ctx` served by `server` while the body runs (`ClientRequests.serving`)."""
-        return self.asks.serving(server, ctx, notes, token)
+        return self.asks.serving(server, ctx, notes, token, held)
 
     # --- prompts ----------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from mcp_types import INVALID_REQUEST
 
 from ..transport.base import ProgressCallback
 from .peers import NOTIFY_TIMEOUT, session_key
+from .rounds import HeldCall
 
 __all__ = ["NOTES_LIMIT", "CallNotes", "ClientRequests"]
 
@@ -145,6 +146,7 @@ class _Waiting:
     ctx: ServerRequestContext[Any, Any]
     token: str | None = None
     notes: CallNotes | None = field(default=None)
+    held: HeldCall | None = None
 
 
 class ClientRequests:
@@ -169,14 +171,16 @@ class ClientRequests:
         ctx: ServerRequestContext[Any, Any],
         notes: CallNotes,
         token: str | None = None,
+        held: HeldCall | None = None,
     ) -> AsyncIterator[None]:
         """Record `ctx` as waiting on `server` while the body runs, its `notes`
         delivered meanwhile; leaves once every note is sent (or dropped), so
-        they all reach the client before the result.
+        they all reach the client before the result. With `held` (a
+        2026-07-28 client), what the upstream asks goes to its input rounds.
 
         An error of the body leaves as itself, not in an exception group.
         """
-        item = _Waiting(session_key(ctx), ctx, token, notes)
+        item = _Waiting(session_key(ctx), ctx, token, notes, held)
         waiting = self._waiting.setdefault(server, [])
         try:
             async with anyio.create_task_group() as tg:
@@ -244,6 +248,14 @@ class ClientRequests:
                 message=f"{method} from {server}: the client connected through "
                 f"mcp-manager did not declare the {wanted} capability",
             )
+        result_type: Any = (
+            types.CreateMessageResult
+            if method == "sampling/createMessage"
+            else types.ElicitResult
+        )
+        held = waiting[0].held
+        if held is not None:  # a 2026-07-28 client: asked in its next round
+            return await held.ask(method, params, result_type)
         # On the request's own channel where it has one (stdio, SSE, HTTP with
         # streamed responses); else (our HTTP endpoint answers with plain JSON)
         # on the session's standalone stream, where the client takes it too.
@@ -252,13 +264,11 @@ class ClientRequests:
             if ctx.session.can_send_request
             else None
         )
-        request: Any
-        if method == "sampling/createMessage":
-            request = types.CreateMessageRequest(params=params)
-            result_type: Any = types.CreateMessageResult
-        else:
-            request = types.ElicitRequest(params=params)
-            result_type = types.ElicitResult
+        request: Any = (
+            types.CreateMessageRequest(params=params)
+            if method == "sampling/createMessage"
+            else types.ElicitRequest(params=params)
+        )
         try:
             return await ctx.session.send_request(
                 request,

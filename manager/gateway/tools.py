@@ -25,9 +25,10 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..engine.manager import Manager
-from ..transport.base import LINK_META_KEY
+from ..transport.base import LINK_META_KEY, CallResult
 from .features import Features
 from .names import SEPARATOR, ToolTable
+from .rounds import HeldCall, HeldCalls
 
 __all__ = ["ERROR_META_KEY", "ToolCalls"]
 
@@ -83,6 +84,7 @@ class ToolCalls:
         settled: Callable[[], Awaitable[None]],
     ) -> None:
         self.manager = manager
+        self.held = HeldCalls()
         self._features = features
         self._table = table
         self._settled = settled
@@ -159,7 +161,6 @@ class ToolCalls:
             if found is None:
                 raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
             server, tool = found
-        notes = self._features.notes(ctx)
         meta = _forwarded_meta(ctx.params)
         token = None
         caps = ctx.session.client_capabilities
@@ -168,11 +169,24 @@ class ToolCalls:
             # HTTP upstream's request be told apart from other clients' calls.
             token = uuid.uuid4().hex
             meta = {**(meta or {}), LINK_META_KEY: token}
-        try:
-            async with self._features.serving(server, ctx, notes, token):
-                result = await self.manager.call(
+
+        async def run(held: HeldCall | None = None) -> CallResult:
+            notes = self._features.notes(ctx)
+            async with self._features.serving(server, ctx, notes, token, held):
+                return await self.manager.call(
                     server, tool, arguments, meta=meta, progress=notes.progress
                 )
+
+        try:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                # What the upstream asks mid-call comes back as input rounds.
+                limit = self._features.call_timeout(server)
+                outcome = await self.held.call(ctx.params, limit, run)
+                if isinstance(outcome, dict):  # input_required
+                    return outcome
+                result = outcome
+            else:
+                result = await run()
         except (ServerUnavailable, UnknownServer) as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))
         except UpstreamError as exc:  # the server's own answer, as it sent it
