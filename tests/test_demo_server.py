@@ -80,6 +80,7 @@ BUILTIN_TOOLS = {
     "sample",
     "roots",
     "error",
+    "result",
     "arguments",
 }
 PROMPTS = ["greet", "with_resource", "with_image"]
@@ -259,7 +260,7 @@ async def test_demo_server_serves_every_tool_and_notifies_list_changes(
         with anyio.fail_after(5):
             names, pages = await _list_all_tools(session)
             assert set(names) == BUILTIN_TOOLS
-            assert pages == 11  # 21 tools, 2 per page
+            assert pages == 12  # 23 tools, 2 per page
 
             # Requests to the client ride the tool call's own channel (over
             # streamable HTTP: the call's response stream).

@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,19 @@ import anyio
 import mcp.types as types
 import pydantic
 import pytest
+from fakes import Recorder
 from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp.shared.exceptions import MCPError
-from servers import stdio_command
-from test_gateway import demo_stdio, running_gateway
+from servers import HttpServerFactory, stdio_command
+from test_gateway import LOCAL, demo_stdio, running_gateway
 
+from manager.core.spec import ConnectionSpec, parse_spec
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
+from manager.gateway import Gateway
 from manager.gateway.rounds import HeldCall, HeldCalls
+from manager.transport.connect import McpTransport
 
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 """Who answered (stamped on every 2026-07-28 result): differs by design."""
@@ -91,7 +98,10 @@ async def _exercise(client: Client, heard: list[object]) -> dict[str, Any]:
 
 
 def _client(
-    target: str | StdioServerParameters, mode: ConnectMode, heard: list[object]
+    target: str | StdioServerParameters,
+    mode: ConnectMode,
+    heard: list[object],
+    **extra: Any,
 ) -> Client:
     """An SDK client that opts in to log messages (2026-07-28 asks per request;
     the handshake era gets what the server sends) and keeps what it hears."""
@@ -99,7 +109,9 @@ def _client(
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         heard.append(params.model_dump(mode="json", exclude_none=True))
 
-    return Client(target, mode=mode, log_level="debug", logging_callback=on_log)
+    return Client(
+        target, mode=mode, log_level="debug", logging_callback=on_log, **extra
+    )
 
 
 def _heard_something(seen: dict[str, Any]) -> None:
@@ -217,7 +229,7 @@ async def test_a_2026_client_answers_in_input_rounds_what_upstreams_ask() -> Non
     ):
         assert client.protocol_version == "2026-07-28"
         through = await _asks(client)
-        assert len(gateway.tools.held) == 0  # every held call collected
+        assert len(gateway.features.held) == 0  # every held call collected
     assert straight["ask_user"]["content"][0]["text"] == 'accept: {"answer": "blue"}'
     assert straight["sample"]["content"][0]["text"] == "hello from the model"
     for result in (*straight.values(), *through.values()):
@@ -271,3 +283,70 @@ class _Answer(pydantic.BaseModel):
 
 async def _never(held: HeldCall) -> object:
     raise AssertionError("no new call was to start")
+
+
+# ------------------------------------------------------- 2026-07-28 upstreams
+
+
+def _modern_only(name: str, tmp_path: Path, **opts: object) -> ConnectionSpec:
+    command, args = stdio_command("--modern-only")
+    return parse_spec(name, {"command": command, "args": args}, {"prefix": "", **opts})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_server_that_speaks_only_2026_is_reached_from_both_eras(
+    mode: ConnectMode, tmp_path: Path
+) -> None:
+    """It refuses `initialize` (-32022): the daemon meets it with
+    server/discover, remembers that, and serves it to clients of either era,
+    input rounds translated for the handshake client."""
+    callbacks: dict[str, Any] = {
+        "elicitation_callback": _answer_elicitation,
+        "sampling_callback": _answer_sampling,
+    }
+    heard: list[object] = []
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = McpTransport(state_dir=tmp_path)
+    async with Manager(bus, transport=transport) as manager:
+        gateway = Gateway(manager, bus)
+        async with anyio.create_task_group() as tg:
+            await tg.start(partial(gateway.serve, LOCAL))
+            manager.reconcile([_modern_only("new", tmp_path)])
+            up = await rec.wait_for("connected", "new")
+            assert up.protocol == "2026-07-28"  # type: ignore[attr-defined]
+            assert transport.eras.recall(manager.specs["new"]) == "2026-07-28"
+            async with _client(str(gateway.url), mode, heard, **callbacks) as client:
+                through = await _exercise(client, heard)
+                asks = await _asks(client)
+            await gateway.aclose()
+    _heard_something(through)
+    assert asks["ask_user"]["content"][0]["text"] == 'accept: {"answer": "blue"}'
+    assert asks["sample"]["content"][0]["text"] == "hello from the model"
+
+
+@pytest.mark.anyio
+async def test_the_era_learned_is_remembered_across_daemons(
+    tmp_path: Path, make_http_server: HttpServerFactory
+) -> None:
+    """stdio: the first start is refused and started again in 2026-07-28;
+    the next daemon (same state directory) goes there at once. HTTP: met
+    with server/discover on the same try."""
+    web = make_http_server("http", "--modern-only")
+    specs = [
+        _modern_only("new", tmp_path),
+        parse_spec("web", web.url, {"prefix": "w"}),
+    ]
+    for run in ("first", "second"):
+        bus = EventBus()
+        rec = Recorder(bus)
+        async with Manager(bus, transport=McpTransport(state_dir=tmp_path)) as manager:
+            manager.reconcile(specs)
+            new = await rec.wait_for("connected", "new")
+            web_up = await rec.wait_for("connected", "web")
+            assert new.protocol == web_up.protocol == "2026-07-28"  # type: ignore[attr-defined]
+            assert web_up.attempt == 1  # type: ignore[attr-defined]
+            assert new.attempt == (2 if run == "first" else 1)  # type: ignore[attr-defined]
+            result = await manager.call("web", "echo", {"text": "hi"})
+            assert result.data["content"] == [{"type": "text", "text": "hi"}]

@@ -66,8 +66,11 @@ _DURATION_OPTIONS = (
     "stable_after",
 )
 _COMMON_OPTIONS = frozenset(
-    {*OPTION_DEFAULTS, "headers", "backoff", "oauth", *EXPOSURE_OPTIONS}
+    {*OPTION_DEFAULTS, "headers", "backoff", "oauth", "protocol", *EXPOSURE_OPTIONS}
 )
+PROTOCOLS = ("auto", "legacy", "2026-07-28")
+"""`protocol` values: learn the server's era (remembered), the handshake era
+(`initialize`), or the stateless 2026-07-28 revision."""
 _STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
 _URL_KEYS = frozenset({"url", "transport"})
 _MAX_DURATION = 24 * 3600.0
@@ -98,6 +101,7 @@ class ConnectionSpec:
             them needs no reconnect).
         roots: Paths or `file://` URIs answered to `roots/list`.
         oauth: How access tokens are obtained (`core.oauth`), if at all.
+        protocol: Which era to speak to the server (`PROTOCOLS`).
     """
 
     name: str
@@ -119,6 +123,7 @@ class ConnectionSpec:
     exposure: Exposure = field(default_factory=Exposure)
     roots: tuple[str, ...] = ()
     oauth: OAuthSpec | None = None
+    protocol: str = "auto"
 
     @property
     def prefix(self) -> str:
@@ -322,6 +327,13 @@ def _parse_options(
             out[key] = _string_map(prefix, "headers", value)
         elif key == "backoff":
             out[key] = _backoff(prefix, value)
+        elif key == "protocol":
+            if value not in PROTOCOLS:
+                raise ConfigError(
+                    f"{prefix}: protocol must be one of "
+                    f"{', '.join(repr(p) for p in PROTOCOLS)}, got {value_text(value)}"
+                )
+            out[key] = value
         elif key == "roots":
             out[key] = parse_exposure_option(prefix, key, value)
         elif key == "oauth":

@@ -54,6 +54,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="SECONDS",
         help="exit with code 1 after this many seconds (a server that crashes)",
     )
+    flag(
+        "--modern-only",
+        action="store_true",
+        help="speak only MCP 2026-07-28: refuse initialize (-32022)",
+    )
     args = parser.parse_args(argv)
     if args.transport != "stdio" and (args.garbage or args.ignore_sigterm):
         parser.error("--garbage and --ignore-sigterm need --transport stdio")
@@ -79,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         slow_start=args.slow_start,
         stderr_spam=args.stderr_spam,
         exit_after=args.exit_after,
+        modern_only=args.modern_only,
     )
     if faults.exit_immediately is not None:
         return faults.exit_immediately

@@ -132,6 +132,22 @@ def _failed(tool: str, exc: MCPError | ValidationError) -> types.CallToolResult:
     return text_result(text, is_error=True)
 
 
+def _asked(ctx: ServerRequestContext, key: str, request: Any, result_type: Any) -> Any:
+    """A 2026-07-28 request asks in rounds: the first answer is
+    `input_required` with `request` under `key`; the retry carries the
+    client's answer (validated into `result_type`), which is returned.
+    Handshake-era requests get None (they ask with a request of their own)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    responses = (ctx.params or {}).get("inputResponses")
+    answer = responses.get(key) if isinstance(responses, dict) else None
+    if answer is None:
+        return types.InputRequiredResult(
+            input_requests={key: request}, request_state=key
+        )
+    return result_type.model_validate(answer, by_name=False)
+
+
 def _related(ctx: ServerRequestContext) -> ServerMessageMetadata:
     """Route a request to the client on the tool call's own channel."""
     return ServerMessageMetadata(related_request_id=ctx.request_id)
@@ -145,10 +161,19 @@ async def ask_user(
     wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
     if _lacks(ctx, wanted):
         return _missing("ask_user", "elicitation")
-    try:
-        result = await ctx.session.elicit_form(
-            message, ELICITATION_SCHEMA, related_request_id=ctx.request_id
+    request = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=message, requested_schema=ELICITATION_SCHEMA
         )
+    )
+    try:
+        result = _asked(ctx, "ask_user", request, types.ElicitResult)
+        if isinstance(result, types.InputRequiredResult):
+            return result  # type: ignore[return-value]  # the SDK takes it
+        if result is None:
+            result = await ctx.session.send_request(
+                request, types.ElicitResult, metadata=_related(ctx)
+            )
     except (MCPError, ValidationError) as exc:
         return _failed("ask_user", exc)
     if result.content is None:
@@ -174,9 +199,13 @@ async def sample(
         )
     )
     try:
-        result = await ctx.session.send_request(
-            request, types.CreateMessageResult, metadata=_related(ctx)
-        )
+        result = _asked(ctx, "sample", request, types.CreateMessageResult)
+        if isinstance(result, types.InputRequiredResult):
+            return result  # type: ignore[return-value]  # the SDK takes it
+        if result is None:
+            result = await ctx.session.send_request(
+                request, types.CreateMessageResult, metadata=_related(ctx)
+            )
     except (MCPError, ValidationError) as exc:
         return _failed("sample", exc)
     if not isinstance(result.content, types.TextContent):

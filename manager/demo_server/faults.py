@@ -16,6 +16,8 @@ import anyio
 import anyio.abc
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 
 from .tools import SERVER_NAME, DemoServer
 from .transports import run
@@ -51,6 +53,8 @@ class Faults:
         exit_after: Exit with code 1 this many seconds after starting, like a
             server that crashes now and then (the bundled startup.lua uses it
             to show a reconnect).
+        modern_only: Speak only 2026-07-28: refuse `initialize` with -32022
+            (unsupported protocol version), naming that revision.
     """
 
     crash_after_handshake: bool = False
@@ -61,6 +65,7 @@ class Faults:
     slow_start: float = 0.0
     stderr_spam: bool = False
     exit_after: float | None = None
+    modern_only: bool = False
 
 
 class _FaultMiddleware:
@@ -75,6 +80,12 @@ class _FaultMiddleware:
     ) -> HandlerResult:
         if ctx.method == "initialize" and self._faults.hang_on_initialize:
             await anyio.sleep_forever()
+        if ctx.method == "initialize" and self._faults.modern_only:
+            raise MCPError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "this server speaks only 2026-07-28 (use server/discover)",
+                {"supported": ["2026-07-28"], "requested": ctx.protocol_version},
+            )
         result = await call_next(ctx)
         if ctx.method == "tools/list" and self._crash_armed:
             self._crash_armed = False

@@ -124,6 +124,12 @@ BUILTIN_TOOLS = (
         {"code": "integer", "message": "string", "data": "string"},
     ),
     make_tool(
+        "result",
+        "Return the `result` object as this call's result, as given (a tool "
+        "result: content, and structuredContent, isError, _meta if wanted).",
+        {"result": "object"},
+    ),
+    make_tool(
         "arguments",
         "Return the call's arguments as JSON, as they arrived (null when the "
         "call carried none).",
@@ -198,6 +204,7 @@ class DemoServer:
             "sample": sample,
             "roots": list_roots,
             "error": self._error,
+            "result": self._result,
             "arguments": self._run_added_tool,  # see `_call_tool`
         }
         for tool in BUILTIN_TOOLS:
@@ -304,6 +311,18 @@ class DemoServer:
             return text_result(f"no tool {name!r}", is_error=True)
         await self._notify_tools_changed()
         return text_result(f"removed {name}")
+
+    async def _result(
+        self, ctx: ServerRequestContext, args: dict[str, Any]
+    ) -> types.CallToolResult:
+        try:
+            return types.CallToolResult.model_validate(
+                args.get("result"), by_name=False
+            )
+        except ValueError as exc:
+            raise BadArguments(
+                f"argument 'result' is not a tool result: {exc}"
+            ) from exc
 
     async def _error(
         self, ctx: ServerRequestContext, args: dict[str, Any]

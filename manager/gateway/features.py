@@ -21,6 +21,7 @@ from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError, UpstreamError
 from ..engine.manager import Manager
@@ -29,7 +30,7 @@ from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .names import NameSource, ToolTable, build_name_table
 from .peers import NOTIFY_TIMEOUT, session_key
 from .requests import CallNotes, ClientRequests
-from .rounds import HeldCall
+from .rounds import HeldCall, HeldCalls
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
 
@@ -49,6 +50,9 @@ LOG_LEVELS = (
     "emergency",
 )
 """MCP log levels, least severe first."""
+
+INPUT_METHODS = frozenset({"prompts/get", "resources/read"})
+"""Requests besides `tools/call` a 2026-07-28 server may answer `input_required`."""
 
 DEFAULT_CALL_TIMEOUT = 60.0
 """`call_timeout` of a connection removed while one of its requests waited."""
@@ -73,6 +77,7 @@ class Features:
         self.resources = ResourceTable()
         self._seen: dict[str, str] = {}  # URIs seen in results -> server
         self.asks = ClientRequests(self._call_timeout)
+        self.held = HeldCalls()
         self._subscribers: dict[str, _Subscriber] = {}
         self._upstream_subs: dict[tuple[str, str], int] = {}
         self._levels: dict[str, str] = {}
@@ -142,15 +147,24 @@ class Features:
         """Send a request upstream on the call path (held, bounded), with the
         downstream request served meanwhile (`serving`); an upstream error
         reaches the client with the upstream's own code."""
-        notes = self.notes(ctx)
-        progress = notes.progress
 
-        async def sent(upstream: Upstream, limit: float) -> Any:
-            return await send(upstream, limit, progress)
+        async def run(held: HeldCall | None = None) -> Any:
+            notes = self.notes(ctx)
+
+            async def sent(upstream: Upstream, limit: float) -> Any:
+                return await send(upstream, limit, notes.progress)
+
+            async with self.serving(server, ctx, notes, None, held):
+                return await self.manager.request(server, method, target, sent)
 
         try:
-            async with self.serving(server, ctx, notes):
-                return await self.manager.request(server, method, target, sent)
+            if (
+                method in INPUT_METHODS
+                and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            ):
+                # What the upstream asks meanwhile comes back as input rounds.
+                return await self.held.call(ctx.params, self._call_timeout(server), run)
+            return await run()
         except UpstreamError as exc:  # the server's own answer, as it sent it
             raise MCPError(exc.code, exc.reply, exc.data) from None
         except CallError as exc:
@@ -206,7 +220,7 @@ class Features:
         result: types.GetPromptResult = await self.forward(
             ctx, route.server, "prompts/get", route.tool, send
         )
-        return result
+        return result  # or, to a 2026-07-28 client, input_required (a dict)
 
     # --- resources --------------------------------------------------------------
 
@@ -257,6 +271,8 @@ class Features:
         result: types.ReadResourceResult = await self.forward(
             ctx, server, "resources/read", upstream_uri, send
         )
+        if isinstance(result, dict):  # input_required, to a 2026-07-28 client
+            return result
         for contents in result.contents:
             self._seen.setdefault(str(contents.uri), server)
             if str(contents.uri) == upstream_uri and uri != upstream_uri:

@@ -289,7 +289,7 @@ class Gateway:
             self._refresh()
             async with anyio.create_task_group() as tg, notices, notices_out:
                 tg.start_soon(self._pass_notifications, notices_out)
-                await tg.start(self.tools.held.run)  # 2026 clients' input rounds
+                await tg.start(self.features.held.run)  # 2026 clients' input rounds
                 task_status.started()
                 while True:
                     await self._dirty.wait()

@@ -28,7 +28,7 @@ from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
 from .features import Features
 from .names import SEPARATOR, ToolTable
-from .rounds import HeldCall, HeldCalls
+from .rounds import HeldCall
 
 __all__ = ["ERROR_META_KEY", "ToolCalls"]
 
@@ -84,7 +84,6 @@ class ToolCalls:
         settled: Callable[[], Awaitable[None]],
     ) -> None:
         self.manager = manager
-        self.held = HeldCalls()
         self._features = features
         self._table = table
         self._settled = settled
@@ -181,7 +180,7 @@ class ToolCalls:
             if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 # What the upstream asks mid-call comes back as input rounds.
                 limit = self._features.call_timeout(server)
-                outcome = await self.held.call(ctx.params, limit, run)
+                outcome = await self._features.held.call(ctx.params, limit, run)
                 if isinstance(outcome, dict):  # input_required
                     return outcome
                 result = outcome

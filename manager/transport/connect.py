@@ -36,6 +36,7 @@ from ..core.resolve import resolve_spec
 from ..core.spec import ConnectionSpec
 from .auth import oauth_auth, uses_oauth
 from .base import Hooks, Upstream
+from .eras import EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import open_http_streams, open_sse_streams
 from .login import LoginDesk
@@ -103,6 +104,7 @@ class McpTransport:
         self._send_span = send_span
         self.secrets = secrets if secrets is not None else SecretRegistry()
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
+        self.eras = EraMemory(self.state_dir / "eras.json")
         self._getenv = getenv
         self._starts = starts if starts is not None else StartSlots()
         self._open_streams = open_streams or self._streams
@@ -170,6 +172,9 @@ class McpTransport:
                     session = ClientSession(
                         dispatcher=dispatcher,
                         message_handler=message_handler(resolved.name, hooks),
+                        # 2026-07-28 servers log only for requests that ask:
+                        # every level, filtered for each client downstream.
+                        log_level="debug",
                         client_info=types.Implementation(
                             name=CLIENT_NAME, version=__version__
                         ),
@@ -185,6 +190,8 @@ class McpTransport:
                             deadline,
                             slot,
                             dispatcher=dispatcher,
+                            eras=self.eras,
+                            hooks=hooks,
                         )
                         if slot is not None:
                             slot.release()  # started: the next server may begin

@@ -1,7 +1,8 @@
 """An initialized upstream session: the `Upstream` over an SDK `ClientSession`.
 
-`handshake` runs initialize + all tool pages under the deadline (paced for a
-stdio start); `McpSession` makes calls, pings and notices the end.
+`handshake` agrees on the protocol (`initialize`, or `server/discover` with a
+2026-07-28 server: `eras`) and lists all tools and the rest under the deadline
+(paced for a stdio start); `McpSession` makes calls, pings and notices the end.
 """
 
 from __future__ import annotations
@@ -10,17 +11,34 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
 import mcp.types as types
 from mcp import ClientSession
-from mcp.client.session import IncomingMessage, MessageHandlerFnT
+from mcp.client.session import (
+    ClientRequestContext,
+    IncomingMessage,
+    MessageHandlerFnT,
+)
+from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
 
 from ..core.errors import (
     ConnectFailed,
@@ -41,6 +59,7 @@ from .base import (
     ServerInfo,
     ToolInfo,
 )
+from .eras import MODERN, EraMemory
 from .errors import describe_error, flatten, is_session_lost
 from .liveness import TcpSentinel
 from .probe import address
@@ -58,6 +77,9 @@ logger = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 1000
 """Pages of tools/list followed before giving up on a cursor that never ends."""
+
+MAX_INPUT_ROUNDS = 16
+"""Input rounds of one call to a 2026-07-28 server before it counts as a loop."""
 
 
 class McpSession:
@@ -82,8 +104,11 @@ class McpSession:
         sentinel: TcpSentinel | None = None,
         dispatcher: JSONRPCDispatcher[Any] | None = None,
         stdio_relay: StdioRelay | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self._session = session
+        self._hooks = hooks
+        self._following = info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
         self._relay = (
             ToolCallRelay(info.protocol, dispatcher, stdio_relay)
             if dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
@@ -215,13 +240,14 @@ class McpSession:
         try:
             if self._relay is not None:
                 return await self._relay.call(name, arguments, limit, meta, progress)
-            result = await self._session.call_tool(
-                name,
-                dict(arguments) if arguments is not None else None,
-                read_timeout_seconds=limit,
-                progress_callback=progress,
-                meta=dict(meta) if meta is not None else None,  # type: ignore[arg-type]
-            )
+            with anyio.fail_after(limit):  # every round of it
+                result = await self._call_in_rounds(
+                    name, arguments, limit, meta, progress
+                )
+        except TimeoutError:
+            raise ConnectTimeout(
+                f"tools/call {name} timed out after {limit:g} s"
+            ) from None
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise ConnectTimeout(
@@ -239,6 +265,57 @@ class McpSession:
         data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return CallResult(is_error=bool(result.is_error), data=data, raw=result)
 
+    async def _call_in_rounds(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        meta: Mapping[str, object] | None,
+        progress: ProgressCallback | None,
+    ) -> types.CallToolResult:
+        """`tools/call`; a 2026-07-28 server's `input_required` answers go to
+        our own callbacks (the gateway asks the client) and the call is made
+        again with the answers and the server's `requestState`, as the SDK's
+        `Client` does."""
+        responses: types.InputResponses | None = None
+        state: str | None = None
+        args = dict(arguments) if arguments is not None else None
+        for _ in range(MAX_INPUT_ROUNDS):
+            result = await self._session.call_tool(
+                name,
+                args,
+                read_timeout_seconds=limit,
+                progress_callback=progress,
+                meta=cast(Any, dict(meta) if meta is not None else None),
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+                allow_claimed=False,
+            )
+            if not isinstance(result, types.InputRequiredResult):
+                assert isinstance(result, types.CallToolResult)
+                return result
+            responses = await self._answer(result.input_requests or {})
+            state = result.request_state
+        raise UpstreamError(
+            f"tools/call {name}: the server asked for input more than "
+            f"{MAX_INPUT_ROUNDS} times",
+            code=INTERNAL_ERROR,
+        )
+
+    async def _answer(
+        self, requests: Mapping[str, types.InputRequest]
+    ) -> types.InputResponses:
+        """Each of a server's input requests, answered through our callbacks."""
+        answers: types.InputResponses = {}
+        for key, request in requests.items():
+            ctx = ClientRequestContext(session=self._session, request_id=key)
+            answer = await self._session.dispatch_input_request(ctx, request)
+            if isinstance(answer, types.ErrorData):
+                raise MCPError(answer.code, answer.message, answer.data)
+            answers[key] = answer
+        return answers
+
     async def notify_roots_changed(self) -> None:
         try:
             await self._session.send_roots_list_changed()
@@ -248,6 +325,10 @@ class McpSession:
     async def ping(self, limit: float) -> None:
         try:
             with anyio.fail_after(limit):
+                if self._info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS:
+                    # 2026-07-28 has no ping: server/discover is its probe.
+                    await self._session.send_discover(self._info.protocol)
+                    return
                 try:
                     await self._session.send_ping()
                 except MCPError as exc:
@@ -260,8 +341,52 @@ class McpSession:
             raise Disconnected(f"ping failed: {describe_error(exc)}") from exc
 
     async def wait_lost(self) -> LossReport:
+        if not self._following:
+            # The first waiter (the connection's watch) also follows the
+            # changes of a 2026-07-28 session while it waits.
+            self._following = True
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._follow)
+                await self._lost.event.wait()
+                tg.cancel_scope.cancel()
         await self._lost.event.wait()
         return self._lost.report
+
+    async def _follow(self) -> None:
+        """A 2026-07-28 server tells of changes on a `subscriptions/listen`
+        stream, not on the connection: opened once connected (every session
+        opens its own), passed to the hooks; a stream that breaks is the loss
+        of the session (it also ends a request in flight on it)."""
+        hooks = self._hooks if self._hooks is not None else Hooks()
+        try:
+            async with listen(
+                self._session,
+                tools_list_changed=True,
+                prompts_list_changed=True,
+                resources_list_changed=True,
+            ) as changes:
+                async for change in changes:
+                    match change:
+                        case ToolsListChanged():
+                            hooks.on_tools_changed()
+                        case PromptsListChanged():
+                            hooks.on_list_changed("prompts")
+                        case ResourcesListChanged():
+                            hooks.on_list_changed("resources")
+                        case ResourceUpdated(uri=uri):
+                            hooks.on_resource_updated(str(uri))
+        except SubscriptionLost:
+            self._lost.set(
+                LossReport(
+                    "the server's subscriptions/listen stream broke",
+                    error_type="SubscriptionLost",
+                )
+            )
+        except MCPError as exc:
+            if is_session_lost(exc):
+                self._lost.set(LossReport(f"lost the server: {describe_error(exc)}"))
+            else:  # not offered: changes are seen at the next connect
+                logger.debug("subscriptions/listen refused: %s", exc.message)
 
     async def wait_suspect(self) -> None:
         if self._sentinel is None:
@@ -326,6 +451,72 @@ def message_handler(name: str, hooks: Hooks) -> MessageHandlerFnT:
     return on_message
 
 
+def _modern_evidence(exc: BaseException) -> bool:
+    """Whether `initialize` failed as a 2026-07-28-only server fails it: the
+    version refused (-32022), the method unknown, or an answer naming a
+    revision the handshake does not know."""
+    if isinstance(exc, MCPError):
+        return exc.code in (UNSUPPORTED_PROTOCOL_VERSION, METHOD_NOT_FOUND)
+    return isinstance(exc, RuntimeError) and "Unsupported protocol version" in str(exc)
+
+
+async def _agree(
+    spec: ConnectionSpec, session: ClientSession, write: Any, eras: EraMemory | None
+) -> ServerInfo:
+    """Agree on the protocol (`eras` says how) and say who the server is."""
+    mode = spec.protocol
+    if mode == "auto" and eras is not None and eras.recall(spec) == MODERN:
+        mode = MODERN
+    if mode != MODERN:
+        try:
+            init = await session.initialize()
+        except (MCPError, RuntimeError) as exc:
+            if mode == "legacy" or not _modern_evidence(exc):
+                raise
+            if eras is not None:
+                eras.learn(spec, MODERN)
+            if spec.transport != "http":
+                # A process (or SSE session) that saw `initialize` may be held
+                # to that era: the next start is met with server/discover.
+                raise ConnectFailed(
+                    f"the server refused the handshake as a {MODERN} server "
+                    f"does ({describe_error(exc)}); starting it again in {MODERN}"
+                ) from exc
+            logger.debug(
+                "%s: initialize refused (%s); trying %s", spec.name, exc, MODERN
+            )
+        else:
+            return ServerInfo(
+                name=init.server_info.name,
+                version=init.server_info.version,
+                protocol=str(init.protocol_version),
+                session_id=getattr(write, "session_id", None),
+                capabilities=init.capabilities.model_dump(
+                    by_alias=True, mode="json", exclude_none=True
+                ),
+            )
+    raw = await session.send_discover(LATEST_MODERN_VERSION)
+    try:
+        found = types.DiscoverResult.model_validate(raw, by_name=False)
+        session.adopt(found)
+    except (ValueError, RuntimeError) as exc:
+        raise ConnectFailed(
+            f"server/discover answered, but not as a {MODERN} server does: "
+            f"{describe_error(exc)}"
+        ) from exc
+    if eras is not None and spec.protocol == "auto":
+        eras.learn(spec, MODERN)
+    server = session.server_info
+    return ServerInfo(
+        name=server.name if server is not None else "",
+        version=server.version if server is not None else "",
+        protocol=str(session.protocol_version),
+        capabilities=found.capabilities.model_dump(
+            by_alias=True, mode="json", exclude_none=True
+        ),
+    )
+
+
 async def handshake(
     spec: ConnectionSpec,
     session: ClientSession,
@@ -335,6 +526,8 @@ async def handshake(
     deadline: float,
     slot: Slot | None = None,
     dispatcher: JSONRPCDispatcher[Any] | None = None,
+    eras: EraMemory | None = None,
+    hooks: Hooks | None = None,
 ) -> McpSession:
     """initialize + list all tools, prompts, resources and templates before
     `deadline`; errors mapped and explained.
@@ -349,16 +542,7 @@ async def handshake(
             if pid is not None and slot is not None:
                 pacing.start_soon(pace_start, scope, pid, slot, hard_deadline)
             with scope:
-                init = await session.initialize()
-                info = ServerInfo(
-                    name=init.server_info.name,
-                    version=init.server_info.version,
-                    protocol=str(init.protocol_version),
-                    session_id=getattr(write, "session_id", None),
-                    capabilities=init.capabilities.model_dump(
-                        by_alias=True, mode="json", exclude_none=True
-                    ),
-                )
+                info = await _agree(spec, session, write, eras)
                 sentinel = None
                 if spec.transport == "http":  # SSE and stdio see their end already
                     host, port, _ = address(spec.url)
@@ -371,6 +555,7 @@ async def handshake(
                     sentinel,
                     dispatcher=dispatcher,
                     stdio_relay=getattr(write, "relay", None),
+                    hooks=hooks,
                 )
                 await upstream.list_tools()
                 await upstream.list_catalog()

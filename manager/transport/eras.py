@@ -1,0 +1,90 @@
+"""Which protocol era each upstream speaks, learned once and remembered.
+
+MCP has two living eras: the handshake era (`initialize`, sessions, `ping`,
+requests from the server mid-call) and the stateless 2026-07-28 revision
+(`server/discover`, `_meta` per request, `input_required` results). With
+`protocol = "auto"` (the default) a connection offers the handshake first:
+every server of that era expects it, so no old server ever sees a request it
+does not know (some exit on one, some never answer it). A server that refuses
+it as a 2026-07-28 server does (`-32022` unsupported version, method not
+found, or an answer naming a modern revision) is then met with
+`server/discover`, and the connection is remembered as modern, so the next
+connect (and the next daemon) goes there at once.
+
+Remembered in `eras.json` in the state directory (0600 in a 0700 folder),
+keyed on the connection's name and endpoint: a changed endpoint learns anew.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+
+from ..core.spec import ConnectionSpec
+
+__all__ = ["MODERN", "EraMemory", "endpoint_key"]
+
+logger = logging.getLogger(__name__)
+
+MODERN = "2026-07-28"
+"""The era a server that refuses the handshake is met in."""
+
+
+def endpoint_key(spec: ConnectionSpec) -> str:
+    """What the remembered era belongs to: the endpoint, not its secrets
+    (a digest of the transport, URL or command line)."""
+    parts = [spec.transport, spec.url, spec.command, *spec.args]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+class EraMemory:
+    """The era each connection's server was found to speak.
+
+    Args:
+        path: The JSON file (created on the first write).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._eras: dict[str, dict[str, str]] | None = None
+
+    def recall(self, spec: ConnectionSpec) -> str | None:
+        """The era learned for `spec`'s endpoint, if any."""
+        entry = self._load().get(spec.name)
+        if entry is None or entry.get("endpoint") != endpoint_key(spec):
+            return None
+        return entry.get("era")
+
+    def learn(self, spec: ConnectionSpec, era: str) -> None:
+        """Remember that `spec`'s server speaks `era` (written at once)."""
+        eras = self._load()
+        entry = {"endpoint": endpoint_key(spec), "era": era}
+        if eras.get(spec.name) == entry:
+            return
+        eras[spec.name] = entry
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(eras, out, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+        except OSError as exc:  # boundary: a read-only home costs a probe, no more
+            logger.warning("cannot remember protocol eras in %s: %s", self.path, exc)
+
+    def _load(self) -> dict[str, dict[str, str]]:
+        if self._eras is None:
+            self._eras = {}
+            with contextlib.suppress(OSError, ValueError):
+                data = json.loads(self.path.read_text())
+                if isinstance(data, dict):
+                    self._eras = {
+                        str(name): {str(k): str(v) for k, v in entry.items()}
+                        for name, entry in data.items()
+                        if isinstance(entry, dict)
+                    }
+        return self._eras
