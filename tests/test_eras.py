@@ -10,6 +10,7 @@ front and on `mcp-manager stdio`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp.types as types
 import pydantic
 import pytest
@@ -350,3 +352,88 @@ async def test_the_era_learned_is_remembered_across_daemons(
             assert new.attempt == (2 if run == "first" else 1)  # type: ignore[attr-defined]
             result = await manager.call("web", "echo", {"text": "hi"})
             assert result.data["content"] == [{"type": "text", "text": "hi"}]
+
+
+# ------------------------------------------------------- the 2026 front's edges
+
+
+@pytest.mark.anyio
+async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
+    tmp_path: Path,
+) -> None:
+    """Prompt and resource list changes reach subscriptions/listen streams;
+    an unknown resource is -32602 with its URI (SEP-2164) to a 2026 client,
+    -32002 to a handshake one; a bridge (prefix "") answers for URIs it does
+    not list, with the server's own error, as straight."""
+    async with (
+        running_gateway(
+            [demo_stdio("demo", prefix=""), demo_stdio("other")],
+            wait_for=["demo", "other"],
+        ) as (gateway, _, _),
+        Client(str(gateway.url)) as client,
+        Client(str(gateway.url), mode="legacy") as old,
+    ):
+        async with client.listen(prompts_list_changed=True) as changes:
+            await client.call_tool("add_prompt", {"name": "fresh"})
+            with anyio.fail_after(10):
+                change = await changes.__anext__()
+        assert type(change).__name__ == "PromptsListChanged"
+        with pytest.raises(MCPError) as modern:
+            await client.read_resource("mcp-manager://nobody/x")
+        assert modern.value.code == -32602
+        assert modern.value.data == {"uri": "mcp-manager://nobody/x"}
+        with pytest.raises(MCPError) as handshake:
+            await old.read_resource("mcp-manager://nobody/x")
+        assert handshake.value.code == -32002
+        with pytest.raises(MCPError) as through:
+            await old.read_resource("demo://not-listed")
+    command, args = stdio_command()
+    direct = StdioServerParameters(command=command, args=args)
+    async with Client(direct, mode="legacy") as straight_client:
+        with pytest.raises(MCPError) as straight:
+            await straight_client.read_resource("demo://not-listed")
+    assert (through.value.code, through.value.message, through.value.data) == (
+        straight.value.code,
+        straight.value.message,
+        straight.value.data,
+    )
+
+
+@pytest.mark.anyio
+async def test_padded_mcp_headers_are_read_as_http_says() -> None:
+    """`Mcp-Name: echo  ` is `echo` (RFC 9110: no surrounding white space)."""
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": envelope},
+    }
+    payload = json.dumps(body).encode()
+    async with running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
+        gateway,
+        _,
+        _,
+    ):
+        url = httpx2.URL(str(gateway.url))
+        # By hand: HTTP clients refuse to send a padded value at all.
+        request = (
+            f"POST {url.path} HTTP/1.1\r\nHost: 127.0.0.1:{url.port}\r\n"
+            "Content-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\n"
+            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+            f"Mcp-Name: echo  \r\nContent-Length: {len(payload)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode() + payload
+        answer = b""
+        with anyio.fail_after(10):
+            async with await anyio.connect_tcp("127.0.0.1", url.port or 80) as sock:
+                await sock.send(request)
+                with contextlib.suppress(anyio.EndOfStream):
+                    while b'"text":"x"' not in answer:
+                        answer += await sock.receive()
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]

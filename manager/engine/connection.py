@@ -80,7 +80,9 @@ class ServerRequests:
     served took the message). Shared by every connection."""
 
     def __init__(self) -> None:
-        self.handler: Callable[[str, str, object, str | None], object] | None = None
+        self.handler: (
+            Callable[[str, str, object, str | None, str | None], object] | None
+        ) = None
         self.on_log: Callable[[str, str, str | None, object], bool] | None = None
 
 
@@ -247,12 +249,12 @@ class Connection:
         )
 
     async def _on_request(
-        self, method: str, params: object, link: str | None
+        self, method: str, params: object, link: str | None, key: str | None = None
     ) -> object:
         handler = self._requests.handler
         if handler is None:
             raise NotImplementedError(method)
-        result = handler(self.name, method, params, link)
+        result = handler(self.name, method, params, link, key)
         return await result if inspect.isawaitable(result) else result
 
     def _on_auth(

@@ -240,15 +240,24 @@ class Features:
             resource_templates=list(self.resources.templates)
         )
 
-    def _owner(self, uri: str) -> tuple[str, str]:
+    def _owner(self, uri: str, ctx: ServerRequestContext[Any, Any]) -> tuple[str, str]:
+        """(server, upstream URI) of an exposed URI: its owner (`ResourceTable.
+        route`), else the one bridge (prefix ""), which answers for itself as
+        it would straight (a server may serve URIs it does not list)."""
         route = self.resources.route(uri, self._seen)
         if route is None:
-            raise MCPError(RESOURCE_NOT_FOUND, f"no connected server offers {uri!r}")
-        server, upstream_uri = route
-        conn = self.manager.connection(server)
-        if conn is not None and not conn.spec.exposure.resources.allows(upstream_uri):
-            raise MCPError(RESOURCE_NOT_FOUND, f"no connected server offers {uri!r}")
-        return route
+            bridges = [c for c in self.manager.connections() if c.spec.prefix == ""]
+            if len(bridges) == 1:
+                route = (bridges[0].name, uri)
+        if route is not None:
+            conn = self.manager.connection(route[0])
+            if conn is not None and conn.spec.exposure.resources.allows(route[1]):
+                return route
+        # 2026-07-28 says -32602 for an unknown resource (SEP-2164); the
+        # handshake era's -32002 stays for its clients. Both name the URI.
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        code = INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+        raise MCPError(code, f"no connected server offers {uri!r}", {"uri": uri})
 
     async def read_resource(
         self,
@@ -256,7 +265,7 @@ class Features:
         params: types.ReadResourceRequestParams,
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        server, upstream_uri = self._owner(uri)
+        server, upstream_uri = self._owner(uri, ctx)
         request = types.ReadResourceRequest(
             params=types.ReadResourceRequestParams(uri=upstream_uri)
         )
@@ -283,7 +292,7 @@ class Features:
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         uri = str(params.uri)
-        server, upstream_uri = self._owner(uri)
+        server, upstream_uri = self._owner(uri, ctx)
         key = session_key(ctx)
         subscriber = self._subscribers.setdefault(key, _Subscriber(ctx.session))
         subscriber.session = ctx.session

@@ -50,7 +50,10 @@ class Guard:
             await self.app(scope, receive, send)
             return
         host = origin = auth = session = None
+        padded = False
         for key, value in scope["headers"]:
+            if key.startswith(b"mcp-") and value != value.strip(b" \t"):
+                padded = True
             if key == b"host":
                 host = value
             elif key == b"origin":
@@ -59,6 +62,11 @@ class Guard:
                 auth = value
             elif key == b"mcp-session-id":
                 session = value
+        if padded:
+            # HTTP says a field value has no leading or trailing white space
+            # (RFC 9110 5.5); uvicorn's httptools parser keeps it, and the SDK
+            # then finds `Mcp-Name: x ` unequal to the body's `x`.
+            scope = {**scope, "headers": _trimmed(scope["headers"])}
         problem = self._check(host, origin, auth)
         if problem is not None:
             status, message, extra = problem
@@ -84,6 +92,13 @@ class Guard:
             challenge = [(b"www-authenticate", b'Bearer realm="mcp-manager"')]
             return 401, "missing or wrong bearer token", challenge
         return None
+
+
+def _trimmed(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    return [
+        (key, value.strip(b" \t") if key.startswith(b"mcp-") else value)
+        for key, value in headers
+    ]
 
 
 def _host_name(header: str) -> str:

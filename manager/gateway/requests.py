@@ -32,6 +32,7 @@ from mcp.server.connection import allowed_log_levels
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INVALID_REQUEST
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..transport.base import ProgressCallback
 from .peers import NOTIFY_TIMEOUT, session_key
@@ -180,7 +181,13 @@ class ClientRequests:
 
         An error of the body leaves as itself, not in an exception group.
         """
-        item = _Waiting(session_key(ctx), ctx, token, notes, held)
+        key = session_key(ctx)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # No session in 2026-07-28: each request is a client of its own
+            # (two of them in flight to one stdio server are told apart or
+            # refused, never confused).
+            key = f"{key}#{id(notes)}"
+        item = _Waiting(key, ctx, token, notes, held)
         waiting = self._waiting.setdefault(server, [])
         try:
             async with anyio.create_task_group() as tg:
@@ -215,7 +222,12 @@ class ClientRequests:
     # --- requests from upstreams ---------------------------------------------------
 
     async def upstream_request(
-        self, server: str, method: str, params: Any, link: str | None = None
+        self,
+        server: str,
+        method: str,
+        params: Any,
+        link: str | None = None,
+        key: str | None = None,
     ) -> Any:
         """Route `sampling/createMessage` or `elicitation/create` from `server`
         to the downstream session whose request it is serving: the one its
@@ -255,7 +267,7 @@ class ClientRequests:
         )
         held = waiting[0].held
         if held is not None:  # a 2026-07-28 client: asked in its next round
-            return await held.ask(method, params, result_type)
+            return await held.ask(method, params, result_type, key)
         # On the request's own channel where it has one (stdio, SSE, HTTP with
         # streamed responses); else (our HTTP endpoint answers with plain JSON)
         # on the session's standalone stream, where the client takes it too.

@@ -79,11 +79,16 @@ class HeldCall:
         self.ended_at: float | None = None
         self.scope = anyio.CancelScope()
 
-    async def ask(self, method: str, params: Any, result_type: Any) -> Any:
+    async def ask(
+        self, method: str, params: Any, result_type: Any, key: str | None = None
+    ) -> Any:
         """The upstream asks the client (its `elicitation/create` or
         `sampling/createMessage`): parked until the client's next request
-        answers it. Returns the answer, or the error for the upstream."""
-        key = secrets.token_hex(6)
+        answers it, under the upstream's own `key` where it has one (a
+        2026-07-28 server's input request). Returns the answer, or the error
+        for the upstream."""
+        if not key or key in self._open:
+            key = secrets.token_hex(6)
         question = _Question(method, params, result_type)
         self._open[key] = question
         self._wake()

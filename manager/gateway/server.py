@@ -44,8 +44,11 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
     ToolsListChanged,
 )
+from mcp.server.subscriptions import ResourceUpdated as UpdatedOnBus
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from .. import __version__
@@ -299,8 +302,10 @@ class Gateway:
                     if tools:
                         await self.notify_tools_changed()
                     if prompts:
+                        await self._subscriptions.publish(PromptsListChanged())
                         await self._peers.notify_prompts_changed()
                     if resources:
+                        await self._subscriptions.publish(ResourcesListChanged())
                         await self._peers.notify_resources_changed()
         finally:
             self._notices = None
@@ -329,6 +334,8 @@ class Gateway:
             match event:
                 case ResourceUpdated():
                     await features.resource_updated(event.name, event.uri)
+                    exposed = features.resources.exposed_uri(event.name, event.uri)
+                    await self._subscriptions.publish(UpdatedOnBus(uri=exposed))
                 case ServerLog(in_call=False):
                     await features.log_message(
                         event.name, event.level, event.logger, event.data

@@ -143,12 +143,18 @@ class ServerRequestHandler(Protocol):
     gateway); return the SDK's `ErrorData` to refuse. `link` is the
     `LINK_META_KEY` value of our request it arrived with, when the transport
     can tell (streamable HTTP: on that request's response stream), else None.
+    `key` is the server's own name for the request (the key of a 2026-07-28
+    input request, or the JSON-RPC id), kept where the request is passed on.
     """
 
-    async def __call__(self, method: str, params: Any, link: str | None) -> Any: ...
+    async def __call__(
+        self, method: str, params: Any, link: str | None, key: str | None = None
+    ) -> Any: ...
 
 
-async def _refuse(method: str, params: Any, link: str | None) -> Any:
+async def _refuse(
+    method: str, params: Any, link: str | None, key: str | None = None
+) -> Any:
     raise NotImplementedError(method)
 
 

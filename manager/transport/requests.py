@@ -46,8 +46,9 @@ def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
 
     async def ask(method: str, context: ClientRequestContext, params: Any) -> Any:
         link = hooks.links.pop(context.request_id)
+        key = str(context.request_id) if context.request_id is not None else None
         try:
-            return await hooks.on_request(method, params, link)
+            return await hooks.on_request(method, params, link, key)
         except Exception as exc:  # boundary: the upstream gets an error reply
             return _refusal(method, exc)
 

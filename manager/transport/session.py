@@ -306,15 +306,21 @@ class McpSession:
     async def _answer(
         self, requests: Mapping[str, types.InputRequest]
     ) -> types.InputResponses:
-        """Each of a server's input requests, answered through our callbacks."""
-        answers: types.InputResponses = {}
-        for key, request in requests.items():
+        """Each of a server's input requests, answered through our callbacks,
+        all at once (a client is asked them together), under the server's keys."""
+        answers: dict[str, types.InputResponse | types.ErrorData] = {}
+
+        async def answer(key: str, request: types.InputRequest) -> None:
             ctx = ClientRequestContext(session=self._session, request_id=key)
-            answer = await self._session.dispatch_input_request(ctx, request)
-            if isinstance(answer, types.ErrorData):
-                raise MCPError(answer.code, answer.message, answer.data)
-            answers[key] = answer
-        return answers
+            answers[key] = await self._session.dispatch_input_request(ctx, request)
+
+        async with anyio.create_task_group() as tg:
+            for key, request in requests.items():
+                tg.start_soon(answer, key, request)
+        for reply in answers.values():
+            if isinstance(reply, types.ErrorData):
+                raise MCPError(reply.code, reply.message, reply.data)
+        return {k: v for k, v in answers.items() if not isinstance(v, types.ErrorData)}
 
     async def notify_roots_changed(self) -> None:
         try:
