@@ -13,8 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from fakes import Recorder
 from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp.shared.exceptions import MCPError
-from servers import HttpServerFactory, stdio_command
+from servers import HttpServerFactory, HttpServerProcess, stdio_command
 from test_gateway import LOCAL, demo_stdio, running_gateway
 
 from manager.core.spec import ConnectionSpec, parse_spec
@@ -123,21 +122,32 @@ def _heard_something(seen: dict[str, Any]) -> None:
     assert seen["upstream error"] == (-32042, "nope", {"why": [0, {}]})
 
 
-@asynccontextmanager
-async def _straight(mode: ConnectMode, heard: list[object]) -> AsyncIterator[Client]:
-    command, args = stdio_command()
-    params = StdioServerParameters(command=command, args=args)
-    async with _client(params, mode, heard) as client:
-        yield client
+MODES: tuple[ConnectMode, ...] = ("auto", "legacy")
+"""The SDK `Client`'s default (2026-07-28) and the handshake era."""
 
 
-def _stdio_front(tmp_path: Path) -> StdioServerParameters:
-    command, args = stdio_command()
+@pytest.fixture(scope="module")
+def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The demo over streamable HTTP, once for the module: what a client gets
+    straight (it serves both eras), and an upstream some tests declare."""
+    log = tmp_path_factory.mktemp("demo") / "demo.log"
+    server = HttpServerProcess("http", log_path=log)
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.kill()
+
+
+async def _straight(url: str, mode: ConnectMode) -> dict[str, Any]:
+    heard: list[object] = []
+    async with _client(url, mode, heard) as client:
+        return await _exercise(client, heard)
+
+
+def _stdio_front(tmp_path: Path, url: str) -> StdioServerParameters:
     script = tmp_path / "startup.lua"
-    script.write_text(
-        f"mcp_add('demo', {{command = {json.dumps(command)}, "
-        f"args = {{{', '.join(json.dumps(a) for a in args)}}}}}, {{prefix = ''}})\n"
-    )
+    script.write_text(f"mcp_add('demo', {json.dumps(url)}, {{prefix = ''}})\n")
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "manager", "stdio", str(script), "--no-telemetry"],
@@ -145,46 +155,43 @@ def _stdio_front(tmp_path: Path) -> StdioServerParameters:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_both_eras_get_through_the_http_front_what_they_get_straight(
-    mode: ConnectMode,
+    demo_url: str,
 ) -> None:
-    heard: list[object] = []
-    async with _straight(mode, heard) as client:
-        straight = await _exercise(client, heard)
-    heard = []
-    async with (
-        running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
-            gateway,
-            manager,
-            _,
-        ),
-        _client(str(gateway.url), mode, heard) as client,
+    """Through the HTTP front to the demo over stdio (the relay's path)."""
+    async with running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
+        gateway,
+        manager,
+        _,
     ):
-        through = await _exercise(client, heard)
+        for mode in MODES:
+            straight = await _straight(demo_url, mode)
+            heard: list[object] = []
+            async with _client(str(gateway.url), mode, heard) as client:
+                through = await _exercise(client, heard)
+            expected = "2026-07-28" if mode == "auto" else "2025-11-25"
+            assert straight["protocol"] == through["protocol"] == expected
+            _heard_something(straight)
+            assert through == straight
         status = manager.status("demo")
         assert status is not None and status.protocol == "2025-11-25"
         assert status.to_dict()["era"] == "handshake"  # the daemon's own session
-    expected = "2026-07-28" if mode == "auto" else "2025-11-25"
-    assert straight["protocol"] == through["protocol"] == expected
-    _heard_something(straight)
-    assert through == straight
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_both_eras_get_through_the_stdio_front_what_they_get_straight(
-    mode: ConnectMode, tmp_path: Path
+    demo_url: str, tmp_path: Path
 ) -> None:
-    heard: list[object] = []
-    async with _straight(mode, heard) as client:
-        straight = await _exercise(client, heard)
-    heard = []
-    with anyio.fail_after(30):
-        async with _client(_stdio_front(tmp_path), mode, heard) as client:
-            through = await _exercise(client, heard)
-    _heard_something(straight)
-    assert through == straight
+    """Through `mcp-manager stdio` to the demo over streamable HTTP."""
+    for mode in MODES:
+        straight = await _straight(demo_url, mode)
+        heard: list[object] = []
+        with anyio.fail_after(30):
+            front = _stdio_front(tmp_path, demo_url)
+            async with _client(front, mode, heard) as client:
+                through = await _exercise(client, heard)
+        _heard_something(straight)
+        assert through == straight
 
 
 async def _answer_elicitation(context: Any, params: Any) -> types.ElicitResult:
@@ -207,26 +214,24 @@ async def _asks(client: Client) -> dict[str, Any]:
 
 
 @pytest.mark.anyio
-async def test_a_2026_client_answers_in_input_rounds_what_upstreams_ask() -> None:
+async def test_a_2026_client_answers_in_input_rounds_what_upstreams_ask(
+    demo_url: str,
+) -> None:
     """The upstream (handshake era, through the daemon's own session) sends
     elicitation/create and sampling/createMessage mid-call; a 2026-07-28
     client takes no requests, so the daemon answers its call input_required
     and hands the answers of its retry upstream. It ends as a handshake-era
-    client straight at the server ends."""
+    client straight at the server ends. (Over streamable HTTP, where the
+    upstream's question names the call it serves.)"""
     callbacks: dict[str, Any] = {
         "elicitation_callback": _answer_elicitation,
         "sampling_callback": _answer_sampling,
     }
-    command, args = stdio_command()
-    direct = StdioServerParameters(command=command, args=args)
-    async with Client(direct, mode="legacy", **callbacks) as client:
+    async with Client(demo_url, mode="legacy", **callbacks) as client:
         straight = await _asks(client)
+    spec = parse_spec("demo", demo_url, {"prefix": ""})
     async with (
-        running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
-            gateway,
-            _,
-            _,
-        ),
+        running_gateway([spec], wait_for=["demo"]) as (gateway, _, _),
         Client(str(gateway.url), **callbacks) as client,
     ):
         assert client.protocol_version == "2026-07-28"
@@ -296,9 +301,8 @@ def _modern_only(name: str, tmp_path: Path, **opts: object) -> ConnectionSpec:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_server_that_speaks_only_2026_is_reached_from_both_eras(
-    mode: ConnectMode, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """It refuses `initialize` (-32022): the daemon meets it with
     server/discover, remembers that, and serves it to clients of either era,
@@ -307,7 +311,6 @@ async def test_a_server_that_speaks_only_2026_is_reached_from_both_eras(
         "elicitation_callback": _answer_elicitation,
         "sampling_callback": _answer_sampling,
     }
-    heard: list[object] = []
     bus = EventBus()
     rec = Recorder(bus)
     transport = McpTransport(state_dir=tmp_path)
@@ -319,13 +322,17 @@ async def test_a_server_that_speaks_only_2026_is_reached_from_both_eras(
             up = await rec.wait_for("connected", "new")
             assert up.protocol == "2026-07-28"  # type: ignore[attr-defined]
             assert transport.eras.recall(manager.specs["new"]) == "2026-07-28"
-            async with _client(str(gateway.url), mode, heard, **callbacks) as client:
-                through = await _exercise(client, heard)
-                asks = await _asks(client)
+            for mode in MODES:
+                heard: list[object] = []
+                url = str(gateway.url)
+                async with _client(url, mode, heard, **callbacks) as client:
+                    through = await _exercise(client, heard)
+                    asks = await _asks(client)
+                _heard_something(through)
+                answer = asks["ask_user"]["content"][0]["text"]
+                assert answer == 'accept: {"answer": "blue"}'
+                assert asks["sample"]["content"][0]["text"] == "hello from the model"
             await gateway.aclose()
-    _heard_something(through)
-    assert asks["ask_user"]["content"][0]["text"] == 'accept: {"answer": "blue"}'
-    assert asks["sample"]["content"][0]["text"] == "hello from the model"
 
 
 @pytest.mark.anyio
@@ -359,7 +366,7 @@ async def test_the_era_learned_is_remembered_across_daemons(
 
 @pytest.mark.anyio
 async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
-    tmp_path: Path,
+    demo_url: str,
 ) -> None:
     """Prompt and resource list changes reach subscriptions/listen streams;
     an unknown resource is -32602 with its URI (SEP-2164) to a 2026 client,
@@ -367,7 +374,7 @@ async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
     not list, with the server's own error, as straight."""
     async with (
         running_gateway(
-            [demo_stdio("demo", prefix=""), demo_stdio("other")],
+            [demo_stdio("demo", prefix=""), parse_spec("other", demo_url)],
             wait_for=["demo", "other"],
         ) as (gateway, _, _),
         Client(str(gateway.url)) as client,
@@ -387,9 +394,7 @@ async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
         assert handshake.value.code == -32002
         with pytest.raises(MCPError) as through:
             await old.read_resource("demo://not-listed")
-    command, args = stdio_command()
-    direct = StdioServerParameters(command=command, args=args)
-    async with Client(direct, mode="legacy") as straight_client:
+    async with Client(demo_url, mode="legacy") as straight_client:
         with pytest.raises(MCPError) as straight:
             await straight_client.read_resource("demo://not-listed")
     assert (through.value.code, through.value.message, through.value.data) == (
@@ -400,7 +405,7 @@ async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
 
 
 @pytest.mark.anyio
-async def test_padded_mcp_headers_are_read_as_http_says() -> None:
+async def test_padded_mcp_headers_are_read_as_http_says(demo_url: str) -> None:
     """`Mcp-Name: echo  ` is `echo` (RFC 9110: no surrounding white space)."""
     envelope = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
