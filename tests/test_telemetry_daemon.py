@@ -148,13 +148,14 @@ def test_the_daemon_tells_the_whole_story_to_an_otlp_grpc_collector(
         (s.name, s.attributes.get("mcp.attempt"), s.attributes.get("mcp.outcome"))
         for s in children(spans, loop)
     ]
+    why = [(s.name, s.status_message, s.attributes) for s in children(spans, loop)]
     assert steps == [
         ("mcp.connect_attempt", 1, "failed"),
         ("mcp.backoff_wait", 2, None),
         ("mcp.connect_attempt", 2, "failed"),
         ("mcp.backoff_wait", 3, None),
         ("mcp.connect_attempt", 3, "connected"),
-    ]
+    ], why  # each step's error, should one more attempt show up
     attempts = by(children(spans, loop), "mcp.connect_attempt")
     for failed in attempts[:2]:
         assert failed.attributes.get("process.exit.code") == 7, failed

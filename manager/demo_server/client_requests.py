@@ -132,13 +132,18 @@ def _failed(tool: str, exc: MCPError | ValidationError) -> types.CallToolResult:
     return text_result(text, is_error=True)
 
 
-def _asked(ctx: ServerRequestContext, key: str, request: Any, result_type: Any) -> Any:
-    """A 2026-07-28 request asks in rounds: the first answer is
-    `input_required` with `request` under `key`; the retry carries the
-    client's answer (validated into `result_type`), which is returned.
-    Handshake-era requests get None (they ask with a request of their own)."""
+async def _ask(
+    ctx: ServerRequestContext, key: str, request: Any, result_type: Any
+) -> Any:
+    """Ask the calling client `request` and return its answer (a
+    `result_type`). A handshake-era client is sent the request on the call's
+    own channel; a 2026-07-28 one asks in rounds: its first call gets an
+    `input_required` result (returned, for the tool to return) with `request`
+    under `key`, and the retry carries the answer."""
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-        return None
+        return await ctx.session.send_request(
+            request, result_type, metadata=_related(ctx)
+        )
     responses = (ctx.params or {}).get("inputResponses")
     answer = responses.get(key) if isinstance(responses, dict) else None
     if answer is None:
@@ -167,13 +172,9 @@ async def ask_user(
         )
     )
     try:
-        result = _asked(ctx, "ask_user", request, types.ElicitResult)
+        result = await _ask(ctx, "ask_user", request, types.ElicitResult)
         if isinstance(result, types.InputRequiredResult):
             return result  # type: ignore[return-value]  # the SDK takes it
-        if result is None:
-            result = await ctx.session.send_request(
-                request, types.ElicitResult, metadata=_related(ctx)
-            )
     except (MCPError, ValidationError) as exc:
         return _failed("ask_user", exc)
     if result.content is None:
@@ -199,13 +200,9 @@ async def sample(
         )
     )
     try:
-        result = _asked(ctx, "sample", request, types.CreateMessageResult)
+        result = await _ask(ctx, "sample", request, types.CreateMessageResult)
         if isinstance(result, types.InputRequiredResult):
             return result  # type: ignore[return-value]  # the SDK takes it
-        if result is None:
-            result = await ctx.session.send_request(
-                request, types.CreateMessageResult, metadata=_related(ctx)
-            )
     except (MCPError, ValidationError) as exc:
         return _failed("sample", exc)
     if not isinstance(result.content, types.TextContent):
