@@ -442,3 +442,21 @@ async def test_padded_mcp_headers_are_read_as_http_says(demo_url: str) -> None:
                     while b'"text":"x"' not in answer:
                         answer += await sock.receive()
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+
+
+@pytest.mark.anyio
+async def test_a_call_parked_on_its_question_is_not_the_one_asking_anew() -> None:
+    """Over stdio nothing says which call a server's request serves; a call
+    whose own question is still open cannot be asking (its handler awaits the
+    answer), so it is not a candidate: an abandoned round does not make every
+    later question ambiguous."""
+    held = HeldCall(deadline=5.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(held.ask, "elicitation/create", {}, _Answer)
+        first = await held.next_round()
+        assert first.asks is not None and held.blocked
+        (key,) = first.asks
+        held.answer({key: {"action": "accept"}})
+        await anyio.wait_all_tasks_blocked()
+        assert not held.blocked
+        tg.cancel_scope.cancel()

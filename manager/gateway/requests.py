@@ -236,6 +236,12 @@ class ClientRequests:
         linked = [w for w in waiting if link is not None and w.token == link]
         if linked:
             waiting = linked
+        else:
+            # A 2026-07-28 call parked on a question of its own is not the
+            # one asking now (its upstream handler awaits that answer).
+            free = [w for w in waiting if w.held is None or not w.held.blocked]
+            if free:
+                waiting = free
         keys = {w.key for w in waiting}
         if not keys:
             return types.ErrorData(

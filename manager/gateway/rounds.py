@@ -122,6 +122,13 @@ class HeldCall:
                 )
             question.answered.set()
 
+    @property
+    def blocked(self) -> bool:
+        """The upstream waits for the client's answer to a question of this
+        call: while it does, that call asks nothing more (a handshake-era
+        tool awaits each request it makes)."""
+        return any(not q.answered.is_set() for q in self._open.values())
+
     def finish(self, result: Any, error: BaseException | None, now: float) -> None:
         """The upstream call ended."""
         self._result, self._error, self._done = result, error, True
