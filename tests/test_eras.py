@@ -460,3 +460,36 @@ async def test_a_call_parked_on_its_question_is_not_the_one_asking_anew() -> Non
         await anyio.wait_all_tasks_blocked()
         assert not held.blocked
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_2026_upstreams_questions_on_a_prompt_reach_clients_of_both_eras(
+    tmp_path: Path,
+) -> None:
+    """`protocol = "2026-07-28"` to a dual-era server on the SDK's own
+    `Server`: its prompt answers input_required; a handshake client is asked
+    with elicitation/create, a 2026 client in rounds under the server's own
+    key, and both get the prompt the answer makes."""
+    script = Path(__file__).parent / "servers" / "conformance_everything.py"
+    spec = parse_spec(
+        "conf",
+        {"command": sys.executable, "args": [str(script), "--stdio"]},
+        {"prefix": "", "protocol": "2026-07-28"},
+    )
+    keys: list[object] = []
+
+    async def answer(context: Any, params: Any) -> types.ElicitResult:
+        keys.append(context.request_id)
+        return types.ElicitResult(action="accept", content={"context": "tea"})
+
+    async with running_gateway([spec], wait_for=["conf"]) as (gateway, manager, _):
+        status = manager.status("conf")
+        assert status is not None and status.protocol == "2026-07-28"
+        for mode in MODES:
+            url = str(gateway.url)
+            async with Client(url, mode=mode, elicitation_callback=answer) as client:
+                got = await client.get_prompt("test_input_required_result_prompt")
+            (message,) = got.messages
+            assert isinstance(message.content, types.TextContent)
+            assert message.content.text == "Use this context: tea"
+    assert keys[0] == "user_context"  # the 2026 client saw the server's own key

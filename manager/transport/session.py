@@ -39,6 +39,7 @@ from mcp_types import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
+from pydantic import TypeAdapter
 
 from ..core.errors import (
     ConnectFailed,
@@ -77,6 +78,9 @@ logger = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 1000
 """Pages of tools/list followed before giving up on a cursor that never ends."""
+
+_INPUT_METHODS = frozenset({"prompts/get", "resources/read"})
+"""Requests besides `tools/call` a 2026-07-28 server may answer `input_required`."""
 
 MAX_INPUT_ROUNDS = 16
 """Input rounds of one call to a 2026-07-28 server before it counts as a loop."""
@@ -211,12 +215,22 @@ class McpSession:
         if self._lost.is_set:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
         try:
+            if (
+                method in _INPUT_METHODS
+                and self._info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS
+            ):
+                with anyio.fail_after(limit):  # every round of it
+                    return await self._send_in_rounds(
+                        request, result_type, limit, progress
+                    )
             return await self._session.send_request(
                 request,
                 result_type,
                 request_read_timeout_seconds=limit,
                 progress_callback=progress,
             )
+        except TimeoutError:
+            raise ConnectTimeout(f"{method} timed out after {limit:g} s") from None
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise ConnectTimeout(f"{method} timed out after {limit:g} s") from exc
@@ -299,6 +313,40 @@ class McpSession:
             state = result.request_state
         raise UpstreamError(
             f"tools/call {name}: the server asked for input more than "
+            f"{MAX_INPUT_ROUNDS} times",
+            code=INTERNAL_ERROR,
+        )
+
+    async def _send_in_rounds(
+        self,
+        request: Any,
+        result_type: Any,
+        limit: float,
+        progress: ProgressCallback | None,
+    ) -> Any:
+        """`prompts/get` or `resources/read` to a 2026-07-28 server, whose
+        `input_required` answers are answered as a call's are
+        (`_call_in_rounds`)."""
+        either = TypeAdapter(result_type | types.InputRequiredResult)
+        for _ in range(MAX_INPUT_ROUNDS):
+            result = await self._session.send_request(
+                request,
+                either,
+                request_read_timeout_seconds=limit,
+                progress_callback=progress,
+            )
+            if not isinstance(result, types.InputRequiredResult):
+                return result
+            responses = await self._answer(result.input_requests or {})
+            params = request.params.model_copy(
+                update={
+                    "input_responses": responses,
+                    "request_state": result.request_state,
+                }
+            )
+            request = request.model_copy(update={"params": params})
+        raise UpstreamError(
+            f"{request.method}: the server asked for input more than "
             f"{MAX_INPUT_ROUNDS} times",
             code=INTERNAL_ERROR,
         )
