@@ -248,6 +248,8 @@ def test_the_cli_reads_gets_prompts_and_lists_what_is_exposed(
         tools = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
         assert tools["echo"]["exposed"] == "d__echo"
         assert tools["crash"]["hidden"] is True and tools["crash"]["exposed"] is None
+        assert main(["tools", *sock]) == 0
+        assert "docs: MCP 2025-11-25 (handshake era)" in capsys.readouterr().out
         assert main(["prompts", *sock]) == 0
         assert "d__greet" in capsys.readouterr().out
         assert main(["resources", *sock]) == 0

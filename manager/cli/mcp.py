@@ -14,6 +14,7 @@ import json
 from ..control.client import ControlClient
 from ..control.paths import socket_path
 from ..core.errors import CallError
+from ..core.status import MODERN_ERA
 from . import _fail, _positive_float
 
 __all__ = ["add_parsers"]
@@ -60,7 +61,8 @@ def _cmd_request(args: argparse.Namespace) -> int:
 
 
 def _cmd_catalog(args: argparse.Namespace) -> int:
-    rows = ControlClient(socket_path(args.socket)).catalog(args.kind, args.server)
+    client = ControlClient(socket_path(args.socket))
+    rows = client.catalog(args.kind, args.server)
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
@@ -69,7 +71,15 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
         return 0
     key = "uri" if args.kind == "resources" else "name"
     width = max(len(str(row[key])) for row in rows)
+    # Which protocol each server speaks, above its tools.
+    speaks = {s.name: s for s in client.status()} if args.kind == "tools" else {}
+    server = None
     for row in rows:
+        status = speaks.get(str(row["server"]))
+        if status is not None and row["server"] != server and status.protocol:
+            era = "stateless era" if status.era == MODERN_ERA else "handshake era"
+            print(f"{row['server']}: MCP {status.protocol} ({era})")
+        server = row["server"]
         exposed = row.get("exposed")
         shown = "(hidden)" if row.get("hidden") else exposed or "(not exposed)"
         if args.kind == "resources" and exposed == row[key]:
