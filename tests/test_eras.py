@@ -493,3 +493,21 @@ async def test_a_2026_upstreams_questions_on_a_prompt_reach_clients_of_both_eras
             assert isinstance(message.content, types.TextContent)
             assert message.content.text == "Use this context: tea"
     assert keys[0] == "user_context"  # the 2026 client saw the server's own key
+
+
+@pytest.mark.anyio
+async def test_answers_sent_before_the_question_are_taken() -> None:
+    """A stateless client may send `inputResponses` with its first request;
+    the upstream's question under that key is answered at once (extra keys
+    ignored), and the call completes in one round."""
+    held_calls = HeldCalls()
+    async with anyio.create_task_group() as tg:
+        await tg.start(held_calls.run)
+
+        async def asks(held: HeldCall) -> object:
+            return await held.ask("elicitation/create", {}, _Answer, "user_name")
+
+        given = {"user_name": {"action": "accept"}, "extra": {"action": "x"}}
+        done = await held_calls.call({"inputResponses": given}, 1.0, asks)
+        assert isinstance(done, _Answer) and done.action == "accept"
+        tg.cancel_scope.cancel()

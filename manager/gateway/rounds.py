@@ -78,6 +78,10 @@ class HeldCall:
         self._error: BaseException | None = None
         self.ended_at: float | None = None
         self.scope = anyio.CancelScope()
+        self.given: dict[str, Any] = {}
+        """Answers the client sent before being asked (a stateless client
+        may send `inputResponses` with its first request): a question under
+        one of these keys is answered at once."""
 
     async def ask(
         self, method: str, params: Any, result_type: Any, key: str | None = None
@@ -91,7 +95,10 @@ class HeldCall:
             key = secrets.token_hex(6)
         question = _Question(method, params, result_type)
         self._open[key] = question
-        self._wake()
+        if key in self.given:
+            self.answer({key: self.given.pop(key)})
+        else:
+            self._wake()
         with anyio.move_on_after(self._deadline):
             await question.answered.wait()
         self._open.pop(key, None)
@@ -214,6 +221,9 @@ class HeldCalls:
                 held.answer(responses)
         else:
             held = HeldCall(limit)
+            responses = params.get("inputResponses") if params else None
+            if isinstance(responses, Mapping):
+                held.given = dict(responses)
             self._spawn(held, start, limit)
         outcome = await held.next_round()
         if outcome.asks is None:
