@@ -210,9 +210,15 @@ def use(client: ControlClient, sock: Path, env: dict[str, str]) -> int:
             log(f"the connection never settled (state {state})")
             return 1
         try:
-            tools = [row["name"] for row in client.catalog("tools", NAME)]
+            rows = client.catalog("tools", NAME)
+            tools = [str(row["name"]) for row in rows]
             if "test-tool" in tools:
                 client.call(NAME, "test-tool", {})
+            else:  # the non-auth scenarios: every tool, arguments by its schema
+                for row in rows:
+                    schema = row.get("inputSchema")
+                    args = arguments_for(schema if isinstance(schema, dict) else {})
+                    client.call(NAME, str(row["name"]), args)
             log(f"tools {tools} listed and called")
             return 0
         except ManagerError as exc:
@@ -220,6 +226,31 @@ def use(client: ControlClient, sock: Path, env: dict[str, str]) -> int:
             time.sleep(0.2)  # let the connection show needs_login
             if settle(client) != "needs_login" or logins >= TRIES:
                 return 1
+
+
+SAMPLES: dict[str, object] = {
+    "number": 2,
+    "integer": 2,
+    "string": "x",
+    "boolean": True,
+    "object": {},
+    "array": [],
+}
+"""An argument value of each JSON type, for tools the suite serves."""
+
+
+def arguments_for(schema: dict[str, object]) -> dict[str, object]:
+    """Arguments a user would give: each required property, a value of its type."""
+    props = schema.get("properties")
+    required = schema.get("required")
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return {}
+    out: dict[str, object] = {}
+    for key in required:
+        prop = props.get(key)
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        out[str(key)] = SAMPLES.get(str(kind), "x")
+    return out
 
 
 def main() -> int:

@@ -327,12 +327,16 @@ async def test_trace_context_is_forwarded_and_hop_only_meta_is_not(
             meta={
                 "traceparent": traceparent,
                 "tracestate": "k=v",
-                "io.modelcontextprotocol/logLevel": "debug",
+                "io.modelcontextprotocol/logLevel": "alert",
             },
         )
         seen = json.loads(text_of(result))
         assert seen["traceparent"] == traceparent and seen["tracestate"] == "k=v"
-        assert not any(key.startswith("io.modelcontextprotocol/") for key in seen)
+        # The envelope is the hop's: the daemon speaks 2026-07-28 to this
+        # server with its own (every level, its own name), never the client's.
+        assert seen["io.modelcontextprotocol/logLevel"] == "debug"
+        client_info = seen["io.modelcontextprotocol/clientInfo"]
+        assert client_info["name"] == "mcp-manager"
         # The call is accounted like any other: events name server and tool.
         done = await rec.wait_for("call_finished", "web")
         assert done.tool == "meta"  # type: ignore[attr-defined]

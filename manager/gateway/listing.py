@@ -42,15 +42,16 @@ def _named(
             description = (
                 item.description if kind == "tools" else item.get("description", "")
             )
-            rows.append(
-                {
-                    "server": source.server,
-                    "name": name,
-                    "exposed": exposed.get((source.server, name)),
-                    "hidden": not source.filter.allows(name),
-                    "description": description or "",
-                }
-            )
+            row: dict[str, object] = {
+                "server": source.server,
+                "name": name,
+                "exposed": exposed.get((source.server, name)),
+                "hidden": not source.filter.allows(name),
+                "description": description or "",
+            }
+            if kind == "tools":
+                row["inputSchema"] = item.raw.get("inputSchema", {})
+            rows.append(row)
     return rows
 
 

@@ -3,13 +3,20 @@
 MCP has two living eras: the handshake era (`initialize`, sessions, `ping`,
 requests from the server mid-call) and the stateless 2026-07-28 revision
 (`server/discover`, `_meta` per request, `input_required` results). With
-`protocol = "auto"` (the default) a connection offers the handshake first:
-every server of that era expects it, so no old server ever sees a request it
-does not know (some exit on one, some never answer it). A server that refuses
-it as a 2026-07-28 server does (`-32022` unsupported version, method not
-found, or an answer naming a modern revision) is then met with
-`server/discover`, and the connection is remembered as modern, so the next
-connect (and the next daemon) goes there at once.
+`protocol = "auto"` (the default):
+
+- over streamable HTTP, `server/discover` goes first (a probe costs a round
+  trip, no more); any other answer, or none within `PROBE_TIMEOUT`, and the
+  handshake follows on the same try;
+- over stdio (and SSE) the handshake goes first: every server of that era
+  expects it, so no old server ever sees a request it does not know (some
+  exit on one, some never answer it). A server that refuses it as a
+  2026-07-28 server does (`-32022` unsupported version, method not found, or
+  an answer naming a modern revision) is started again and met with
+  `server/discover`.
+
+Either way the era found is remembered, so the next connect (and the next
+daemon) goes there at once.
 
 Remembered in `eras.json` in the state directory (0600 in a 0700 folder),
 keyed on the connection's name and endpoint: a changed endpoint learns anew.

@@ -23,7 +23,7 @@ from mcp.client.session import ClientRequestContext
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
 
 from ..core.exposure import root_uri
-from .base import Hooks
+from .base import LINK_META_KEY, Hooks
 
 __all__ = ["server_request_callbacks"]
 
@@ -45,7 +45,10 @@ def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
     """Keyword arguments for `ClientSession(...)` that route to `hooks`."""
 
     async def ask(method: str, context: ClientRequestContext, params: Any) -> Any:
-        link = hooks.links.pop(context.request_id)
+        # A 2026-07-28 server's input request names its call in our context;
+        # a handshake-era one arrived on that call's stream (HTTP) or not.
+        named = (context.meta or {}).get(LINK_META_KEY)
+        link = named if isinstance(named, str) else hooks.links.pop(context.request_id)
         key = str(context.request_id) if context.request_id is not None else None
         try:
             return await hooks.on_request(method, params, link, key)

@@ -52,6 +52,7 @@ from ..core.spec import ConnectionSpec
 from .base import (
     CATALOG_KINDS,
     EXIT_CODE_WAIT,
+    LINK_META_KEY,
     CallResult,
     Catalog,
     Hooks,
@@ -81,6 +82,10 @@ MAX_TOOL_PAGES = 1000
 
 _INPUT_METHODS = frozenset({"prompts/get", "resources/read"})
 """Requests besides `tools/call` a 2026-07-28 server may answer `input_required`."""
+
+PROBE_TIMEOUT = 5.0
+"""Seconds an HTTP server may take to answer `server/discover` before the
+handshake is offered instead (`auto`)."""
 
 MAX_INPUT_ROUNDS = 16
 """Input rounds of one call to a 2026-07-28 server before it counts as a loop."""
@@ -112,6 +117,8 @@ class McpSession:
     ) -> None:
         self._session = session
         self._hooks = hooks
+        self._watched: set[str] = set()  # URIs clients follow (2026-07-28)
+        self._relisten = anyio.Event()
         self._following = info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
         self._relay = (
             ToolCallRelay(info.protocol, dispatcher, stdio_relay)
@@ -214,11 +221,15 @@ class McpSession:
         method = str(getattr(request, "method", "request"))
         if self._lost.is_set:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
+        modern = self._info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS
+        if modern and method in ("resources/subscribe", "resources/unsubscribe"):
+            uri = str(request.params.uri)
+            follow = method == "resources/subscribe"
+            (self._watched.add if follow else self._watched.discard)(uri)
+            self._relisten.set()
+            return types.EmptyResult()
         try:
-            if (
-                method in _INPUT_METHODS
-                and self._info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS
-            ):
+            if modern and method in _INPUT_METHODS:
                 with anyio.fail_after(limit):  # every round of it
                     return await self._send_in_rounds(
                         request, result_type, limit, progress
@@ -309,7 +320,7 @@ class McpSession:
             if not isinstance(result, types.InputRequiredResult):
                 assert isinstance(result, types.CallToolResult)
                 return result
-            responses = await self._answer(result.input_requests or {})
+            responses = await self._answer(result.input_requests or {}, meta)
             state = result.request_state
         raise UpstreamError(
             f"tools/call {name}: the server asked for input more than "
@@ -337,7 +348,8 @@ class McpSession:
             )
             if not isinstance(result, types.InputRequiredResult):
                 return result
-            responses = await self._answer(result.input_requests or {})
+            meta = request.params.meta if request.params is not None else None
+            responses = await self._answer(result.input_requests or {}, meta)
             params = request.params.model_copy(
                 update={
                     "input_responses": responses,
@@ -352,14 +364,22 @@ class McpSession:
         )
 
     async def _answer(
-        self, requests: Mapping[str, types.InputRequest]
+        self,
+        requests: Mapping[str, types.InputRequest],
+        meta: Mapping[str, object] | None,
     ) -> types.InputResponses:
         """Each of a server's input requests, answered through our callbacks,
-        all at once (a client is asked them together), under the server's keys."""
+        all at once (a client is asked them together), under the server's keys.
+        They came in the answer to our request, so the link it carried
+        (`LINK_META_KEY`) names the client request they serve."""
         answers: dict[str, types.InputResponse | types.ErrorData] = {}
+        link = (meta or {}).get(LINK_META_KEY)
+        linked = cast(Any, {LINK_META_KEY: link} if isinstance(link, str) else None)
 
         async def answer(key: str, request: types.InputRequest) -> None:
-            ctx = ClientRequestContext(session=self._session, request_id=key)
+            ctx = ClientRequestContext(
+                session=self._session, request_id=key, meta=linked
+            )
             answers[key] = await self._session.dispatch_input_request(ctx, request)
 
         async with anyio.create_task_group() as tg:
@@ -411,6 +431,25 @@ class McpSession:
         stream, not on the connection: opened once connected (every session
         opens its own), passed to the hooks; a stream that breaks is the loss
         of the session (it also ends a request in flight on it)."""
+        while not self._lost.is_set:
+            self._relisten = anyio.Event()
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tg:
+
+                    async def reopen() -> None:
+                        await self._relisten.wait()
+                        scope.cancel()
+
+                    tg.start_soon(reopen)
+                    await self._listen()
+                    tg.cancel_scope.cancel()
+            if not scope.cancelled_caught:
+                return  # the stream ended (or was refused): nothing to follow
+
+    async def _listen(self) -> None:
+        """One `subscriptions/listen` stream, for list changes and the URIs
+        clients subscribed to (`resources/subscribe` is gone in 2026-07-28:
+        a change of those opens the stream again, `_relisten`)."""
         hooks = self._hooks if self._hooks is not None else Hooks()
         try:
             async with listen(
@@ -418,6 +457,7 @@ class McpSession:
                 tools_list_changed=True,
                 prompts_list_changed=True,
                 resources_list_changed=True,
+                resource_subscriptions=sorted(self._watched),
             ) as changes:
                 async for change in changes:
                     match change:
@@ -519,8 +559,19 @@ async def _agree(
 ) -> ServerInfo:
     """Agree on the protocol (`eras` says how) and say who the server is."""
     mode = spec.protocol
-    if mode == "auto" and eras is not None and eras.recall(spec) == MODERN:
+    known = eras.recall(spec) if eras is not None else None
+    if mode == "auto" and known == MODERN:
         mode = MODERN
+    if mode == "auto" and spec.transport == "http" and known is None:
+        # Over HTTP a probe costs nothing but a round trip: server/discover
+        # first, the handshake on any other answer (or none in time).
+        found = await _probe(spec, session)
+        if found is not None:
+            if eras is not None:
+                eras.learn(spec, MODERN)
+            return _modern_info(session, found)
+        if eras is not None:
+            eras.learn(spec, "legacy")
     if mode != MODERN:
         try:
             init = await session.initialize()
@@ -560,6 +611,27 @@ async def _agree(
         ) from exc
     if eras is not None and spec.protocol == "auto":
         eras.learn(spec, MODERN)
+    return _modern_info(session, found)
+
+
+async def _probe(
+    spec: ConnectionSpec, session: ClientSession
+) -> types.DiscoverResult | None:
+    """`server/discover`, adopted if the server answers as a 2026-07-28 server
+    does; None on any other answer or none within `PROBE_TIMEOUT`."""
+    with anyio.move_on_after(min(PROBE_TIMEOUT, spec.connect_timeout / 2)):
+        try:
+            raw = await session.send_discover(LATEST_MODERN_VERSION)
+            found = types.DiscoverResult.model_validate(raw, by_name=False)
+            session.adopt(found)
+        except (MCPError, ValueError, RuntimeError) as exc:
+            logger.debug("%s: server/discover: %s", spec.name, describe_error(exc))
+            return None
+        return found
+    return None
+
+
+def _modern_info(session: ClientSession, found: types.DiscoverResult) -> ServerInfo:
     server = session.server_info
     return ServerInfo(
         name=server.name if server is not None else "",
