@@ -146,11 +146,11 @@ async def _survey(client: Client) -> dict[str, Any]:
 
 @asynccontextmanager
 async def _both_ways(
-    name: str, url: str, modes: Sequence[ConnectMode]
+    name: str, url: str, modes: Sequence[ConnectMode], protocol: str = "auto"
 ) -> AsyncIterator[list[tuple[Client, Client]]]:
     """For each mode, a client straight at the server at `url` and one
-    through the daemon's HTTP front."""
-    spec = parse_spec(name, url, {"prefix": ""})
+    through the daemon's HTTP front (which speaks `protocol` to it)."""
+    spec = parse_spec(name, url, {"prefix": "", "protocol": protocol})
     # The daemon's own session can be asked things (it routes them to the
     # client that called), and some servers list tools by what their client
     # can do: both clients declare the same.
@@ -196,8 +196,9 @@ def _same(mine: dict[str, Any], theirs: dict[str, Any], eras: set[Any]) -> None:
     assert mine["tools"], "the comparison compares something"
     if len(eras) > 1:
         # Not one era from end to end (the client straight, the daemon to the
-        # server, the client through us): what 2026-07-28 has no field for (a tool's `execution`,
-        # moved to the tasks extension) is not there to compare.
+        # server, the client through us): what 2026-07-28 has no field for
+        # (a tool's `execution`, moved to the tasks extension) is not there
+        # to compare.
         assert eras == {"2025-11-25", "2026-07-28"}
         for tool in mine["tools"]:
             tool.pop("execution", None)
@@ -220,14 +221,18 @@ _JSON_LEAF = (
     | st.floats(allow_nan=False, allow_infinity=False, width=32)
     | st.text(max_size=12)
 )
-_JSON = st.recursive(
-    _JSON_LEAF,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
+_JSON_INNER = (
+    _JSON_LEAF
+    | st.lists(_JSON_LEAF, max_size=4)
+    | st.dictionaries(st.text(max_size=8), _JSON_LEAF, max_size=4)
 )
+_JSON = (
+    _JSON_LEAF
+    | st.lists(_JSON_INNER, max_size=4)
+    | st.dictionaries(st.text(max_size=8), _JSON_INNER, max_size=4)
+)
+"""JSON two levels deep (`st.recursive` raised a spurious deprecation
+warning here once, which this suite treats as an error)."""
 _ARGUMENTS = st.dictionaries(st.text(max_size=8), _JSON, max_size=5)
 _BLOCK = st.fixed_dictionaries(
     {"type": st.just("text"), "text": st.text(max_size=20)},
@@ -267,13 +272,15 @@ def _shapes_cross(url: str, examples: int) -> None:
     """Arguments the demo's `arguments` tool echoes, and results its `result`
     tool returns as given: the same straight and through, in both eras."""
     with anyio.from_thread.start_blocking_portal(backend="asyncio") as portal:
-        clients = portal.wrap_async_context_manager(_both_ways("demo", url, MODES))
-        pairs = clients.__enter__()
-        try:
-            for straight, through in pairs:
+        for mode in MODES:
+            # One era end to end: a dual-era server serialises its two eras
+            # differently (2026-07-28 drops a null inside `_meta`), and which
+            # one the daemon speaks to it is not the daemon's fidelity.
+            protocol = "legacy" if mode == "legacy" else "2026-07-28"
+            both = _both_ways("demo", url, [mode], protocol)
+            with portal.wrap_async_context_manager(both) as pairs:
+                ((straight, through),) = pairs
                 _shapes_of_one_pair(portal, straight, through, examples)
-        finally:
-            clients.__exit__(None, None, None)
 
 
 def _shapes_of_one_pair(

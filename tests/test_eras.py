@@ -24,8 +24,9 @@ import mcp.types as types
 import pydantic
 import pytest
 from fakes import Recorder
-from mcp import Client, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.client import ConnectMode
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from servers import HttpServerFactory, HttpServerProcess, stdio_command
 from test_gateway import LOCAL, demo_stdio, running_gateway
@@ -511,3 +512,46 @@ async def test_answers_sent_before_the_question_are_taken() -> None:
         done = await held_calls.call({"inputResponses": given}, 1.0, asks)
         assert isinstance(done, _Answer) and done.action == "accept"
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_subscription_through_a_2026_upstream_rides_its_listen_stream(
+    demo_url: str,
+) -> None:
+    """resources/subscribe is gone in 2026-07-28: a handshake client's
+    subscription through the daemon becomes the URI on the upstream's
+    subscriptions/listen stream, and the update reaches the subscriber."""
+    notes: list[object] = []
+
+    async def on_message(message: object) -> None:
+        notes.append(message)
+
+    spec = parse_spec("web", demo_url, {"prefix": ""})
+    async with (
+        running_gateway([spec], wait_for=["web"]) as (gateway, manager, _),
+        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
+        streamable_http_client(str(gateway.url), http_client=http) as streams,
+        ClientSession(*streams, message_handler=on_message) as client,
+    ):
+        status = manager.status("web")
+        assert status is not None and status.protocol == "2026-07-28"
+        await client.initialize()
+        await client.send_request(
+            types.SubscribeRequest(
+                params=types.SubscribeRequestParams(uri="demo://readme")
+            ),
+            types.EmptyResult,
+        )
+
+        def updated() -> bool:
+            return any(
+                isinstance(n, types.ResourceUpdatedNotification)
+                and str(n.params.uri) == "demo://readme"
+                for n in notes
+            )
+
+        with anyio.fail_after(10):
+            while not updated():
+                # The listen stream reopens with the URI; touch until it is in.
+                await client.call_tool("touch_resource", {"uri": "demo://readme"})
+                await anyio.sleep(0.05)

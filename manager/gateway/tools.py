@@ -192,10 +192,7 @@ class ToolCalls:
             raise MCPError(exc.code, exc.reply, exc.data) from None
         except CallError as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))
-        raw = result.raw
-        if isinstance(raw, types.CallToolResult):
-            return raw
-        return dict(result.data)
+        return dict(result.data)  # as the server sent it, not re-dumped
 
     def _unlisted_route(self, name: str) -> tuple[str, str] | None:
         """(server, tool) for a name the table does not show: the server whose

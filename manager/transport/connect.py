@@ -43,7 +43,7 @@ from .login import LoginDesk
 from .probe import tcp_precheck
 from .relay import NO_SEND_SPAN, SendSpan
 from .requests import server_request_callbacks
-from .session import McpSession, handshake, message_handler
+from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .starts import Slot, StartSlots
 from .stdio import stdio_streams
@@ -192,6 +192,8 @@ class McpTransport:
                             dispatcher=dispatcher,
                             eras=self.eras,
                             hooks=hooks,
+                            # A user at the consent page: the probe waits too.
+                            probe_timeout=None if login is not None else PROBE_TIMEOUT,
                         )
                         if slot is not None:
                             slot.release()  # started: the next server may begin

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -287,7 +288,9 @@ class McpSession:
                 reply=exc.message,
                 data=exc.data,
             ) from exc
-        data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        # What the server sent: fields it left out stay out, and a null it
+        # sent (in `_meta`, say) stays null (`exclude_none` dropped those).
+        data = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
         return CallResult(is_error=bool(result.is_error), data=data, raw=result)
 
     async def _call_in_rounds(
@@ -555,7 +558,11 @@ def _modern_evidence(exc: BaseException) -> bool:
 
 
 async def _agree(
-    spec: ConnectionSpec, session: ClientSession, write: Any, eras: EraMemory | None
+    spec: ConnectionSpec,
+    session: ClientSession,
+    write: Any,
+    eras: EraMemory | None,
+    probe_timeout: float | None = None,
 ) -> ServerInfo:
     """Agree on the protocol (`eras` says how) and say who the server is."""
     mode = spec.protocol
@@ -565,7 +572,7 @@ async def _agree(
     if mode == "auto" and spec.transport == "http" and known is None:
         # Over HTTP a probe costs nothing but a round trip: server/discover
         # first, the handshake on any other answer (or none in time).
-        found = await _probe(spec, session)
+        found = await _probe(spec, session, probe_timeout)
         if found is not None:
             if eras is not None:
                 eras.learn(spec, MODERN)
@@ -615,11 +622,14 @@ async def _agree(
 
 
 async def _probe(
-    spec: ConnectionSpec, session: ClientSession
+    spec: ConnectionSpec, session: ClientSession, limit: float | None
 ) -> types.DiscoverResult | None:
     """`server/discover`, adopted if the server answers as a 2026-07-28 server
-    does; None on any other answer or none within `PROBE_TIMEOUT`."""
-    with anyio.move_on_after(min(PROBE_TIMEOUT, spec.connect_timeout / 2)):
+    does; None on any other answer or none within `limit` seconds (None: the
+    handshake's own deadline, while a user logs in)."""
+    if limit is None:
+        limit = math.inf
+    with anyio.move_on_after(limit):
         try:
             raw = await session.send_discover(LATEST_MODERN_VERSION)
             found = types.DiscoverResult.model_validate(raw, by_name=False)
@@ -654,6 +664,7 @@ async def handshake(
     dispatcher: JSONRPCDispatcher[Any] | None = None,
     eras: EraMemory | None = None,
     hooks: Hooks | None = None,
+    probe_timeout: float | None = PROBE_TIMEOUT,
 ) -> McpSession:
     """initialize + list all tools, prompts, resources and templates before
     `deadline`; errors mapped and explained.
@@ -668,7 +679,7 @@ async def handshake(
             if pid is not None and slot is not None:
                 pacing.start_soon(pace_start, scope, pid, slot, hard_deadline)
             with scope:
-                info = await _agree(spec, session, write, eras)
+                info = await _agree(spec, session, write, eras, probe_timeout)
                 sentinel = None
                 if spec.transport == "http":  # SSE and stdio see their end already
                     host, port, _ = address(spec.url)
