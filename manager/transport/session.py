@@ -39,7 +39,11 @@ from mcp_types import (
     REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_MODERN_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 from pydantic import TypeAdapter
 
 from ..core.errors import (
@@ -577,8 +581,6 @@ async def _agree(
             if eras is not None:
                 eras.learn(spec, MODERN)
             return _modern_info(session, found)
-        if eras is not None:
-            eras.learn(spec, "legacy")
     if mode != MODERN:
         try:
             init = await session.initialize()
@@ -598,6 +600,8 @@ async def _agree(
                 "%s: initialize refused (%s); trying %s", spec.name, exc, MODERN
             )
         else:
+            if mode == "auto" and eras is not None:
+                eras.learn(spec, "legacy")  # the probe is not sent again
             return ServerInfo(
                 name=init.server_info.name,
                 version=init.server_info.version,
@@ -629,16 +633,37 @@ async def _probe(
     handshake's own deadline, while a user logs in)."""
     if limit is None:
         limit = math.inf
+    version = LATEST_MODERN_VERSION
     with anyio.move_on_after(limit):
-        try:
-            raw = await session.send_discover(LATEST_MODERN_VERSION)
-            found = types.DiscoverResult.model_validate(raw, by_name=False)
-            session.adopt(found)
-        except (MCPError, ValueError, RuntimeError) as exc:
-            logger.debug("%s: server/discover: %s", spec.name, describe_error(exc))
-            return None
-        return found
+        for _ in range(2):  # once more at a version the server names (-32022)
+            try:
+                raw = await session.send_discover(version)
+                found = types.DiscoverResult.model_validate(raw, by_name=False)
+                session.adopt(found)
+            except MCPError as exc:
+                mutual = _mutual_modern(exc)
+                if mutual is not None:  # even the same one: it said it has it
+                    version = mutual
+                    continue
+                logger.debug("%s: server/discover: %s", spec.name, exc.message)
+                return None
+            except (ValueError, RuntimeError) as exc:
+                logger.debug("%s: server/discover: %s", spec.name, exc)
+                return None
+            return found
     return None
+
+
+def _mutual_modern(exc: MCPError) -> str | None:
+    """The newest 2026-era revision we share with a server that refused ours
+    with -32022 and named the ones it supports, if any."""
+    if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(exc.data, dict):
+        return None
+    supported = exc.data.get("supported")
+    if not isinstance(supported, list):
+        return None
+    mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported]
+    return mutual[-1] if mutual else None
 
 
 def _modern_info(session: ClientSession, found: types.DiscoverResult) -> ServerInfo:
