@@ -447,3 +447,22 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["frobnicate"]) == 2
     assert main(["--help"]) == 0
     assert "status" in capsys.readouterr().out
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    """`mcp-manager check FILE | head -1`-style use: the pipe closes early."""
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        "".join(f'mcp_add("s{i}", "http://127.0.0.1:9/mcp")\n' for i in range(3))
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "manager", "check", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=30) == 0, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -360,8 +360,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught below
+        return code
     except ControlError as exc:
         return _fail(_first_line(exc))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `mcp-manager tools | head`: the reader has what it wanted. Point
+        # stdout at /dev/null so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
