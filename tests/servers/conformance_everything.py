@@ -884,12 +884,7 @@ class ConformanceServer:
     async def streaming_elicitation(
         self, ctx: Ctx, params: types.CallToolRequestParams
     ) -> ToolResult:
-        request = _elicit("What is your name?", _name_schema())
-        answers = await gather_input(ctx, params, {"user_name": request})
-        if isinstance(answers, types.InputRequiredResult):
-            return answers
-        _, content = _elicited(answers["user_name"])
-        return _text(f"Hello, {content.get('name', 'stranger')}!")
+        return await self.mrtr_elicitation(ctx, params)  # the same question
 
     async def reconnection(
         self, ctx: Ctx, params: types.CallToolRequestParams
