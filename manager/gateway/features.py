@@ -76,7 +76,7 @@ class Features:
         self.prompts = ToolTable()
         self.resources = ResourceTable()
         self._seen: dict[str, str] = {}  # URIs seen in results -> server
-        self.asks = ClientRequests(self._call_timeout)
+        self.asks = ClientRequests(self.call_timeout)
         self.held = HeldCalls()
         self._subscribers: dict[str, _Subscriber] = {}
         self._upstream_subs: dict[tuple[str, str], int] = {}
@@ -87,9 +87,6 @@ class Features:
 
     def call_timeout(self, server: str) -> float:
         """`server`'s `call_timeout` (a default once it was removed)."""
-        return self._call_timeout(server)
-
-    def _call_timeout(self, server: str) -> float:
         conn = self.manager.connection(server)
         return conn.spec.call_timeout if conn is not None else DEFAULT_CALL_TIMEOUT
 
@@ -163,7 +160,7 @@ class Features:
                 and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
             ):
                 # What the upstream asks meanwhile comes back as input rounds.
-                return await self.held.call(ctx.params, self._call_timeout(server), run)
+                return await self.held.call(ctx.params, self.call_timeout(server), run)
             return await run()
         except UpstreamError as exc:  # the server's own answer, as it sent it
             raise MCPError(exc.code, exc.reply, exc.data) from None

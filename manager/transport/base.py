@@ -93,12 +93,10 @@ class CallResult:
     Attributes:
         is_error: The tool reported an error (`isError`).
         data: The result as a JSON-ready dict (camelCase keys, as on the wire).
-        raw: The SDK's result object, for pass-through without re-encoding.
     """
 
     is_error: bool
     data: Mapping[str, object]
-    raw: object = None
 
 
 @dataclass(frozen=True, slots=True)

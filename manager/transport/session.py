@@ -92,6 +92,9 @@ PROBE_TIMEOUT = 5.0
 """Seconds an HTTP server may take to answer `server/discover` before the
 handshake is offered instead (`auto`)."""
 
+Answers = types.InputResponses | None
+"""A round's answers to a 2026-07-28 server's input requests (none at first)."""
+
 MAX_INPUT_ROUNDS = 16
 """Input rounds of one call to a 2026-07-28 server before it counts as a loop."""
 
@@ -295,7 +298,7 @@ class McpSession:
         # What the server sent: fields it left out stay out, and a null it
         # sent (in `_meta`, say) stays null (`exclude_none` dropped those).
         data = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
-        return CallResult(is_error=bool(result.is_error), data=data, raw=result)
+        return CallResult(is_error=bool(result.is_error), data=data)
 
     async def _call_in_rounds(
         self,
@@ -305,15 +308,13 @@ class McpSession:
         meta: Mapping[str, object] | None,
         progress: ProgressCallback | None,
     ) -> types.CallToolResult:
-        """`tools/call`; a 2026-07-28 server's `input_required` answers go to
-        our own callbacks (the gateway asks the client) and the call is made
-        again with the answers and the server's `requestState`, as the SDK's
-        `Client` does."""
-        responses: types.InputResponses | None = None
-        state: str | None = None
+        """`tools/call` (`_in_rounds`)."""
         args = dict(arguments) if arguments is not None else None
-        for _ in range(MAX_INPUT_ROUNDS):
-            result = await self._session.call_tool(
+
+        async def send(
+            responses: types.InputResponses | None, state: str | None
+        ) -> Any:
+            return await self._session.call_tool(
                 name,
                 args,
                 read_timeout_seconds=limit,
@@ -324,16 +325,11 @@ class McpSession:
                 allow_input_required=True,
                 allow_claimed=False,
             )
-            if not isinstance(result, types.InputRequiredResult):
-                assert isinstance(result, types.CallToolResult)
-                return result
-            responses = await self._answer(result.input_requests or {}, meta)
-            state = result.request_state
-        raise UpstreamError(
-            f"tools/call {name}: the server asked for input more than "
-            f"{MAX_INPUT_ROUNDS} times",
-            code=INTERNAL_ERROR,
+
+        result: types.CallToolResult = await self._in_rounds(
+            f"tools/call {name}", meta, send
         )
+        return result
 
     async def _send_in_rounds(
         self,
@@ -342,31 +338,47 @@ class McpSession:
         limit: float,
         progress: ProgressCallback | None,
     ) -> Any:
-        """`prompts/get` or `resources/read` to a 2026-07-28 server, whose
-        `input_required` answers are answered as a call's are
-        (`_call_in_rounds`)."""
+        """`prompts/get` or `resources/read` (`_in_rounds`)."""
         either = TypeAdapter(result_type | types.InputRequiredResult)
-        for _ in range(MAX_INPUT_ROUNDS):
-            result = await self._session.send_request(
-                request,
+        params = request.params
+
+        async def send(
+            responses: types.InputResponses | None, state: str | None
+        ) -> Any:
+            update = {"input_responses": responses, "request_state": state}
+            again = request.model_copy(
+                update={"params": params.model_copy(update=update)}
+            )
+            return await self._session.send_request(
+                again,
                 either,
                 request_read_timeout_seconds=limit,
                 progress_callback=progress,
             )
+
+        meta = params.meta if params is not None else None
+        return await self._in_rounds(request.method, meta, send)
+
+    async def _in_rounds(
+        self,
+        what: str,
+        meta: Mapping[str, object] | None,
+        send: Callable[[Answers, str | None], Awaitable[Any]],
+    ) -> Any:
+        """Send a request; a 2026-07-28 server's `input_required` answer goes to
+        our own callbacks (the gateway asks the client), and the request is
+        sent again with the answers and the server's `requestState`, as the
+        SDK's `Client` does, at most `MAX_INPUT_ROUNDS` times."""
+        responses: types.InputResponses | None = None
+        state: str | None = None
+        for _ in range(MAX_INPUT_ROUNDS):
+            result = await send(responses, state)
             if not isinstance(result, types.InputRequiredResult):
                 return result
-            meta = request.params.meta if request.params is not None else None
             responses = await self._answer(result.input_requests or {}, meta)
-            params = request.params.model_copy(
-                update={
-                    "input_responses": responses,
-                    "request_state": result.request_state,
-                }
-            )
-            request = request.model_copy(update={"params": params})
+            state = result.request_state
         raise UpstreamError(
-            f"{request.method}: the server asked for input more than "
-            f"{MAX_INPUT_ROUNDS} times",
+            f"{what}: the server asked for input more than {MAX_INPUT_ROUNDS} times",
             code=INTERNAL_ERROR,
         )
 
