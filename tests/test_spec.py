@@ -820,3 +820,14 @@ def test_changed_fields_names_exactly_the_fields_that_differ_in_field_order(
 def test_specs_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         BASE.url = "http://other/"  # type: ignore[misc]
+
+
+def test_the_protocol_option_takes_an_era_and_names_the_choices() -> None:
+    assert parse_spec("a", "http://h/mcp").protocol == "auto"
+    spec = parse_spec("a", "http://h/mcp", {"protocol": "2026-07-28"})
+    assert spec.protocol == "2026-07-28"
+    with pytest.raises(ConfigError) as caught:
+        parse_spec("a", "http://h/mcp", {"protocol": "2025-11-25"})
+    message = str(caught.value)
+    assert "mcp_add('a')" in message and "'auto', 'legacy', '2026-07-28'" in message
+    assert caught.value.connection == "a"
