@@ -318,3 +318,52 @@ async def _call(client: Client, name: str, arguments: dict[str, Any]) -> Any:
     meta = wire.get("_meta")
     assert not (isinstance(meta, dict) and SERVER_INFO_KEY in meta)
     return wire
+
+
+async def _list_roots(context: Any) -> Any:
+    import mcp.types as types
+
+    return types.ListRootsResult(roots=[types.Root(uri="file:///work/project")])  # type: ignore[arg-type]
+
+
+async def _outcome(client: Client, name: str) -> Any:
+    try:
+        return await _call(client, name, {})
+    except Exception as exc:  # noqa: BLE001 - the outcome compared, either way
+        return {"error": getattr(exc, "code", type(exc).__name__)}
+
+
+@pytest.mark.anyio
+async def test_a_server_judges_the_client_that_calls_not_the_daemon(
+    servers: dict[str, str],
+) -> None:
+    """A 2026-07-28 server judges each request by the capabilities its
+    client declares: through the daemon it sees the caller's, not the
+    daemon's (a tool that samples is refused, -32021, for a client without
+    sampling), and a server that asks for roots where the connection
+    declares none asks the calling client, in either era: the same outcome
+    as straight."""
+    url = servers["sdk"]
+    spec = parse_spec("sdk", url, {"prefix": "", "protocol": "2026-07-28"})
+    kinds: dict[str, dict[str, Any]] = {
+        "bare": {},
+        "able": {
+            "sampling_callback": _answer_sampling,
+            "list_roots_callback": _list_roots,
+        },
+    }
+    tools = ("test_missing_capability", "test_input_required_result_list_roots")
+    async with running_gateway([spec], wait_for=["sdk"]) as (gateway, _, _):
+        for mode in MODES:
+            for kind, can in kinds.items():
+                seen: dict[str, list[Any]] = {"straight": [], "through": []}
+                for way, at in (("straight", url), ("through", str(gateway.url))):
+                    async with Client(at, mode=mode, **can) as client:
+                        for tool in tools:
+                            seen[way].append(await _outcome(client, tool))
+                assert seen["through"] == seen["straight"], (mode, kind)
+                if mode == "auto" and kind == "bare":
+                    assert seen["straight"][0] == {"error": -32021}
+                if kind == "able":
+                    text = seen["straight"][1]["content"][0]["text"]
+                    assert text == "Found 1 root(s): file:///work/project"

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp.types as types
@@ -29,7 +29,7 @@ from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .names import NameSource, ToolTable, build_name_table
 from .peers import NOTIFY_TIMEOUT, session_key
-from .requests import CallNotes, ClientRequests
+from .requests import CallNotes, ClientRequests, upstream_meta
 from .rounds import HeldCall, HeldCalls
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
@@ -203,7 +203,9 @@ class Features:
             raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}")
         request = types.GetPromptRequest(
             params=types.GetPromptRequestParams(
-                name=route.tool, arguments=params.arguments
+                name=route.tool,
+                arguments=params.arguments,
+                _meta=cast(Any, upstream_meta(ctx)),
             )
         )
 
@@ -264,7 +266,9 @@ class Features:
         uri = str(params.uri)
         server, upstream_uri = self._owner(uri, ctx)
         request = types.ReadResourceRequest(
-            params=types.ReadResourceRequestParams(uri=upstream_uri)
+            params=types.ReadResourceRequestParams(
+                uri=upstream_uri, _meta=cast(Any, upstream_meta(ctx))
+            )
         )
 
         async def send(

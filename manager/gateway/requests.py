@@ -31,20 +31,71 @@ from mcp.server import ServerRequestContext
 from mcp.server.connection import allowed_log_levels
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types import INVALID_REQUEST
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..transport.base import ProgressCallback
 from .peers import NOTIFY_TIMEOUT, session_key
 from .rounds import HeldCall
 
-__all__ = ["NOTES_LIMIT", "CallNotes", "ClientRequests"]
+__all__ = ["NOTES_LIMIT", "CallNotes", "ClientRequests", "upstream_meta"]
 
 logger = logging.getLogger("manager.gateway")
 
 NOTES_LIMIT = 1000
 """Notifications of one request waiting to reach its client; beyond it they are
 dropped and counted (a client that does not read its stream)."""
+
+
+_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
+"""Reserved `_meta` keys that describe the downstream request's envelope (its
+protocol version, client info, log level), not what it asks."""
+
+
+def upstream_meta(ctx: ServerRequestContext[Any, Any]) -> dict[str, object] | None:
+    """The `_meta` a downstream request is passed on with: its own, as sent,
+    minus its progress token (the upstream gets ours) and the keys of its
+    envelope, plus the capabilities of the client it comes from (2026-07-28
+    servers judge each request by them; the transport keeps them off a
+    handshake-era server, which got ours at `initialize`)."""
+    params = ctx.params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    out: dict[str, object] = {}
+    if isinstance(meta, dict):
+        out = {
+            key: value
+            for key, value in meta.items()
+            if key != "progressToken" and not key.startswith(_ENVELOPE_PREFIX)
+        }
+    caps = ctx.session.client_capabilities
+    if caps is not None:
+        out[CLIENT_CAPABILITIES_META_KEY] = _dumped_capabilities(caps)
+    return out or None
+
+
+_last_dumped: tuple[object, dict[str, Any]] = (None, {})
+
+
+def _dumped_capabilities(caps: types.ClientCapabilities) -> dict[str, Any]:
+    """`caps` as JSON, the last one remembered: a handshake-era session's
+    object is the same on every call (read, never changed, downstream)."""
+    global _last_dumped
+    if _last_dumped[0] is not caps:
+        dumped = caps.model_dump(by_alias=True, mode="json", exclude_none=True)
+        _last_dumped = (caps, dumped)
+    return _last_dumped[1]
+
+
+_ASKED: dict[str, tuple[str, Any, Any]] = {
+    "sampling/createMessage": (
+        "sampling",
+        types.CreateMessageRequest,
+        types.CreateMessageResult,
+    ),
+    "elicitation/create": ("elicitation", types.ElicitRequest, types.ElicitResult),
+    "roots/list": ("roots", types.ListRootsRequest, types.ListRootsResult),
+}
+"""What an upstream may ask a client: capability, request and result types."""
 
 
 class CallNotes:
@@ -229,8 +280,9 @@ class ClientRequests:
         link: str | None = None,
         key: str | None = None,
     ) -> Any:
-        """Route `sampling/createMessage` or `elicitation/create` from `server`
-        to the downstream session whose request it is serving: the one its
+        """Route `sampling/createMessage`, `elicitation/create` or `roots/list`
+        (of a connection that declares no roots) from `server` to the
+        downstream session whose request it is serving: the one its
         link names (streamable HTTP upstreams), else the only session waiting."""
         waiting = self._waiting.get(server, [])
         linked = [w for w in waiting if link is not None and w.token == link]
@@ -259,18 +311,13 @@ class ClientRequests:
             )
         ctx = waiting[0].ctx
         caps = ctx.session.client_capabilities
-        wanted = "sampling" if method == "sampling/createMessage" else "elicitation"
+        wanted, request_type, result_type = _ASKED[method]
         if caps is None or getattr(caps, wanted) is None:
             return types.ErrorData(
                 code=INVALID_REQUEST,
                 message=f"{method} from {server}: the client connected through "
                 f"mcp-manager did not declare the {wanted} capability",
             )
-        result_type: Any = (
-            types.CreateMessageResult
-            if method == "sampling/createMessage"
-            else types.ElicitResult
-        )
         held = waiting[0].held
         if held is not None:  # a 2026-07-28 client: asked in its next round
             return await held.ask(method, params, result_type, key)
@@ -282,11 +329,7 @@ class ClientRequests:
             if ctx.session.can_send_request
             else None
         )
-        request: Any = (
-            types.CreateMessageRequest(params=params)
-            if method == "sampling/createMessage"
-            else types.ElicitRequest(params=params)
-        )
+        request: Any = request_type(params=params)
         try:
             return await ctx.session.send_request(
                 request,

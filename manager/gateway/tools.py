@@ -28,6 +28,7 @@ from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
 from .features import Features
 from .names import SEPARATOR, ToolTable
+from .requests import upstream_meta
 from .rounds import HeldCall
 
 __all__ = ["ERROR_META_KEY", "ToolCalls"]
@@ -39,9 +40,6 @@ _PLAIN_CALL_KEYS = frozenset({"name", "arguments", "_meta"})
 """The params of a `tools/call` the relay answers itself (anything else, such
 as a task or input responses, is the SDK's to judge)."""
 
-_FORWARDED_META_DROP = "io.modelcontextprotocol/"
-"""Reserved `_meta` keys that describe the downstream envelope, not the call."""
-
 
 def _text_error(
     text: str, meta: Mapping[str, object] | None = None
@@ -51,19 +49,6 @@ def _text_error(
         is_error=True,
         _meta=dict(meta) if meta else None,
     )
-
-
-def _forwarded_meta(params: Mapping[str, Any] | None) -> dict[str, object] | None:
-    """The downstream request's `_meta` minus what describes only that hop."""
-    meta = params.get("_meta") if params else None
-    if not isinstance(meta, dict) or not meta:
-        return None
-    out = {
-        key: value
-        for key, value in meta.items()
-        if key != "progressToken" and not key.startswith(_FORWARDED_META_DROP)
-    }
-    return out or None
 
 
 class ToolCalls:
@@ -160,7 +145,7 @@ class ToolCalls:
             if found is None:
                 raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
             server, tool = found
-        meta = _forwarded_meta(ctx.params)
+        meta = upstream_meta(ctx)
         token = None
         caps = ctx.session.client_capabilities
         if caps is not None and (caps.sampling or caps.elicitation):

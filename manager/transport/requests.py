@@ -25,12 +25,13 @@ from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
 from ..core.exposure import root_uri
 from .base import LINK_META_KEY, Hooks
 
-__all__ = ["server_request_callbacks"]
+__all__ = ["refusal", "server_request_callbacks"]
 
 logger = logging.getLogger(__name__)
 
 
-def _refusal(method: str, exc: BaseException) -> types.ErrorData:
+def refusal(method: str, exc: BaseException) -> types.ErrorData:
+    """What an upstream is answered when we cannot answer its request."""
     if isinstance(exc, NotImplementedError):
         return types.ErrorData(
             code=INVALID_REQUEST,
@@ -53,7 +54,7 @@ def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
         try:
             return await hooks.on_request(method, params, link, key)
         except Exception as exc:  # boundary: the upstream gets an error reply
-            return _refusal(method, exc)
+            return refusal(method, exc)
 
     async def sampling(
         context: ClientRequestContext, params: types.CreateMessageRequestParams

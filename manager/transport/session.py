@@ -33,6 +33,7 @@ from mcp.shared.subscriptions import (
     ToolsListChanged,
 )
 from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -71,6 +72,7 @@ from .errors import describe_error, flatten, is_session_lost
 from .liveness import TcpSentinel
 from .probe import address
 from .relay import StdioRelay, ToolCallRelay
+from .requests import refusal
 from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 
@@ -133,6 +135,8 @@ class McpSession:
             if dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
             else None
         )
+        if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS:
+            _speak_for_the_caller(session)
         self._info = info
         self._lost = lost
         self._pid = pid
@@ -236,6 +240,8 @@ class McpSession:
             (self._watched.add if follow else self._watched.discard)(uri)
             self._relisten.set()
             return types.EmptyResult()
+        if not modern:
+            request = _request_without_caller(request)
         try:
             if modern and method in _INPUT_METHODS:
                 with anyio.fail_after(limit):  # every round of it
@@ -270,6 +276,8 @@ class McpSession:
     ) -> CallResult:
         if self._lost.is_set:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
+        if self._info.protocol in HANDSHAKE_PROTOCOL_VERSIONS:
+            meta = _without_caller(meta)  # that era declared ours at initialize
         try:
             if self._relay is not None:
                 return await self._relay.call(name, arguments, limit, meta, progress)
@@ -395,7 +403,15 @@ class McpSession:
         link = (meta or {}).get(LINK_META_KEY)
         linked = cast(Any, {LINK_META_KEY: link} if isinstance(link, str) else None)
 
+        hooks = self._hooks
+
         async def answer(key: str, request: types.InputRequest) -> None:
+            if request.method == "roots/list" and hooks and hooks.roots is None:
+                # No roots declared for this connection: the caller's own
+                # (its capabilities went with the request), asked like
+                # elicitation is.
+                answers[key] = await _asked(hooks, request, link, key)
+                return
             ctx = ClientRequestContext(
                 session=self._session, request_id=key, meta=linked
             )
@@ -541,6 +557,78 @@ _RESULTS: dict[str, Any] = {
     "resources": types.ListResourcesResult,
     "templates": types.ListResourceTemplatesResult,
 }
+
+
+async def _asked(
+    hooks: Hooks, request: types.InputRequest, link: object, key: str
+) -> Any:
+    """A 2026-07-28 server's input request passed to `hooks.on_request`
+    (the gateway asks the client whose call it serves)."""
+    try:
+        return await hooks.on_request(
+            request.method,
+            getattr(request, "params", None),
+            link if isinstance(link, str) else None,
+            key,
+        )
+    except Exception as exc:  # boundary: the server gets an error answer
+        return refusal(request.method, exc)
+
+
+def _speak_for_the_caller(session: ClientSession) -> None:
+    """Let a request to a 2026-07-28 server declare the capabilities of the
+    client it serves, not ours.
+
+    In that era capabilities travel with each request
+    (`io.modelcontextprotocol/clientCapabilities` in `_meta`), and a server
+    refuses (-32021) what the caller cannot do, say a tool that samples for a
+    client without `sampling`. The gateway puts the downstream client's
+    capabilities under that key; the SDK's per-request stamp would overwrite
+    them with the session's own, so it is wrapped here to keep them, apart
+    from `roots` where the connection declares some (those answer
+    `roots/list`; else the caller is asked) and `extensions` (none of them
+    is routed yet). The one place we reach
+    into `ClientSession` (`_stamp`, set by `adopt`); `test_eras` fails if
+    the SDK stops calling it.
+    """
+    stamp = session._stamp
+
+    def stamp_for_caller(data: dict[str, Any], opts: Any) -> None:
+        given = ((data.get("params") or {}).get("_meta") or {}).get(
+            CLIENT_CAPABILITIES_META_KEY
+        )
+        stamp(data, opts)
+        if isinstance(given, dict):
+            meta = data["params"]["_meta"]
+            ours = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
+            caller = {k: v for k, v in given.items() if k != "extensions"}
+            if "roots" in ours:  # declared roots answer, not the caller's
+                caller["roots"] = ours["roots"]
+            meta[CLIENT_CAPABILITIES_META_KEY] = caller
+
+    session._stamp = stamp_for_caller
+
+
+def _without_caller(
+    meta: Mapping[str, object] | None,
+) -> Mapping[str, object] | None:
+    """`meta` without the caller's capabilities (a handshake-era server got
+    ours at `initialize`)."""
+    if meta is None or CLIENT_CAPABILITIES_META_KEY not in meta:
+        return meta
+    rest = {k: v for k, v in meta.items() if k != CLIENT_CAPABILITIES_META_KEY}
+    return rest or None
+
+
+def _request_without_caller(request: Any) -> Any:
+    params = getattr(request, "params", None)
+    meta = getattr(params, "meta", None)
+    if not meta or CLIENT_CAPABILITIES_META_KEY not in meta:
+        return request
+    rest = _without_caller(meta)
+    return request.model_copy(
+        update={"params": cast(Any, params).model_copy(update={"meta": rest})}
+    )
 
 
 def _tool_info(tool: types.Tool) -> ToolInfo:
