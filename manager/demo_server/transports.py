@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 
+from .compat_starlette import asgi_send
 from .tools import DemoServer
 
 __all__ = ["HTTP_SHUTDOWN_GRACE", "LOOPBACK_HOSTS", "run"]
@@ -39,7 +40,7 @@ def _sse_app(server: Server[dict[str, Any]], host: str) -> Starlette:
 
     async def handle_sse(request: Request) -> Response:
         async with transport.connect_sse(
-            request.scope, request.receive, request._send
+            request.scope, request.receive, asgi_send(request)
         ) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         # Starlette needs a response object even though the stream already ended.

@@ -312,7 +312,8 @@ class HudState:
 
     # --- helpers for the handlers ---------------------------------------------
 
-    def _row(self, name: str, at: float) -> Row:
+    def row(self, name: str, at: float) -> Row:
+        """The row of `name` (made at `at` if new), counted as changed."""
         row = self.rows.get(name)
         if row is None:
             row = self.rows[name] = Row(name=name, since=at)
@@ -341,14 +342,14 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             )
             hud.revision += 1
         case Connecting():
-            row = hud._row(name, at)
+            row = hud.row(name, at)
             row.attempt = event.attempt or row.attempt + 1
             row.next_retry_at = None
             row.trying = True
             row.pid = None
             level = "debug"
         case Connected():
-            row = hud._row(name, at)
+            row = hud.row(name, at)
             row.state = "connected"
             row.attempt = event.attempt
             row.tools = event.tools
@@ -362,7 +363,7 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             row.protocol = event.protocol
             level = "ok"
         case AttemptFailed():
-            row = hud._row(name, at)
+            row = hud.row(name, at)
             error = first_line(event.error) or "connect failed"
             # The noise bound of the log sink: an outage's first failure and each
             # new error are news; the same error again is retry detail (`debug`).
@@ -379,7 +380,7 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             row.trying = False
             row.pid = None
         case Lost():
-            row = hud._row(name, at)
+            row = hud.row(name, at)
             row.state = "reconnecting"
             row.since = at
             row.error = first_line(event.reason) or "disconnected"
@@ -388,14 +389,14 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             row.pid = None
             level = "warn"
         case Reconnecting():
-            row = hud._row(name, at)
+            row = hud.row(name, at)
             row.state = "reconnecting"
             row.attempt = max(0, event.attempt - 1)  # `attempt` is the next try's
             row.next_retry_at = at + event.delay
             row.trying = False
             level = "debug"
         case NeedsLogin():
-            row = hud._row(name, at)
+            row = hud.row(name, at)
             row.state = "needs_login"
             row.since = at
             row.error = f"run: {event.command} ({first_line(event.reason)})"
@@ -406,7 +407,7 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
         case AuthStep():
             level = "warn" if event.outcome == "failed" else "debug"
         case ToolsChanged():
-            hud._row(name, at).tools = event.tools
+            hud.row(name, at).tools = event.tools
         case Removed():
             if hud.rows.pop(name, None) is not None:
                 hud.revision += 1

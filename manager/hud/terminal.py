@@ -19,7 +19,6 @@ import contextlib
 import io
 import logging
 import os
-import queue
 import select
 import sys
 import threading
@@ -28,6 +27,7 @@ from collections import deque
 from collections.abc import Iterator
 from types import TracebackType
 
+from .compat_textual import writer_queue
 from .feed import Note
 
 __all__ = [
@@ -129,17 +129,9 @@ class TerminalOutput:
             self.file.close()
             self.file = None
 
-    @staticmethod
-    def _queue(app: object) -> queue.Queue[object] | None:
-        # textual's private driver internals: looked up defensively, so a
-        # textual that changes them only loses this protection.
-        writer = getattr(getattr(app, "_driver", None), "_writer_thread", None)
-        pending = getattr(writer, "_queue", None)
-        return pending if isinstance(pending, queue.Queue) else None
-
     def unbind(self, app: object) -> None:
         """Let textual queue frames without ever blocking the event loop."""
-        pending = self._queue(app)
+        pending = writer_queue(app)
         if pending is not None:
             pending.maxsize = 0
 
@@ -147,7 +139,7 @@ class TerminalOutput:
         """`ok`, `busy` (frames are backing up) or `lost` (hung up)."""
         if self.file is not None and self.file.lost:
             return "lost"
-        pending = self._queue(app)
+        pending = writer_queue(app)
         if pending is not None and pending.qsize() > self.BUSY_BACKLOG:
             return "busy"
         return "ok"

@@ -95,6 +95,15 @@ class Telemetry:
         """Tell the connections gauge where to read states (loop thread only)."""
         self._states = states
 
+    def capture_logs(self, *, verbose: bool) -> None:
+        """Take the `opentelemetry` loggers off the daemon log until `aclose()`.
+
+        Does nothing without exporters of its own, or when already capturing.
+        """
+        if self._exporting is not None and self._capture is None:
+            capture = LogCapture(self._exporting.status, verbose=verbose)
+            self._capture = capture.install()
+
     def sweep(self) -> None:
         """Cut long episodes and refresh the observed metric values."""
         self.lifecycle.rotate()
@@ -169,7 +178,7 @@ def start_telemetry(
     )
     if capture_logs:
         verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
-        telemetry._capture = LogCapture(exporting.status, verbose=verbose).install()
+        telemetry.capture_logs(verbose=verbose)
     logger.info(
         "telemetry: service.name=%s; traces: %s; metrics: %s",
         config.service_name,

@@ -37,6 +37,7 @@ from opentelemetry.trace import Link, SpanKind, TraceState
 from opentelemetry.util.types import Attributes
 
 from ..core.redact import redact, redact_url
+from .compat_otel import preferences
 
 __all__ = [
     "PROBE_EVERY",
@@ -175,9 +176,9 @@ class TrackedMetricExporter(MetricExporter):
     """Reports each export's result to an `ExportStatus`."""
 
     def __init__(self, inner: MetricExporter, status: ExportStatus) -> None:
+        temporality, aggregation = preferences(inner)
         super().__init__(
-            preferred_temporality=inner._preferred_temporality,
-            preferred_aggregation=inner._preferred_aggregation,
+            preferred_temporality=temporality, preferred_aggregation=aggregation
         )
         self.inner = inner
         self._status = status

@@ -24,10 +24,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
-from opentelemetry.semconv._incubating.metrics.mcp_metrics import (
-    MCP_CLIENT_OPERATION_DURATION,
-    MCP_CLIENT_SESSION_DURATION,
-)
 
 from ..engine.tracing import (
     ERROR_TYPE,
@@ -41,6 +37,7 @@ from ..engine.tracing import (
     SERVER_PORT,
     AttributeValue,
 )
+from .compat_otel import MCP_CLIENT_OPERATION_DURATION, MCP_CLIENT_SESSION_DURATION
 
 __all__ = [
     "AUTH_STEP",
