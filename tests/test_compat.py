@@ -17,6 +17,7 @@ import io
 import queue
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -134,3 +135,84 @@ def test_starlette_requests_still_keep_their_send() -> None:
     request = Request({"type": "http"}, receive, send)
     assert has(request, "_send", compat.WHY) is send, compat.WHY
     assert compat.asgi_send(request) is send
+
+
+# --- mcp ---------------------------------------------------------------------------
+
+
+def test_the_mcp_sdk_still_has_what_compat_mcp_uses() -> None:
+    """Instances' private names (set in `__init__` or defined on the class)."""
+    compat = door("transport.compat_mcp")
+    import inspect
+
+    for cls, names in compat.PRIVATE_NAMES.items():
+        source = inspect.getsource(cls)
+        for name in names:
+            assert hasattr(cls, name) or f"self.{name}" in source, (
+                f"{compat.WHY} (no {cls.__qualname__}.{name})"
+            )
+
+
+@pytest.mark.anyio
+async def test_a_2026_session_still_stamps_through_the_wrapped_door() -> None:
+    """`speak_for_the_caller` changes what the session sends: the caller's
+    capabilities reach the server (the SDK still calls `_stamp`)."""
+    compat = door("transport.compat_mcp")
+    import anyio
+    import mcp.types as types
+    from mcp import ClientSession
+    from mcp_types import CLIENT_CAPABILITIES_META_KEY
+
+    sent: list[dict[str, object]] = []
+    to_us, from_them = anyio.create_memory_object_stream[Any](1)
+    to_them, from_us = anyio.create_memory_object_stream[Any](1)
+    streams = (to_us, from_them, to_them, from_us)
+    session = ClientSession(from_them, to_them)
+    modern = types.DiscoverResult.model_validate(
+        {
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"},
+            "resultType": "complete",
+        },
+        by_name=False,
+    )
+    session.adopt(modern)
+    compat.speak_for_the_caller(session)
+    data: dict[str, object] = {
+        "method": "tools/call",
+        "params": {
+            "name": "x",
+            "_meta": {CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}}},
+        },
+    }
+    session._stamp(data, {})  # what send_request calls first
+    sent.append(data)
+    for stream in streams:
+        stream.close()
+    params = sent[0]["params"]
+    assert isinstance(params, dict)
+    assert params["_meta"][CLIENT_CAPABILITIES_META_KEY] == {"elicitation": {}}, (
+        compat.WHY
+    )
+
+
+# --- anyio -------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_anyio_processes_still_hold_the_asyncio_transport() -> None:
+    compat = door("transport.compat_anyio")
+    import sys
+
+    import anyio
+
+    process = await anyio.open_process([sys.executable, "-c", "pass"])
+    try:
+        await process.wait()
+        inner = has(process, "_process", compat.WHY)
+        transport = has(inner, "_transport", compat.WHY)
+        compat.release_process(process)
+        assert transport.is_closing(), compat.WHY  # type: ignore[attr-defined]
+    finally:
+        await process.aclose()

@@ -239,7 +239,10 @@ def test_scripts_read_resources_and_get_prompts(tmp_path: Path) -> None:
         daemon.wait_log("read:\tdemo://readme")
         daemon.wait_log("prompt:\tHello, Ada!")
         daemon.wait_log("awaited:\titem 7\tHello, Bo!")
-        daemon.wait_log("missing:\tresource not found: nowhere://x")
+        daemon.wait_log(
+            "missing:\tresources/read rejected by the server: "
+            "resource not found: nowhere://x (MCP error -32002)"
+        )
         daemon.wait_event(
             "hook_error",
             where=lambda e: (

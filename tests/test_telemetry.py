@@ -66,7 +66,8 @@ from manager.telemetry import (
     is_sdk_ping,
 )
 from manager.telemetry.current import CurrentSpans
-from manager.telemetry.export import LogCapture, PauseWhileFailing, build_exporting
+from manager.telemetry.export import build_exporting
+from manager.telemetry.health import LogCapture, PauseWhileFailing
 from manager.transport.connect import McpTransport
 
 FAST = {"backoff": {"initial": 0.01, "cap": 0.08}, "ping_interval": 0}

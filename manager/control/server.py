@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from anyio.abc import SocketStream, TaskStatus
 
 
-__all__ = ["ControlBackend", "serve_control"]
+__all__ = ["serve_control"]
 
 logger = logging.getLogger("manager.control")
 

@@ -56,7 +56,8 @@ logging), `toolkit` (shared helpers), `transports` (stdio, HTTP, SSE),
 from __future__ import annotations
 
 from .faults import Faults
-from .tools import BUILTIN_TOOLS, SERVER_NAME, DemoServer
+from .toolkit import SERVER_NAME
+from .tools import BUILTIN_TOOLS, DemoServer
 from .transports import run
 
 __all__ = ["BUILTIN_TOOLS", "SERVER_NAME", "DemoServer", "Faults", "run"]

@@ -19,7 +19,8 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 
-from .tools import SERVER_NAME, DemoServer
+from .toolkit import SERVER_NAME
+from .tools import DemoServer
 from .transports import run
 
 __all__ = ["Faults", "run_with_faults", "serve_garbage"]

@@ -44,7 +44,6 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "DemoServer",
     "PAGE_SIZE_ENV",
-    "SERVER_NAME",
 ]
 
 

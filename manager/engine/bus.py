@@ -48,7 +48,8 @@ class Subscription:
         self._wakeup: anyio.Event | None = None
         self._closed = False
 
-    def _offer(self, event: Event) -> None:
+    def offer(self, event: Event) -> None:
+        """Queue `event` (the bus's `publish`); the oldest goes when full."""
         queue = self._queue
         if len(queue) >= self.maxlen:
             queue.popleft()
@@ -63,7 +64,7 @@ class Subscription:
         """The next event (or `Lagged` notice), or None if nothing is queued."""
         if self._pending_lag:
             n, self._pending_lag = self._pending_lag, 0
-            return Lagged(name=self.name, dropped=n, time=self._bus._clock())
+            return Lagged(name=self.name, dropped=n, time=self._bus.now())
         if self._queue:
             return self._queue.popleft()
         return None
@@ -96,7 +97,7 @@ class Subscription:
         """Stop receiving; a waiting `receive()` ends with EndOfStream."""
         if not self._closed:
             self._closed = True
-            self._bus._unsubscribe(self)
+            self._bus.unsubscribe(self)
             if self._wakeup is not None:
                 self._wakeup.set()
                 self._wakeup = None
@@ -183,7 +184,7 @@ class EventBus:
             except Exception:  # boundary: one sink's bug must not stop a publisher
                 self._listener_failed(listener)
         for sub in self._subscribers:
-            sub._offer(event)
+            sub.offer(event)
         return event
 
     def _listener_failed(self, listener: Callable[[Event], None]) -> None:
@@ -192,6 +193,10 @@ class EventBus:
         self._listener_errors[name] = count
         if count == 1 or count % 1000 == 0:
             logger.exception("event listener %s failed (%d times so far)", name, count)
+
+    def now(self) -> float:
+        """The bus's clock (events are stamped with it)."""
+        return self._clock()
 
     @property
     def listener_errors(self) -> dict[str, int]:
@@ -210,7 +215,8 @@ class EventBus:
             out[sub.name] = out.get(sub.name, 0) + sub.dropped_total
         return out
 
-    def _unsubscribe(self, sub: Subscription) -> None:
+    def unsubscribe(self, sub: Subscription) -> None:
+        """Forget `sub` (its `close`), keeping its dropped count."""
         if sub in self._subscribers:
             self._subscribers.remove(sub)
             if sub.dropped_total:

@@ -17,7 +17,6 @@ import anyio
 from ..core.errors import (
     CallError,
     CallTimeout,
-    ConnectTimeout,
     Disconnected,
     ServerUnavailable,
     TransportError,
@@ -122,6 +121,9 @@ def call_error(
     """
     if isinstance(exc, anyio.get_cancelled_exc_class()):
         return None
+    limit = timeout if timeout is not None else conn.spec.call_timeout
+    if isinstance(exc, CallTimeout | TimeoutError):  # the transport's or ours
+        return CallTimeout(f"{conn.name}/{target}: no result within {limit:g} s")
     if isinstance(exc, CallError):
         text = redact(str(exc), secrets)
         if text == str(exc):
@@ -129,9 +131,6 @@ def call_error(
         if isinstance(exc, UpstreamError):
             return UpstreamError(text, code=exc.code, reply=exc.reply, data=exc.data)
         return type(exc)(text)
-    limit = timeout if timeout is not None else conn.spec.call_timeout
-    if isinstance(exc, ConnectTimeout | TimeoutError):
-        return CallTimeout(f"{conn.name}/{target}: no result within {limit:g} s")
     if isinstance(exc, Disconnected):
         return ServerUnavailable(
             f"{conn.name} disconnected during the call ({redact(str(exc), secrets)}); "

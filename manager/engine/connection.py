@@ -1,7 +1,7 @@
 """One connection: its supervisor task, the reconnect loop, and its live state.
 
 `Connection` holds what the rest of the daemon reads (state, tools, the live
-upstream, captured stderr). `run_connection(conn, ...)` is the connection's only
+upstream, captured stderr). `Connection.run(transport)` is the connection's only
 task: it opens and closes its own transport (cancel scopes are task-bound),
 watches for death (EOF/exit from the transport, failed pings), re-lists tools on
 `list_changed`, and waits out the backoff between tries, forever. The decisions
@@ -64,7 +64,6 @@ from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
 __all__ = [
     "Connection",
     "ServerRequests",
-    "run_connection",
 ]
 
 logger = logging.getLogger(__name__)
@@ -174,6 +173,29 @@ class Connection:
         self._login_wanted = True
         self._settle_armed = False
         self.retry_now()
+
+    async def run(self, transport: Transport) -> None:
+        """Connect and reconnect forever (until `scope` is cancelled): the
+        connection's only task.
+
+        The first try starts at once; after a failure or a loss the state
+        machine decides the delay (100 ms doubling, capped, jittered; the
+        counter resets only after `stable_after` seconds connected). A
+        connection in `needs_login` waits until `try_for_login` or `retry_now`.
+        """
+        while True:
+            report = await self._attempt(transport)
+            if report is not None:
+                self._signal_lost(report)
+            next_at = self.state.next_retry_at
+            wait = max(0.0, next_at - self._clock()) if next_at is not None else 0.0
+            if self.phase is Phase.NEEDS_LOGIN:
+                wait = math.inf  # until a login, a reload or `reconnect`
+            if self._login_wanted:
+                wait = 0.0  # a login began during the try
+            with anyio.CancelScope() as self._retry_scope:  # retry_now() cancels
+                await anyio.sleep(wait)
+            self._retry_scope = None
 
     def _settled(self, error: str | None) -> None:
         if not self._settle_armed:
@@ -476,26 +498,3 @@ class Connection:
                 error_type=report.error_type,
             )
         )
-
-
-async def run_connection(conn: Connection, transport: Transport) -> None:
-    """Connect and reconnect `conn` forever (until its scope is cancelled).
-
-    The first try starts at once; after a failure or a loss the state machine
-    decides the delay (100 ms doubling, capped, jittered; the counter resets only
-    after `stable_after` seconds connected). A connection in `needs_login` waits
-    until `try_for_login` or `retry_now`.
-    """
-    while True:
-        report = await conn._attempt(transport)
-        if report is not None:
-            conn._signal_lost(report)
-        next_at = conn.state.next_retry_at
-        wait = max(0.0, next_at - conn._clock()) if next_at is not None else 0.0
-        if conn.phase is Phase.NEEDS_LOGIN:
-            wait = math.inf  # until a login, a reload or `reconnect`
-        if conn._login_wanted:
-            wait = 0.0  # a login began during the try
-        with anyio.CancelScope() as conn._retry_scope:  # retry_now() cancels it
-            await anyio.sleep(wait)
-        conn._retry_scope = None

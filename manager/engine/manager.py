@@ -1,7 +1,7 @@
 """`Manager`: the desired set of connections, their tasks, status and tool calls.
 
 The manager owns one task group. Each declared connection runs in its own task
-(`connection.run_connection`) under its own cancel scope, so removing or
+(`Connection.run`) under its own cancel scope, so removing or
 restarting one never touches another. `add`, `remove` and `reconcile` are
 synchronous and return at once (they only record intent and start or cancel
 tasks), which is what lets Lua call them from the event-loop thread.
@@ -51,7 +51,7 @@ from ..transport.connect import McpTransport
 from ..transport.starts import StartSlots
 from .bus import EventBus
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
-from .connection import Connection, ServerRequests, run_connection
+from .connection import Connection, ServerRequests
 from .live import applies_live, tell_roots_changed
 from .status import connection_status
 from .tracing import (
@@ -260,7 +260,7 @@ class Manager:
     async def _supervise(self, conn: Connection) -> None:
         try:
             with conn.scope:
-                await run_connection(conn, self._transport)
+                await conn.run(self._transport)
         finally:
             self._closing.discard(conn)
             conn.mark_removed(publish=conn.publish_removed)

@@ -2,7 +2,14 @@
 
 - `server`: `Gateway`, the MCP server in front of every upstream (tool table,
   list_changed, sessions); `tools`: its `tools/list` and `tools/call`.
-- `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop.
+- `features`: prompts, resources, completion and logging through it;
+  `catalog`: who owns a URI; `listing`: what each connection offers, by the
+  names the endpoint exposes.
+- `requests`: what upstreams ask and tell mid-request, routed to the right
+  downstream request; `rounds`: input rounds for 2026-07-28 clients.
+- `errors`: ours as what a client gets (the one translation).
+- `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
+  `early`, `replay`: its `initialize` answered before the SDK loads.
 - `peers`: the SDK server class that advertises `list_changed` and the
   downstream sessions that get it (shared with the demo server).
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.

@@ -20,13 +20,14 @@ import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST
+from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..core.errors import CallError, UpstreamError
+from ..core.errors import CallError
 from ..engine.manager import Manager
 from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
+from .errors import client_error
 from .names import NameSource, ToolTable, build_name_table
 from .peers import NOTIFY_TIMEOUT, session_key
 from .requests import CallNotes, ClientRequests, upstream_meta
@@ -162,10 +163,8 @@ class Features:
                 # What the upstream asks meanwhile comes back as input rounds.
                 return await self.held.call(ctx.params, self.call_timeout(server), run)
             return await run()
-        except UpstreamError as exc:  # the server's own answer, as it sent it
-            raise MCPError(exc.code, exc.reply, exc.data) from None
         except CallError as exc:
-            raise MCPError(INVALID_REQUEST, str(exc)) from None
+            raise client_error(exc) from None
 
     def notes(self, ctx: ServerRequestContext[Any, Any]) -> CallNotes:
         """The notes of a downstream request: its log messages at the level its

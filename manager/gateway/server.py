@@ -63,13 +63,12 @@ from .options import EndpointOptions
 from .peers import Peers, UnionServer
 from .replay import replayed
 from .stdio import stdio_streams
-from .tools import ERROR_META_KEY, ToolCalls
+from .tools import ToolCalls
 
 if TYPE_CHECKING:
     from .http import HttpEndpoint
 
 __all__ = [
-    "ERROR_META_KEY",
     "Gateway",
     "LIST_CHANGED_DEBOUNCE",
     "SESSION_IDLE_TIMEOUT",

@@ -26,6 +26,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
+from .errors import client_error
 from .features import Features
 from .names import SEPARATOR, ToolTable
 from .requests import upstream_meta
@@ -174,7 +175,7 @@ class ToolCalls:
         except (ServerUnavailable, UnknownServer) as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))
         except UpstreamError as exc:  # the server's own answer, as it sent it
-            raise MCPError(exc.code, exc.reply, exc.data) from None
+            raise client_error(exc) from None
         except CallError as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))
         return dict(result.data)  # as the server sent it, not re-dumped

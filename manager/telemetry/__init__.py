@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from .config import SignalConfig, TelemetryConfig
 from .core import SCOPE, Telemetry, start_telemetry
-from .export import DropSpans, ExportStatus, is_sdk_ping
+from .export import DropSpans, is_sdk_ping
+from .health import ExportStatus
 
 __all__ = [
     "SCOPE",

@@ -24,7 +24,8 @@ from ..engine.bus import EventBus
 from ..engine.tracing import NO_TRACING, Tracing
 from .config import SignalConfig, TelemetryConfig
 from .current import CurrentSpans
-from .export import Exporting, LogCapture, build_exporting
+from .export import Exporting, build_exporting
+from .health import LogCapture
 from .metrics import Metrics
 from .spans import LifecycleSpans
 

@@ -46,7 +46,6 @@ from .. import __version__
 from .config import GRPC, SignalConfig, TelemetryConfig
 from .health import (
     ExportStatus,
-    LogCapture,
     PauseWhileFailing,
     TrackedMetricExporter,
     TrackedSpanExporter,
@@ -56,10 +55,7 @@ __all__ = [
     "FLUSH_BUDGET",
     "SHUTDOWN_BUDGET",
     "DropSpans",
-    "ExportStatus",
     "Exporting",
-    "LogCapture",
-    "PauseWhileFailing",
     "build_exporting",
     "build_resource",
     "is_sdk_ping",

@@ -4,10 +4,20 @@
   no `mcp` import. `connection.py` and the test fakes know only this.
 - `connect`: `McpTransport`, the real transport (stdio, streamable HTTP, SSE).
 - `session`: an initialized session: handshake, calls, pings, loss signals.
-- `stdio`, `http`: the two ways bytes reach a server.
-- `errors`: where SDK, HTTP and OS errors become ours, as sentences.
+- `eras`: which protocol era each upstream speaks, learned once, remembered.
+- `relay`: the lean `tools/call` relay of a handshake-era session.
+- `requests`: what an upstream asks of us (sampling, elicitation, roots, logs).
+- `stdio`, `http`: the two ways bytes reach a server; `children`: the process
+  groups of running stdio servers and the guardian that outlives us.
+- `ops`: requests besides `tools/call`, for callers without the SDK's types.
+- `signals`: how a session's end is noticed.
+- `errors`: where SDK, HTTP and OS errors become ours, as sentences
+  (`request_error` for a request on a live session, `map_failure` for a try).
 - `probe`: the cheap TCP pre-check; `liveness`: the idle TCP sentinel.
 - `starts`: bounded, paced stdio starts (fleets converge).
+- `auth`, `login`, `tokens`: the OAuth client, the login desk, stored tokens.
+- `compat_mcp`, `compat_anyio`: the only places that use those libraries'
+  private names, each saying why and what public API would replace it.
 
 This file imports nothing, so `import manager.transport.base` stays light.
 """

@@ -45,6 +45,12 @@ from pydantic import AnyUrl
 from ..core.errors import ConfigError, LoginRequired
 from ..core.oauth import OAUTH_OFF, OAuthSpec
 from ..core.spec import ConnectionSpec
+from .compat_mcp import (
+    oauth_load,
+    oauth_loaded,
+    oauth_refresh_request,
+    oauth_take_refresh,
+)
 from .errors import describe_error
 from .login import CALLBACK_PATH, NO_LOGIN, LoginDesk
 from .tokens import FileTokens
@@ -283,7 +289,7 @@ class ConnectionAuth(httpx2.Auth):
 
     async def _load(self) -> None:
         provider = self._sdk()
-        await provider._initialize()  # tokens and client from our storage
+        await oauth_load(provider)  # tokens and client from our storage
         self._track()
 
     def _track(self) -> None:
@@ -314,9 +320,9 @@ class ConnectionAuth(httpx2.Auth):
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         provider = self._sdk()
         context = provider.context
-        if not provider._initialized:
+        if not oauth_loaded(provider):
             async with context.lock:
-                if not provider._initialized:
+                if not oauth_loaded(provider):
                     await self._load()
         challenge = (
             self._desk.take_step_up(self.name, context.server_url)
@@ -337,7 +343,7 @@ class ConnectionAuth(httpx2.Auth):
                 async with context.lock:  # one refresh in flight; the others wait
                     if context.current_tokens is token:
                         began = time.monotonic()
-                        answer = yield await provider._refresh_token()
+                        answer = yield await oauth_refresh_request(provider)
                         await self._refreshed(answer, time.monotonic() - began)
             sent = self._fresh()
             if sent:
@@ -353,7 +359,7 @@ class ConnectionAuth(httpx2.Auth):
                     if context.current_tokens is token:
                         self._expires_at = time.time()
                         began = time.monotonic()
-                        answer = yield await provider._refresh_token()
+                        answer = yield await oauth_refresh_request(provider)
                         await self._refreshed(answer, time.monotonic() - began)
                 if self._fresh():
                     self._authorize(request)
@@ -393,7 +399,7 @@ class ConnectionAuth(httpx2.Auth):
     async def _refreshed(self, response: httpx2.Response, elapsed: float) -> None:
         """Take the answer to a refresh request (the SDK's handling, then ours)."""
         provider = self._sdk()
-        ok = await provider._handle_refresh_response(response)
+        ok = await oauth_take_refresh(provider, response)
         if ok:
             self._track()
             self.report("refresh", "ok", response.status_code, elapsed, "")

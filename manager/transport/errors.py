@@ -1,7 +1,10 @@
 """The one place where SDK, HTTP and OS errors become ours, as sentences.
 
 `describe_error` gives one redacted line for humans; `map_failure` turns what
-escaped connect code into a `TransportError`.
+escaped connect code into a `TransportError`; `request_error` turns what a
+request on a live session raised into ours (a call timeout is a `CallTimeout`,
+a lost session `Disconnected`, the server's own error an `UpstreamError` with
+its code, message and data).
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from ..core.errors import (
     AuthRefused,
+    CallTimeout,
     ConfigError,
     ConnectFailed,
     ConnectTimeout,
+    Disconnected,
+    ManagerError,
     TransportError,
+    UpstreamError,
 )
 from ..core.spec import ConnectionSpec
 from .base import Refusal
@@ -33,6 +40,7 @@ __all__ = [
     "map_failure",
     "os_reason",
     "refused",
+    "request_error",
 ]
 
 
@@ -184,6 +192,45 @@ def map_failure(exc: BaseException, what: str) -> TransportError:
     if isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT:
         return ConnectTimeout(f"{what}: {message}")
     return ConnectFailed(f"{what}: {message}" if what else message)
+
+
+def request_error(
+    exc: BaseException,
+    what: str,
+    *,
+    limit: float | None = None,
+    lost: str | None = None,
+    answered: bool = True,
+) -> ManagerError | None:
+    """What a request on a live session raised, as ours (None: not ours to
+    translate, re-raise it).
+
+    Args:
+        exc: What the SDK (or our relay) raised.
+        what: The request, for messages (`tools/call echo`).
+        limit: The request's timeout in seconds, if it had one.
+        lost: Why the session ended, if the transport knows.
+        answered: The server's error answers a request the caller made (an
+            `UpstreamError`, passed on as it is); False for our own
+            requests (ping, notifications): a `ConnectFailed`.
+    """
+    if isinstance(exc, TimeoutError) or (
+        isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
+    ):
+        within = f" within {limit:g} s" if limit is not None else ""
+        return CallTimeout(f"{what}: no result{within}")
+    if not isinstance(exc, MCPError):
+        return None
+    if is_session_lost(exc):
+        return Disconnected(f"{what}: {lost or exc.message}")
+    if not answered:
+        return ConnectFailed(f"{what}: {describe_error(exc)}")
+    return UpstreamError(
+        f"{what} rejected by the server: {exc.message} (MCP error {exc.code})",
+        code=exc.code,
+        reply=exc.message,
+        data=exc.data,
+    )
 
 
 def is_session_lost(exc: MCPError) -> bool:

@@ -37,7 +37,6 @@ from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
-    REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcp_types.version import (
@@ -67,8 +66,9 @@ from .base import (
     ServerInfo,
     ToolInfo,
 )
+from .compat_mcp import speak_for_the_caller
 from .eras import MODERN, EraMemory
-from .errors import describe_error, flatten, is_session_lost
+from .errors import describe_error, flatten, is_session_lost, request_error
 from .liveness import TcpSentinel
 from .probe import address
 from .relay import StdioRelay, ToolCallRelay
@@ -136,7 +136,7 @@ class McpSession:
             else None
         )
         if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS:
-            _speak_for_the_caller(session)
+            speak_for_the_caller(session)
         self._info = info
         self._lost = lost
         self._pid = pid
@@ -254,16 +254,8 @@ class McpSession:
                 request_read_timeout_seconds=limit,
                 progress_callback=progress,
             )
-        except TimeoutError:
-            raise ConnectTimeout(f"{method} timed out after {limit:g} s") from None
-        except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                raise ConnectTimeout(f"{method} timed out after {limit:g} s") from exc
-            if is_session_lost(exc):
-                raise self._mapped(exc, method) from exc
-            raise UpstreamError(
-                exc.message, code=exc.code, reply=exc.message, data=exc.data
-            ) from exc
+        except (TimeoutError, MCPError) as exc:
+            raise self._ours(exc, method, limit) from exc
 
     async def call_tool(
         self,
@@ -285,24 +277,8 @@ class McpSession:
                 result = await self._call_in_rounds(
                     name, arguments, limit, meta, progress
                 )
-        except TimeoutError:
-            raise ConnectTimeout(
-                f"tools/call {name} timed out after {limit:g} s"
-            ) from None
-        except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                raise ConnectTimeout(
-                    f"tools/call {name} timed out after {limit:g} s"
-                ) from exc
-            if is_session_lost(exc):
-                raise self._mapped(exc, f"tools/call {name}") from exc
-            raise UpstreamError(
-                f"tools/call {name} rejected by the server: {exc.message} "
-                f"(MCP error {exc.code})",
-                code=exc.code,
-                reply=exc.message,
-                data=exc.data,
-            ) from exc
+        except (TimeoutError, MCPError) as exc:
+            raise self._ours(exc, f"tools/call {name}", limit) from exc
         # What the server sent: fields it left out stay out, and a null it
         # sent (in `_meta`, say) stays null (`exclude_none` dropped those).
         data = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
@@ -534,11 +510,18 @@ class McpSession:
         if self._sentinel is not None:
             await self._sentinel.aclose()
 
+    def _ours(
+        self, exc: BaseException, what: str, limit: float | None = None
+    ) -> BaseException:
+        """A request's failure as ours (`request_error`), else as it is."""
+        lost = self._lost.report.reason if self._lost.is_set else None
+        return request_error(exc, what, limit=limit, lost=lost) or exc
+
     def _mapped(self, exc: MCPError, what: str) -> TransportError:
-        if is_session_lost(exc):
-            reason = self._lost.report.reason if self._lost.is_set else exc.message
-            return Disconnected(f"{what}: {reason}")
-        return ConnectFailed(f"{what}: {describe_error(exc)}")
+        """A failure of our own request (a list, a ping, a notification)."""
+        lost = self._lost.report.reason if self._lost.is_set else None
+        error = request_error(exc, what, lost=lost, answered=False)
+        return error if isinstance(error, TransportError) else ConnectFailed(str(exc))
 
 
 _LISTS: dict[str, tuple[str, Any, str]] = {
@@ -573,40 +556,6 @@ async def _asked(
         )
     except Exception as exc:  # boundary: the server gets an error answer
         return refusal(request.method, exc)
-
-
-def _speak_for_the_caller(session: ClientSession) -> None:
-    """Let a request to a 2026-07-28 server declare the capabilities of the
-    client it serves, not ours.
-
-    In that era capabilities travel with each request
-    (`io.modelcontextprotocol/clientCapabilities` in `_meta`), and a server
-    refuses (-32021) what the caller cannot do, say a tool that samples for a
-    client without `sampling`. The gateway puts the downstream client's
-    capabilities under that key; the SDK's per-request stamp would overwrite
-    them with the session's own, so it is wrapped here to keep them, apart
-    from `roots` where the connection declares some (those answer
-    `roots/list`; else the caller is asked) and `extensions` (none of them
-    is routed yet). The one place we reach
-    into `ClientSession` (`_stamp`, set by `adopt`); `test_eras` fails if
-    the SDK stops calling it.
-    """
-    stamp = session._stamp
-
-    def stamp_for_caller(data: dict[str, Any], opts: Any) -> None:
-        given = ((data.get("params") or {}).get("_meta") or {}).get(
-            CLIENT_CAPABILITIES_META_KEY
-        )
-        stamp(data, opts)
-        if isinstance(given, dict):
-            meta = data["params"]["_meta"]
-            ours = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
-            caller = {k: v for k, v in given.items() if k != "extensions"}
-            if "roots" in ours:  # declared roots answer, not the caller's
-                caller["roots"] = ours["roots"]
-            meta[CLIENT_CAPABILITIES_META_KEY] = caller
-
-    session._stamp = stamp_for_caller
 
 
 def _without_caller(

@@ -28,6 +28,7 @@ from ..core.errors import (
 from ..core.spec import ConnectionSpec
 from .base import EXIT_CODE_WAIT, Hooks, LossReport
 from .children import CHILD_GROUPS
+from .compat_anyio import release_process
 from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from .signals import LostSignal
 
@@ -309,11 +310,7 @@ async def _stop_process(process: anyio.abc.Process) -> None:
                 OSError, anyio.BrokenResourceError, anyio.ClosedResourceError
             ):
                 await stream.aclose()
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
-    close = getattr(transport, "close", None)
-    if callable(close):  # release the asyncio subprocess transport now, not at GC
-        with contextlib.suppress(PermissionError):
-            close()
+    release_process(process)  # the asyncio transport now, not at GC
 
 
 def _killpg(pgid: int, sig: int) -> None:
