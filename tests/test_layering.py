@@ -1,6 +1,6 @@
 """Enforce the import direction of style.md ("Package layout and dependency direction").
 
-Every `manager/**/*.py` is parsed with `ast` (nothing is imported). Three rules:
+Every `manager/**/*.py` is parsed with `ast` (nothing is imported). Four rules:
 
 1. Package-internal imports point down `LAYERS`, never up or sideways to a later
    module. A module in a subpackage (`manager/hud/app.py`) belongs to the layer of
@@ -9,6 +9,8 @@ Every `manager/**/*.py` is parsed with `ast` (nothing is imported). Three rules:
 2. Each third-party library has one door (`DOORS`), and the pure core imports
    none of them nor anything on `PURE_CORE_FORBIDDEN`.
 3. Nobody in the package imports a module in `LEAVES` (e.g. the demo server).
+4. A module in `CONFINED` imports only the package modules listed for it: the
+   demo server stands on `mcpserver` alone, never on the gateway or the engine.
 
 Modules missing from `LAYERS` (`__init__`, `__main__`, the demo server) may exist,
 but a module in the table may import only modules that are in it. To add a module,
@@ -37,6 +39,7 @@ LAYERS: tuple[str, ...] = (
     "telemetry",
     "hud",
     "control",
+    "mcpserver",
     "gateway",
     "daemon",
     "cli",
@@ -47,20 +50,21 @@ PURE_CORE = frozenset({"core"})
 """No I/O, clocks, randomness or third-party runtime (style.md habit 3)."""
 
 DOORS: dict[str, frozenset[str]] = {
-    "mcp": frozenset({"transport", "gateway", "demo_server"}),
-    "mcp_types": frozenset({"transport", "gateway", "demo_server"}),
+    "mcp": frozenset({"transport", "mcpserver", "gateway", "demo_server"}),
+    "mcp_types": frozenset({"transport", "mcpserver", "gateway", "demo_server"}),
     "lupa": frozenset({"lua"}),
     "rich": frozenset({"hud"}),
     "textual": frozenset({"hud"}),
     "opentelemetry": frozenset({"telemetry"}),
-    # The MCP server side: the aggregated endpoint (and the demo server).
+    # The MCP server side: the aggregated endpoint (and the demo server);
+    # `mcpserver` reads a request's session id off starlette's `Request`.
     "uvicorn": frozenset({"gateway", "demo_server"}),
-    "starlette": frozenset({"gateway", "demo_server"}),
+    "starlette": frozenset({"mcpserver", "gateway", "demo_server"}),
 }
 """Third-party top-level package -> the only modules that may import it."""
 
 SUBMODULE_DOORS: dict[str, frozenset[str]] = {
-    "mcp.server": frozenset({"gateway", "demo_server"}),
+    "mcp.server": frozenset({"mcpserver", "gateway", "demo_server"}),
     "mcp.client": frozenset({"transport"}),
 }
 """Finer doors inside a library: the SDK's server side vs its client side."""
@@ -75,6 +79,11 @@ LEAVES = frozenset({"demo_server", "cli"})
 
 LEAF_IMPORTERS_ALLOWED = {"cli": frozenset({"__main__"})}
 """Exceptions to LEAVES: `python -m manager` calls `cli.main`."""
+
+CONFINED: dict[str, frozenset[str]] = {"demo_server": frozenset({"mcpserver"})}
+"""Modules outside LAYERS -> the only package modules each may import (the
+package root aside): the demo server shares the server side with the endpoint
+(`mcpserver`) and nothing else, so it never loads the gateway or the engine."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +204,19 @@ def leaf_violations(imports: list[Import]) -> list[str]:
     ]
 
 
+def confinement_violations(imports: list[Import]) -> list[str]:
+    problems = []
+    for imp in imports:
+        source = layer_of(imp.source)
+        allowed = CONFINED.get(source)
+        target = imp.internal
+        if allowed is None or target in (None, "", source) or target in allowed:
+            continue
+        only = ", ".join(sorted(allowed))
+        problems.append(f"{imp}: {source!r} may import only {only} of the package")
+    return problems
+
+
 # ---------------------------------------------------------------- the rules
 
 
@@ -237,6 +259,15 @@ def test_light_modules_import_no_heavy_library() -> None:
 
 def test_nobody_in_the_package_imports_a_leaf_module() -> None:
     assert leaf_violations(ALL_IMPORTS) == []
+
+
+def test_confined_modules_import_only_what_they_are_allowed() -> None:
+    assert confinement_violations(ALL_IMPORTS) == []
+    present = {layer_of(path) for path in module_files()}
+    for name, allowed in CONFINED.items():
+        assert name in present, name
+        assert name not in LAYERS, f"{name} is in LAYERS: drop it from CONFINED"
+        assert allowed <= set(LAYERS), allowed
 
 
 # ------------------------------------------------ the checker itself, on fakes
@@ -314,13 +345,13 @@ def fake_imports(
         pytest.param(
             {"engine.py": "from mcp.client.session import ClientSession\n"},
             "door",
-            "mcp may be imported only in demo_server, gateway, transport",
+            "mcp may be imported only in demo_server, gateway, mcpserver, transport",
             id="mcp-outside-its-doors",
         ),
         pytest.param(
             {"transport.py": "from mcp.server.stdio import stdio_server\n"},
             "door",
-            "mcp.server may be imported only in demo_server, gateway",
+            "mcp.server may be imported only in demo_server, gateway, mcpserver",
             id="mcp-server-side-in-transport",
         ),
         pytest.param(
@@ -359,6 +390,23 @@ def fake_imports(
             "nobody in the package may import 'cli'",
             id="cli-imported",
         ),
+        pytest.param(
+            {
+                "demo_server/__init__.py": "",
+                "demo_server/tools.py": "from ..gateway.peers import Peers\n",
+                "gateway/__init__.py": "",
+                "gateway/peers.py": "",
+            },
+            "confined",
+            "'demo_server' may import only mcpserver",
+            id="demo-server-imports-the-gateway",
+        ),
+        pytest.param(
+            {"demo_server.py": "from manager.engine import bus\n"},
+            "confined",
+            "'demo_server' may import only mcpserver",
+            id="demo-server-imports-the-engine",
+        ),
     ],
 )
 def test_the_checker_reports_each_kind_of_violation(
@@ -373,6 +421,7 @@ def test_the_checker_reports_each_kind_of_violation(
         "layer": layer_violations,
         "door": door_violations,
         "leaf": leaf_violations,
+        "confined": confinement_violations,
     }[kind](imports)
     assert any(problem in message for message in found), found
 
@@ -396,6 +445,15 @@ def test_the_checker_reports_each_kind_of_violation(
         ),
         pytest.param(
             {
+                "demo_server/__init__.py": "",
+                "demo_server/tools.py": "from ..mcpserver.peers import Peers\n",
+                "mcpserver/__init__.py": "",
+                "mcpserver/peers.py": "import mcp.server\nimport starlette\n",
+            },
+            id="demo-server-on-the-shared-server-side",
+        ),
+        pytest.param(
+            {
                 "hud/__init__.py": "",
                 "hud/app.py": "from .state import S\nimport rich\n",
             },
@@ -414,3 +472,4 @@ def test_the_checker_accepts_allowed_imports(
     assert layer_violations(imports) == []
     assert door_violations(imports) == []
     assert leaf_violations(imports) == []
+    assert confinement_violations(imports) == []

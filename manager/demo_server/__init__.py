@@ -50,7 +50,10 @@ Modules: `tools` (the tools and the server), `catalog` (prompts, resources,
 completion, subscriptions), `client_requests` (elicitation, sampling, roots,
 logging), `toolkit` (shared helpers), `transports` (stdio, HTTP, SSE),
 `faults` (the failure modes: `--crash-after-handshake`, `--hang-on-initialize`,
-`--garbage`, ...), `__main__` (the command line).
+`--garbage`, ...), `__main__` (the command line). The server class that
+advertises `list_changed` and the sessions that get it come from
+`manager.mcpserver.peers`, shared with the endpoint; the demo server imports
+nothing else of the package (`tests/test_layering.py`).
 """
 
 from __future__ import annotations

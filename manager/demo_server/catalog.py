@@ -33,7 +33,7 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from ..gateway.peers import NOTIFY_TIMEOUT, Peers, session_key
+from ..mcpserver.peers import NOTIFY_TIMEOUT, Peers, session_key
 from .toolkit import arg_str, page, text_result
 
 __all__ = [

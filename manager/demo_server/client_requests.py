@@ -26,7 +26,7 @@ from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from ..gateway.peers import session_key
+from ..mcpserver.peers import session_key
 from .toolkit import SERVER_NAME, BadArguments, arg_str, text_result
 
 __all__ = [

@@ -24,7 +24,7 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
-from ..gateway.peers import ListChangedServer, Peers
+from ..mcpserver.peers import ListChangedServer, Peers
 from .catalog import Catalog
 from .client_requests import LogLevels, ask_user, list_roots, sample
 from .toolkit import (

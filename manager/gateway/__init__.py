@@ -1,7 +1,9 @@
-"""The aggregated MCP endpoint: the only package that imports the SDK's server side.
+"""The aggregated MCP endpoint: one MCP server in front of every upstream.
 
 - `server`: `Gateway`, the MCP server in front of every upstream (tool table,
-  list_changed, sessions); `tools`: its `tools/list` and `tools/call`.
+  list_changed, sessions) and `UnionServer`, the capabilities it advertises;
+  `tools`: its `tools/list` and `tools/call`. The server class and the
+  downstream sessions it shares with the demo server are `mcpserver.peers`.
 - `features`: prompts, resources, completion and logging through it;
   `catalog`: who owns a URI; `listing`: what each connection offers, by the
   names the endpoint exposes.
@@ -10,14 +12,13 @@
 - `errors`: ours as what a client gets (the one translation).
 - `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
   `early`, `replay`: its `initialize` answered before the SDK loads.
-- `peers`: the SDK server class that advertises `list_changed` and the
-  downstream sessions that get it (shared with the demo server).
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.
 - `options`: `--listen` and its token and allow flags, checked up front.
 - `http`: streamable HTTP under uvicorn; `guard`: Host/Origin/token checks.
 
-Nothing is imported here until it is asked for (PEP 562): the demo server takes
-`peers` without loading the engine, and uvicorn loads only with `--listen`.
+Nothing is imported here until it is asked for (PEP 562): `stdio` answers
+`initialize` through `early` before the SDK loads, and uvicorn loads only with
+`--listen`.
 """
 
 from __future__ import annotations

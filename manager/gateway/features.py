@@ -25,11 +25,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError
 from ..engine.manager import Manager
+from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
 from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .errors import client_error
 from .names import NameSource, ToolTable, build_name_table
-from .peers import NOTIFY_TIMEOUT, session_key
 from .requests import CallNotes, ClientRequests, upstream_meta
 from .rounds import HeldCall, HeldCalls
 

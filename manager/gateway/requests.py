@@ -34,8 +34,8 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
 from ..transport.base import ProgressCallback
-from .peers import NOTIFY_TIMEOUT, session_key
 from .rounds import HeldCall
 
 __all__ = ["NOTES_LIMIT", "CallNotes", "ClientRequests", "upstream_meta"]

@@ -3,7 +3,8 @@
 Downstream clients (editors, agents) connect once, over streamable HTTP at `/mcp`
 (`mcp-manager run --listen HOST:PORT`) or over this process's own stdin/stdout
 (`mcp-manager stdio`), and see the tools of every upstream as `{server}__{tool}`.
-The `gateway` package is the only one that imports the server side of the SDK.
+The `gateway` package and `mcpserver` (what it shares with the demo server) are
+the only ones in the manager that import the server side of the SDK.
 
 * **Tool table.** Rebuilt from the manager's connections whenever an event says
   a tool list may have changed (`connected`, `tools_changed`, `removed`, …),
@@ -56,11 +57,11 @@ from ..core.events import Connected, Event, ResourceUpdated, ServerLog
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
+from ..mcpserver.peers import ListChangedServer, Peers
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .features import Features
 from .names import NameSource, ToolTable, build_name_table
 from .options import EndpointOptions
-from .peers import Peers, UnionServer
 from .replay import replayed
 from .stdio import stdio_streams
 from .tools import ToolCalls
@@ -123,6 +124,26 @@ class _WhileRecording:
         if self._recording():
             return cast(HandlerResult, await self._inner(ctx, call_next))
         return await call_next(ctx)
+
+
+class UnionServer(ListChangedServer):
+    """The endpoint's server: advertises the union of what the upstreams offer.
+
+    A capability (prompts, resources, logging, completions) that `offered()`
+    does not name is left out of `initialize`'s answer.
+    """
+
+    offered: Callable[[], set[str]] = staticmethod(lambda: set())
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        caps = super().get_capabilities(*args, **kwargs)
+        offered = self.offered()
+        updates = {
+            field: None
+            for field in ("prompts", "resources", "logging", "completions")
+            if field not in offered
+        }
+        return caps.model_copy(update=updates) if updates else caps
 
 
 class Gateway:

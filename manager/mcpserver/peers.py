@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import mcp.types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
@@ -38,7 +37,6 @@ __all__ = [
     "NOTIFY_TIMEOUT",
     "ListChangedServer",
     "Peers",
-    "UnionServer",
     "session_key",
 ]
 
@@ -69,26 +67,6 @@ class ListChangedServer(Server[dict[str, Any]]):
             experimental_capabilities,
             extensions,
         )
-
-
-class UnionServer(ListChangedServer):
-    """The endpoint's server: advertises the union of what the upstreams offer.
-
-    A capability (prompts, resources, logging, completions) that `offered()`
-    does not name is left out of `initialize`'s answer.
-    """
-
-    offered: Callable[[], set[str]] = staticmethod(lambda: set())
-
-    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
-        caps = super().get_capabilities(*args, **kwargs)
-        offered = self.offered()
-        updates = {
-            field: None
-            for field in ("prompts", "resources", "logging", "completions")
-            if field not in offered
-        }
-        return caps.model_copy(update=updates) if updates else caps
 
 
 def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
