@@ -13,8 +13,10 @@
 - `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
   `early`, `replay`: its `initialize` answered before the SDK loads.
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.
-- `options`: `--listen` and its token and allow flags, checked up front.
-- `http`: streamable HTTP under uvicorn; `guard`: Host/Origin/token checks.
+- `options`: `--listen` and its token and allow flags, checked up front; how
+  long an idle HTTP session lives.
+- `http`: streamable HTTP under uvicorn, serving anything `Served` (the
+  `Gateway`) without importing `server`; `guard`: Host/Origin/token checks.
 
 Nothing is imported here until it is asked for (PEP 562): `stdio` answers
 `initialize` through `early` before the SDK loads, and uvicorn loads only with

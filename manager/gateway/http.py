@@ -12,20 +12,17 @@ import errno
 import logging
 import socket
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
 import uvicorn
+from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
 from .guard import Guard
-from .options import EndpointError, EndpointOptions
-from .server import SESSION_IDLE_TIMEOUT
-
-if TYPE_CHECKING:
-    from .server import Gateway
+from .options import SESSION_IDLE_TIMEOUT, EndpointError, EndpointOptions
 
 __all__ = [
     "HTTP_KEEP_ALIVE",
@@ -33,6 +30,7 @@ __all__ = [
     "HTTP_SHUTDOWN_GRACE",
     "HTTP_STOP_LIMIT",
     "HttpEndpoint",
+    "Served",
 ]
 
 logger = logging.getLogger("manager.gateway")
@@ -68,6 +66,16 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
+class Served(Protocol):
+    """What the endpoint serves (the `Gateway`): its SDK server, and who forgets
+    a downstream session the client closed (`DELETE`)."""
+
+    @property
+    def server(self) -> Server[Any]: ...
+
+    def forget_session(self, key: str) -> None: ...
+
+
 class HttpEndpoint:
     """Streamable HTTP at `HTTP_PATH`, served by uvicorn in this event loop.
 
@@ -76,7 +84,7 @@ class HttpEndpoint:
         options: Address, token and allowed hosts/origins.
     """
 
-    def __init__(self, gateway: Gateway, options: EndpointOptions) -> None:
+    def __init__(self, gateway: Served, options: EndpointOptions) -> None:
         self.gateway = gateway
         self.options = options
         self._sock: socket.socket | None = None

@@ -2,6 +2,8 @@
 
 `endpoint_options` refuses a non-loopback bind without a token and names the
 flag to fix; `EndpointError` is every way the endpoint cannot be set up.
+`SESSION_IDLE_TIMEOUT` is how long an HTTP session lives without a request (the
+SDK's session manager and the gateway's `list_changed` peers both use it).
 """
 
 from __future__ import annotations
@@ -18,12 +20,22 @@ from ..core.errors import (
     ManagerError,
 )
 
-__all__ = ["EndpointError", "EndpointOptions", "TOKEN_ENV", "endpoint_options"]
+__all__ = [
+    "EndpointError",
+    "EndpointOptions",
+    "SESSION_IDLE_TIMEOUT",
+    "TOKEN_ENV",
+    "endpoint_options",
+]
 
 logger = logging.getLogger("manager.gateway")
 
 TOKEN_ENV = "MCP_MANAGER_TOKEN"
 """Environment variable holding the bearer token (`--token-file` wins)."""
+
+SESSION_IDLE_TIMEOUT = 30 * 60.0
+"""Seconds without a request after which an HTTP session is forgotten (the SDK
+closes it after the same time)."""
 
 
 class EndpointError(ManagerError):

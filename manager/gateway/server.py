@@ -61,7 +61,7 @@ from ..mcpserver.peers import ListChangedServer, Peers
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .features import Features
 from .names import NameSource, ToolTable, build_name_table
-from .options import EndpointOptions
+from .options import SESSION_IDLE_TIMEOUT, EndpointOptions
 from .replay import replayed
 from .stdio import stdio_streams
 from .tools import ToolCalls
@@ -72,7 +72,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Gateway",
     "LIST_CHANGED_DEBOUNCE",
-    "SESSION_IDLE_TIMEOUT",
     "STARTUP_LIST_WAIT",
 ]
 
@@ -88,10 +87,6 @@ their first attempt, so a client that lists once at startup sees their tools."""
 NOTICE_QUEUE = 1000
 """Upstream notices (resource updates, log messages) waiting to be passed on;
 beyond it they are dropped and counted (`notices_dropped`)."""
-
-SESSION_IDLE_TIMEOUT = 30 * 60.0
-"""Seconds without a request after which an HTTP session is forgotten (the SDK
-closes it after the same time)."""
 
 
 _TABLE_EVENTS = frozenset(
