@@ -15,6 +15,7 @@ from manager.core.resolve import resolve_spec
 from manager.core.spec import (
     OPTION_DEFAULTS,
     ConnectionSpec,
+    applies_live,
     changed_fields,
     display_endpoint,
     parse_spec,
@@ -815,6 +816,27 @@ def test_changed_fields_names_exactly_the_fields_that_differ_in_field_order(
 ) -> None:
     assert changed_fields(BASE, new) == changed
     assert changed_fields(new, BASE) == changed
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "live"),
+    [
+        pytest.param({}, {}, True, id="unchanged"),
+        pytest.param({}, {"prefix": "p"}, True, id="prefix"),
+        pytest.param({}, {"tools": {"deny": ["x"]}}, True, id="filter"),
+        pytest.param({"roots": ["/a"]}, {"roots": ["/b"]}, True, id="other-roots"),
+        pytest.param({}, {"roots": ["/a"]}, False, id="roots-offered-now"),
+        pytest.param({"roots": ["/a"]}, {}, False, id="roots-no-longer-offered"),
+        pytest.param({}, {"hold": 1}, False, id="hold"),
+        pytest.param({}, {"prefix": "p", "hold": 1}, False, id="prefix-and-hold"),
+    ],
+)
+def test_applies_live_only_for_what_needs_no_reconnect(
+    old: dict[str, object], new: dict[str, object], live: bool
+) -> None:
+    before = parse_spec("srv", "http://h/mcp", old)
+    after = parse_spec("srv", "http://h/mcp", new)
+    assert applies_live(before, after) is live
 
 
 def test_specs_are_frozen() -> None:

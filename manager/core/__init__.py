@@ -5,7 +5,9 @@
 - `describe`: the one sentence per event (log, HUD, `mcp-manager events`).
 - `backoff`: the retry schedule.
 - `redact`: masking secrets by key and by value.
-- `spec`: parsing and validating a declared connection (`ConnectionSpec`).
+- `spec`: parsing and validating a declared connection (`ConnectionSpec`);
+  what a reload changed (`changed_fields`) and whether it applies without a
+  reconnect (`applies_live`).
 - `resolve`: `${env:...}` substitution and secret registration at connect time.
 - `status`: `ConnectionStatus`, the typed status of one connection.
 - `wire`: forgiving readers for values coming back over the socket.

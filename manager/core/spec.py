@@ -6,6 +6,10 @@ names the connection, the bad option and the fix. Values may contain
 `${env:NAME}`; they stay unresolved in the spec (so a reload compares what the
 operator wrote) and `resolve_spec` substitutes them at connect time, registering
 the resolved values as secrets.
+
+`changed_fields(old, new)` names what a reload changed; `applies_live(old, new)`
+says whether that needs no reconnect (only `LIVE_FIELDS`, and roots offered
+before and after).
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from .oauth import OAuthSpec, parse_oauth
 from .redact import MASK, redact_args, redact_url
 
 __all__ = [
+    "LIVE_FIELDS",
     "OPTION_DEFAULTS",
     "TEMPLATE",
     "ConnectionSpec",
     "Transport",
+    "applies_live",
     "changed_fields",
     "display_endpoint",
     "parse_spec",
@@ -508,3 +514,17 @@ def changed_fields(old: ConnectionSpec, new: ConnectionSpec) -> tuple[str, ...]:
         for f in dataclasses.fields(ConnectionSpec)
         if getattr(old, f.name) != getattr(new, f.name)
     )
+
+
+LIVE_FIELDS = frozenset({"exposure", "roots"})
+"""Spec fields that apply to a running connection without a reconnect."""
+
+
+def applies_live(old: ConnectionSpec, new: ConnectionSpec) -> bool:
+    """Whether `new` differs from `old` only in what needs no reconnect.
+
+    Roots apply live only while there are some before and after: whether we
+    offer `roots` at all is declared in the handshake.
+    """
+    changed = set(changed_fields(old, new))
+    return changed <= LIVE_FIELDS and bool(old.roots) == bool(new.roots)

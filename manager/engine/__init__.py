@@ -5,7 +5,8 @@
 - `connection`: one connection's record and its reconnect loop (`run`).
 - `manager`: the desired set, reconciliation, status and tool calls; `calls`:
   holding a call for a reconnecting server, and its failure as the caller's
-  error; `live`: the spec changes applied without a reconnect.
+  error; `live`: telling a session its roots changed, when a reload applies
+  without a reconnect (`core.spec.applies_live` decides that).
 - `logins`, `status`, `output`: OAuth logins in flight, status snapshots,
   bounded captured stderr and log text.
 """

@@ -1,9 +1,10 @@
-"""Settings that apply to a running connection without a reconnect.
+"""Telling a running connection that a live setting changed.
 
 What the endpoint shows of a connection (`prefix`, the tool/prompt/resource
 filters) and the roots it answers are read at each use, so a reload that changes
-only those keeps the session: the manager takes the new spec (`settings_changed`
-event) and, for roots, tells the server `notifications/roots/list_changed`.
+only those keeps the session (`core.spec.applies_live` decides): the manager
+takes the new spec (`settings_changed` event) and, for roots, tells the server
+`notifications/roots/list_changed` (`tell_roots_changed`).
 """
 
 from __future__ import annotations
@@ -13,28 +14,17 @@ import logging
 import anyio
 
 from ..core.errors import TransportError
-from ..core.spec import ConnectionSpec, changed_fields
+
+# Until engine/manager.py imports it from its home, core.spec (not re-exported).
+from ..core.spec import applies_live as applies_live
 from ..transport.base import Upstream
 
-__all__ = ["LIVE_FIELDS", "ROOTS_NOTIFY_TIMEOUT", "applies_live", "tell_roots_changed"]
+__all__ = ["ROOTS_NOTIFY_TIMEOUT", "tell_roots_changed"]
 
 logger = logging.getLogger(__name__)
 
-LIVE_FIELDS = frozenset({"exposure", "roots"})
-"""Spec fields that apply without a reconnect."""
-
 ROOTS_NOTIFY_TIMEOUT = 2.0
 """Seconds `notifications/roots/list_changed` may take to send."""
-
-
-def applies_live(old: ConnectionSpec, new: ConnectionSpec) -> bool:
-    """Whether `new` differs from `old` only in what needs no reconnect.
-
-    Roots apply live only while there are some before and after: whether we
-    offer `roots` at all is declared in the handshake.
-    """
-    changed = set(changed_fields(old, new))
-    return changed <= LIVE_FIELDS and bool(old.roots) == bool(new.roots)
 
 
 async def tell_roots_changed(name: str, upstream: Upstream) -> None:
