@@ -4,9 +4,9 @@
   list_changed, sessions) and `UnionServer`, the capabilities it advertises;
   `tools`: its `tools/list` and `tools/call`. The server class and the
   downstream sessions it shares with the demo server are `mcpserver.peers`.
-- `features`: prompts, resources, completion and logging through it;
-  `catalog`: who owns a URI; `listing`: what each connection offers, by the
-  names the endpoint exposes.
+- `routing`: `Features`, which routes prompts, resources, completion and
+  logging through it; `catalog`: who owns a URI; `listing`: what each
+  connection offers, by the names the endpoint exposes.
 - `requests`: what upstreams ask and tell mid-request, routed to the right
   downstream request; `rounds`: input rounds for 2026-07-28 clients.
 - `errors`: ours as what a client gets (the one translation).

@@ -59,10 +59,10 @@ from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..mcpserver.peers import ListChangedServer, Peers
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
-from .features import Features
 from .names import NameSource, ToolTable, build_name_table
 from .options import SESSION_IDLE_TIMEOUT, EndpointOptions
 from .replay import replayed
+from .routing import Features
 from .stdio import stdio_streams
 from .tools import ToolCalls
 

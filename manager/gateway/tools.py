@@ -27,10 +27,10 @@ from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamE
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
 from .errors import client_error
-from .features import Features
 from .names import SEPARATOR, ToolTable
 from .requests import upstream_meta
 from .rounds import HeldCall
+from .routing import Features
 
 __all__ = ["ERROR_META_KEY", "ToolCalls"]
 

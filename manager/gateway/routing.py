@@ -1,5 +1,5 @@
-"""Everything MCP besides tools, through the endpoint: prompts, resources,
-completion, logging and subscriptions.
+"""Routing everything MCP besides tools through the endpoint: prompts,
+resources, completion, logging and subscriptions.
 
 `Features` holds the prompt and resource tables (rebuilt with the tool table),
 the downstream subscriptions and log levels, and (`asks`, `requests.py`) which
