@@ -14,9 +14,6 @@ import logging
 import anyio
 
 from ..core.errors import TransportError
-
-# Until engine/manager.py imports it from its home, core.spec (not re-exported).
-from ..core.spec import applies_live as applies_live
 from ..transport.base import Upstream
 
 __all__ = ["ROOTS_NOTIFY_TIMEOUT", "tell_roots_changed"]

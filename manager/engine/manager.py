@@ -36,7 +36,7 @@ from ..core.events import (
     Updated,
 )
 from ..core.redact import SecretRegistry
-from ..core.spec import ConnectionSpec, changed_fields, display_endpoint
+from ..core.spec import ConnectionSpec, applies_live, changed_fields, display_endpoint
 from ..core.state import Phase
 from ..core.status import ConnectionStatus
 from ..transport.auth import uses_oauth
@@ -52,7 +52,7 @@ from ..transport.starts import StartSlots
 from .bus import EventBus
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests
-from .live import applies_live, tell_roots_changed
+from .live import tell_roots_changed
 from .status import connection_status
 from .tracing import (
     ERROR_TYPE,
