@@ -100,6 +100,9 @@ def _describe_leaf(exc: BaseException) -> str:
     if isinstance(exc, anyio.ClosedResourceError):
         return "the session was already closed"
     if isinstance(exc, MCPError):
+        if "stream ended without a response" in exc.message.lower():
+            # The SDK's word for a response stream cut short: say it plainly.
+            return f"the server closed the connection before answering ({exc.message})"
         return f"{exc.message} (MCP error {exc.code})"
     if isinstance(exc, TimeoutError):
         return "timed out"

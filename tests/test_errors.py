@@ -1,0 +1,160 @@
+"""The error mapping, row by row: foreign → ours (`transport/errors.py`), ours →
+the client's (`gateway/errors.py`). The rows through a real endpoint are in
+`test_eras.py` (an upstream's custom error, both fronts) and
+`test_gateway.py` / `test_gateway_features.py` (a server down, a timeout)."""
+
+from __future__ import annotations
+
+import errno
+
+import httpx2
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+
+from manager.core.errors import (
+    CallError,
+    CallTimeout,
+    ConnectFailed,
+    ConnectTimeout,
+    Disconnected,
+    ServerUnavailable,
+    UnknownServer,
+    UpstreamError,
+)
+from manager.gateway.errors import client_error
+from manager.transport.errors import describe_error, map_failure, request_error
+
+REQUEST = httpx2.Request("POST", "http://127.0.0.1:9/mcp")
+
+
+def _refused() -> httpx2.ConnectError:
+    try:
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    except ConnectionRefusedError as cause:
+        try:
+            raise httpx2.ConnectError("All connection attempts failed") from cause
+        except httpx2.ConnectError as exc:
+            return exc
+
+
+DESCRIBED = [
+    (ConnectionRefusedError(), "connection refused"),
+    (_refused(), "cannot connect: connection refused"),
+    (
+        httpx2.HTTPStatusError(
+            "x", request=REQUEST, response=httpx2.Response(502, request=REQUEST)
+        ),
+        "HTTP 502 from http://127.0.0.1:9/mcp",
+    ),
+    (httpx2.ReadTimeout("t", request=REQUEST), "HTTP timeout (ReadTimeout)"),
+    (
+        httpx2.RemoteProtocolError("Server disconnected without sending a response."),
+        "the server closed the connection without answering",
+    ),
+    (
+        httpx2.RemoteProtocolError(
+            "peer closed connection without sending complete message body"
+        ),
+        "the server closed the connection in the middle of a response "
+        "(peer closed connection without sending complete message body)",
+    ),
+    (
+        httpx2.ReadError("reset"),
+        "the connection broke while reading the server's answer (reset)",
+    ),
+    (httpx2.WriteError(""), "the connection broke while sending to the server"),
+    (MCPError(-32603, "boom"), "boom (MCP error -32603)"),
+    (
+        MCPError(-32000, "SSE stream ended without a response"),
+        "the server closed the connection before answering "
+        "(SSE stream ended without a response)",
+    ),
+    (TimeoutError(), "timed out"),
+    (ExceptionGroup("g", [ValueError("inner"), OSError("disk")]), "OSError: disk"),
+    (ConnectFailed("already ours"), "already ours"),
+]
+
+
+@pytest.mark.parametrize(
+    ("exc", "text"), DESCRIBED, ids=[type(e).__name__ for e, _ in DESCRIBED]
+)
+@pytest.mark.anyio
+async def test_each_foreign_error_is_one_plain_sentence(
+    exc: BaseException, text: str
+) -> None:
+    assert describe_error(exc) == text
+
+
+def test_a_request_timeout_is_a_call_timeout_from_the_moment_it_happens() -> None:
+    for exc in (TimeoutError(), MCPError(REQUEST_TIMEOUT, "Request timed out")):
+        error = request_error(exc, "tools/call echo", limit=2.5)
+        assert isinstance(error, CallTimeout)
+        assert str(error) == "tools/call echo: no result within 2.5 s"
+
+
+def test_a_lost_session_is_disconnected_with_the_transport_s_reason() -> None:
+    gone = MCPError(CONNECTION_CLOSED, "Connection closed")
+    error = request_error(gone, "prompts/get p", lost="process exited with code 3")
+    assert isinstance(error, Disconnected)
+    assert str(error) == "prompts/get p: process exited with code 3"
+    forgot = MCPError(-32600, "Session not found")
+    assert isinstance(request_error(forgot, "x"), Disconnected)
+
+
+def test_the_server_s_own_error_keeps_its_code_message_and_data() -> None:
+    error = request_error(MCPError(-32042, "nope", {"why": [0, {}]}), "tools/call t")
+    assert isinstance(error, UpstreamError)
+    assert (error.code, error.reply, error.data) == (-32042, "nope", {"why": [0, {}]})
+    assert str(error) == "tools/call t rejected by the server: nope (MCP error -32042)"
+
+
+@pytest.mark.anyio
+async def test_our_own_request_refused_is_a_failed_connection() -> None:
+    error = request_error(MCPError(-32601, "no ping"), "ping", answered=False)
+    assert isinstance(error, ConnectFailed)
+
+
+def test_anything_else_is_not_ours_to_translate() -> None:
+    assert request_error(ValueError("bug"), "tools/call t") is None
+
+
+@pytest.mark.anyio
+async def test_a_failed_try_is_a_transport_error() -> None:
+    assert isinstance(map_failure(_refused(), "connect"), ConnectFailed)
+    timeout = map_failure(MCPError(REQUEST_TIMEOUT, "slow"), "initialize")
+    assert isinstance(timeout, ConnectTimeout)
+    inner = Disconnected("gone")
+    assert map_failure(ExceptionGroup("g", [inner]), "x") is inner
+
+
+@pytest.mark.parametrize(
+    ("ours", "code", "message", "data"),
+    [
+        (
+            UpstreamError("long text", code=-32042, reply="nope", data=[1]),
+            -32042,
+            "nope",
+            [1],
+        ),
+        (ServerUnavailable("s is down"), INVALID_REQUEST, "s is down", None),
+        (
+            CallTimeout("s/t: no result within 1 s"),
+            INVALID_REQUEST,
+            "s/t: no result within 1 s",
+            None,
+        ),
+        (
+            UnknownServer("no connection named 'x'"),
+            INVALID_REQUEST,
+            "no connection named 'x'",
+            None,
+        ),
+        (CallError("odd"), INVALID_REQUEST, "odd", None),
+    ],
+)
+def test_ours_become_the_client_s_in_one_place(
+    ours: CallError, code: int, message: str, data: object
+) -> None:
+    error = client_error(ours)
+    assert (error.code, error.message, error.data) == (code, message, data)
