@@ -14,6 +14,8 @@ from there (`from servers import stdio_command, ...`), never from this file.
   server (stopped and reaped at teardown). They skip the test when node or the
   package is missing (`make test` installs it). See `servers/everything.py`.
 - `no_leaked_children`: fails the test if it leaves child processes behind.
+
+Tests under `campaigns/` are marked `campaign` (excluded by default).
 """
 
 from __future__ import annotations
@@ -40,8 +42,19 @@ from servers.everything import (
     serve_everything,
 )
 
+CAMPAIGNS = Path(__file__).parent / "campaigns"
+"""Tests here are long campaigns: marked `campaign`, run by `.ci/run`'s second
+step, not by `make test`."""
+
 LEAK_GRACE = 3.0
 """Seconds `no_leaked_children` gives child processes to exit before failing."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark everything under `tests/campaigns/` `campaign`."""
+    for item in items:
+        if CAMPAIGNS in item.path.parents:
+            item.add_marker(pytest.mark.campaign)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from manager.core.redact import SecretRegistry
 from manager.core.status import ConnectionStatus
 from manager.lua import ScriptResult, load_file, run_script
 
-STARTUP = Path(__file__).resolve().parent.parent / "startup.lua"
+STARTUP = Path(__file__).resolve().parent.parent.parent / "startup.lua"
 
 BUDGET = 0.3
 """Seconds: the time budget the runaway-script tests use."""

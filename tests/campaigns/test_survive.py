@@ -124,7 +124,7 @@ def test_an_upstream_that_closes_mid_answer_is_retried_with_a_clear_reason(
 def test_a_stuck_event_loop_is_reported_and_sigterm_still_ends_it_and_its_children(
     tmp_path: Path,
 ) -> None:
-    script = Path(__file__).parent / "servers" / "stuck_loop.py"
+    script = Path(__file__).parent.parent / "servers" / "stuck_loop.py"
     log = tmp_path / "stuck.log"
     with (
         log.open("wb") as err,

@@ -1118,7 +1118,7 @@ def test_attached_reader_survives_a_daemon_restart() -> None:
 def test_the_reducer_and_its_views_import_neither_rich_nor_textual(
     module: str,
 ) -> None:
-    path = Path(__file__).parent.parent / "manager" / "hud" / f"{module}.py"
+    path = Path(__file__).parent.parent.parent / "manager" / "hud" / f"{module}.py"
     tree = ast.parse(path.read_text())
     imported = {
         alias.name.split(".")[0]

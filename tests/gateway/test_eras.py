@@ -471,7 +471,7 @@ async def test_a_2026_upstreams_questions_on_a_prompt_reach_clients_of_both_eras
     `Server`: its prompt answers input_required; a handshake client is asked
     with elicitation/create, a 2026 client in rounds under the server's own
     key, and both get the prompt the answer makes."""
-    script = Path(__file__).parent / "servers" / "conformance_everything.py"
+    script = Path(__file__).parent.parent / "servers" / "conformance_everything.py"
     spec = parse_spec(
         "conf",
         {"command": sys.executable, "args": [str(script), "--stdio"]},
