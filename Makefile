@@ -33,7 +33,7 @@ test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check manager tests bench
 	$(BIN)/ruff format --check manager tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n 4 --dist worksteal
+	$(BIN)/pytest -q -n 4 --dist worksteal --cov --cov-report=
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

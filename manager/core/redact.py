@@ -1,6 +1,6 @@
 """Keep secrets out of everything the daemon shows.
 
-Redaction is by key and by value (design §7):
+Redaction is by key and by value:
 
 * by key: a header, env variable, query parameter or `--flag=value` argument whose
   name looks sensitive (`authorization`, `*token*`, `*secret*`, `*key*`,

@@ -61,7 +61,7 @@ OPTION_DEFAULTS: dict[str, object] = {
     "stable_after": 10.0,
     "enabled": True,
 }
-"""Defaults of the options every endpoint form accepts (design §2)."""
+"""Defaults of the options every endpoint form accepts."""
 
 _DURATION_OPTIONS = (
     "connect_timeout",

@@ -4,7 +4,7 @@
 decides the next `ConnectionState` and the events to publish. No clocks, sleeps or
 randomness here: `now` and the random draw for jitter arrive inside the signals.
 
-States (design §3): `connecting` (first try after add) → `connected` →
+States (docs/architecture.md §4): `connecting` (first try after add) → `connected` →
 `reconnecting` (lost or failed, waiting for or making the next try) → `removed`
 (terminal). `disabled` is a declared connection with `enabled = false`: it never
 runs, and only leaves that state by being re-declared or removed. `needs_login`

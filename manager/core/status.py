@@ -2,7 +2,7 @@
 
 The manager makes it; the control socket sends `to_dict()` and the far end reads
 it back with `from_dict()`; Lua's `mcp_status` gets the dict form. The fields are
-design §2's `mcp_status` table plus what the HUD and `status` show.
+the `mcp_status` table of the README plus what the HUD and `status` show.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """The logging sink: events become log lines, with a noise bound.
 
 `LogSink` listens on the bus (synchronously, in publish order) and logs each event
-at the level of design §5. Noise bound: a connection logs WARNING when its outage
-begins and when its error text changes; every other failed attempt, and every
-attempt after the first of an outage, is DEBUG. A connection that crash-loops
-(connects, dies before it is stable, again and again) stays in one outage, so it
-is quiet as well. While outages go on, `run_summaries` logs one line per interval
-naming all failing connections together. 200 dead upstreams retrying forever
-therefore cost about 200 WARNING lines at the start, then one line a minute.
+at the level `_LEVELS` gives its type. Noise bound: a connection logs WARNING
+when its outage begins and when its error text changes; every other failed
+attempt, and every attempt after the first of an outage, is DEBUG. A connection
+that crash-loops (connects, dies before it is stable, again and again) stays in
+one outage, so it is quiet as well. While outages go on, `run_summaries` logs
+one line per interval naming all failing connections together. 200 dead
+upstreams retrying forever therefore cost about 200 WARNING lines at the start,
+then one line a minute.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ _LEVELS: dict[type[Event], int] = {
     HookFailed: logging.WARNING,
     Lagged: logging.WARNING,
 }
-"""Log level by event type (design §5); anything not listed is DEBUG. Connecting
+"""Log level by event type; anything not listed is DEBUG. Connecting
 and Connected are INFO the first time only; failures follow the noise bound."""
 
 

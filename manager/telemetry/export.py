@@ -6,7 +6,7 @@ ping spans are not exported), the `PauseWhileFailing` sampler and
 `PeriodicExportingMetricReader`s; each OTLP exporter reports to an
 `ExportStatus` (see `health`).
 
-Shutdown (tech brief §4.2): the SDK's `force_flush` ignores its timeout and its
+Shutdown: the SDK's `force_flush` ignores its timeout and its
 atexit hook can hang for many seconds, so providers are built with
 `shutdown_on_exit=False`, the flush runs in a daemon thread under a budget (and
 is skipped, or cut short, when the collector is known to be down), then the

@@ -1,4 +1,4 @@
-"""The daemon's metrics (design §5): instruments and the values they observe.
+"""The daemon's metrics: instruments and the values they observe.
 
 - `mcp.manager.connections` (observable gauge): by `mcp.connection.state`.
 - `mcp.manager.reconnects` (observable counter): by `mcp.server`, `mcp.reconnect.cause`

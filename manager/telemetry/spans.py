@@ -1,7 +1,7 @@
 """The connection lifecycle as spans, built from events.
 
 `LifecycleSpans` listens on the bus (synchronously, in publish order) and turns
-each connection's events into the tree of design §5:
+each connection's events into this tree:
 
 ```
 mcp.add / mcp.update           (instant; child of mcp.reload when a reload declared it)

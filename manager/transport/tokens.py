@@ -3,7 +3,7 @@
 `$XDG_STATE_HOME/mcp-manager/tokens/NAME.json` (`~/.local/state/...` by
 default; the directory is 0700), written atomically. Each holds the token with
 its absolute expiry and the issuer it came from: the SDK does not restore a
-token's expiry from storage (tech brief §7), so a stored token past its expiry
+token's expiry from storage, so a stored token past its expiry
 (or within `EXPIRY_MARGIN` of it) is not handed back, and a new one is fetched
 instead of sending a dead one. A token from another issuer is not handed back
 either. Every token and client secret read or written is registered with the

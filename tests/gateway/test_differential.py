@@ -48,7 +48,8 @@ from manager.core.spec import parse_spec
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
-CONFORMANCE_SERVER = Path(__file__).parent.parent / "servers" / "conformance_everything.py"
+SERVERS = Path(__file__).parent.parent / "servers"
+CONFORMANCE_SERVER = SERVERS / "conformance_everything.py"
 
 READS = 5
 """Resources read per server (the reference server lists a hundred)."""

@@ -14,7 +14,7 @@
 - `chaos` (import it from there): the chaos campaign, the real daemon under
   random faults while SDK clients call through its endpoint
   (`chaos_clients`), checked afterwards (`chaos_report`); run by
-  `tests/test_chaos.py` and `bench/chaos.py`.
+  `tests/campaigns/test_chaos.py` and `bench/chaos.py`.
 
 Fixtures built on these live in `tests/conftest.py`.
 """
