@@ -2,7 +2,8 @@
 
 - `bus`: the broadcast event bus (a slow subscriber never slows a publisher).
 - `tracing`: the seam for spans that must be current while work runs.
-- `connection`: one connection's record and its reconnect loop (`run`).
+- `connection`: one connection's record (spec, state, session, lists, the
+  transport's hooks); `supervisor`: its task, the attempt → watch → retry loop.
 - `manager`: the desired set, reconciliation, status and tool calls; `calls`:
   holding a call for a reconnecting server, and its failure as the caller's
   error; `live`: telling a session its roots changed, when a reload applies

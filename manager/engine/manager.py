@@ -1,7 +1,7 @@
 """`Manager`: the desired set of connections, their tasks, status and tool calls.
 
 The manager owns one task group. Each declared connection runs in its own task
-(`Connection.run`) under its own cancel scope, so removing or
+(`Supervisor.run`) under its own cancel scope, so removing or
 restarting one never touches another. `add`, `remove` and `reconcile` are
 synchronous and return at once (they only record intent and start or cancel
 tasks), which is what lets Lua call them from the event-loop thread.
@@ -260,7 +260,7 @@ class Manager:
     async def _supervise(self, conn: Connection) -> None:
         try:
             with conn.scope:
-                await conn.run(self._transport)
+                await conn.supervisor.run(self._transport)
         finally:
             self._closing.discard(conn)
             conn.mark_removed(publish=conn.publish_removed)

@@ -289,8 +289,8 @@ async def test_a_secret_across_the_cut_of_a_long_log_or_stderr_line_is_masked() 
     bus.add_listener(seen.append)
     conn = Connection(parse_spec("x", "http://h/mcp", {}), bus, secrets=secrets)
     text = "a" * (LOG_DATA_LIMIT - 5) + secret  # the cut falls inside the secret
-    conn._hooks().on_log("warning", "db", text)
-    conn._hooks().on_stderr("b" * (STDERR_LINE_LIMIT - 5) + secret)
+    conn.hooks().on_log("warning", "db", text)
+    conn.hooks().on_stderr("b" * (STDERR_LINE_LIMIT - 5) + secret)
     log, stderr = seen
     assert isinstance(log, ServerLog) and isinstance(stderr, ServerStderr)
     assert len(log.data) <= LOG_DATA_LIMIT and len(stderr.line) <= STDERR_LINE_LIMIT
