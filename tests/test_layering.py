@@ -3,9 +3,10 @@
 Every `manager/**/*.py` is parsed with `ast` (nothing is imported). Four rules:
 
 1. Package-internal imports point down `LAYERS`, never up or sideways to a later
-   module. A module in a subpackage (`manager/hud/app.py`) belongs to the layer of
-   its top-level name (`hud`). Importing the package root (`from . import
-   __version__`) is always allowed.
+   module, and each room imports only what its row of `ROOM_IMPORTS` (style.md's
+   per-room table) allows. A module in a subpackage (`manager/hud/app.py`)
+   belongs to the layer of its top-level name (`hud`). Importing the package
+   root (`from . import __version__`) is always allowed.
 2. Each third-party library has one door (`DOORS`), and the pure core imports
    none of them nor anything on `PURE_CORE_FORBIDDEN`.
 3. Nobody in the package imports a module in `LEAVES` (e.g. the demo server).
@@ -86,6 +87,36 @@ package root aside): the demo server shares the server side with the endpoint
 (`mcpserver`) and nothing else, so it never loads the gateway or the engine."""
 
 
+ROOM_IMPORTS: dict[str, frozenset[str]] = {
+    "core": frozenset(),
+    "transport": frozenset({"core"}),
+    "engine": frozenset({"core", "transport"}),
+    "lua": frozenset({"core"}),
+    # Sinks see events and the typed status, never the manager.
+    "logs": frozenset({"core", "engine.bus", "engine.tracing"}),
+    "telemetry": frozenset({"core", "engine.bus", "engine.tracing"}),
+    "hud": frozenset({"core", "engine.bus", "engine.tracing"}),
+    "control": frozenset({"core", "engine"}),
+    "mcpserver": frozenset({"core"}),
+    # style.md: core, engine. Also the transport's seam (`Upstream`, the
+    # progress callback, the request link), never its SDK client side.
+    "gateway": frozenset({"core", "engine", "mcpserver", "transport.base"}),
+    "daemon": frozenset(
+        {"core", "transport", "engine", "lua", "logs", "telemetry", "hud"}
+        | {"control", "gateway"}
+    ),
+    # style.md: daemon, control's client, core. Also what the light commands
+    # run in the CLI process itself: `check` runs the Lua, `status` renders the
+    # HUD's table, `stdio` answers `initialize` before loading the gateway.
+    "cli": frozenset(
+        {"core", "daemon", "control.client", "control.paths", "control.protocol"}
+        | {"lua", "hud.render", "hud.run", "gateway.early", "gateway.options"}
+    ),
+}
+"""style.md's per-room table: room -> the package rooms (or `room.module`)
+its modules may import, besides their own room and the package root."""
+
+
 @dataclass(frozen=True)
 class Import:
     """One import statement's target, resolved to absolute dotted form."""
@@ -160,6 +191,22 @@ def imports_of(path: Path) -> Iterator[Import]:
 ALL_IMPORTS = [imp for path in module_files() for imp in imports_of(path)]
 
 
+def room_violations(imports: list[Import]) -> list[str]:
+    """Imports a room's row of ROOM_IMPORTS does not allow."""
+    problems = []
+    for imp in imports:
+        source = layer_of(imp.source)
+        target = imp.internal
+        allowed = ROOM_IMPORTS.get(source)
+        if allowed is None or target is None or target in ("", source):
+            continue
+        module = ".".join(imp.target.split(".")[1:3])
+        if target not in allowed and module not in allowed:
+            rooms = ", ".join(sorted(allowed)) or "nothing"
+            problems.append(f"{imp}: {source!r} may import only {rooms}")
+    return problems
+
+
 def layer_violations(imports: list[Import]) -> list[str]:
     rank = {name: i for i, name in enumerate(LAYERS)}
     problems = []
@@ -224,6 +271,27 @@ def test_the_package_has_modules_to_check() -> None:
     present = {layer_of(path) for path in module_files()}
     assert PURE_CORE <= present
     assert ALL_IMPORTS
+
+
+def test_each_room_imports_only_what_its_row_allows() -> None:
+    assert set(ROOM_IMPORTS) == set(LAYERS), "every room has a row"
+    problems = room_violations(ALL_IMPORTS)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_room_table_refuses_a_sink_that_reads_the_manager() -> None:
+    path = PACKAGE_DIR / "hud" / "state.py"
+    bad = [
+        Import(path, 1, "manager.engine.manager"),
+        Import(path, 2, "manager.engine.bus"),
+        Import(PACKAGE_DIR / "gateway" / "tools.py", 3, "manager.transport.session"),
+        Import(PACKAGE_DIR / "gateway" / "tools.py", 4, "manager.transport.base"),
+    ]
+    problems = room_violations(bad)
+    assert [p.split(": ", 1)[0] for p in problems] == [
+        "manager/hud/state.py:1 imports manager.engine.manager",
+        "manager/gateway/tools.py:3 imports manager.transport.session",
+    ]
 
 
 def test_package_imports_point_down_the_layer_table() -> None:
@@ -473,3 +541,71 @@ def test_the_checker_accepts_allowed_imports(
     assert door_violations(imports) == []
     assert leaf_violations(imports) == []
     assert confinement_violations(imports) == []
+
+
+def _module_level_imports(path: Path) -> Iterator[str]:
+    """Package modules `path` imports when it is loaded: module-level imports,
+    not those in functions or under `if TYPE_CHECKING:`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    name = dotted_name(path)
+    package = name if path.name == "__init__.py" else name[:-1]
+
+    def walk(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+        for node in body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                yield from walk(node.orelse)
+            elif isinstance(node, ast.If | ast.Try):
+                yield from walk(node.body)
+                yield from walk(getattr(node, "orelse", []))
+            else:
+                yield node
+
+    for node in walk(tree.body):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - (node.level - 1)]
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                candidate = f"{module}.{alias.name}"
+                yield candidate if _is_submodule(candidate) else module
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            f"{PACKAGE}."
+        ):
+            yield str(node.module)
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles in a module graph (each found once, from its first module)."""
+    cycles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        if node in path:
+            cycles.append([*path[path.index(node) :], node])
+            return
+        if node in done:
+            return
+        for target in sorted(graph.get(node, ())):
+            visit(target, [*path, node])
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node, [])
+    return cycles
+
+
+def test_no_import_cycle_when_modules_load() -> None:
+    graph = {
+        ".".join(dotted_name(path)): {
+            target
+            for target in _module_level_imports(path)
+            if target != ".".join(dotted_name(path))
+        }
+        for path in module_files()
+    }
+    cycles = import_cycles(graph)
+    assert not cycles, "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c", "a"]]

@@ -1,7 +1,8 @@
 """Nobody touches what is not theirs: enforced on the source (nothing imported).
 
 1. No function reads or writes an underscored member of another object
-   (`conn._attempt`, `getattr(app, "_driver")`): only `self.` and `cls.` may.
+   (`conn._attempt`, `getattr(app, "_driver")`): only `self.` and `cls.` may;
+   no module imports another's private name (`from . import _fail`).
 2. A foreign library's private names (`session._stamp`, a module path with an
    underscored part) are used only in that library's `compat_*.py` door,
    whose docstring says why and what public API would replace it
@@ -51,11 +52,14 @@ def violations(source: str, where: str) -> list[str]:
             and _private(node.args[1].value)
         ):
             found.append(f"{line}: {node.func.id}(..., {node.args[1].value!r})")
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            parts = node.module.split(".")
+        elif isinstance(node, ast.ImportFrom):
+            parts = (node.module or "").split(".")
             names = [alias.name for alias in node.names]
             if any(_private(p) for p in parts) or any(_private(n) for n in names):
-                found.append(f"{line}: from {node.module} import {', '.join(names)}")
+                dots = "." * node.level
+                found.append(
+                    f"{line}: from {dots}{node.module or ''} import {', '.join(names)}"
+                )
     return found
 
 
@@ -80,6 +84,7 @@ def test_the_checker_sees_each_kind_of_reach() -> None:
 import os
 from mcp.shared._otel import tracer
 from pkg import _hidden
+from . import _helper
 
 class A:
     def f(self, other):
@@ -92,6 +97,7 @@ class A:
     assert [f.split(": ", 1)[1] for f in found] == [
         "from mcp.shared._otel import tracer",
         "from pkg import _hidden",
+        "from . import _helper",
         "._theirs of other",
         "getattr(..., '_driver')",
     ]

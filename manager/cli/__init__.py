@@ -7,7 +7,7 @@ HUD to a running daemon. Client commands import neither anyio, mcp, lupa,
 textual nor opentelemetry, so they answer fast (`status` loads rich for its
 table; `hud` and `run` on a terminal load textual).
 
-Exit codes (this module is the only place that picks them):
+Exit codes (picked here and in the commands' modules, through `exits.fail`):
 
 * 0: success.
 * 1: the answer is a failure: `call` returned `isError: true`; `reload` or
@@ -30,6 +30,8 @@ from .. import __version__
 from ..control.paths import socket_path
 from ..core.errors import ConfigError, ControlError, ManagerError
 from ..daemon.watchdog import DEFAULT_WATCHDOG
+from .arguments import non_negative_float, positive_int
+from .exits import PROG, fail, first_line
 
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
     from ..daemon.serve import DaemonOptions
@@ -37,19 +39,7 @@ if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
 __all__ = ["build_parser", "hud_wanted", "main"]
 
 
-def _first_line(text: object) -> str:
-    """The first line of `text` (an error message for stderr)."""
-    return str(text).strip().split("\n", 1)[0]
-
-
-PROG = "mcp-manager"
-
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
-def _fail(message: str, code: int = 2) -> int:
-    print(f"{PROG}: {message}", file=sys.stderr)
-    return code
 
 
 # ------------------------------------------------------------------------- run
@@ -59,11 +49,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = Path(args.file)
     if not config.is_file():
         reason = "not a file" if config.exists() else "no such file"
-        return _fail(f"cannot run {config}: {reason}")
+        return fail(f"cannot run {config}: {reason}")
     if args.listen is None and (
         args.token_file or args.allow_host or args.allow_origin
     ):
-        return _fail("--token-file, --allow-host and --allow-origin need --listen")
+        return fail("--token-file, --allow-host and --allow-origin need --listen")
     endpoint = None
     if args.listen is not None:
         from ..gateway.options import EndpointError, endpoint_options
@@ -76,7 +66,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 allowed_origins=args.allow_origin,
             )
         except EndpointError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
     return _serve(
         _daemon_options(args, config, hud=hud_wanted(args), endpoint=endpoint)
     )
@@ -123,9 +113,9 @@ def _serve(options: DaemonOptions) -> int:
     except KeyboardInterrupt:
         return 130
     except ConfigError as exc:
-        return _fail(_first_line(exc), 1)
+        return fail(first_line(exc), 1)
     except ManagerError as exc:
-        return _fail(_first_line(exc))
+        return fail(first_line(exc))
 
 
 # ----------------------------------------------------------------------- stdio
@@ -135,14 +125,14 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
     config = Path(args.file)
     if not config.is_file():
         reason = "not a file" if config.exists() else "no such file"
-        return _fail(f"cannot run {config}: {reason}")
+        return fail(f"cannot run {config}: {reason}")
     if args.log_file is not None:
         # Everything written to fd 2 (our logs, library warnings, tracebacks)
         # goes to the file from here on; stdout stays the MCP stream.
         try:
             fd = os.open(args.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         except OSError as exc:
-            return _fail(f"cannot open log file {args.log_file}: {exc.strerror}")
+            return fail(f"cannot open log file {args.log_file}: {exc.strerror}")
         os.dup2(fd, 2)
         os.close(fd)
 
@@ -179,16 +169,6 @@ def hud_wanted(args: argparse.Namespace) -> bool:
 # ---------------------------------------------------------------------- parser
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
-    return value
-
-
 def _add_telemetry_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "telemetry (OpenTelemetry; the standard OTEL_* variables apply, these win)"
@@ -212,27 +192,11 @@ def _add_telemetry_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    if text.strip() in ("0", "0.0"):
-        return 0.0
-    return _positive_float(text)
-
-
 def _add_daemon_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("daemon")
     group.add_argument(
         "--start-slots",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="how many stdio servers may start (spawn + handshake) at once; the "
         "rest wait their turn, and connect_timeout counts only once a server "
@@ -240,7 +204,7 @@ def _add_daemon_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--watchdog",
-        type=_non_negative_float,
+        type=non_negative_float,
         default=DEFAULT_WATCHDOG,
         metavar="SECONDS",
         help="log the main thread's stack once when the event loop has not turned "
@@ -364,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # here, where a closed pipe is caught below
         return code
     except ControlError as exc:
-        return _fail(_first_line(exc))
+        return fail(first_line(exc))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..control.client import ControlClient
 from ..control.paths import socket_path
 from ..core.errors import CallError, ConfigError, ControlError
-from . import _fail, _first_line
+from .exits import fail, first_line
 
 if TYPE_CHECKING:
     from ..core.events import Event
@@ -55,7 +55,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_hud(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return _fail("hud needs a terminal; use `status` or `events` in scripts")
+        return fail("hud needs a terminal; use `status` or `events` in scripts")
     from ..hud.run import run_attached  # textual: only for the HUD
 
     return run_attached(ControlClient(socket_path(args.socket)))
@@ -105,7 +105,7 @@ def _cmd_reconnect(args: argparse.Namespace) -> int:
     try:
         result = ControlClient(socket_path(args.socket)).reconnect(args.server)
     except CallError as exc:  # no such connection
-        return _fail(_first_line(exc))
+        return fail(first_line(exc))
     if result.get("retrying"):
         print(f"{args.server}: trying now (its backoff wait was cut short)")
     else:
@@ -120,7 +120,7 @@ def _cmd_reload(args: argparse.Namespace) -> int:
     try:
         result = ControlClient(socket_path(args.socket)).reload()
     except ConfigError as exc:
-        print(_first_line(exc), file=sys.stderr)
+        print(first_line(exc), file=sys.stderr)
         return 1
     earlier = result.get("already_applied")
     if isinstance(earlier, dict):
@@ -152,7 +152,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         with path.open("rb"):
             pass
     except OSError as exc:
-        return _fail(f"cannot read {path}: {exc.strerror or exc}")
+        return fail(f"cannot read {path}: {exc.strerror or exc}")
     from ..lua import load_file
 
     try:
@@ -160,7 +160,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             path, on_print=lambda line: print(f"{path}: print: {line}", file=sys.stderr)
         )
     except ConfigError as exc:
-        print(_first_line(exc), file=sys.stderr)
+        print(first_line(exc), file=sys.stderr)
         return 1
     from ..core.exposure import prefix_clashes
 

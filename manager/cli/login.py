@@ -16,7 +16,7 @@ import sys
 from ..control.client import ControlClient
 from ..control.paths import socket_path
 from ..control.protocol import LOGIN_DEFAULT_TIMEOUT
-from . import _fail
+from .exits import fail
 
 __all__ = ["add_parsers"]
 
@@ -53,7 +53,7 @@ def _cmd_login(args: argparse.Namespace) -> int:
     client = ControlClient(socket_path(args.socket))
     name = args.server
     if args.timeout <= 0:
-        return _fail("--timeout must be a positive number of seconds")
+        return fail("--timeout must be a positive number of seconds")
     started = client.login(name, args.timeout)
     url = started.get("url")
     if not isinstance(url, str):
@@ -71,7 +71,7 @@ def _cmd_login(args: argparse.Namespace) -> int:
         )
         pasted = sys.stdin.readline().strip()
         if not pasted:
-            return _fail("no address pasted; the login is abandoned", 1)
+            return fail("no address pasted; the login is abandoned", 1)
         client.login_callback(name, pasted)
     elif not args.no_browser and _open_browser(url):
         print("(opened in your browser)", file=sys.stderr)

@@ -15,7 +15,8 @@ from ..control.client import ControlClient
 from ..control.paths import socket_path
 from ..core.errors import CallError
 from ..core.status import MODERN_ERA
-from . import _fail, _positive_float
+from .arguments import positive_float
+from .exits import fail
 
 __all__ = ["add_parsers"]
 
@@ -34,13 +35,13 @@ def _json_object(text: str, what: str) -> dict[str, object] | str:
 def _cmd_call(args: argparse.Namespace) -> int:
     tool_args = _json_object(args.json_args, "JSON_ARGS")
     if isinstance(tool_args, str):
-        return _fail(tool_args)
+        return fail(tool_args)
     client = ControlClient(socket_path(args.socket))
     try:
         result = client.call(args.server, args.tool, tool_args, args.timeout)
     except CallError as exc:
         kind = type(exc).__name__
-        return _fail(f"call {args.server} {args.tool} failed ({kind}): {exc}")
+        return fail(f"call {args.server} {args.tool} failed ({kind}): {exc}")
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 1 if result.get("isError") else 0
 
@@ -49,13 +50,13 @@ def _cmd_request(args: argparse.Namespace) -> int:
     op, target = args.op, args.target
     arguments = _json_object(getattr(args, "json_args", "{}"), "JSON_ARGS")
     if isinstance(arguments, str):
-        return _fail(arguments)
+        return fail(arguments)
     client = ControlClient(socket_path(args.socket))
     try:
         result = client.mcp_request(args.server, op, target, arguments, args.timeout)
     except CallError as exc:
         kind = type(exc).__name__
-        return _fail(f"{op} {args.server} {target} failed ({kind}): {exc}")
+        return fail(f"{op} {args.server} {target} failed ({kind}): {exc}")
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
 
@@ -94,7 +95,7 @@ def add_parsers(
 ) -> None:
     """Add `call`, `read`, `prompt`, `tools`, `prompts` and `resources`."""
     timeout = {
-        "type": _positive_float,
+        "type": positive_float,
         "default": None,
         "metavar": "S",
         "help": "seconds (default: the connection's call_timeout)",
