@@ -10,6 +10,7 @@ its code, message and data).
 from __future__ import annotations
 
 import errno
+import os
 
 import anyio
 import anyio.abc
@@ -268,6 +269,11 @@ def os_reason(exc: OSError) -> str:
             isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
         ):
             return "connection refused"
+        if isinstance(cause, OSError) and cause.errno:
+            # The errno's own words: asyncio's strerror is "Connect call
+            # failed (host, port)", which says less.
+            text = os.strerror(cause.errno)
+            return text[0].lower() + text[1:]
         if isinstance(cause, OSError) and cause.strerror:
             return cause.strerror[0].lower() + cause.strerror[1:]
         cause = cause.__cause__ or cause.__context__

@@ -158,3 +158,20 @@ def test_ours_become_the_client_s_in_one_place(
 ) -> None:
     error = client_error(ours)
     assert (error.code, error.message, error.data) == (code, message, data)
+
+
+def _asyncio_refused() -> httpx2.ConnectError:
+    """What anyio's connect raises through httpx: asyncio's own words."""
+    try:
+        raise OSError(errno.ECONNRESET, "Connect call failed ('127.0.0.1', 9)")
+    except OSError as cause:
+        try:
+            raise httpx2.ConnectError("connect failed") from cause
+        except httpx2.ConnectError as exc:
+            return exc
+
+
+@pytest.mark.anyio
+async def test_a_failed_connect_says_what_the_errno_says() -> None:
+    text = describe_error(_asyncio_refused())
+    assert text == "cannot connect: connection reset by peer"
