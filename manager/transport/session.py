@@ -480,10 +480,11 @@ class McpSession:
                             hooks.on_list_changed("resources")
                         case ResourceUpdated(uri=uri):
                             hooks.on_resource_updated(str(uri))
-        except SubscriptionLost:
+        except SubscriptionLost as exc:
             self._lost.set(
                 LossReport(
-                    "the server's subscriptions/listen stream broke",
+                    "the server's subscriptions/listen stream broke: the "
+                    f"connection ended without the server closing it ({exc})",
                     error_type="SubscriptionLost",
                 )
             )
