@@ -9,6 +9,8 @@
   connection offers, by the names the endpoint exposes.
 - `requests`: what upstreams ask and tell mid-request, routed to the right
   downstream request; `rounds`: input rounds for 2026-07-28 clients.
+- `tasks`: `tasks/get`, `tasks/update`, `tasks/cancel` routed to the task's
+  owner (ids named `SERVER/taskId`).
 - `errors`: ours as what a client gets (the one translation).
 - `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
   `early`, `replay`: its `initialize` answered before the SDK loads.

@@ -64,6 +64,7 @@ from .options import SESSION_IDLE_TIMEOUT, EndpointOptions
 from .replay import replayed
 from .routing import Features
 from .stdio import stdio_streams
+from .tasks import TASK_METHODS, TASKS_EXTENSION, TaskParams, Tasks
 from .tools import ToolCalls
 
 if TYPE_CHECKING:
@@ -125,7 +126,8 @@ class UnionServer(ListChangedServer):
     """The endpoint's server: advertises the union of what the upstreams offer.
 
     A capability (prompts, resources, logging, completions) that `offered()`
-    does not name is left out of `initialize`'s answer.
+    does not name is left out of `initialize`'s (and `server/discover`'s)
+    answer; the tasks extension is in it when `offered()` names it.
     """
 
     offered: Callable[[], set[str]] = staticmethod(lambda: set())
@@ -133,11 +135,13 @@ class UnionServer(ListChangedServer):
     def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
         caps = super().get_capabilities(*args, **kwargs)
         offered = self.offered()
-        updates = {
+        updates: dict[str, Any] = {
             field: None
             for field in ("prompts", "resources", "logging", "completions")
             if field not in offered
         }
+        if TASKS_EXTENSION in offered:
+            updates["extensions"] = {**(caps.extensions or {}), TASKS_EXTENSION: {}}
         return caps.model_copy(update=updates) if updates else caps
 
 
@@ -217,6 +221,13 @@ class Gateway:
             if tracing is not NO_TRACING
             or type(m).__name__ != "OpenTelemetryMiddleware"
         ]
+        self.tasks = Tasks(manager)
+        for method, handler in zip(
+            TASK_METHODS,
+            (self.tasks.get, self.tasks.update, self.tasks.cancel),
+            strict=True,
+        ):
+            self.server.add_request_handler(method, TaskParams, handler)
         self.server.middleware.append(self._peers.track)
         self.server.middleware.append(self.tools.relay)
 
@@ -437,4 +448,6 @@ class Gateway:
                     out.add("resources")
                 continue
             out.update(upstream.info.capabilities)
+        if self.tasks.offered():
+            out.add(TASKS_EXTENSION)
         return out

@@ -31,6 +31,7 @@ from .names import SEPARATOR, ToolTable
 from .requests import upstream_meta
 from .rounds import HeldCall
 from .routing import Features
+from .tasks import exposed_task
 
 __all__ = ["ERROR_META_KEY", "ToolCalls"]
 
@@ -178,7 +179,10 @@ class ToolCalls:
             raise client_error(exc) from None
         except CallError as exc:
             return _text_error(f"{name}: {exc}", self._status_meta(server))
-        return dict(result.data)  # as the server sent it, not re-dumped
+        data = dict(result.data)  # as the server sent it, not re-dumped
+        if data.get("resultType") == "task":  # SEP-2663: named for tasks/get
+            data = exposed_task(server, data)
+        return data
 
     def _unlisted_route(self, name: str) -> tuple[str, str] | None:
         """(server, tool) for a name the table does not show: the server whose

@@ -15,6 +15,7 @@
   (`request_error` for a request on a live session, `map_failure` for a try).
 - `probe`: the cheap TCP pre-check; `liveness`: the idle TCP sentinel.
 - `starts`: bounded, paced stdio starts (fleets converge).
+- `tasks`: the tasks extension's task result, claimed for `tools/call`.
 - `auth`, `login`, `tokens`: the OAuth client, the login desk, stored tokens.
 - `compat_mcp`, `compat_anyio`: the only places that use those libraries'
   private names, each saying why and what public API would replace it.

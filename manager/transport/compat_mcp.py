@@ -57,13 +57,16 @@ PRIVATE_NAMES: dict[type, tuple[str, ...]] = {
 """Each class and the private names of its instances used here."""
 
 
-def speak_for_the_caller(session: ClientSession) -> None:
+def speak_for_the_caller(
+    session: ClientSession, extensions: frozenset[str] = frozenset()
+) -> None:
     """Let each request of a 2026-07-28 `session` declare the capabilities
     of the client it serves (`io.modelcontextprotocol/clientCapabilities` in
     its `_meta`, put there by the gateway), not ours, apart from `roots`
     where we declare some (the connection's roots answer `roots/list`; else
-    the caller is asked) and `extensions` (none of them is routed yet).
-    Requests without the key keep the session's own."""
+    the caller is asked) and `extensions`, of which only those in
+    `extensions` (the ones routed) pass. Requests without the key (our own)
+    keep the session's own capabilities, without extensions."""
     stamp: Callable[[dict[str, Any], Any], None] = session._stamp
 
     def stamp_for_caller(data: dict[str, Any], opts: Any) -> None:
@@ -71,13 +74,28 @@ def speak_for_the_caller(session: ClientSession) -> None:
             CLIENT_CAPABILITIES_META_KEY
         )
         stamp(data, opts)
-        if isinstance(given, dict):
-            meta = data["params"]["_meta"]
-            ours = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
-            caller = {k: v for k, v in given.items() if k != "extensions"}
-            if "roots" in ours:  # declared roots answer, not the caller's
-                caller["roots"] = ours["roots"]
-            meta[CLIENT_CAPABILITIES_META_KEY] = caller
+        meta = data.get("params", {}).get("_meta")
+        if not isinstance(meta, dict):
+            return
+        ours = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
+        if not isinstance(given, dict):
+            # Our own request (a list, a probe, a call from Lua or the CLI):
+            # no extension, so no server answers with what nobody follows.
+            meta[CLIENT_CAPABILITIES_META_KEY] = {
+                k: v for k, v in ours.items() if k != "extensions"
+            }
+            return
+        caller = {k: v for k, v in given.items() if k != "extensions"}
+        routed = {
+            name: settings
+            for name, settings in (given.get("extensions") or {}).items()
+            if name in extensions
+        }
+        if routed:
+            caller["extensions"] = routed
+        if "roots" in ours:  # declared roots answer, not the caller's
+            caller["roots"] = ours["roots"]
+        meta[CLIENT_CAPABILITIES_META_KEY] = caller
 
     session._stamp = stamp_for_caller
 

@@ -47,6 +47,7 @@ from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .starts import Slot, StartSlots
 from .stdio import stdio_streams
+from .tasks import TASKS_EXTENSION, task_claims
 from .tokens import (
     FileTokens,
     default_state_dir,
@@ -178,6 +179,10 @@ class McpTransport:
                         client_info=types.Implementation(
                             name=CLIENT_NAME, version=__version__
                         ),
+                        # A task (SEP-2663) is passed on, for clients that
+                        # declare the extension (each request says so).
+                        extensions={TASKS_EXTENSION: {}},
+                        result_claims=task_claims(),
                         **server_request_callbacks(hooks),
                     )
                     async with session:

@@ -75,6 +75,7 @@ from .relay import StdioRelay, ToolCallRelay
 from .requests import refusal
 from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
+from .tasks import ROUTED_EXTENSIONS
 
 __all__ = [
     "McpSession",
@@ -136,7 +137,7 @@ class McpSession:
             else None
         )
         if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS:
-            speak_for_the_caller(session)
+            speak_for_the_caller(session, ROUTED_EXTENSIONS)
         self._info = info
         self._lost = lost
         self._pid = pid
@@ -282,7 +283,7 @@ class McpSession:
         # What the server sent: fields it left out stay out, and a null it
         # sent (in `_meta`, say) stays null (`exclude_none` dropped those).
         data = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
-        return CallResult(is_error=bool(result.is_error), data=data)
+        return CallResult(is_error=bool(getattr(result, "is_error", False)), data=data)
 
     async def _call_in_rounds(
         self,
@@ -307,7 +308,7 @@ class McpSession:
                 input_responses=responses,
                 request_state=state,
                 allow_input_required=True,
-                allow_claimed=False,
+                allow_claimed=True,  # a task (SEP-2663), passed on as sent
             )
 
         result: types.CallToolResult = await self._in_rounds(

@@ -368,3 +368,96 @@ async def test_a_server_judges_the_client_that_calls_not_the_daemon(
                 if kind == "able":
                     text = seen["straight"][1]["content"][0]["text"]
                     assert text == "Found 1 root(s): file:///work/project"
+
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+async def _rpc(
+    http: Any, url: str, method: str, params: dict[str, Any], caps: dict[str, Any]
+) -> dict[str, Any]:
+    """One 2026-07-28 request, by hand (the SDK's client has no tasks API):
+    its JSON-RPC answer, from a JSON or an SSE response."""
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    }
+    name = params.get("name", params.get("taskId"))
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": method,
+        **({"Mcp-Name": name} if isinstance(name, str) else {}),
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {**params, "_meta": envelope},
+    }
+    response = await http.post(url, json=body, headers=headers)
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in text.splitlines():
+            if line.startswith("data:") and '"id":1' in line.replace(" ", ""):
+                text = line[len("data:") :]
+                break
+    answer: dict[str, Any] = json.loads(text)
+    return answer
+
+
+async def _task_story(http: Any, url: str) -> dict[str, Any]:
+    """What a client that follows tasks sees of one, and what one that does
+    not declare the extension sees."""
+    follows: dict[str, Any] = {"extensions": {TASKS: {}}}
+    story: dict[str, Any] = {}
+    args = {"name": "slow_compute", "arguments": {"seconds": 0.2, "label": "t"}}
+    created = (await _rpc(http, url, "tools/call", args, follows))["result"]
+    story["created"] = {k: created.get(k) for k in ("resultType", "status")}
+    task_id = created["taskId"]
+    with anyio.fail_after(30):
+        while True:
+            got = await _rpc(http, url, "tasks/get", {"taskId": task_id}, follows)
+            if got["result"]["status"] in ("completed", "failed", "cancelled"):
+                break
+            await anyio.sleep(0.05)  # polling is the protocol's own way here
+    story["done"] = {k: got["result"].get(k) for k in ("status", "result", "taskId")}
+    story["same id"] = got["result"]["taskId"] == task_id
+    plain = await _rpc(http, url, "tools/call", args, {})
+    story["without the extension"] = plain["result"]
+    refused = await _rpc(http, url, "tasks/get", {"taskId": task_id}, {})
+    story["tasks/get without it"] = refused["error"]["code"]
+    unknown = await _rpc(http, url, "tasks/get", {"taskId": "nobody"}, follows)
+    story["unknown task"] = unknown["error"]["code"]
+    return story
+
+
+@pytest.mark.anyio
+async def test_tasks_cross_as_tasks_with_their_ids_named_for_the_owner(
+    servers: dict[str, str],
+) -> None:
+    """A 2026-07-28 server that runs `tools/call` as a task (SEP-2663) does so
+    for a client that declares the extension, through the daemon as straight:
+    `tasks/get` reaches the owner under the id the client was given
+    (`{server}/{taskId}`) and the result it inlines is the server's; a client
+    without the extension gets the result at once, and `-32021` for
+    `tasks/get`."""
+    import httpx2
+
+    url = servers["sdk"]
+    spec = parse_spec("sdk", url, {"prefix": "", "protocol": "2026-07-28"})
+    async with (
+        running_gateway([spec], wait_for=["sdk"]) as (gateway, _, _),
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        straight = await _task_story(http, url)
+        through = await _task_story(http, str(gateway.url))
+    assert straight["created"] == {"resultType": "task", "status": "working"}
+    assert straight["done"]["status"] == "completed"
+    done_straight = dict(straight.pop("done"))
+    done_through = dict(through.pop("done"))
+    assert done_through["taskId"].startswith("sdk/")
+    assert done_through["taskId"][len("sdk/") :] and done_straight["taskId"]
+    assert done_through["result"] == done_straight["result"]
+    assert through == straight
