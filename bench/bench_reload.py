@@ -74,7 +74,7 @@ def bench_noop_reload(n: int, rounds: int, tmp: Path) -> None:
             started = time.perf_counter()
             result = daemon.client.reload()
             times.append(time.perf_counter() - started)
-            assert result["unchanged"] == n and not result["added"]
+            assert result.unchanged == n and not result.added
     table(
         f"no-change reload of a script declaring {n} connections ({rounds} reloads, "
         "through the control socket)",

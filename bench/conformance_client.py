@@ -211,17 +211,16 @@ def use(client: ControlClient, sock: Path, env: dict[str, str]) -> int:
             return 1
         try:
             rows = client.catalog("tools", NAME)
-            tools = [str(row["name"]) for row in rows]
+            tools = [row.name for row in rows]
             if "test-tool" in tools:
                 client.call(NAME, "test-tool", {})
             else:  # the non-auth scenarios: every tool, arguments by its schema
                 for row in rows:
-                    schema = row.get("inputSchema")
-                    args = arguments_for(schema if isinstance(schema, dict) else {})
+                    args = arguments_for(dict(row.input_schema))
                     try:
-                        client.call(NAME, str(row["name"]), args)
+                        client.call(NAME, row.name, args)
                     except ManagerError as exc:  # the suite judges what it saw
-                        log(f"{row['name']}: {exc}")
+                        log(f"{row.name}: {exc}")
             log(f"tools {tools} listed and called")
             return 0
         except ManagerError as exc:

@@ -535,7 +535,7 @@ def bench_cycles(quick: bool) -> None:
                 daemon.wait_event("removed", f"r{i}", within=30)
             time.sleep(1.0)
             zombies = _zombies_of(proc.pid)
-            guardian = daemon.client.info().get("guardian")  # by design, to the end
+            guardian = daemon.client.info().guardian  # by design, to the end
             leftover = sum(
                 1 for child in proc.children(recursive=True) if child.pid != guardian
             )

@@ -22,6 +22,7 @@ from .exits import fail, first_line
 
 if TYPE_CHECKING:
     from ..core.events import Event
+    from ..core.replies import DaemonInfo, ReloadSummary
 
 __all__ = ["add_parsers"]
 
@@ -38,7 +39,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
         return 0
     now = time.time()
     try:
-        info: dict[str, object] | None = client.info()
+        info: DaemonInfo | None = client.info()
     except ControlError:
         info = None  # the table still says everything about the connections
     if not conns:
@@ -106,7 +107,7 @@ def _cmd_reconnect(args: argparse.Namespace) -> int:
         result = ControlClient(socket_path(args.socket)).reconnect(args.server)
     except CallError as exc:  # no such connection
         return fail(first_line(exc))
-    if result.get("retrying"):
+    if result.retrying:
         print(f"{args.server}: trying now (its backoff wait was cut short)")
     else:
         print(
@@ -122,25 +123,24 @@ def _cmd_reload(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(first_line(exc), file=sys.stderr)
         return 1
-    earlier = result.get("already_applied")
-    if isinstance(earlier, dict):
-        when = time.strftime("%H:%M:%S", time.localtime(float(earlier["time"])))
+    earlier = result.already_applied
+    if earlier is not None:
+        when = time.strftime("%H:%M:%S", time.localtime(earlier.time))
         print(
-            f"{result.get('file', 'startup.lua')} is unchanged: already applied at "
-            f"{when} by the {earlier['trigger']}; "
-            f"{result.get('connections', 0)} connection(s), nothing to do"
+            f"{result.file or 'startup.lua'} is unchanged: already applied at "
+            f"{when} by the {earlier.trigger}; "
+            f"{result.connections} connection(s), nothing to do"
         )
         return 0
     print(_reload_sentence(result))
     return 0
 
 
-def _reload_sentence(result: dict[str, object]) -> str:
+def _reload_sentence(result: ReloadSummary) -> str:
     """The `config_loaded` sentence for a reload reply (its fields are the event's)."""
     from ..core.describe import describe
-    from ..core.events import event_from_dict
 
-    return describe(event_from_dict({**result, "kind": "config_loaded", "name": ""}))
+    return describe(result.as_event())
 
 
 # ----------------------------------------------------------------------- check

@@ -16,6 +16,7 @@ import sys
 from ..control.client import ControlClient
 from ..control.paths import socket_path
 from ..control.protocol import LOGIN_DEFAULT_TIMEOUT
+from ..core.replies import LoginResult
 from .exits import fail
 
 __all__ = ["add_parsers"]
@@ -40,11 +41,11 @@ def _open_browser(url: str) -> bool:
         return False
 
 
-def _ended(result: dict[str, object], name: str) -> int:
-    if result.get("connected"):
+def _ended(result: LoginResult, name: str) -> int:
+    if result.connected:
         print(f"{name}: connected", flush=True)
         return 0
-    error = result.get("error") or f"the connection is {result.get('state')}"
+    error = result.error or f"the connection is {result.state}"
     print(f"mcp-manager: login of {name} failed: {error}", file=sys.stderr)
     return 1
 
@@ -55,9 +56,9 @@ def _cmd_login(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         return fail("--timeout must be a positive number of seconds")
     started = client.login(name, args.timeout)
-    url = started.get("url")
-    if not isinstance(url, str):
-        if started.get("connected"):
+    url = started.url
+    if url is None:
+        if started.connected:
             print(f"{name}: connected (no login needed)", flush=True)
             return 0
         return _ended(started, name)
@@ -66,7 +67,7 @@ def _cmd_login(args: argparse.Namespace) -> int:
     if args.manual:
         print(
             "After approving, paste the address your browser ended on "
-            f"(it starts with {started.get('redirect_uri')}):",
+            f"(it starts with {started.redirect_uri}):",
             file=sys.stderr,
         )
         pasted = sys.stdin.readline().strip()
@@ -81,7 +82,7 @@ def _cmd_login(args: argparse.Namespace) -> int:
 
 def _cmd_logout(args: argparse.Namespace) -> int:
     result = ControlClient(socket_path(args.socket)).logout(args.server)
-    what = "forgot its tokens" if result.get("forgot") else "no tokens were stored"
+    what = "forgot its tokens" if result.forgot else "no tokens were stored"
     print(f"{args.server}: logged out ({what}); it now waits for a login")
     return 0
 

@@ -65,27 +65,26 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
     client = ControlClient(socket_path(args.socket))
     rows = client.catalog(args.kind, args.server)
     if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(json.dumps([row.to_dict() for row in rows], indent=2, ensure_ascii=False))
         return 0
     if not rows:
         print(f"no {args.kind}")
         return 0
-    key = "uri" if args.kind == "resources" else "name"
-    width = max(len(str(row[key])) for row in rows)
+    width = max(len(row.name) for row in rows)
     # Which protocol each server speaks, above its tools.
     speaks = {s.name: s for s in client.status()} if args.kind == "tools" else {}
     server = None
     for row in rows:
-        status = speaks.get(str(row["server"]))
-        if status is not None and row["server"] != server and status.protocol:
+        status = speaks.get(row.server)
+        if status is not None and row.server != server and status.protocol:
             era = "stateless era" if status.era == MODERN_ERA else "handshake era"
-            print(f"{row['server']}: MCP {status.protocol} ({era})")
-        server = row["server"]
-        exposed = row.get("exposed")
-        shown = "(hidden)" if row.get("hidden") else exposed or "(not exposed)"
-        if args.kind == "resources" and exposed == row[key]:
-            shown = "" if not row.get("template") else "(template)"
-        print(f"{row['server']:<12} {row[key]!s:<{width}}  {shown}".rstrip())
+            print(f"{row.server}: MCP {status.protocol} ({era})")
+        server = row.server
+        exposed = row.exposed
+        shown = "(hidden)" if row.hidden else exposed or "(not exposed)"
+        if args.kind == "resources" and exposed == row.name:
+            shown = "" if not row.template else "(template)"
+        print(f"{row.server:<12} {row.name:<{width}}  {shown}".rstrip())
     return 0
 
 

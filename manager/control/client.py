@@ -1,7 +1,10 @@
 """The control API's client: blocking, stdlib only, one connection per request.
 
 All the CLI imports for its client commands (`status`, `events`, `call`, ...):
-no anyio, no mcp, so those commands start in a few tens of milliseconds.
+no anyio, no mcp, so those commands start in a few tens of milliseconds. Each
+command's answer is decoded into its typed reply (`manager.core.replies`),
+forgivingly: the daemon may be of another version. `call` and `request` return
+the MCP result as the JSON object it is.
 """
 
 from __future__ import annotations
@@ -16,6 +19,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConfigError, ControlError
+from ..core.replies import (
+    CallbackReply,
+    CatalogRow,
+    ConnectionDetails,
+    DaemonInfo,
+    LoginResult,
+    LoginStart,
+    LogoutReply,
+    Pong,
+    ReconnectReply,
+    ReloadSummary,
+)
 from ..core.status import ConnectionStatus
 from .paths import check_socket_dir
 from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, encode
@@ -150,9 +165,9 @@ class ControlClient:
             self._send(sock, request)
             return _unwrap(self._read_line(sock, reader, timeout))
 
-    def ping(self) -> dict[str, object]:
-        """Check that the daemon answers; returns `{"pid": ...}`."""
-        return _as_dict(self.request({"cmd": "ping"}))
+    def ping(self) -> Pong:
+        """Check that the daemon answers (and learn its pid)."""
+        return Pong.from_dict(_as_dict(self.request({"cmd": "ping"})))
 
     def status(self) -> list[ConnectionStatus]:
         """One status per connection, decoded from the wire form."""
@@ -161,51 +176,58 @@ class ControlClient:
             raise ControlError("the daemon sent a malformed status (not a list)")
         return [ConnectionStatus.from_dict(_as_dict(item)) for item in result]
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> DaemonInfo:
         """Daemon-wide facts: config file, last reload result, dropped events."""
-        return _as_dict(self.request({"cmd": "info"}))
+        return DaemonInfo.from_dict(_as_dict(self.request({"cmd": "info"})))
 
-    def reconnect(self, server: str) -> dict[str, object]:
+    def reconnect(self, server: str) -> ReconnectReply:
         """Ask the daemon to try `server` now instead of after its backoff."""
-        return _as_dict(self.request({"cmd": "reconnect", "server": server}))
+        result = self.request({"cmd": "reconnect", "server": server})
+        return ReconnectReply.from_dict(_as_dict(result))
 
-    def details(self, server: str) -> dict[str, object]:
+    def details(self, server: str) -> ConnectionDetails:
         """`server`'s spec (secrets masked), last stderr lines and tool names.
 
         Raises:
             UnknownServer: No such connection.
             ControlError: The daemon is unreachable.
         """
-        return _as_dict(self.request({"cmd": "details", "server": server}))
+        result = self.request({"cmd": "details", "server": server})
+        return ConnectionDetails.from_dict(_as_dict(result))
 
-    def login(self, server: str, timeout: float) -> dict[str, object]:
+    def login(self, server: str, timeout: float) -> LoginStart:
         """Begin an OAuth login of `server`: the authorization URL once the
         daemon has it (`url`), or how it ended (`done`, `connected`, `error`)."""
         request = {"cmd": "login", "server": server, "timeout": timeout}
-        return _as_dict(self.request(request, timeout + CALL_SLACK))
+        return LoginStart.from_dict(
+            _as_dict(self.request(request, timeout + CALL_SLACK))
+        )
 
-    def login_wait(self, server: str, timeout: float) -> dict[str, object]:
+    def login_wait(self, server: str, timeout: float) -> LoginResult:
         """Wait (at most `timeout`) for the login of `server` to end."""
         request = {"cmd": "login_wait", "server": server, "timeout": timeout}
-        return _as_dict(self.request(request, timeout + CALL_SLACK))
+        return LoginResult.from_dict(
+            _as_dict(self.request(request, timeout + CALL_SLACK))
+        )
 
-    def login_callback(self, server: str, url: str) -> dict[str, object]:
+    def login_callback(self, server: str, url: str) -> CallbackReply:
         """Hand the daemon the redirect URL a user pasted (`login --manual`)."""
         request = {"cmd": "login_callback", "server": server, "url": url}
-        return _as_dict(self.request(request))
+        return CallbackReply.from_dict(_as_dict(self.request(request)))
 
-    def logout(self, server: str) -> dict[str, object]:
+    def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""
-        return _as_dict(self.request({"cmd": "logout", "server": server}))
+        result = self.request({"cmd": "logout", "server": server})
+        return LogoutReply.from_dict(_as_dict(result))
 
-    def reload(self) -> dict[str, object]:
+    def reload(self) -> ReloadSummary:
         """Run startup.lua again in the daemon and apply it.
 
         Raises:
             ConfigError: The script is bad; nothing changed.
             ControlError: The daemon is unreachable.
         """
-        return _as_dict(self.request({"cmd": "reload"}))
+        return ReloadSummary.from_dict(_as_dict(self.request({"cmd": "reload"})))
 
     def call(
         self,
@@ -263,12 +285,12 @@ class ControlClient:
         wait = None if timeout is None else timeout + CALL_SLACK
         return _as_dict(self.request(request, wait))
 
-    def catalog(self, kind: str, server: str | None = None) -> list[dict[str, object]]:
+    def catalog(self, kind: str, server: str | None = None) -> list[CatalogRow]:
         """The `tools`, `prompts` or `resources` of every (or one) connection."""
         result = self.request({"cmd": "catalog", "kind": kind, "server": server})
         if not isinstance(result, list):
             raise ControlError("the daemon sent a malformed catalog (not a list)")
-        return [_as_dict(item) for item in result]
+        return [CatalogRow.from_dict(_as_dict(item), kind) for item in result]
 
     def events(self) -> Iterator[Event]:
         """Follow the event stream, decoded into typed events; ends when the

@@ -16,9 +16,22 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import ManagerError
+from ..core.replies import (
+    CallbackReply,
+    CatalogRow,
+    ConnectionDetails,
+    DaemonInfo,
+    LoginResult,
+    LoginStart,
+    LogoutReply,
+    Pong,
+    ReconnectReply,
+    ReloadSummary,
+)
 from .protocol import LOGIN_DEFAULT_TIMEOUT, error_body
 
 if TYPE_CHECKING:
+    from ..core.status import ConnectionStatus
     from ..engine.bus import Subscription
 
 __all__ = ["BadRequest", "ControlBackend", "dispatch", "parse_request"]
@@ -27,21 +40,26 @@ logger = logging.getLogger("manager.control")
 
 
 class ControlBackend(Protocol):
-    """What the control server needs from the daemon."""
+    """What the control server needs from the daemon.
 
-    def status(self) -> list[dict[str, object]]:
-        """A JSON-ready snapshot, one dict per connection."""
+    Each command answers with its typed reply (`manager.core.replies`);
+    `dispatch` turns it into its wire form. Only `call` and `request` answer
+    with a JSON object: the MCP result itself.
+    """
+
+    def status(self) -> list[ConnectionStatus]:
+        """A snapshot: one status per connection."""
         ...
 
     def subscribe(self, name: str) -> Subscription:
         """A new bus subscription; the server closes it when the client leaves."""
         ...
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> DaemonInfo:
         """Daemon-wide facts: config file, last reload result, drops, exporters."""
         ...
 
-    def reconnect(self, server: str) -> dict[str, object]:
+    def reconnect(self, server: str) -> ReconnectReply:
         """Make `server` try to connect now, skipping its backoff wait.
 
         Raises:
@@ -49,7 +67,7 @@ class ControlBackend(Protocol):
         """
         ...
 
-    def details(self, server: str) -> dict[str, object]:
+    def details(self, server: str) -> ConnectionDetails:
         """`server`'s spec (secrets masked), last stderr lines and tool names.
 
         Raises:
@@ -57,7 +75,7 @@ class ControlBackend(Protocol):
         """
         ...
 
-    async def reload(self) -> dict[str, object]:
+    async def reload(self) -> ReloadSummary:
         """Run startup.lua again and apply it.
 
         Raises:
@@ -94,24 +112,24 @@ class ControlBackend(Protocol):
         """
         ...
 
-    def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
+    def catalog(self, kind: str, server: str | None) -> list[CatalogRow]:
         """What `tools`, `prompts` or `resources` each connection has, with the
         name the endpoint exposes and whether its filter hides it."""
         ...
 
-    async def login(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+    async def login(self, server: str, timeout: float) -> LoginStart:  # noqa: ASYNC109
         """Begin an OAuth login: the authorization URL once known, or the end."""
         ...
 
-    async def login_wait(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+    async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109
         """Wait for the login of `server` to end: connected, or why not."""
         ...
 
-    def login_callback(self, server: str, url: str) -> dict[str, object]:
+    def login_callback(self, server: str, url: str) -> CallbackReply:
         """Take the redirect URL a user pasted (`login --manual`)."""
         ...
 
-    def logout(self, server: str) -> dict[str, object]:
+    def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""
         ...
 
@@ -187,17 +205,17 @@ def _call_arguments(
 
 async def _login_command(
     backend: ControlBackend, cmd: str, req: Mapping[str, object]
-) -> object:
+) -> dict[str, object]:
     server = req.get("server")
     if not isinstance(server, str) or not server:
         raise BadRequest(f'{cmd}: "server" must be a non-empty string')
     if cmd == "logout":
-        return backend.logout(server)
+        return backend.logout(server).to_dict()
     if cmd == "login_callback":
         url = req.get("url")
         if not isinstance(url, str) or not url:
             raise BadRequest('login_callback: "url" must be a non-empty string')
-        return backend.login_callback(server, url)
+        return backend.login_callback(server, url).to_dict()
     timeout = req.get("timeout", LOGIN_DEFAULT_TIMEOUT)
     if (
         isinstance(timeout, bool)
@@ -207,38 +225,39 @@ async def _login_command(
     ):
         raise BadRequest(f'{cmd}: "timeout" must be a positive number')
     if cmd == "login":
-        return await backend.login(server, float(timeout))
-    return await backend.login_wait(server, float(timeout))
+        return (await backend.login(server, float(timeout))).to_dict()
+    return (await backend.login_wait(server, float(timeout))).to_dict()
 
 
 async def dispatch(
     backend: ControlBackend, cmd: str, req: Mapping[str, object]
 ) -> object:
-    """Run one non-streaming command; returns the response object."""
+    """Run one non-streaming command; returns the response object (the
+    backend's typed reply in its wire form)."""
     try:
         if cmd == "ping":
-            result: object = {"pid": os.getpid()}
+            result: object = Pong(pid=os.getpid()).to_dict()
         elif cmd == "status":
-            result = backend.status()
+            result = [status.to_dict() for status in backend.status()]
         elif cmd == "info":
-            result = backend.info()
+            result = backend.info().to_dict()
         elif cmd == "reload":
-            result = await backend.reload()
+            result = (await backend.reload()).to_dict()
         elif cmd in ("reconnect", "details"):
             server = req.get("server")
             if not isinstance(server, str) or not server:
                 raise BadRequest(f'{cmd}: "server" must be a non-empty string')
             if cmd == "reconnect":
-                result = backend.reconnect(server)
+                result = backend.reconnect(server).to_dict()
             else:
-                result = backend.details(server)
+                result = backend.details(server).to_dict()
         elif cmd == "catalog":
             kind, server = req.get("kind"), req.get("server")
             if kind not in CATALOG_KINDS:
                 raise BadRequest(f'catalog: "kind" must be one of {CATALOG_KINDS}')
             if server is not None and not isinstance(server, str):
                 raise BadRequest('catalog: "server" must be a string or null')
-            result = backend.catalog(str(kind), server)
+            result = [row.to_dict() for row in backend.catalog(str(kind), server)]
         elif cmd in ("login", "login_wait", "login_callback", "logout"):
             result = await _login_command(backend, cmd, req)
         elif cmd == "request":

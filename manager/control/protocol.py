@@ -25,18 +25,36 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
   call     `server` str, `tool` str, `args` object (default  the MCP
            `{}`), `timeout` number > 0 or null (default:     `CallToolResult` dict
            the connection's `call_timeout`)
+  request  `server` str, `op` `read` or `prompt`, `target`   the MCP result dict
+           str (URI or prompt name), `args` object,
+           `timeout` as `call`
+  catalog  `kind` `tools`, `prompts` or `resources`,         list of dicts, one per
+           `server` str or null (every connection)           item: `server`,
+                                                             `name` (`uri`),
+                                                             `exposed`, `hidden`,
+                                                             ...
   events   `json` bool (accepted, ignored: always JSON)      a stream, see below
-  login    `server` str, `timeout` number > 0 (the login's   `{"url": str or null,
-           deadline; default 300)                            "redirect_uri", "done",
-                                                             "connected", "state",
-                                                             "error"}` once the URL
-                                                             is known or it ended
-  login_wait `server` str, `timeout` number > 0              as `login`, once the
-                                                             login ended (or timeout)
-  login_callback `server` str, `url` str (the pasted         `{"message": str}`
-           redirect URL)
-  logout   `server` str                                      `{"forgot": bool}`
+  login    `server` str, `timeout` number > 0 (the login's   `{"server", "done",
+           deadline; default 300)                            "connected", "state",
+                                                             "error", "url": str or
+                                                             null, "redirect_uri"}`
+                                                             once the URL is known
+                                                             or it ended
+  login_wait `server` str, `timeout` number > 0              as `login` but no `url`,
+                                                             `redirect_uri`, once
+                                                             the login ended (or
+                                                             timeout)
+  login_callback `server` str, `url` str (the pasted         `{"server", "message":
+           redirect URL)                                     str}`
+  logout   `server` str                                      `{"server", "forgot":
+                                                             bool}`
   ======== ================================================= ======================
+
+  Each result but `call`'s and `request`'s is the `to_dict()` of a typed reply
+  (`manager.core.replies`; `ConnectionStatus` for `status`), and the client
+  reads it back with its `from_dict()`, which forgives a daemon of another
+  version: a missing or wrong-typed field takes its default, an unknown one is
+  ignored.
 
 * Response: exactly one line, `{"ok": true, "result": ...}` or
   `{"ok": false, "error": {"type": ERROR_CLASS, "message": str}}`; for

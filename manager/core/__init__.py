@@ -10,6 +10,9 @@
   reconnect (`applies_live`).
 - `resolve`: `${env:...}` substitution and secret registration at connect time.
 - `status`: `ConnectionStatus`, the typed status of one connection.
+- `replies`: the control socket's other replies, typed (`DaemonInfo`,
+  `ReloadSummary`, `ConnectionDetails`, `LoginStart`, `CatalogRow`, ...), each
+  with its wire form both ways (`to_dict`, `from_dict`).
 - `wire`: forgiving readers for values coming back over the socket.
 - `state`: the connection state machine (`transition`).
 

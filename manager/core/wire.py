@@ -9,7 +9,17 @@ whole float (`7.0`) and `read_float` an int; neither accepts a bool.
 
 from __future__ import annotations
 
-__all__ = ["read_bool", "read_float", "read_int", "read_names", "read_str"]
+from collections.abc import Mapping
+
+__all__ = [
+    "read_bool",
+    "read_counts",
+    "read_float",
+    "read_int",
+    "read_mapping",
+    "read_names",
+    "read_str",
+]
 
 
 def read_int(value: object) -> int | None:
@@ -45,3 +55,19 @@ def read_names(value: object) -> tuple[str, ...] | None:
     if not isinstance(value, list | tuple):
         return None
     return tuple(str(v) for v in value)
+
+
+def read_mapping(value: object) -> Mapping[str, object] | None:
+    """`value`, if it is a JSON object (a mapping; its keys as strings)."""
+    if not isinstance(value, Mapping):
+        return None
+    return {str(k): v for k, v in value.items()}
+
+
+def read_counts(value: object) -> dict[str, int] | None:
+    """A JSON object of counts (`{"hud": 3}`); entries that are not counts are
+    left out."""
+    if not isinstance(value, Mapping):
+        return None
+    counts = {str(k): read_int(v) for k, v in value.items()}
+    return {k: v for k, v in counts.items() if v is not None}

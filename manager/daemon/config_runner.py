@@ -29,6 +29,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..core.errors import ConfigError, ManagerError
 from ..core.events import ConfigLoaded, ConfigRejected, HookFailed, event_to_dict
+from ..core.replies import AlreadyApplied, LastReload, ReloadSummary
 from ..core.spec import ConnectionSpec
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
@@ -76,7 +77,7 @@ class ConfigRunner:
         self.manager = manager
         self.bus = bus
         self.script: LiveScript | None = None
-        self.last_reload: dict[str, object] | None = None
+        self.last_reload: LastReload | None = None
         self.reloads = 0
         self._getenv = getenv
         self.watching = False
@@ -88,7 +89,7 @@ class ConfigRunner:
 
     # --- loading ----------------------------------------------------------------
 
-    def load(self, trigger: str = "load") -> dict[str, object]:
+    def load(self, trigger: str = "load") -> ReloadSummary:
         """Run the script; apply its declarations only if it succeeds.
 
         Traced as `mcp.reload`: the `mcp.add`/`mcp.remove` spans it causes are
@@ -98,9 +99,8 @@ class ConfigRunner:
             trigger: Who asked ("file watcher", "SIGHUP", "reload command"...).
 
         Returns:
-            What changed: file, added, removed, changed, unchanged, connections;
-            and when the same file content was already applied and nothing
-            changed, `already_applied` = {"time", "trigger"} of that earlier load.
+            What changed; when the same file content was already applied and
+            nothing changed, also when and by whom (`already_applied`).
 
         Raises:
             ConfigError: The script failed; the running set is unchanged.
@@ -111,14 +111,13 @@ class ConfigRunner:
         }
         with self.manager.tracing.span("mcp.reload", attributes) as span:
             result = self._load(trigger)
-            for key in ("added", "removed", "changed", "unchanged"):
-                value = result[key]
-                count = len(value) if isinstance(value, list) else value
-                if isinstance(count, int):
-                    span.set_attribute(f"mcp.reload.{key}", count)
+            span.set_attribute("mcp.reload.added", len(result.added))
+            span.set_attribute("mcp.reload.removed", len(result.removed))
+            span.set_attribute("mcp.reload.changed", len(result.changed))
+            span.set_attribute("mcp.reload.unchanged", result.unchanged)
         return result
 
-    def _load(self, trigger: str) -> dict[str, object]:
+    def _load(self, trigger: str) -> ReloadSummary:
         file = str(self.path)
         self.reloads += 1
         self._last_digest = digest = _digest(self.path)
@@ -131,13 +130,13 @@ class ConfigRunner:
                 secrets=self.manager.secrets,
             )
         except ConfigError as exc:
-            self.last_reload = {
-                "ok": False,
-                "time": time.time(),
-                "file": exc.file or file,
-                "line": exc.line,
-                "message": exc.message,
-            }
+            self.last_reload = LastReload(
+                ok=False,
+                time=time.time(),
+                file=exc.file or file,
+                line=exc.line,
+                message=exc.message,
+            )
             self.bus.publish(
                 ConfigRejected(
                     file=exc.file or file, line=exc.line, message=exc.message
@@ -149,7 +148,7 @@ class ConfigRunner:
             old.close()  # its hooks and pending call callbacks are gone now
         self._sync_hooks()
         result = self.manager.reconcile(script.result.specs)
-        self.last_reload = {"ok": True, "time": time.time(), "file": file}
+        self.last_reload = LastReload(ok=True, time=time.time(), file=file)
         self.bus.publish(
             ConfigLoaded(
                 file=file,
@@ -160,21 +159,22 @@ class ConfigRunner:
             )
         )
         self._start_calls()
-        summary: dict[str, object] = {
-            "file": file,
-            "added": list(result.added),
-            "removed": list(result.removed),
-            "changed": list(result.changed),
-            "unchanged": len(result.unchanged),
-            "connections": len(script.result.specs),
-        }
         previous, now = self._applied, time.time()
         nothing = not (result.added or result.removed or result.changed)
+        earlier = None
         if nothing and previous is not None and previous[0] == digest:
-            summary["already_applied"] = {"time": previous[1], "trigger": previous[2]}
+            earlier = AlreadyApplied(time=previous[1], trigger=previous[2])
         else:
             self._applied = (digest, now, trigger)
-        return summary
+        return ReloadSummary(
+            file=file,
+            added=result.added,
+            removed=result.removed,
+            changed=result.changed,
+            unchanged=len(result.unchanged),
+            connections=len(script.result.specs),
+            already_applied=earlier,
+        )
 
     def close(self) -> None:
         """Stop for good: no more reloads, hooks or call callbacks."""

@@ -25,6 +25,19 @@ from .. import __version__
 from ..control.server import serve_control
 from ..core.errors import ConfigError, ControlError, UnknownServer
 from ..core.redact import SecretRegistry
+from ..core.replies import (
+    OTLP_OFF,
+    CallbackReply,
+    CatalogRow,
+    ConnectionDetails,
+    DaemonInfo,
+    LoginResult,
+    LoginStart,
+    LogoutReply,
+    ReconnectReply,
+    ReloadSummary,
+    StartSlots,
+)
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
@@ -112,64 +125,68 @@ class Daemon:
 
     # --- ControlBackend ----------------------------------------------------------
 
-    def status(self) -> list[dict[str, object]]:
-        """Status of every connection, in its wire form (control API)."""
-        return [status.to_dict() for status in self.manager.statuses()]
-
-    def statuses(self) -> list[ConnectionStatus]:
-        """Status of every connection (the in-process HUD)."""
+    def status(self) -> list[ConnectionStatus]:
+        """Status of every connection (control API, the in-process HUD)."""
         return self.manager.statuses()
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> DaemonInfo:
         """Daemon-wide facts for the HUD and `status`."""
-        return {
-            "version": __version__,
-            "pid": os.getpid(),
-            "config": str(self.options.config),
-            "last_reload": self.config.last_reload,
-            "watching": self.config.watching,
-            "dropped": self.bus.dropped(),
-            "connections": len(self.manager.specs),
-            "otlp": self.telemetry.info() if self.telemetry is not None else "off",
-            "starts": {
-                "slots": self.manager.starts.size,
-                "starting": self.manager.starts.in_use,
-                "waiting": self.manager.starts.waiting,
-            },
-            "listener_errors": self.bus.listener_errors,
-            "guardian": CHILD_GROUPS.guardian_pid,
-        }
+        return DaemonInfo(
+            version=__version__,
+            pid=os.getpid(),
+            config=str(self.options.config),
+            last_reload=self.config.last_reload,
+            watching=self.config.watching,
+            dropped=self.bus.dropped(),
+            connections=len(self.manager.specs),
+            otlp=self.telemetry.info() if self.telemetry is not None else OTLP_OFF,
+            starts=StartSlots(
+                slots=self.manager.starts.size,
+                starting=self.manager.starts.in_use,
+                waiting=self.manager.starts.waiting,
+            ),
+            listener_errors=self.bus.listener_errors,
+            guardian=CHILD_GROUPS.guardian_pid,
+        )
 
-    def reconnect(self, server: str) -> dict[str, object]:
+    def reconnect(self, server: str) -> ReconnectReply:
         """Skip `server`'s backoff wait (control API)."""
-        return {"server": server, "retrying": self.manager.reconnect(server)}
+        return ReconnectReply(server=server, retrying=self.manager.reconnect(server))
 
-    def details(self, server: str) -> dict[str, object]:
+    def details(self, server: str) -> ConnectionDetails:
         """`server`'s spec (secrets masked), last stderr lines, tool names."""
         conn = self.manager.connection(server)
         if conn is None:
             raise UnknownServer(f"no connection named {server!r}")
-        return {
-            "spec": spec_summary(conn.spec),
-            "stderr": list(conn.stderr),
-            "tools": [tool.name for tool in conn.tools],
-        }
+        return ConnectionDetails(
+            spec=spec_summary(conn.spec),
+            stderr=tuple(conn.stderr),
+            tools=tuple(tool.name for tool in conn.tools),
+        )
 
-    async def login(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109 - the login's own deadline
+    async def login(self, server: str, timeout: float) -> LoginStart:  # noqa: ASYNC109 - the login's own deadline
         """Begin a login; answer with the authorization URL once the flow has
         it (or how it ended, if it ended first)."""
         login = await self.logins.begin(server, timeout)
-        if login is None:
-            return {"server": server, "url": None, "done": True, "connected": True}
+        if login is None:  # connected already: nothing to log in
+            return LoginStart(
+                server=server, done=True, connected=True, state="connected"
+            )
         conn = self.manager.connection(server)
         limit = (conn.spec.connect_timeout if conn is not None else 30.0) + 5.0
         await self.logins.first_answer(login, limit)
-        result = self._login_result(server)
-        result["url"] = login.url
-        result["redirect_uri"] = login.redirect_uri
-        return result
+        ended = self._login_result(server)
+        return LoginStart(
+            server=ended.server,
+            done=ended.done,
+            connected=ended.connected,
+            state=ended.state,
+            error=ended.error,
+            url=login.url,
+            redirect_uri=login.redirect_uri,
+        )
 
-    async def login_wait(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109 - how long the caller waits
+    async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109 - how long the caller waits
         """Wait until the login of `server` ended (at most `timeout`)."""
         login = self.logins.last(server)
         if login is not None:
@@ -177,7 +194,7 @@ class Daemon:
                 await login.done.wait()
         return self._login_result(server)
 
-    def _login_result(self, server: str) -> dict[str, object]:
+    def _login_result(self, server: str) -> LoginResult:
         login = self.logins.last(server)
         conn = self.manager.connection(server)
         state = conn.phase.value if conn is not None else "removed"
@@ -185,27 +202,27 @@ class Daemon:
         error = login.error if login is not None and done else None
         if done and error is None and state != "connected" and conn is not None:
             error = conn.state.error or f"the connection is {state}"
-        return {
-            "server": server,
-            "done": done,
-            "connected": state == "connected",
-            "state": state,
-            "error": error,
-        }
+        return LoginResult(
+            server=server,
+            done=done,
+            connected=state == "connected",
+            state=state,
+            error=error,
+        )
 
-    def login_callback(self, server: str, url: str) -> dict[str, object]:
+    def login_callback(self, server: str, url: str) -> CallbackReply:
         """A redirect URL pasted by the user (`login --manual`)."""
-        return {"server": server, "message": self.logins.feed(server, url)}
+        return CallbackReply(server=server, message=self.logins.feed(server, url))
 
-    def logout(self, server: str) -> dict[str, object]:
+    def logout(self, server: str) -> LogoutReply:
         """Forget `server`'s tokens and registration; it restarts into needs_login."""
-        return {"server": server, "forgot": self.logins.logout(server)}
+        return LogoutReply(server=server, forgot=self.logins.logout(server))
 
     def subscribe(self, name: str) -> Subscription:
         """A new bus subscription for a control client."""
         return self.bus.subscribe(name)
 
-    async def reload(self) -> dict[str, object]:
+    async def reload(self) -> ReloadSummary:
         """Run the script again; apply its desired set only if it succeeds.
 
         Raises:
@@ -238,17 +255,19 @@ class Daemon:
             server, method, target, make(target, args), timeout=timeout
         )
 
-    def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
+    def catalog(self, kind: str, server: str | None) -> list[CatalogRow]:
         """Each connection's tools, prompts or resources (control API)."""
         if server is not None and self.manager.connection(server) is None:
             raise UnknownServer(f"no connection named {server!r}")
         from ..gateway.listing import catalog_rows  # mcp's server side: on demand
 
-        return catalog_rows(self.manager.connections(), kind, server)
+        # The gateway lists them in the rows' wire form; read back as typed.
+        rows = catalog_rows(self.manager.connections(), kind, server)
+        return [CatalogRow.from_dict(row, kind) for row in rows]
 
     # --- config ---------------------------------------------------------------------
 
-    def load(self, trigger: str = "daemon at start") -> dict[str, object]:
+    def load(self, trigger: str = "daemon at start") -> ReloadSummary:
         """Run startup.lua and reconcile; publish `config_loaded` or `config_error`.
 
         Raises:
@@ -358,7 +377,7 @@ async def _serve(
             logger.info(
                 "mcp-manager %s running: %s connection(s) from %s; control socket %s",
                 __version__,
-                summary["connections"],
+                summary.connections,
                 options.config,
                 options.socket if options.control else "none",
             )

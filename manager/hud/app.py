@@ -32,7 +32,6 @@ from textual.widgets import Footer, Input, Static
 
 from ..core.describe import describe, first_line
 from ..core.errors import ManagerError
-from ..core.events import event_from_dict
 from .details import DetailsScreen, details_text
 from .feed import FeedItem, HudBackend, HudFeed, Note, Snapshot, Unreachable
 from .state import HudState, Row
@@ -401,8 +400,9 @@ class HudApp(App[str]):
             )
             return
         # The reply carries the `config_loaded` event's fields: say it the same way.
-        event = event_from_dict({**result, "kind": "config_loaded", "name": ""})
-        self.notify(describe(event), title="reloaded", timeout=4, markup=False)
+        self.notify(
+            describe(result.as_event()), title="reloaded", timeout=4, markup=False
+        )
 
     def action_reconnect(self) -> None:
         """Force a reconnect attempt of the selected connection, now."""
@@ -427,7 +427,7 @@ class HudApp(App[str]):
                 markup=False,
             )
             return
-        if result.get("retrying"):
+        if result.retrying:
             self.notify(
                 f"{name}: trying now", title="reconnect", timeout=3, markup=False
             )

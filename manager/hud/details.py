@@ -8,7 +8,7 @@ lines.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -18,6 +18,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ..core.replies import ConnectionDetails
 from ..core.status import MODERN_ERA, protocol_era
 from .state import Row
 from .view import age, state_cell
@@ -71,7 +72,7 @@ class DetailsScreen(ModalScreen[None]):
         self._on_reconnect(self.connection)
 
 
-def details_text(row: Row | None, details: Mapping[str, object], now: float) -> Text:
+def details_text(row: Row | None, details: ConnectionDetails, now: float) -> Text:
     """The body of the details screen."""
     text = Text()
     if row is not None:
@@ -94,19 +95,16 @@ def details_text(row: Row | None, details: Mapping[str, object], now: float) -> 
         if row.error:
             text.append("last error: ", style="bold")
             text.append(row.error + "\n", style="red")
-    spec = details.get("spec")
+    spec = details.spec
     text.append("\nspec (secrets masked)\n", style="bold")
-    if isinstance(spec, Mapping):
-        width = max((len(str(k)) for k in spec), default=0)
-        for key, value in spec.items():
-            shown = value if isinstance(value, str) else json.dumps(value)
-            text.append(f"  {str(key).ljust(width)}  {shown}\n")
-    listed = details.get("tools")
-    tools = [str(t) for t in listed] if isinstance(listed, list) else []
+    width = max((len(key) for key in spec), default=0)
+    for key, value in spec.items():
+        shown = value if isinstance(value, str) else json.dumps(value)
+        text.append(f"  {key.ljust(width)}  {shown}\n")
+    tools = details.tools
     text.append(f"\ntools ({len(tools)})\n", style="bold")
     text.append(("  " + ", ".join(tools) if tools else "  none listed") + "\n")
-    stderr = details.get("stderr")
-    lines = [str(x) for x in stderr] if isinstance(stderr, list) else []
+    lines = details.stderr
     text.append(f"\nlast stderr lines ({len(lines)})\n", style="bold")
     for line in lines or ["(none)"]:
         text.append(f"  {line}\n", style="cyan" if lines else "dim")

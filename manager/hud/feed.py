@@ -22,11 +22,11 @@ calls on a thread.
 from __future__ import annotations
 
 import queue
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.events import Event
+from ..core.replies import ConnectionDetails, DaemonInfo, ReconnectReply, ReloadSummary
 from ..core.status import ConnectionStatus
 
 __all__ = [
@@ -53,7 +53,7 @@ class Snapshot:
     """
 
     rows: list[ConnectionStatus]
-    info: Mapping[str, object] | None = None
+    info: DaemonInfo | None = None
     reason: str = ""
 
 
@@ -108,20 +108,20 @@ class HudBackend(Protocol):
         """A fresh status snapshot with the daemon's info."""
         ...
 
-    async def info(self) -> dict[str, object]:
+    async def info(self) -> DaemonInfo:
         """The daemon's info: config, last reload, drops, OTLP status."""
         ...
 
-    async def reload(self) -> dict[str, object]:
+    async def reload(self) -> ReloadSummary:
         """Run startup.lua again; returns what changed."""
         ...
 
-    async def reconnect(self, server: str) -> dict[str, object]:
-        """Skip `server`'s backoff wait; `{"retrying": bool}`."""
+    async def reconnect(self, server: str) -> ReconnectReply:
+        """Skip `server`'s backoff wait; whether it was waiting."""
         ...
 
-    async def details(self, server: str) -> dict[str, object]:
-        """`{"spec": ..., "stderr": [...], "tools": [...]}` of `server`."""
+    async def details(self, server: str) -> ConnectionDetails:
+        """The spec summary, last stderr lines and tool names of `server`."""
         ...
 
 

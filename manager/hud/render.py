@@ -8,7 +8,7 @@ Only this module and the textual ones import rich; `cli` imports it lazily, so
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TextIO
 
 from rich import box
@@ -16,6 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..core.replies import DaemonInfo
 from ..core.status import ConnectionStatus
 from .state import HudState
 from .view import cells, footer_lines, layout
@@ -30,7 +31,7 @@ def render_status(
     rows: Sequence[ConnectionStatus],
     now: float,
     *,
-    info: Mapping[str, object] | None = None,
+    info: DaemonInfo | None = None,
     width: int = 120,
     expand: bool = True,
 ) -> RenderableType:
@@ -85,7 +86,7 @@ def print_status(
     rows: Sequence[ConnectionStatus],
     now: float,
     *,
-    info: Mapping[str, object] | None = None,
+    info: DaemonInfo | None = None,
     file: TextIO | None = None,
 ) -> None:
     """Print the status table: fitted to the terminal, or unwrapped into a pipe

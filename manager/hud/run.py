@@ -33,6 +33,7 @@ import anyio.to_thread
 from ..core.describe import first_line
 from ..core.errors import ManagerError
 from ..core.events import Event
+from ..core.replies import ConnectionDetails, DaemonInfo, ReconnectReply, ReloadSummary
 from ..core.status import ConnectionStatus
 from .app import HudApp
 from .feed import (
@@ -84,15 +85,15 @@ class DaemonView(Protocol):
     @property
     def options(self) -> _Options: ...
 
-    def statuses(self) -> list[ConnectionStatus]: ...
+    def status(self) -> list[ConnectionStatus]: ...
 
-    def info(self) -> dict[str, object]: ...
+    def info(self) -> DaemonInfo: ...
 
-    def reconnect(self, server: str) -> dict[str, object]: ...
+    def reconnect(self, server: str) -> ReconnectReply: ...
 
-    def details(self, server: str) -> dict[str, object]: ...
+    def details(self, server: str) -> ConnectionDetails: ...
 
-    async def reload(self) -> dict[str, object]: ...
+    async def reload(self) -> ReloadSummary: ...
 
 
 class _DaemonBackend:
@@ -102,18 +103,18 @@ class _DaemonBackend:
         self._daemon = daemon
 
     async def snapshot(self) -> Snapshot:
-        return Snapshot(self._daemon.statuses(), self._daemon.info())
+        return Snapshot(self._daemon.status(), self._daemon.info())
 
-    async def info(self) -> dict[str, object]:
+    async def info(self) -> DaemonInfo:
         return self._daemon.info()
 
-    async def reload(self) -> dict[str, object]:
+    async def reload(self) -> ReloadSummary:
         return await self._daemon.reload()
 
-    async def reconnect(self, server: str) -> dict[str, object]:
+    async def reconnect(self, server: str) -> ReconnectReply:
         return self._daemon.reconnect(server)
 
-    async def details(self, server: str) -> dict[str, object]:
+    async def details(self, server: str) -> ConnectionDetails:
         return self._daemon.details(server)
 
 
@@ -162,7 +163,7 @@ async def run_inline(
         app = HudApp(
             _DaemonBackend(daemon),
             _CombinedFeed(SubscriptionFeed(subscription), output),
-            initial=Snapshot(daemon.statuses(), daemon.info()),
+            initial=Snapshot(daemon.status(), daemon.info()),
             subtitle=f"pid {os.getpid()} · socket {daemon.options.socket}",
             on_ready=ready,
             terminal_state=lambda: terminal.state(app),
@@ -219,13 +220,13 @@ class ControlView(Protocol):
 
     def status(self) -> list[ConnectionStatus]: ...
 
-    def info(self) -> dict[str, object]: ...
+    def info(self) -> DaemonInfo: ...
 
-    def reload(self) -> dict[str, object]: ...
+    def reload(self) -> ReloadSummary: ...
 
-    def reconnect(self, server: str) -> dict[str, object]: ...
+    def reconnect(self, server: str) -> ReconnectReply: ...
 
-    def details(self, server: str) -> dict[str, object]: ...
+    def details(self, server: str) -> ConnectionDetails: ...
 
     def subscribe(self) -> _Stream: ...
 
@@ -242,16 +243,16 @@ class _ClientBackend:
 
         return await anyio.to_thread.run_sync(both)
 
-    async def info(self) -> dict[str, object]:
+    async def info(self) -> DaemonInfo:
         return await anyio.to_thread.run_sync(self._client.info)
 
-    async def reload(self) -> dict[str, object]:
+    async def reload(self) -> ReloadSummary:
         return await anyio.to_thread.run_sync(self._client.reload)
 
-    async def reconnect(self, server: str) -> dict[str, object]:
+    async def reconnect(self, server: str) -> ReconnectReply:
         return await anyio.to_thread.run_sync(self._client.reconnect, server)
 
-    async def details(self, server: str) -> dict[str, object]:
+    async def details(self, server: str) -> ConnectionDetails:
         return await anyio.to_thread.run_sync(self._client.details, server)
 
 

@@ -21,7 +21,7 @@ delay, not from when the HUD heard of it). No clock is read here.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..core.describe import describe, first_line
@@ -49,16 +49,15 @@ from ..core.events import (
     ToolsChanged,
     Updated,
 )
+from ..core.replies import OTLP_OFF, DaemonInfo, LastReload, OtlpStatus, StartSlots
 from ..core.state import LOGIN_REQUIRED, login_command
 from ..core.status import ConnectionStatus
-from ..core.wire import read_float, read_int
 
 __all__ = [
     "LOG_LINES",
     "STATE_RANK",
     "HudState",
     "LogLine",
-    "ReloadResult",
     "Row",
     "matches",
     "sort_rows",
@@ -134,25 +133,6 @@ class LogLine:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class ReloadResult:
-    """The last run of startup.lua.
-
-    Attributes:
-        ok: It applied cleanly.
-        time: When (wall time; 0 if unknown).
-        file: The script.
-        line: Line of the error, if any.
-        message: The error, if any.
-    """
-
-    ok: bool
-    time: float
-    file: str
-    line: int | None = None
-    message: str = ""
-
-
 def _row_error(item: ConnectionStatus) -> str:
     """The error column: for a connection waiting for the user, what to run."""
     if item.state == "needs_login":
@@ -192,10 +172,10 @@ class HudState:
         revision: Bumped whenever a row is added, removed or changes state or
             content (lets a view skip re-sorting when nothing happened).
         config_file: The daemon's startup.lua.
-        last_reload: The last run of it, if known.
+        last_reload: The last run of it, if known (its message's first line).
         watching: The daemon reloads the file by itself when it changes.
-        otlp: The OTLP exporter status from `info`, if the daemon reports one.
-        starts: stdio start slots from `info`: `slots`, `starting`, `waiting`.
+        otlp: The OTLP exporter status from `info` (`"off"` if none).
+        starts: The stdio start slots from `info`.
         hud_dropped: Events this HUD lost by falling behind (`lagged`).
         daemon_dropped: Events dropped per subscriber, daemon-wide (`info`).
         daemon_pid: The daemon's process id, if known.
@@ -209,10 +189,10 @@ class HudState:
     log_total: int = 0
     revision: int = 0
     config_file: str = ""
-    last_reload: ReloadResult | None = None
+    last_reload: LastReload | None = None
     watching: bool = False
-    otlp: object = None
-    starts: Mapping[str, object] = field(default_factory=dict)
+    otlp: OtlpStatus | str = OTLP_OFF
+    starts: StartSlots = field(default_factory=StartSlots)
     hud_dropped: int = 0
     daemon_dropped: dict[str, int] = field(default_factory=dict)
     daemon_pid: int | None = None
@@ -254,28 +234,23 @@ class HudState:
         self.resync_needed = False
         self.revision += 1
 
-    def set_info(self, info: Mapping[str, object]) -> None:
+    def set_info(self, info: DaemonInfo) -> None:
         """Take the daemon-wide facts of the control API's `info`."""
-        self.config_file = str(info.get("config") or self.config_file)
-        self.watching = bool(info.get("watching"))
-        self.otlp = info.get("otlp")
-        starts = info.get("starts")
-        self.starts = starts if isinstance(starts, Mapping) else {}
-        self.daemon_pid = read_int(info.get("pid"))
-        self.version = str(info.get("version") or self.version)
-        dropped = info.get("dropped")
-        if isinstance(dropped, Mapping):
-            self.daemon_dropped = {
-                str(k): v for k, v in dropped.items() if isinstance(v, int)
-            }
-        last = info.get("last_reload")
-        if isinstance(last, Mapping):
-            self.last_reload = ReloadResult(
-                ok=bool(last.get("ok")),
-                time=read_float(last.get("time")) or 0.0,
-                file=str(last.get("file") or self.config_file),
-                line=read_int(last.get("line")),
-                message=first_line(last.get("message")),
+        self.config_file = info.config or self.config_file
+        self.watching = info.watching
+        self.otlp = info.otlp
+        self.starts = info.starts
+        self.daemon_pid = info.pid
+        self.version = info.version or self.version
+        self.daemon_dropped = dict(info.dropped)
+        last = info.last_reload
+        if last is not None:
+            self.last_reload = LastReload(
+                ok=last.ok,
+                time=last.time,
+                file=last.file or self.config_file,
+                line=last.line,
+                message=first_line(last.message),
             )
 
     def note(self, time: float, level: str, text: str) -> None:
@@ -416,10 +391,10 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
         case ConfigLoaded():
             file = event.file or hud.config_file
             hud.config_file = hud.config_file or file
-            hud.last_reload = ReloadResult(ok=True, time=at, file=file)
+            hud.last_reload = LastReload(ok=True, time=at, file=file)
             level = "ok"
         case ConfigRejected():
-            hud.last_reload = ReloadResult(
+            hud.last_reload = LastReload(
                 ok=False,
                 time=at,
                 file=event.file or hud.config_file,

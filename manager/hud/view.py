@@ -14,10 +14,11 @@ whatever is left.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.describe import first_line
+from ..core.replies import OTLP_OFF, OtlpStatus
 from .state import HudState, LogLine, Row
 
 __all__ = [
@@ -211,28 +212,24 @@ def log_cell(line: LogLine) -> Cell:
 # ------------------------------------------------------------------- footer
 
 
-def _otlp(value: object) -> Cell:
+def _otlp(value: OtlpStatus | str) -> Cell:
     """The OTLP exporter's status, from the `otlp` entry of the daemon's info."""
-    if value is None or value == "off":
-        return "otlp: off", "dim"
-    if not isinstance(value, Mapping):
-        text = str(value)
-        bad = any(word in text.lower() for word in ("fail", "error", "unreachable"))
-        return f"otlp: {text}", "red" if bad else ""
-    where = " ".join(str(value[k]) for k in ("protocol", "endpoint") if value.get(k))
+    if not isinstance(value, OtlpStatus):
+        if not value or value == OTLP_OFF:
+            return "otlp: off", "dim"
+        bad = any(word in value.lower() for word in ("fail", "error", "unreachable"))
+        return f"otlp: {value}", "red" if bad else ""
+    where = " ".join(part for part in (value.protocol, value.endpoint) if part)
     where = f" {where}" if where else ""
-    error = first_line(value.get("last_error") or value.get("error"))
-    if value.get("ok") is False:
-        failures = value.get("failures")
-        count = f" ({failures}×)" if isinstance(failures, int) and failures else ""
+    error = first_line(value.last_error)
+    if value.ok is False:
+        count = f" ({value.failures}×)" if value.failures else ""
         because = f": {error}" if error else ""
         return f"otlp:{where} ✖ failing{count}{because}", "red"
-    if value.get("ok") is True:
-        exports = value.get("exports")
-        done = f" {exports} exports" if isinstance(exports, int) and exports else ""
+    if value.ok is True:
+        done = f" {value.exports} exports" if value.exports else ""
         return f"otlp:{where} ✔{done}", "green"
-    state = value.get("status") or value.get("state") or "no export yet"
-    return f"otlp:{where} · {state}", "dim"
+    return f"otlp:{where} · no export yet", "dim"
 
 
 def footer_lines(hud: HudState) -> tuple[Cell, list[Cell]]:
@@ -250,9 +247,9 @@ def footer_lines(hud: HudState) -> tuple[Cell, list[Cell]]:
     else:
         spans.append(("dropped 0", "dim"))
     spans.append((counts_text(hud), ""))
-    waiting = hud.starts.get("waiting")
-    if isinstance(waiting, int) and waiting:
-        slots = hud.starts.get("slots")
+    waiting = hud.starts.waiting
+    if waiting:
+        slots = hud.starts.slots
         spans.append((f"{waiting} waiting to start ({slots} at a time)", "yellow"))
     return config, spans
 

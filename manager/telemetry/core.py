@@ -20,6 +20,7 @@ from opentelemetry.trace import TracerProvider
 
 from .. import __version__
 from ..core.redact import SecretRegistry, redact_url
+from ..core.replies import OTLP_OFF, OtlpStatus
 from ..engine.bus import EventBus
 from ..engine.tracing import NO_TRACING, Tracing
 from .config import SignalConfig, TelemetryConfig
@@ -120,10 +121,10 @@ class Telemetry:
             self.sweep()
             await anyio.sleep(SWEEP_INTERVAL)
 
-    def info(self) -> dict[str, object] | str:
+    def info(self) -> OtlpStatus | str:
         """The `otlp` entry of the daemon's `info`: exporter status, or "off"."""
         status = self._exporting.status if self._exporting is not None else None
-        return status.as_dict() if status is not None else "off"
+        return status.snapshot() if status is not None else OTLP_OFF
 
     def close(self) -> None:
         """Stop listening and end every open lifecycle span."""

@@ -37,6 +37,7 @@ from opentelemetry.trace import Link, SpanKind, TraceState
 from opentelemetry.util.types import Attributes
 
 from ..core.redact import redact, redact_url
+from ..core.replies import OtlpStatus
 from .compat_otel import preferences
 
 __all__ = [
@@ -140,17 +141,17 @@ class ExportStatus:
             self.last_error or "export failed",
         )
 
-    def as_dict(self) -> dict[str, object]:
-        """The `otlp` entry of `info`."""
+    def snapshot(self) -> OtlpStatus:
+        """The `otlp` entry of `info`, as it stands."""
         with self._lock:
-            return {
-                "endpoint": self.endpoint,
-                "protocol": self.protocol,
-                "ok": self.ok,
-                "last_error": self.last_error,
-                "exports": self.exports,
-                "failures": self.failures,
-            }
+            return OtlpStatus(
+                endpoint=self.endpoint,
+                protocol=self.protocol,
+                ok=self.ok,
+                last_error=self.last_error,
+                exports=self.exports,
+                failures=self.failures,
+            )
 
 
 class TrackedSpanExporter(SpanExporter):

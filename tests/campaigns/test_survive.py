@@ -90,7 +90,8 @@ def test_an_upstream_that_closes_every_connection_works_and_costs_nothing_idle(
         rows = {row.name: row.state for row in daemon.client.status()}
         assert rows == {"closer": "connected", "local": "connected"}
         local_pid = next(r.pid for r in daemon.client.status() if r.name == "local")
-        guardian = int(str(daemon.client.info()["guardian"]))
+        guardian = daemon.client.info().guardian
+        assert guardian is not None
         code, took = stop_and_time(daemon)
         assert code == 0 and took < STOP_LIMIT
         assert not alive(int(str(local_pid)))
@@ -182,7 +183,8 @@ def test_a_sigkilled_daemon_leaves_no_server_or_grandchild_behind(
         result = daemon.client.call("demo", "spawn_child", {"seconds": 60})
         grandchild = int(result["content"][0]["text"])  # type: ignore[index]
         assert psutil.pid_exists(server) and psutil.pid_exists(grandchild)
-        guardian = int(str(daemon.client.info()["guardian"]))
+        guardian = daemon.client.info().guardian
+        assert guardian is not None
         daemon.signal(signal.SIGKILL)  # no cleanup of its own is possible
         daemon.wait(within=10)
         for pid in (server, grandchild, guardian):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,16 @@ from manager.core.errors import (
     UnknownServer,
 )
 from manager.core.events import AttemptFailed, Connecting, Event
+from manager.core.replies import (
+    AlreadyApplied,
+    CatalogRow,
+    DaemonInfo,
+    LoginResult,
+    LoginStart,
+    LogoutReply,
+    ReconnectReply,
+    ReloadSummary,
+)
 from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus, Subscription
 
@@ -64,12 +75,22 @@ class FakeBackend:
         self.subs: list[Subscription] = []
         self.subscribed = threading.Event()
         self.reload_error: ConfigError | None = None
+        self.already_applied: AlreadyApplied | None = None
+        self.login_start = LoginStart(
+            server="api",
+            state="needs_login",
+            url="https://auth.example/authorize?x=1",
+            redirect_uri="http://127.0.0.1:33418/callback",
+        )
+        self.login_end = LoginResult(
+            server="api", done=True, connected=True, state="connected"
+        )
 
-    def status(self) -> list[dict[str, object]]:
-        return STATUS
+    def status(self) -> list[ConnectionStatus]:
+        return [ConnectionStatus.from_dict(row) for row in STATUS]
 
-    def info(self) -> dict[str, object]:
-        return {"config": "startup.lua", "dropped": {}}
+    def info(self) -> DaemonInfo:
+        return DaemonInfo(config="startup.lua")
 
     def subscribe(self, name: str) -> Subscription:
         sub = self.bus.subscribe(name)
@@ -81,21 +102,66 @@ class FakeBackend:
         for sub in self.subs:
             sub.close()
 
-    def reconnect(self, server: str) -> dict[str, object]:
+    def reconnect(self, server: str) -> ReconnectReply:
         if server not in ("fs", "web"):
             raise UnknownServer(f"no connection named {server!r}")
-        return {"server": server, "retrying": server == "web"}
+        return ReconnectReply(server=server, retrying=server == "web")
 
-    async def reload(self) -> dict[str, object]:
+    async def reload(self) -> ReloadSummary:
         if self.reload_error is not None:
             raise self.reload_error
-        return {
-            "file": "startup.lua",
-            "added": ["new"],
-            "removed": [],
-            "changed": ["fs"],
-            "unchanged": 3,
-        }
+        if self.already_applied is not None:
+            return ReloadSummary(
+                file="startup.lua",
+                unchanged=4,
+                connections=4,
+                already_applied=self.already_applied,
+            )
+        return ReloadSummary(
+            file="startup.lua",
+            added=("new",),
+            changed=("fs",),
+            unchanged=3,
+            connections=5,
+        )
+
+    def catalog(self, kind: str, server: str | None) -> list[CatalogRow]:
+        rows = {
+            "tools": [
+                CatalogRow(
+                    "tools",
+                    server="fs",
+                    name="read_file",
+                    exposed="fs__read_file",
+                    description="Read a file.",
+                    input_schema={"type": "object"},
+                ),
+                CatalogRow("tools", server="fs", name="rm", hidden=True),
+            ],
+            "prompts": [],
+            "resources": [
+                CatalogRow(
+                    "resources", server="fs", name="file:///a", exposed="file:///a"
+                ),
+                CatalogRow(
+                    "resources",
+                    server="fs",
+                    name="file:///{path}",
+                    exposed="file:///{path}",
+                    template=True,
+                ),
+            ],
+        }[kind]
+        return [row for row in rows if server is None or row.server == server]
+
+    async def login(self, server: str, timeout: float) -> LoginStart:  # noqa: ASYNC109
+        return self.login_start
+
+    async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109
+        return self.login_end
+
+    def logout(self, server: str) -> LogoutReply:
+        return LogoutReply(server=server, forgot=server == "api")
 
     async def call(
         self,
@@ -385,6 +451,18 @@ def test_reload_prints_a_one_line_summary(
     )
 
 
+def test_a_reload_of_an_applied_script_says_when_it_was_applied(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    at = time.mktime((2026, 7, 28, 9, 30, 5, 0, 0, -1))
+    daemon.backend.already_applied = AlreadyApplied(time=at, trigger="file watcher")
+    assert main(["reload", "--socket", daemon.socket]) == 0
+    assert capsys.readouterr().out == (
+        "startup.lua is unchanged: already applied at 09:30:05 by the file "
+        "watcher; 4 connection(s), nothing to do\n"
+    )
+
+
 def test_a_bad_script_on_reload_exits_1_with_file_and_line(
     daemon: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -396,6 +474,100 @@ def test_a_bad_script_on_reload_exits_1_with_file_and_line(
     assert main(["reload", "--socket", daemon.socket]) == 1
     err = capsys.readouterr().err
     assert stderr_line(err) == "startup.lua:12: mcp_add('x'): unknown option 'hold_on'"
+
+
+# --------------------------------------------------------- catalog, login
+
+
+def test_tools_and_resources_list_each_item_with_its_exposed_name(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sock = ["--socket", daemon.socket]
+    assert main(["tools", *sock]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "fs           read_file  fs__read_file",
+        "fs           rm         (hidden)",
+    ]
+    assert main(["resources", "fs", *sock]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "fs           file:///a",
+        "fs           file:///{path}  (template)",
+    ]
+    assert main(["prompts", *sock]) == 0
+    assert capsys.readouterr().out == "no prompts\n"
+
+
+def test_tools_json_prints_the_rows_in_their_wire_form(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["tools", "fs", "--json", "--socket", daemon.socket]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0] == {
+        "server": "fs",
+        "name": "read_file",
+        "exposed": "fs__read_file",
+        "hidden": False,
+        "description": "Read a file.",
+        "inputSchema": {"type": "object"},
+    }
+    assert [row["exposed"] for row in rows] == ["fs__read_file", None]
+
+
+def test_login_prints_the_address_then_waits_for_the_end(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["login", "api", "--no-browser", "--timeout", "30"]
+    assert main([*argv, "--socket", daemon.socket]) == 0
+    out, err = capsys.readouterr()
+    assert out == "https://auth.example/authorize?x=1\napi: connected\n"
+    assert "Open this address to log api in:" in err
+
+
+@pytest.mark.parametrize(
+    ("start", "code", "said"),
+    [
+        (
+            LoginStart(server="api", done=True, connected=True, state="connected"),
+            0,
+            "api: connected (no login needed)",
+        ),
+        (
+            LoginStart(
+                server="api", done=True, state="needs_login", error="access_denied"
+            ),
+            1,
+            "mcp-manager: login of api failed: access_denied",
+        ),
+        (
+            LoginStart(server="api", done=True, state="reconnecting"),
+            1,
+            "mcp-manager: login of api failed: the connection is reconnecting",
+        ),
+    ],
+)
+def test_a_login_that_ends_before_its_address_says_how(
+    daemon: Daemon,
+    capsys: pytest.CaptureFixture[str],
+    start: LoginStart,
+    code: int,
+    said: str,
+) -> None:
+    daemon.backend.login_start = start
+    assert main(["login", "api", "--no-browser", "--socket", daemon.socket]) == code
+    out, err = capsys.readouterr()
+    assert said in (out if code == 0 else err)
+
+
+def test_logout_says_whether_tokens_were_forgotten(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sock = ["--socket", daemon.socket]
+    assert main(["logout", "api", *sock]) == 0
+    assert capsys.readouterr().out == (
+        "api: logged out (forgot its tokens); it now waits for a login\n"
+    )
+    assert main(["logout", "web", *sock]) == 0
+    assert "(no tokens were stored)" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------- run, check

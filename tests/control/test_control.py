@@ -31,6 +31,18 @@ from manager.core.errors import (
     UnknownServer,
 )
 from manager.core.events import Connected, Connecting, Event, Removed
+from manager.core.replies import (
+    CallbackReply,
+    CatalogRow,
+    ConnectionDetails,
+    DaemonInfo,
+    LoginResult,
+    LoginStart,
+    LogoutReply,
+    Pong,
+    ReconnectReply,
+    ReloadSummary,
+)
 from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus, Subscription
 
@@ -58,10 +70,10 @@ class FakeBackend:
         self.calls: list[tuple[str, str, dict[str, object], float | None]] = []
         self.reload_error: ConfigError | None = None
 
-    def status(self) -> list[dict[str, object]]:
+    def status(self) -> list[ConnectionStatus]:
         return [
-            {"name": "fs", "state": "connected", "attempt": 1, "tools": 3},
-            {"name": "web", "state": "reconnecting", "attempt": 4, "tools": 0},
+            ConnectionStatus("fs", state="connected", attempt=1, tools=3),
+            ConnectionStatus("web", state="reconnecting", attempt=4, tools=0),
         ]
 
     def subscribe(self, name: str) -> Subscription:
@@ -71,27 +83,27 @@ class FakeBackend:
         self.subscribed.set()
         return sub
 
-    def info(self) -> dict[str, object]:
-        return {"config": "startup.lua", "dropped": {"hud": 3}}
+    def info(self) -> DaemonInfo:
+        return DaemonInfo(config="startup.lua", dropped={"hud": 3})
 
-    def reconnect(self, server: str) -> dict[str, object]:
+    def reconnect(self, server: str) -> ReconnectReply:
         if server != "web":
             raise UnknownServer(f"no connection named {server!r}")
-        return {"server": server, "retrying": True}
+        return ReconnectReply(server=server, retrying=True)
 
-    def details(self, server: str) -> dict[str, object]:
+    def details(self, server: str) -> ConnectionDetails:
         if server != "fs":
             raise UnknownServer(f"no connection named {server!r}")
-        return {
-            "spec": {"name": "fs", "env": {"TOKEN": "***"}},
-            "stderr": ["starting", "ready"],
-            "tools": ["read", "write"],
-        }
+        return ConnectionDetails(
+            spec={"name": "fs", "env": {"TOKEN": "***"}},
+            stderr=("starting", "ready"),
+            tools=("read", "write"),
+        )
 
-    async def reload(self) -> dict[str, object]:
+    async def reload(self) -> ReloadSummary:
         if self.reload_error is not None:
             raise self.reload_error
-        return {"file": "startup.lua", "added": ["b"], "removed": [], "changed": []}
+        return ReloadSummary(file="startup.lua", added=("b",), unchanged=1)
 
     async def call(
         self,
@@ -124,24 +136,29 @@ class FakeBackend:
             raise UnknownServer(f"no connection named {server!r}")
         return {"op": op, "target": target, "args": args, "timeout": timeout}
 
-    def catalog(self, kind: str, server: str | None) -> list[dict[str, object]]:
-        return [{"server": server or "fs", "name": f"one of the {kind}"}]
+    def catalog(self, kind: str, server: str | None) -> list[CatalogRow]:
+        return [CatalogRow(kind, server=server or "fs", name=f"one of the {kind}")]
 
-    async def login(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+    async def login(self, server: str, timeout: float) -> LoginStart:  # noqa: ASYNC109
         self.logins.append(("login", server, timeout))
-        return {"server": server, "url": "https://auth.example/authorize?x=1"}
+        return LoginStart(
+            server=server,
+            state="needs_login",
+            url="https://auth.example/authorize?x=1",
+            redirect_uri="http://127.0.0.1:33418/callback",
+        )
 
-    async def login_wait(self, server: str, timeout: float) -> dict[str, object]:  # noqa: ASYNC109
+    async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109
         self.logins.append(("login_wait", server, timeout))
-        return {"server": server, "connected": True, "error": None}
+        return LoginResult(server=server, done=True, connected=True, state="connected")
 
-    def login_callback(self, server: str, url: str) -> dict[str, object]:
+    def login_callback(self, server: str, url: str) -> CallbackReply:
         self.logins.append(("login_callback", server, url))
-        return {"server": server, "message": "Logged in."}
+        return CallbackReply(server=server, message="Logged in.")
 
-    def logout(self, server: str) -> dict[str, object]:
+    def logout(self, server: str) -> LogoutReply:
         self.logins.append(("logout", server, None))
-        return {"server": server, "forgot": True}
+        return LogoutReply(server=server, forgot=True)
 
 
 @pytest.fixture
@@ -308,7 +325,7 @@ async def test_server_replaces_a_stale_socket_file(sock_dir: Path) -> None:
         s.bind(str(path))
     async with serving(FakeBackend(), path):
         result = await anyio.to_thread.run_sync(ControlClient(path).ping)
-    assert result == {"pid": os.getpid()}
+    assert result == Pong(pid=os.getpid())
 
 
 @pytest.mark.anyio
@@ -342,7 +359,7 @@ async def test_status_returns_one_typed_status_per_connection(sock_dir: Path) ->
     backend = FakeBackend()
     async with serving(backend, path):
         result = await anyio.to_thread.run_sync(ControlClient(path).status)
-    assert result == [ConnectionStatus.from_dict(row) for row in backend.status()]
+    assert result == backend.status()
     assert [(s.name, s.state, s.attempt) for s in result] == [
         ("fs", "connected", 1),
         ("web", "reconnecting", 4),
@@ -358,8 +375,8 @@ async def test_info_and_reconnect_reach_the_backend(sock_dir: Path) -> None:
         retried = await anyio.to_thread.run_sync(lambda: client.reconnect("web"))
         with pytest.raises(UnknownServer, match="'nope'"):
             await anyio.to_thread.run_sync(lambda: client.reconnect("nope"))
-    assert info["dropped"] == {"hud": 3}
-    assert retried == {"server": "web", "retrying": True}
+    assert info == DaemonInfo(config="startup.lua", dropped={"hud": 3})
+    assert retried == ReconnectReply(server="web", retrying=True)
 
 
 @pytest.mark.anyio
@@ -373,11 +390,11 @@ async def test_details_returns_spec_stderr_and_tools(sock_dir: Path) -> None:
         async with raw_client(path) as raw:
             bad = await raw.ask({"cmd": "details"})
             extra = await raw.ask({"cmd": "details", "server": "fs", "x": 1})
-    assert details == {
-        "spec": {"name": "fs", "env": {"TOKEN": "***"}},
-        "stderr": ["starting", "ready"],
-        "tools": ["read", "write"],
-    }
+    assert details == ConnectionDetails(
+        spec={"name": "fs", "env": {"TOKEN": "***"}},
+        stderr=("starting", "ready"),
+        tools=("read", "write"),
+    )
     assert bad["error"] == {
         "type": "ControlError",
         "message": 'details: "server" must be a non-empty string',
@@ -451,7 +468,7 @@ async def test_reload_returns_the_summary(sock_dir: Path) -> None:
     path = sock_dir / "control.sock"
     async with serving(FakeBackend(), path):
         result = await anyio.to_thread.run_sync(ControlClient(path).reload)
-    assert result["added"] == ["b"]
+    assert result == ReloadSummary(file="startup.lua", added=("b",), unchanged=1)
 
 
 @pytest.mark.anyio
@@ -467,6 +484,138 @@ async def test_reload_config_error_keeps_file_and_line(sock_dir: Path) -> None:
     err = info.value
     assert (err.file, err.line, err.connection) == ("startup.lua", 7, "fs")
     assert str(err) == "startup.lua:7: unknown option 'hold_on'"
+
+
+WIRE: list[tuple[dict[str, object], object]] = [
+    ({"cmd": "ping"}, {"pid": os.getpid()}),
+    (
+        {"cmd": "info"},
+        {
+            "version": "",
+            "pid": None,
+            "config": "startup.lua",
+            "last_reload": None,
+            "watching": False,
+            "dropped": {"hud": 3},
+            "connections": 0,
+            "otlp": "off",
+            "starts": {"slots": 0, "starting": 0, "waiting": 0},
+            "listener_errors": {},
+            "guardian": None,
+        },
+    ),
+    ({"cmd": "reconnect", "server": "web"}, {"server": "web", "retrying": True}),
+    (
+        {"cmd": "details", "server": "fs"},
+        {
+            "spec": {"name": "fs", "env": {"TOKEN": "***"}},
+            "stderr": ["starting", "ready"],
+            "tools": ["read", "write"],
+        },
+    ),
+    (
+        {"cmd": "reload"},
+        {
+            "file": "startup.lua",
+            "added": ["b"],
+            "removed": [],
+            "changed": [],
+            "unchanged": 1,
+            "connections": 0,
+        },
+    ),
+    (
+        {"cmd": "catalog", "kind": "prompts", "server": "web"},
+        [
+            {
+                "server": "web",
+                "name": "one of the prompts",
+                "exposed": None,
+                "hidden": False,
+                "description": "",
+            }
+        ],
+    ),
+    (
+        {"cmd": "login", "server": "api", "timeout": 30},
+        {
+            "server": "api",
+            "done": False,
+            "connected": False,
+            "state": "needs_login",
+            "error": None,
+            "url": "https://auth.example/authorize?x=1",
+            "redirect_uri": "http://127.0.0.1:33418/callback",
+        },
+    ),
+    (
+        {"cmd": "login_wait", "server": "api", "timeout": 30},
+        {
+            "server": "api",
+            "done": True,
+            "connected": True,
+            "state": "connected",
+            "error": None,
+        },
+    ),
+    (
+        {"cmd": "login_callback", "server": "api", "url": "http://x/cb?code=1"},
+        {"server": "api", "message": "Logged in."},
+    ),
+    ({"cmd": "logout", "server": "api"}, {"server": "api", "forgot": True}),
+]
+"""Each command's answer on the wire, key for key and in order (a client of
+another version reads these)."""
+
+
+def _ordered(value: object) -> object:
+    """`value` with each object as its list of items, so order counts."""
+    if isinstance(value, dict):
+        return [(k, _ordered(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_ordered(v) for v in value]
+    return value
+
+
+@pytest.mark.anyio
+async def test_each_typed_reply_keeps_its_wire_form(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path), raw_client(path) as raw:
+        for request, expected in WIRE:
+            answer = await raw.ask(request)
+            assert answer["ok"] is True, answer
+            assert _ordered(answer["result"]) == _ordered(expected), request["cmd"]
+
+
+@pytest.mark.anyio
+async def test_the_login_commands_come_back_typed(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    client = ControlClient(path)
+    async with serving(backend, path):
+        started = await anyio.to_thread.run_sync(lambda: client.login("api", 30))
+        pasted = await anyio.to_thread.run_sync(
+            lambda: client.login_callback("api", "http://x/cb?code=1")
+        )
+        ended = await anyio.to_thread.run_sync(lambda: client.login_wait("api", 30))
+        gone = await anyio.to_thread.run_sync(lambda: client.logout("api"))
+    assert started == LoginStart(
+        server="api",
+        state="needs_login",
+        url="https://auth.example/authorize?x=1",
+        redirect_uri="http://127.0.0.1:33418/callback",
+    )
+    assert pasted == CallbackReply(server="api", message="Logged in.")
+    assert ended == LoginResult(
+        server="api", done=True, connected=True, state="connected"
+    )
+    assert gone == LogoutReply(server="api", forgot=True)
+    assert [(cmd, server) for cmd, server, _ in backend.logins] == [
+        ("login", "api"),
+        ("login_callback", "api"),
+        ("login_wait", "api"),
+        ("logout", "api"),
+    ]
 
 
 # --------------------------------------------------------------------- events
@@ -707,7 +856,7 @@ async def test_requests_and_catalogs_cross_the_socket(sock_dir: Path) -> None:
             "timeout": 2.0,
         }
         rows = await anyio.to_thread.run_sync(lambda: client.catalog("prompts", "web"))
-        assert rows == [{"server": "web", "name": "one of the prompts"}]
+        assert rows == [CatalogRow("prompts", server="web", name="one of the prompts")]
         with pytest.raises(UnknownServer):
             await anyio.to_thread.run_sync(
                 lambda: client.mcp_request("nope", "read", "file:///x")

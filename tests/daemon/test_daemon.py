@@ -17,6 +17,7 @@ from servers import raw_command
 from servers.daemon import DaemonProcess
 
 from manager.cli import main
+from manager.core.replies import DaemonInfo
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -47,6 +48,22 @@ def gone(pid: int) -> bool:
         return True
 
 
+INFO_KEYS = (
+    "version",
+    "pid",
+    "config",
+    "last_reload",
+    "watching",
+    "dropped",
+    "connections",
+    "otlp",
+    "starts",
+    "listener_errors",
+    "guardian",
+)
+"""The keys of `info` on the wire, in order."""
+
+
 def test_daemon_serves_status_and_calls_and_revives_a_killed_server(
     tmp_path: Path,
 ) -> None:
@@ -64,6 +81,13 @@ def test_daemon_serves_status_and_calls_and_revives_a_killed_server(
         assert "connection refused" in str(rows["down"].error)
         pid = rows["fast"].pid
         assert isinstance(pid, int)
+
+        wire = daemon.client.request({"cmd": "info"})  # as any client reads it
+        assert isinstance(wire, dict) and list(wire) == list(INFO_KEYS)
+        info = DaemonInfo.from_dict(wire)
+        assert info.config.endswith("startup.lua") and info.connections == 2
+        assert info.last_reload is not None and info.last_reload.ok
+        assert info.otlp == "off" and info.starts.slots > 0
 
         result = daemon.client.call("fast", "echo", {"text": "hello"})
         assert result["isError"] is False and "hello" in json.dumps(result)

@@ -102,7 +102,8 @@ def test_a_broken_save_changes_nothing_and_reports_the_line(
         assert message in str(error["message"])
         assert not [e for e in daemon.events if seq(e) > seq(mark) and e["name"]]
         assert {r.name: r.pid for r in daemon.client.status()} == before
-        assert daemon.client.info()["last_reload"]["ok"] is False  # type: ignore[index]
+        last = daemon.client.info().last_reload
+        assert last is not None and last.ok is False
 
 
 def test_twenty_saves_in_a_second_make_one_reload(tmp_path: Path) -> None:

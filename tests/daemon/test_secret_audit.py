@@ -99,7 +99,7 @@ def test_no_secret_value_appears_on_any_surface(
         daemon.wait_event("disconnected", "hdr")
         daemon.wait_event("connect_failed", "hdr")
         names = ("hdr", "userinfo", "hole", "stdio_env", "stdio_arg")
-        surfaces["details"] = json.dumps([client.details(n) for n in names])
+        surfaces["details"] = json.dumps([client.details(n).to_dict() for n in names])
         surfaces["status"] = json.dumps([row.to_dict() for row in client.status()])
         assert main(["status", "--json", "--socket", str(daemon.socket)]) == 0
         assert main(["status", "--socket", str(daemon.socket)]) == 0

@@ -59,6 +59,14 @@ from manager.core.events import (
     event_from_dict,
     event_to_dict,
 )
+from manager.core.replies import (
+    ConnectionDetails,
+    DaemonInfo,
+    LastReload,
+    ReconnectReply,
+    ReloadSummary,
+    StartSlots,
+)
 from manager.core.spec import parse_spec, spec_summary
 from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus
@@ -324,9 +332,9 @@ def test_a_config_error_stays_in_the_footer_until_a_later_load() -> None:
 
 def test_the_footer_says_how_many_stdio_servers_wait_to_start() -> None:
     hud = HudState()
-    hud.set_info({"starts": {"slots": 2, "starting": 2, "waiting": 28}})
+    hud.set_info(DaemonInfo(starts=StartSlots(slots=2, starting=2, waiting=28)))
     assert ("28 waiting to start (2 at a time)", "yellow") in footer_lines(hud)[1]
-    hud.set_info({"starts": {"slots": 2, "starting": 1, "waiting": 0}})
+    hud.set_info(DaemonInfo(starts=StartSlots(slots=2, starting=1, waiting=0)))
     assert not any("waiting" in text for text, _ in footer_lines(hud)[1])
 
 
@@ -334,7 +342,7 @@ def test_lag_is_counted_and_asks_for_a_fresh_snapshot() -> None:
     hud = HudState()
     hud.apply(Lagged(name="hud", dropped=17, time=T0), T0)
     assert (hud.hud_dropped, hud.resync_needed) == (17, True)
-    hud.set_info({"dropped": {"hud": 17, "control": 3}})
+    hud.set_info(DaemonInfo(dropped={"hud": 17, "control": 3}))
     assert footer_lines(hud)[1][1] == ("dropped 20 (this HUD 17)", "yellow")
     hud.seed([], T0)
     assert hud.resync_needed is False
@@ -367,7 +375,7 @@ def test_the_footer_shows_the_otlp_status_when_the_daemon_has_one(
     info: dict[str, object], shown: tuple[str, str]
 ) -> None:
     hud = HudState()
-    hud.set_info(info)
+    hud.set_info(DaemonInfo.from_dict(info))  # as the attached HUD reads it
     assert footer_lines(hud)[1][0] == shown
 
 
@@ -438,17 +446,17 @@ STATUS: list[dict[str, object]] = [
     },
 ]
 
-INFO: dict[str, object] = {
-    "config": "startup.lua",
-    "last_reload": {
-        "ok": False,
-        "time": T0 - 5,
-        "file": "startup.lua",
-        "line": 12,
-        "message": "mcp_add('web'): bad URL",
-    },
-    "dropped": {"control": 0},
-}
+INFO = DaemonInfo(
+    config="startup.lua",
+    last_reload=LastReload(
+        ok=False,
+        time=T0 - 5,
+        file="startup.lua",
+        line=12,
+        message="mcp_add('web'): bad URL",
+    ),
+    dropped={"control": 0},
+)
 
 
 def recorded(renderable: object, width: int) -> str:
@@ -514,28 +522,24 @@ class FakeBackend:
 
     async def snapshot(self) -> Snapshot:
         self.snapshots += 1
-        return Snapshot(typed(self.rows), {"config": "startup.lua"})
+        return Snapshot(typed(self.rows), DaemonInfo(config="startup.lua"))
 
-    async def info(self) -> dict[str, object]:
-        return {"config": "startup.lua", "dropped": {}}
+    async def info(self) -> DaemonInfo:
+        return DaemonInfo(config="startup.lua")
 
-    async def reload(self) -> dict[str, object]:
+    async def reload(self) -> ReloadSummary:
         self.reloads += 1
         if self.reload_error is not None:
             raise self.reload_error
-        return {
-            "file": "startup.lua",
-            "added": ["x"],
-            "removed": [],
-            "changed": [],
-            "unchanged": 2,
-        }
+        return ReloadSummary(
+            file="startup.lua", added=("x",), unchanged=2, connections=3
+        )
 
-    async def reconnect(self, server: str) -> dict[str, object]:
+    async def reconnect(self, server: str) -> ReconnectReply:
         self.reconnects.append(server)
-        return {"server": server, "retrying": True}
+        return ReconnectReply(server=server, retrying=True)
 
-    async def details(self, server: str) -> dict[str, object]:
+    async def details(self, server: str) -> ConnectionDetails:
         if server != "api":
             raise UnknownServer(f"no connection named {server!r}")
         spec = parse_spec(
@@ -545,11 +549,11 @@ class FakeBackend:
                 "headers": {"Authorization": "Bearer sekrit-token"},
             },
         )
-        return {
-            "spec": spec_summary(spec),
-            "stderr": ["listening", "ready"],
-            "tools": ["search", "fetch"],
-        }
+        return ConnectionDetails(
+            spec=spec_summary(spec),
+            stderr=("listening", "ready"),
+            tools=("search", "fetch"),
+        )
 
 
 @dataclass
@@ -613,7 +617,7 @@ async def rig(
         app = HudApp(
             backend,
             SubscriptionFeed(sub),
-            initial=Snapshot([], {"config": "startup.lua", "version": "9.9"}),
+            initial=Snapshot([], DaemonInfo(config="startup.lua", version="9.9")),
             clock=clock,
         )
         async with app.run_test(size=size, notifications=True) as pilot:
@@ -793,7 +797,7 @@ async def test_a_failing_action_is_reported_and_the_hud_goes_on() -> None:
         assert "details failed unexpectedly; see the log" in await r.screen()
 
 
-async def broken(server: str) -> dict[str, object]:
+async def broken(server: str) -> ConnectionDetails:
     raise RuntimeError("a bug")
 
 
@@ -906,7 +910,7 @@ async def test_an_unreachable_daemon_is_shown_and_a_snapshot_reattaches() -> Non
     app = HudApp(FakeBackend(), feed, attached=True, clock=clock)
     async with app.run_test(size=(100, 20)):
         feed.queue.put(
-            Snapshot(typed([{"name": "fs", "state": "connected"}]), {"pid": 11})
+            Snapshot(typed([{"name": "fs", "state": "connected"}]), DaemonInfo(pid=11))
         )
         app.frame()
         feed.queue.put(Unreachable("no socket there"))
@@ -916,7 +920,7 @@ async def test_an_unreachable_daemon_is_shown_and_a_snapshot_reattaches() -> Non
         assert "daemon unreachable: no socket there" in screen
         assert app.table.stale
         feed.queue.put(
-            Snapshot(typed([{"name": "fs", "state": "connected"}]), {"pid": 12})
+            Snapshot(typed([{"name": "fs", "state": "connected"}]), DaemonInfo(pid=12))
         )
         app.frame()
         screen = screen_text(app)
@@ -1008,20 +1012,20 @@ class FakeDaemon:
         self.bus = EventBus()
         self.options = type("Options", (), {"socket": Path("/tmp/x.sock")})()
 
-    def statuses(self) -> list[ConnectionStatus]:
+    def status(self) -> list[ConnectionStatus]:
         return [ConnectionStatus("fs", state="connecting")]
 
-    def info(self) -> dict[str, object]:
-        return {"config": "startup.lua", "pid": os.getpid()}
+    def info(self) -> DaemonInfo:
+        return DaemonInfo(config="startup.lua", pid=os.getpid())
 
-    def reconnect(self, server: str) -> dict[str, object]:
-        return {"server": server, "retrying": False}
+    def reconnect(self, server: str) -> ReconnectReply:
+        return ReconnectReply(server=server, retrying=False)
 
-    def details(self, server: str) -> dict[str, object]:
-        return {"spec": {}, "stderr": [], "tools": []}
+    def details(self, server: str) -> ConnectionDetails:
+        return ConnectionDetails()
 
-    async def reload(self) -> dict[str, object]:
-        return {}
+    async def reload(self) -> ReloadSummary:
+        return ReloadSummary()
 
 
 @pytest.mark.anyio
@@ -1066,11 +1070,11 @@ class StatusBackend:
 
     bus: EventBus = field(default_factory=EventBus)
 
-    def status(self) -> list[dict[str, object]]:
-        return [{"name": "fs", "state": "connected"}]
+    def status(self) -> list[ConnectionStatus]:
+        return [ConnectionStatus("fs", state="connected")]
 
-    def info(self) -> dict[str, object]:
-        return {"pid": 7}
+    def info(self) -> DaemonInfo:
+        return DaemonInfo(pid=7)
 
     def subscribe(self, name: str) -> object:
         return self.bus.subscribe(name)
@@ -1099,7 +1103,8 @@ def test_attached_reader_survives_a_daemon_restart() -> None:
                 future, _ = portal.start_task(serve_control, backend, path)
                 snapshot = take(feed, Snapshot)
                 assert isinstance(snapshot, Snapshot)
-                assert snapshot.rows == typed(backend.status())
+                assert snapshot.rows == backend.status()
+                assert snapshot.info == DaemonInfo(pid=7)
                 portal.call(backend.bus.publish, Connecting(name="fs", attempt=9))
                 event = take(feed, Connecting)  # typed at the socket edge
                 assert isinstance(event, Connecting) and event.attempt == 9
@@ -1211,10 +1216,8 @@ def test_status_table_against_a_real_daemon(
         assert "2 connections: ● 1 connected  ↻ 1 reconnecting" in lines[5]
 
         details = daemon.client.details("fast")
-        tools = details["tools"]
-        assert isinstance(tools, list) and sorted(tools) == ["crash", "echo", "pid"]
-        assert isinstance(details["spec"], dict)
-        assert details["spec"]["transport"] == "stdio"
+        assert sorted(details.tools) == ["crash", "echo", "pid"]
+        assert details.spec["transport"] == "stdio"
 
         code = IMPORTS.format(socket=str(daemon.socket))
         proc = subprocess.run(
@@ -1327,7 +1330,7 @@ def test_details_name_the_protocol_revision_and_its_era() -> None:
     state.apply(
         Connected(name="old", attempt=1, tools=1, protocol="2025-06-18"), now=1.0
     )
-    new = details_text(state.rows["new"], {}, now=2.0).plain
-    old = details_text(state.rows["old"], {}, now=2.0).plain
+    new = details_text(state.rows["new"], ConnectionDetails(), now=2.0).plain
+    old = details_text(state.rows["old"], ConnectionDetails(), now=2.0).plain
     assert "MCP 2026-07-28 (stateless era)" in new
     assert "MCP 2025-06-18 (handshake era)" in old

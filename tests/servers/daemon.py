@@ -102,7 +102,7 @@ class DaemonProcess:
 
     def _ready(self) -> bool:
         try:
-            return self.client.info().get("watching") is True
+            return self.client.info().watching
         except ManagerError:
             return False
 

@@ -53,6 +53,7 @@ from manager.core.events import (
     Reconnecting,
 )
 from manager.core.redact import SecretRegistry
+from manager.core.replies import OtlpStatus
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine import tracing
 from manager.engine.bus import EventBus
@@ -566,14 +567,14 @@ def test_an_unreachable_collector_is_warned_about_once(
                 sdk.warning(TRANSIENT)
                 queue.warning("Queue full, dropping spans.")
             other.warning("Invalid type %s for attribute value", "dict")
-            assert status.as_dict() == {
-                "endpoint": "http://u:***@127.0.0.1:4317",
-                "protocol": "grpc",
-                "ok": False,
-                "last_error": "connection refused",
-                "exports": 0,
-                "failures": 5,
-            }
+            assert status.snapshot() == OtlpStatus(
+                endpoint="http://u:***@127.0.0.1:4317",
+                protocol="grpc",
+                ok=False,
+                last_error="connection refused",
+                exports=0,
+                failures=5,
+            )
             status.record(True)  # it came back
             clock[0] = 10.0
             status.record(False, "UNAVAILABLE")  # and went again: no new warning yet
@@ -714,8 +715,8 @@ async def test_shutdown_with_no_collector_listening_skips_the_flush() -> None:
         capture.uninstall()
     assert elapsed < 0.5, elapsed
     info = telemetry.info()
-    assert isinstance(info, dict) and info["ok"] is False
-    assert info["last_error"] == "connection refused"
+    assert isinstance(info, OtlpStatus) and info.ok is False
+    assert info.last_error == "connection refused"
 
 
 def test_info_is_off_without_an_otlp_exporter() -> None:

@@ -21,6 +21,8 @@ from servers import HttpServerProcess, free_port, raw_command, stdio_command
 from servers.daemon import DaemonProcess
 from servers.otlp import GrpcReceiver, HttpReceiver, ReceivedPoint, ReceivedSpan
 
+from manager.core.replies import OtlpStatus
+
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
 SECRET = "tele-secret-4711"
@@ -119,7 +121,7 @@ def test_the_daemon_tells_the_whole_story_to_an_otlp_grpc_collector(
             )
             daemon.wait_event("connected", "flaky", after=int(str(lost["seq"])))
             script.write_text(keep)
-            assert daemon.client.reload()["removed"] == ["down"]
+            assert daemon.client.reload().removed == ("down",)
             daemon.wait_event("removed", "down")
             assert rx.wait_for(
                 lambda spans, points: (
@@ -129,10 +131,10 @@ def test_the_daemon_tells_the_whole_story_to_an_otlp_grpc_collector(
                     <= metric_names(points)
                 )
             ), daemon.log()
-            otlp = daemon.client.info()["otlp"]
-            assert isinstance(otlp, dict)
-            assert otlp["ok"] is True and otlp["endpoint"] == rx.endpoint
-            assert otlp["protocol"] == "grpc"
+            otlp = daemon.client.info().otlp
+            assert isinstance(otlp, OtlpStatus)
+            assert otlp.ok is True and otlp.endpoint == rx.endpoint
+            assert otlp.protocol == "grpc"
             daemon.signal(signal.SIGTERM)
             assert daemon.wait(within=10) == 0
         spans, points = rx.spans, rx.points
@@ -253,9 +255,9 @@ def test_run_flags_send_traces_and_metrics_over_otlp_http(
                     and "mcp.client.operation.duration" in metric_names(points)
                 )
             ), daemon.log()
-            otlp = daemon.client.info()["otlp"]
-            assert isinstance(otlp, dict) and otlp["protocol"] == "http/protobuf"
-            assert otlp["endpoint"] == rx.endpoint + "/v1/traces"
+            otlp = daemon.client.info().otlp
+            assert isinstance(otlp, OtlpStatus) and otlp.protocol == "http/protobuf"
+            assert otlp.endpoint == rx.endpoint + "/v1/traces"
         spans = rx.spans
     assert {"/v1/traces", "/v1/metrics"} <= set(rx.paths)
     (loop,) = by(spans, "mcp.connect_loop")

@@ -197,7 +197,7 @@ async def test_no_oauth_secret_reaches_any_surface_of_the_daemon(
                 surfaces["status"] = json.dumps(
                     [row.to_dict() for row in client.status()]
                 )
-                surfaces["details"] = json.dumps(client.details("tracker"))
+                surfaces["details"] = json.dumps(client.details("tracker").to_dict())
                 surfaces["events"] = json.dumps(daemon.events)
             surfaces["log"] = daemon.log()
             return surfaces

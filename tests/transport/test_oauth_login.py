@@ -341,7 +341,7 @@ async def test_login_from_the_cli_then_a_restart_without_one_and_no_secret_shown
                 surfaces["status"] = json.dumps(
                     [row.to_dict() for row in client.status()]
                 )
-                surfaces["details"] = json.dumps(client.details("tracker"))
+                surfaces["details"] = json.dumps(client.details("tracker").to_dict())
                 surfaces["events"] = json.dumps(daemon.events)
                 surfaces["hud"] = _hud_text(client.status(), daemon.events)
             surfaces["log"] = daemon.log()
