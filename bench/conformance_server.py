@@ -94,6 +94,10 @@ DAEMON_READY = 60.0
 """Seconds for the daemon's endpoint to list every tool of the upstream."""
 SUITE_TIMEOUT = 1800.0
 """Seconds for one run of the suite (a whole requirement set)."""
+ACTIVE_SUITE = "active"
+"""`--requirements active`: a 0.1.x suite's active server scenarios (that
+suite has no requirement sets)."""
+
 SCENARIO_TIMEOUT_MS = 30_000
 """The suite's own per-scenario timeout (`--timeout`)."""
 STOP_GRACE = 10.0
@@ -328,14 +332,20 @@ class Suite:
         """Run the server scenarios of `requirements` (or just `scenarios`) at `url`."""
         out.mkdir(parents=True, exist_ok=True)
         base = [str(self.node), str(self.script), "server", "--url", url]
-        base += ["--timeout", str(SCENARIO_TIMEOUT_MS), "-o", str(out)]
+        if requirements != ACTIVE_SUITE:  # 0.1.x has no --timeout
+            base += ["--timeout", str(SCENARIO_TIMEOUT_MS)]
+        base += ["-o", str(out)]
         runs = (
             [
                 [*base, "--scenario", name, "--spec-version", requirements]
                 for name in scenarios
             ]
             if scenarios
-            else [[*base, "--requirements", requirements]]
+            else [
+                [*base, "--suite", "active"]
+                if requirements == ACTIVE_SUITE
+                else [*base, "--requirements", requirements]
+            ]
         )
         with (out / "suite.log").open("ab") as sink:
             for argv in runs:
@@ -483,7 +493,11 @@ def run_set(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--requirements", choices=[*REQUIREMENTS, "both"], default="both"
+        "--requirements",
+        choices=[*REQUIREMENTS, "both", ACTIVE_SUITE],
+        default="both",
+        help="a requirement set (0.2.x), both, or 'active': the active suite of "
+        "an older suite (0.1.x, e.g. --suite /tmp/conf1/.../dist/index.js)",
     )
     parser.add_argument("--upstream", choices=["ours", "everything"], default="ours")
     parser.add_argument(
