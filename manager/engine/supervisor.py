@@ -12,6 +12,7 @@ to fetch again. What it learns it records on the `Connection` (`set_connected`,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import random
@@ -168,6 +169,9 @@ class Supervisor:
                     self._conn.set_catalog(catalog, kinds)
                 if tools is not None:
                     self._conn.tools = tools
+                    self._conn.catalog = dataclasses.replace(
+                        self._conn.catalog, hints=upstream.catalog.hints
+                    )
                     names = tuple(sorted(t.name for t in tools))
                     self._conn.signal(ToolsListed(now=self._clock(), tools=names))
 

@@ -11,6 +11,7 @@
   downstream request; `rounds`: input rounds for 2026-07-28 clients.
 - `tasks`: `tasks/get`, `tasks/update`, `tasks/cancel` routed to the task's
   owner (ids named `SERVER/taskId`).
+- `freshness`: the lists' `ttlMs`/`cacheScope`, from the servers' own.
 - `errors`: ours as what a client gets (the one translation).
 - `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
   `early`, `replay`: its `initialize` answered before the SDK loads.

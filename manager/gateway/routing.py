@@ -29,6 +29,7 @@ from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
 from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .errors import client_error
+from .freshness import list_hint
 from .names import NameSource, ToolTable, build_name_table
 from .requests import CallNotes, ClientRequests, upstream_meta
 from .rounds import HeldCall, HeldCalls
@@ -192,7 +193,8 @@ class Features:
         ctx: ServerRequestContext[Any, Any],
         params: types.PaginatedRequestParams | None,
     ) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=list(self.prompts.tools))
+        hint = list_hint(ctx, "prompts", self.manager.connections())
+        return types.ListPromptsResult(prompts=list(self.prompts.tools), **hint)
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
@@ -227,15 +229,19 @@ class Features:
         ctx: ServerRequestContext[Any, Any],
         params: types.PaginatedRequestParams | None,
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=list(self.resources.resources))
+        hint = list_hint(ctx, "resources", self.manager.connections())
+        return types.ListResourcesResult(
+            resources=list(self.resources.resources), **hint
+        )
 
     async def list_templates(
         self,
         ctx: ServerRequestContext[Any, Any],
         params: types.PaginatedRequestParams | None,
     ) -> types.ListResourceTemplatesResult:
+        hint = list_hint(ctx, "templates", self.manager.connections())
         return types.ListResourceTemplatesResult(
-            resource_templates=list(self.resources.templates)
+            resource_templates=list(self.resources.templates), **hint
         )
 
     def _owner(self, uri: str, ctx: ServerRequestContext[Any, Any]) -> tuple[str, str]:

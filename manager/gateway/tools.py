@@ -27,6 +27,7 @@ from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamE
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
 from .errors import client_error
+from .freshness import list_hint
 from .names import SEPARATOR, ToolTable
 from .requests import upstream_meta
 from .rounds import HeldCall
@@ -82,7 +83,8 @@ class ToolCalls:
     ) -> types.ListToolsResult:
         """`tools/list`: every exposed tool (one page)."""
         await self._settled()
-        return types.ListToolsResult(tools=list(self._table().tools))
+        hint = list_hint(ctx, "tools", self.manager.connections())
+        return types.ListToolsResult(tools=list(self._table().tools), **hint)
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams

@@ -20,6 +20,7 @@ __all__ = [
     "RequestLinks",
     "CallResult",
     "Catalog",
+    "ListHint",
     "EXIT_CODE_WAIT",
     "Hooks",
     "ServerRequestHandler",
@@ -67,6 +68,20 @@ they change with `resources` (there is no list_changed of their own)."""
 
 
 @dataclass(frozen=True, slots=True)
+class ListHint:
+    """How long a client may keep a list (`ttlMs`) and whether it may share
+    it with other users (`cacheScope`), as a server said (2026-07-28)."""
+
+    ttl_ms: int = 0
+    private: bool = True
+
+    def merged(self, other: ListHint) -> ListHint:
+        """Pages of one list: the shortest non-zero life, private if any is."""
+        lives = [t for t in (self.ttl_ms, other.ttl_ms) if t > 0]
+        return ListHint(min(lives, default=0), self.private or other.private)
+
+
+@dataclass(frozen=True, slots=True)
 class Catalog:
     """An upstream's prompts, resources and resource templates, as listed.
 
@@ -78,6 +93,9 @@ class Catalog:
     prompts: tuple[Mapping[str, object], ...] = ()
     resources: tuple[Mapping[str, object], ...] = ()
     templates: tuple[Mapping[str, object], ...] = ()
+    hints: Mapping[str, ListHint] = field(default_factory=dict)
+    """A 2026-07-28 server's freshness hints per list (`tools` too), by kind;
+    none for a kind it gave none (the handshake era has none)."""
 
     def names(self, kind: str) -> tuple[str, ...]:
         """The names (prompts) or URIs (resources, templates) of one kind, sorted."""

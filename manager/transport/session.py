@@ -61,6 +61,7 @@ from .base import (
     CallResult,
     Catalog,
     Hooks,
+    ListHint,
     LossReport,
     ProgressCallback,
     ServerInfo,
@@ -160,10 +161,12 @@ class McpSession:
     async def list_tools(self) -> tuple[ToolInfo, ...]:
         tools: list[ToolInfo] = []
         cursor: str | None = None
+        hint: ListHint | None = None
         try:
             for _ in range(MAX_TOOL_PAGES):
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
                 page = await self._session.list_tools(params=params)
+                hint = _page_hint(page, hint)
                 tools.extend(_tool_info(t) for t in page.tools)
                 cursor = page.next_cursor
                 if not cursor:
@@ -176,6 +179,7 @@ class McpSession:
         except MCPError as exc:
             raise self._mapped(exc, "tools/list") from exc
         self._tools = tuple(tools)
+        self._catalog = _with_hint(self._catalog, "tools", hint)
         return self._tools
 
     @property
@@ -184,14 +188,16 @@ class McpSession:
 
     async def list_catalog(self, kinds: tuple[str, ...] = CATALOG_KINDS) -> Catalog:
         offered = self._info.capabilities
-        found: dict[str, tuple[Mapping[str, object], ...]] = {}
+        found: dict[str, Any] = {}
+        hints: dict[str, ListHint | None] = {}
         for kind in kinds:
+            hints[kind] = None
             capability = "prompts" if kind == "prompts" else "resources"
             if capability not in offered:
                 found[kind] = ()
                 continue
             try:
-                found[kind] = await self._list_all(kind)
+                found[kind], hints[kind] = await self._list_all(kind)
             except MCPError as exc:
                 if is_session_lost(exc):
                     raise self._mapped(exc, f"{_LISTS[kind][0]}") from exc
@@ -199,25 +205,33 @@ class McpSession:
                 # list (a half-built server): it offers nothing of that kind.
                 logger.debug("%s refused: %s", _LISTS[kind][0], exc.message)
                 found[kind] = ()
-        self._catalog = dataclasses.replace(self._catalog, **found)
+        catalog = dataclasses.replace(self._catalog, **found)
+        for kind, hint in hints.items():
+            catalog = _with_hint(catalog, kind, hint)
+        self._catalog = catalog
         return self._catalog
 
-    async def _list_all(self, kind: str) -> tuple[Mapping[str, object], ...]:
+    async def _list_all(
+        self, kind: str
+    ) -> tuple[tuple[Mapping[str, object], ...], ListHint | None]:
+        """Every page of one list, and its freshness hint."""
         method, request_type, attr = _LISTS[kind]
         items: list[Mapping[str, object]] = []
         cursor: str | None = None
+        hint: ListHint | None = None
         for _ in range(MAX_TOOL_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await self._session.send_request(
                 request_type(params=params), _RESULTS[kind]
             )
+            hint = _page_hint(page, hint)
             items.extend(
                 item.model_dump(by_alias=True, mode="json", exclude_none=True)
                 for item in getattr(page, attr)
             )
             cursor = page.next_cursor
             if not cursor:
-                return tuple(items)
+                return tuple(items), hint
         raise ConnectFailed(
             f"{method} returned more than {MAX_TOOL_PAGES} pages; "
             "the server's cursor never ends"
@@ -580,6 +594,23 @@ def _request_without_caller(request: Any) -> Any:
     return request.model_copy(
         update={"params": cast(Any, params).model_copy(update={"meta": rest})}
     )
+
+
+def _page_hint(page: Any, before: ListHint | None) -> ListHint | None:
+    """The freshness hint of a list so far, with one more page's (a page
+    without one, as in the handshake era, leaves it as it was)."""
+    given = page.model_fields_set
+    if "ttl_ms" not in given and "cache_scope" not in given:
+        return before
+    hint = ListHint(int(page.ttl_ms or 0), page.cache_scope != "public")
+    return hint if before is None else before.merged(hint)
+
+
+def _with_hint(catalog: Catalog, kind: str, hint: ListHint | None) -> Catalog:
+    hints = {k: v for k, v in catalog.hints.items() if k != kind}
+    if hint is not None:
+        hints[kind] = hint
+    return dataclasses.replace(catalog, hints=hints)
 
 
 def _tool_info(tool: types.Tool) -> ToolInfo:

@@ -461,3 +461,26 @@ async def test_tasks_cross_as_tasks_with_their_ids_named_for_the_owner(
     assert done_through["taskId"][len("sdk/") :] and done_straight["taskId"]
     assert done_through["result"] == done_straight["result"]
     assert through == straight
+
+
+async def _freshness(client: Client) -> dict[str, Any]:
+    pages: dict[str, Any] = {
+        "tools": await client.list_tools(),
+        "prompts": await client.list_prompts(),
+        "resources": await client.list_resources(),
+        "templates": await client.list_resource_templates(),
+    }
+    return {kind: (page.ttl_ms, page.cache_scope) for kind, page in pages.items()}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("server", ["demo", "sdk"])
+async def test_a_2026_client_may_keep_the_lists_as_long_as_straight(
+    server: str, servers: dict[str, str]
+) -> None:
+    """Each list's `ttlMs` and `cacheScope` through the daemon are the
+    server's own (the union's: the shortest non-zero life, private if any
+    server's list is)."""
+    async with _both_ways(server, servers[server], ["auto"]) as pairs:
+        ((straight, through),) = pairs
+        assert await _freshness(through) == await _freshness(straight)
