@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import mcp.types as types
@@ -64,6 +64,26 @@ DEFAULT_CALL_TIMEOUT = 60.0
 class _Subscriber:
     session: ServerSession
     uris: set[str] = field(default_factory=set)
+
+
+class Send(Protocol):
+    """Sends one request on a live upstream within the seconds given."""
+
+    def __call__(
+        self, upstream: Upstream, limit: float, progress: ProgressCallback | None = None
+    ) -> Awaitable[Any]: ...
+
+
+def sending(request: Any, result_type: Any) -> Send:
+    """`request` sent as it is, its result read as `result_type`, progress
+    passed on."""
+
+    async def send(
+        upstream: Upstream, limit: float, progress: ProgressCallback | None = None
+    ) -> Any:
+        return await upstream.send(request, result_type, limit, progress=progress)
+
+    return send
 
 
 class Features:
@@ -141,7 +161,7 @@ class Features:
         server: str,
         method: str,
         target: str,
-        send: Callable[[Upstream, float, ProgressCallback | None], Awaitable[Any]],
+        send: Send,
     ) -> Any:
         """Send a request upstream on the call path (held, bounded), with the
         downstream request served meanwhile (`serving`); an upstream error
@@ -210,13 +230,7 @@ class Features:
             )
         )
 
-        async def send(
-            upstream: Upstream, limit: float, progress: ProgressCallback | None
-        ) -> Any:
-            return await upstream.send(
-                request, types.GetPromptResult, limit, progress=progress
-            )
-
+        send = sending(request, types.GetPromptResult)
         result: types.GetPromptResult = await self.forward(
             ctx, route.server, "prompts/get", route.tool, send
         )
@@ -276,13 +290,7 @@ class Features:
             )
         )
 
-        async def send(
-            upstream: Upstream, limit: float, progress: ProgressCallback | None
-        ) -> Any:
-            return await upstream.send(
-                request, types.ReadResourceResult, limit, progress=progress
-            )
-
+        send = sending(request, types.ReadResourceResult)
         result: types.ReadResourceResult = await self.forward(
             ctx, server, "resources/read", upstream_uri, send
         )
@@ -348,11 +356,7 @@ class Features:
         )
         method = request.method
 
-        async def send(
-            upstream: Upstream, limit: float, progress: ProgressCallback | None = None
-        ) -> Any:
-            return await upstream.send(request, types.EmptyResult, limit)
-
+        send = sending(request, types.EmptyResult)
         if ctx is not None:
             await self.forward(ctx, server, method, uri, send)
         else:
@@ -422,13 +426,7 @@ class Features:
             )
         )
 
-        async def send(
-            upstream: Upstream, limit: float, progress: ProgressCallback | None
-        ) -> Any:
-            return await upstream.send(
-                request, types.CompleteResult, limit, progress=progress
-            )
-
+        send = sending(request, types.CompleteResult)
         result: types.CompleteResult = await self.forward(
             ctx, server, "completion/complete", target, send
         )
