@@ -65,6 +65,10 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 NAME = "conf"
 
 
+ACCEPT: dict[str, object] = {"action": "accept", "content": {"confirmed": True}}
+"""The answer to a server's question during a call (`call --answer`)."""
+
+
 def log(text: str) -> None:
     print(f"conformance_client: {text}", file=sys.stderr, flush=True)
 
@@ -218,7 +222,8 @@ def use(client: ControlClient, sock: Path, env: dict[str, str]) -> int:
                 for row in rows:
                     args = arguments_for(dict(row.input_schema))
                     try:
-                        client.call(NAME, row.name, args)
+                        # A user who says yes to whatever the server asks.
+                        client.call(NAME, row.name, args, answer=ACCEPT)
                     except ManagerError as exc:  # the suite judges what it saw
                         log(f"{row.name}: {exc}")
             log(f"tools {tools} listed and called")

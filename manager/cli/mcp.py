@@ -36,9 +36,17 @@ def _cmd_call(args: argparse.Namespace) -> int:
     tool_args = _json_object(args.json_args, "JSON_ARGS")
     if isinstance(tool_args, str):
         return fail(tool_args)
+    answer: dict[str, object] | None = None
+    if args.answer is not None:
+        given = _json_object(args.answer, "--answer")
+        if isinstance(given, str):
+            return fail(given)
+        answer = given
     client = ControlClient(socket_path(args.socket))
     try:
-        result = client.call(args.server, args.tool, tool_args, args.timeout)
+        result = client.call(
+            args.server, args.tool, tool_args, args.timeout, answer=answer
+        )
     except CallError as exc:
         kind = type(exc).__name__
         return fail(f"call {args.server} {args.tool} failed ({kind}): {exc}")
@@ -104,6 +112,13 @@ def add_parsers(
     call.add_argument("tool", metavar="TOOL")
     call.add_argument("json_args", nargs="?", default="{}", metavar="JSON_ARGS")
     call.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
+    call.add_argument(
+        "--answer",
+        metavar="JSON",
+        help="what to answer when the server asks for input during the call "
+        '(elicitation), e.g. \'{"action": "accept", "content": {"ok": true}}\'; '
+        "without it such a question is refused",
+    )
     call.set_defaults(handler=_cmd_call)
 
     read = sub.add_parser("read", parents=[common], help="read a resource, print JSON")

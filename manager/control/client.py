@@ -235,6 +235,8 @@ class ControlClient:
         tool: str,
         args: Mapping[str, object] | None = None,
         timeout: float | None = None,
+        *,
+        answer: Mapping[str, object] | None = None,
     ) -> dict[str, object]:
         """Call a tool through the daemon; returns the `CallToolResult` dict.
 
@@ -243,6 +245,8 @@ class ControlClient:
             tool: Tool name.
             args: Tool arguments.
             timeout: Seconds for the call; None uses the connection's call_timeout.
+            answer: The answer to the server's questions during the call
+                (an elicitation result), if it asks; else they are refused.
 
         Raises:
             CallError: The call could not be made (UnknownServer,
@@ -255,6 +259,7 @@ class ControlClient:
             "tool": tool,
             "args": dict(args or {}),
             "timeout": timeout,
+            **({"answer": dict(answer)} if answer is not None else {}),
         }
         wait = None if timeout is None else timeout + CALL_SLACK
         return _as_dict(self.request(request, wait))

@@ -89,6 +89,7 @@ class ControlBackend(Protocol):
         tool: str,
         args: dict[str, object],
         timeout: float | None,  # noqa: ASYNC109  (the per-call MCP timeout, not ours)
+        answer: dict[str, object] | None = None,
     ) -> dict[str, object]:
         """Call a tool; returns the JSON-ready `CallToolResult` dict.
 
@@ -166,7 +167,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "reconnect": frozenset({"server"}),
     "details": frozenset({"server"}),
     "events": frozenset({"json"}),
-    "call": frozenset({"server", "tool", "args", "timeout"}),
+    "call": frozenset({"server", "tool", "args", "timeout", "answer"}),
     "request": frozenset({"server", "op", "target", "args", "timeout"}),
     "catalog": frozenset({"kind", "server"}),
     "login": frozenset({"server", "timeout"}),
@@ -181,8 +182,11 @@ REQUEST_OPS = ("read", "prompt")
 
 def _call_arguments(
     req: Mapping[str, object],
-) -> tuple[str, str, dict[str, object], float | None]:
+) -> tuple[str, str, dict[str, object], float | None, dict[str, object] | None]:
     server, tool = req.get("server"), req.get("tool")
+    answer = req.get("answer")
+    if answer is not None and not isinstance(answer, dict):
+        raise BadRequest('call: "answer" must be a JSON object or absent')
     args = req.get("args", {})
     timeout = req.get("timeout")
     if not isinstance(server, str) or not server:
@@ -200,7 +204,7 @@ def _call_arguments(
         ):
             raise BadRequest('call: "timeout" must be a positive number or null')
         timeout = float(timeout)
-    return server, tool, args, timeout
+    return server, tool, args, timeout, answer
 
 
 async def _login_command(
@@ -264,13 +268,13 @@ async def dispatch(
             op = req.get("op")
             if op not in REQUEST_OPS:
                 raise BadRequest(f'request: "op" must be one of {REQUEST_OPS}')
-            server, target, args, timeout = _call_arguments(
+            server, target, args, timeout, _ = _call_arguments(
                 {**req, "tool": req.get("target")}
             )
             result = await backend.request(server, str(op), target, args, timeout)
         else:  # call
-            server, tool, args, timeout = _call_arguments(req)
-            result = await backend.call(server, tool, args, timeout)
+            server, tool, args, timeout, answer = _call_arguments(req)
+            result = await backend.call(server, tool, args, timeout, answer)
     except BadRequest as exc:
         return {"ok": False, "error": {"type": "ControlError", "message": str(exc)}}
     except ManagerError as exc:

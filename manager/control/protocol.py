@@ -24,7 +24,9 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
                                                              "tools": [str]}`
   call     `server` str, `tool` str, `args` object (default  the MCP
            `{}`), `timeout` number > 0 or null (default:     `CallToolResult` dict
-           the connection's `call_timeout`)
+           the connection's `call_timeout`), `answer`
+           object (optional: the answer to the server's
+           questions during the call)
   request  `server` str, `op` `read` or `prompt`, `target`   the MCP result dict
            str (URI or prompt name), `args` object,
            `timeout` as `call`

@@ -236,9 +236,13 @@ class Daemon:
         tool: str,
         args: dict[str, object],
         timeout: float | None,  # noqa: ASYNC109 - the MCP call timeout, passed on
+        answer: dict[str, object] | None = None,
     ) -> dict[str, object]:
-        """A tool call through the manager, as a JSON-ready result dict."""
-        result = await self.manager.call(server, tool, args, call_timeout=timeout)
+        """A tool call through the manager, as a JSON-ready result dict;
+        `answer` answers what the server asks meanwhile (`call --answer`)."""
+        result = await self.manager.call(
+            server, tool, args, call_timeout=timeout, answer=answer
+        )
         return dict(result.data)
 
     async def request(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from ..core.state import Phase
 from ..core.status import ConnectionStatus
 from ..transport.auth import uses_oauth
 from ..transport.base import (
+    LINK_META_KEY,
     CallResult,
     ProgressCallback,
     ToolInfo,
@@ -352,6 +354,7 @@ class Manager:
         call_timeout: float | None = None,
         meta: Mapping[str, object] | None = None,
         progress: ProgressCallback | None = None,
+        answer: Mapping[str, object] | None = None,
     ) -> CallResult:
         """Call `tool` on `server` through its live session. Never retried.
 
@@ -362,6 +365,12 @@ class Manager:
             call_timeout: Seconds for the call (default: the spec's call_timeout).
             meta: `_meta` for the request (e.g. the caller's W3C trace context).
             progress: Receives the server's progress notifications for the call.
+            answer: What the server is answered if it asks for input during
+                the call (an elicitation result), for a caller no client stands
+                behind (`mcp-manager call --answer`). The call carries a link
+                token (`LINK_META_KEY`) to tell its questions apart, so servers
+                that say which request a question serves (2026-07-28, streamable
+                HTTP) get it; a question that names no request is refused.
 
         Returns:
             The result; `is_error` tells whether the tool reported an error.
@@ -396,14 +405,25 @@ class Manager:
                     )
                 )
 
+            sent_meta = meta
+            token = None
+            if answer is not None:
+                token = secrets.token_hex(8)
+                sent_meta = {**(meta or {}), LINK_META_KEY: token}
+                self.requests.answers[token] = answer
+
             async def send(upstream: Upstream, limit: float) -> CallResult:
                 return await upstream.call_tool(
-                    tool, arguments, limit, meta=meta, progress=progress
+                    tool, arguments, limit, meta=sent_meta, progress=progress
                 )
 
-            result = await self._request(
-                span, conn, tool, send, call_timeout, on_error=failed
-            )
+            try:
+                result = await self._request(
+                    span, conn, tool, send, call_timeout, on_error=failed
+                )
+            finally:
+                if token is not None:
+                    del self.requests.answers[token]
             if result.is_error:
                 span.set_attribute(ERROR_TYPE, "tool_error")  # MCP semconv
             self.bus.publish(

@@ -16,16 +16,18 @@ the upstream's log.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import mcp.types as types
 from mcp.client.session import ClientRequestContext
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
+from pydantic import ValidationError
 
 from ..core.exposure import root_uri
 from .base import LINK_META_KEY, Hooks
 
-__all__ = ["refusal", "server_request_callbacks"]
+__all__ = ["as_result", "refusal", "server_request_callbacks"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,28 @@ def refusal(method: str, exc: BaseException) -> types.ErrorData:
     return types.ErrorData(code=INTERNAL_ERROR, message=f"{method} failed: {exc}")
 
 
+_RESULTS: dict[str, Any] = {
+    "sampling/createMessage": types.CreateMessageResult,
+    "elicitation/create": types.ElicitResult,
+    "roots/list": types.ListRootsResult,
+}
+
+
+def as_result(method: str, answer: Any) -> Any:
+    """An answer given as JSON (`call --answer`) as the SDK's result of
+    `method`; anything else as it is."""
+    if not isinstance(answer, Mapping) or method not in _RESULTS:
+        return answer
+    try:
+        return _RESULTS[method].model_validate(answer, by_name=False)
+    except ValidationError as exc:
+        return types.ErrorData(
+            code=INVALID_PARAMS,
+            message=f"{method}: the answer given is not a valid result "
+            f"({exc.error_count()} problems)",
+        )
+
+
 def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
     """Keyword arguments for `ClientSession(...)` that route to `hooks`."""
 
@@ -52,7 +76,7 @@ def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
         link = named if isinstance(named, str) else hooks.links.pop(context.request_id)
         key = str(context.request_id) if context.request_id is not None else None
         try:
-            return await hooks.on_request(method, params, link, key)
+            return as_result(method, await hooks.on_request(method, params, link, key))
         except Exception as exc:  # boundary: the upstream gets an error reply
             return refusal(method, exc)
 

@@ -169,6 +169,7 @@ class FakeBackend:
         tool: str,
         args: dict[str, object],
         timeout: float | None,  # noqa: ASYNC109 - mirrors ControlBackend
+        answer: dict[str, object] | None = None,
     ) -> dict[str, object]:
         if server == "down":
             raise ServerUnavailable(

@@ -111,6 +111,7 @@ class FakeBackend:
         tool: str,
         args: dict[str, object],
         timeout: float | None,  # noqa: ASYNC109 - mirrors ControlBackend
+        answer: dict[str, object] | None = None,
     ) -> dict[str, object]:
         self.calls.append((server, tool, args, timeout))
         if server == "down":

@@ -461,3 +461,29 @@ def test_a_resource_clash_is_said_once_whoever_lists_it_first() -> None:
     assert "b lists the same URI" in a_away.problems[0]  # a new line, same clash
     assert set(a_away.problem_keys) <= set(every.problem_keys)
     assert len(set(every.problem_keys)) == 2
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "legacy"])
+def test_a_cli_call_answers_what_the_server_asks_with_its_answer(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make_http_server: HttpServerFactory,
+    protocol: str,
+) -> None:
+    """`mcp-manager call ... --answer JSON`: no client stands behind the
+    call, so a question the server asks during it (elicitation) gets that
+    answer, in either era; without one the question is refused."""
+    server = make_http_server("http")
+    script = tmp_path / "startup.lua"
+    script.write_text(f'mcp_add("web", "{server.url}", {{protocol = "{protocol}"}})\n')
+    answer = '{"action": "accept", "content": {"answer": "blue"}}'
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "web")
+        sock = ["--socket", str(daemon.socket)]
+        asked = ["call", "web", "ask_user", '{"message": "colour?"}', *sock]
+        assert main([*asked, "--answer", answer]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["content"][0]["text"] == 'accept: {"answer": "blue"}'
+        code = main(asked)
+        out = capsys.readouterr()
+        assert code != 0 and "blue" not in out.out
