@@ -501,17 +501,27 @@ class LoginStart(LoginResult):
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> LoginStart:
-        """Read the wire form back, forgivingly."""
-        ended = LoginResult.from_dict(data)
+    def of(
+        cls, ended: LoginResult, url: str | None, redirect_uri: str | None
+    ) -> LoginStart:
+        """How the login stands (`ended`), with where the user goes."""
         return cls(
             server=ended.server,
             done=ended.done,
             connected=ended.connected,
             state=ended.state,
             error=ended.error,
-            url=read_str(data.get("url")),
-            redirect_uri=read_str(data.get("redirect_uri")),
+            url=url,
+            redirect_uri=redirect_uri,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> LoginStart:
+        """Read the wire form back, forgivingly."""
+        return cls.of(
+            LoginResult.from_dict(data),
+            read_str(data.get("url")),
+            read_str(data.get("redirect_uri")),
         )
 
 

@@ -175,16 +175,7 @@ class Daemon:
         conn = self.manager.connection(server)
         limit = (conn.spec.connect_timeout if conn is not None else 30.0) + 5.0
         await self.logins.first_answer(login, limit)
-        ended = self._login_result(server)
-        return LoginStart(
-            server=ended.server,
-            done=ended.done,
-            connected=ended.connected,
-            state=ended.state,
-            error=ended.error,
-            url=login.url,
-            redirect_uri=login.redirect_uri,
-        )
+        return LoginStart.of(self._login_result(server), login.url, login.redirect_uri)
 
     async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109 - how long the caller waits
         """Wait until the login of `server` ended (at most `timeout`)."""
