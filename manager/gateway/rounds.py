@@ -201,11 +201,16 @@ class HeldCalls:
             The call's result, or an `input_required` result (a dict).
 
         Raises:
-            MCPError: `requestState` names no held call (unknown, or expired).
+            MCPError: `requestState` names no held call (unknown, or expired),
+                or `inputResponses` is not an object.
             Exception: What the call raised.
         """
         now = anyio.current_time()
         self._sweep(now)
+        if params and "inputResponses" in params:
+            if not isinstance(params["inputResponses"], Mapping):
+                # A protocol error (SEP-2322): answered as one, not run.
+                raise MCPError(INVALID_PARAMS, "inputResponses must be an object")
         state = params.get("requestState") if params else None
         if state is not None:
             entry = self._held.pop(str(state), None)

@@ -484,3 +484,38 @@ async def test_a_2026_client_may_keep_the_lists_as_long_as_straight(
     async with _both_ways(server, servers[server], ["auto"]) as pairs:
         ((straight, through),) = pairs
         assert await _freshness(through) == await _freshness(straight)
+
+
+@pytest.mark.anyio
+async def test_input_responses_that_are_not_an_object_are_a_protocol_error(
+    servers: dict[str, str],
+) -> None:
+    """`inputResponses: null` (or a number) is a JSON-RPC error, not a call:
+    as straight at the SDK server, and through the daemon to a server of
+    either era (here, the demo declared in the handshake era)."""
+    import httpx2
+
+    sdk = parse_spec("sdk", servers["sdk"], {"prefix": "", "protocol": "2026-07-28"})
+    old = parse_spec("old", servers["demo"], {"prefix": "o", "protocol": "legacy"})
+    tool = "test_input_required_result_elicitation"
+    async with (
+        running_gateway([sdk, old], wait_for=["sdk", "old"]) as (gateway, _, _),
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        for bad in (None, 12345):
+            args: dict[str, Any] = {
+                "name": tool,
+                "arguments": {},
+                "inputResponses": bad,
+            }
+            straight = await _rpc(http, servers["sdk"], "tools/call", args, {})
+            through = await _rpc(http, str(gateway.url), "tools/call", args, {})
+            assert "error" in straight and "result" not in straight
+            assert through["error"]["code"] == -32602, through
+            echo = {
+                "name": "o__echo",
+                "arguments": {"text": "x"},
+                "inputResponses": bad,
+            }
+            to_old = await _rpc(http, str(gateway.url), "tools/call", echo, {})
+            assert to_old["error"]["code"] == -32602, to_old
