@@ -609,3 +609,15 @@ def test_no_import_cycle_when_modules_load() -> None:
 def test_the_cycle_finder_finds_one() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert import_cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def test_each_room_s_docstring_names_every_module_it_holds() -> None:
+    """A newcomer reads `manager/<room>/__init__.py` first: it lists them all."""
+    missing = []
+    for init in sorted(PACKAGE_DIR.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        for module in sorted(init.parent.glob("*.py")):
+            name = module.stem
+            if name not in ("__init__", "__main__") and f"`{name}" not in doc:
+                missing.append(f"{init.parent.name}/{module.name}")
+    assert not missing, "not named in their room's docstring: " + ", ".join(missing)

@@ -15,6 +15,12 @@ Exit codes (picked here and in the commands' modules, through `exits.fail`):
 * 2: the command could not be carried out: usage error, daemon unreachable,
   the call could not be made, unreadable file (one line on stderr).
 * 130: interrupted (Ctrl-C), except `events`, which exits 0.
+
+Modules: this one (`run`, `stdio`, `check`, the parser), `control` (the
+commands that talk to a running daemon: `status`, `events`, `hud`, `reload`,
+...), `mcp` (`call`, `read`, `prompt`, `tools`, `prompts`, `resources`),
+`login` (`login`, `logout`), `exits` (`fail`: one line on stderr and the exit
+code), `arguments` (the number types of the flags).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 - `protocol`: the wire format (newline-delimited JSON) and its bounds.
 - `paths`: where the socket lives and the ownership rules of its directory.
-- `server`: `serve_control`, run by the daemon.
+- `server`: `serve_control`, run by the daemon; `dispatch`: one request to
+  the backend (`ControlBackend`), its reply in wire form.
 - `client`: `ControlClient`, blocking and stdlib only: all the CLI imports for
   its client commands.
 

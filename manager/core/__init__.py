@@ -9,6 +9,8 @@
   what a reload changed (`changed_fields`) and whether it applies without a
   reconnect (`applies_live`).
 - `resolve`: `${env:...}` substitution and secret registration at connect time.
+- `exposure`: what the endpoint shows of a connection (prefix, filters, roots).
+- `oauth`: the `oauth = {...}` option, parsed.
 - `status`: `ConnectionStatus`, the typed status of one connection.
 - `replies`: the control socket's other replies, typed (`DaemonInfo`,
   `ReloadSummary`, `ConnectionDetails`, `LoginStart`, `CatalogRow`, ...), each

@@ -50,7 +50,8 @@ Modules: `tools` (the tools and the server), `catalog` (prompts, resources,
 completion, subscriptions), `client_requests` (elicitation, sampling, roots,
 logging), `toolkit` (shared helpers), `transports` (stdio, HTTP, SSE),
 `faults` (the failure modes: `--crash-after-handshake`, `--hang-on-initialize`,
-`--garbage`, ...), `__main__` (the command line). The server class that
+`--garbage`, ...), `__main__` (the command line), `compat_starlette` (the
+one private starlette name the SSE transport needs). The server class that
 advertises `list_changed` and the sessions that get it come from
 `manager.mcpserver.peers`, shared with the endpoint; the demo server imports
 nothing else of the package (`tests/test_layering.py`).

@@ -20,6 +20,7 @@ never pays for textual and the reducer stays testable without a terminal:
 * `run`: the two ways to run it: inside the daemon (`run_inline`, a bus
   subscriber with its own bounded queue) and attached to a running daemon
   through the control socket (`run_attached`, which survives daemon restarts).
+* `compat_textual`: the only place that uses textual's private names.
 
 This file imports nothing, so importing `manager.hud.render` does not load textual.
 """

@@ -13,6 +13,7 @@
 - `metrics`: connections by state, reconnects, call and session durations,
   events dropped per subscriber.
 - `core`: `Telemetry`, which wires all of it to the bus, and `start_telemetry`.
+- `compat_otel`: the only place that uses OpenTelemetry's private names.
 """
 
 from __future__ import annotations
