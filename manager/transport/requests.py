@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from ..core.exposure import root_uri
 from .base import LINK_META_KEY, Hooks
 
-__all__ = ["as_result", "refusal", "server_request_callbacks"]
+__all__ = ["as_result", "asked", "refusal", "server_request_callbacks"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,18 @@ def as_result(method: str, answer: Any) -> Any:
         )
 
 
+async def asked(
+    hooks: Hooks, method: str, params: Any, link: str | None, key: str | None
+) -> Any:
+    """A server's request answered through `hooks.on_request` (the gateway
+    asks the client whose request it serves), as the SDK's result of `method`;
+    a failure is the server's error answer, never an exception."""
+    try:
+        return as_result(method, await hooks.on_request(method, params, link, key))
+    except Exception as exc:  # boundary: the upstream gets an error reply
+        return refusal(method, exc)
+
+
 def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
     """Keyword arguments for `ClientSession(...)` that route to `hooks`."""
 
@@ -75,10 +87,7 @@ def server_request_callbacks(hooks: Hooks) -> dict[str, Any]:
         named = (context.meta or {}).get(LINK_META_KEY)
         link = named if isinstance(named, str) else hooks.links.pop(context.request_id)
         key = str(context.request_id) if context.request_id is not None else None
-        try:
-            return as_result(method, await hooks.on_request(method, params, link, key))
-        except Exception as exc:  # boundary: the upstream gets an error reply
-            return refusal(method, exc)
+        return await asked(hooks, method, params, link, key)
 
     async def sampling(
         context: ClientRequestContext, params: types.CreateMessageRequestParams

@@ -73,7 +73,7 @@ from .errors import describe_error, flatten, is_session_lost, request_error
 from .liveness import TcpSentinel
 from .probe import address
 from .relay import StdioRelay, ToolCallRelay
-from .requests import refusal
+from .requests import asked
 from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 from .tasks import ROUTED_EXTENSIONS
@@ -401,7 +401,13 @@ class McpSession:
                 # No roots declared for this connection: the caller's own
                 # (its capabilities went with the request), asked like
                 # elicitation is.
-                answers[key] = await _asked(hooks, request, link, key)
+                answers[key] = await asked(
+                    hooks,
+                    request.method,
+                    getattr(request, "params", None),
+                    link if isinstance(link, str) else None,
+                    key,
+                )
                 return
             ctx = ClientRequestContext(
                 session=self._session, request_id=key, meta=linked
@@ -556,22 +562,6 @@ _RESULTS: dict[str, Any] = {
     "resources": types.ListResourcesResult,
     "templates": types.ListResourceTemplatesResult,
 }
-
-
-async def _asked(
-    hooks: Hooks, request: types.InputRequest, link: object, key: str
-) -> Any:
-    """A 2026-07-28 server's input request passed to `hooks.on_request`
-    (the gateway asks the client whose call it serves)."""
-    try:
-        return await hooks.on_request(
-            request.method,
-            getattr(request, "params", None),
-            link if isinstance(link, str) else None,
-            key,
-        )
-    except Exception as exc:  # boundary: the server gets an error answer
-        return refusal(request.method, exc)
 
 
 def _without_caller(
