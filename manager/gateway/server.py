@@ -58,13 +58,14 @@ from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..mcpserver.peers import ListChangedServer, Peers
+from ..transport.base import TASKS_EXTENSION
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .names import NameSource, ToolTable, build_name_table
 from .options import SESSION_IDLE_TIMEOUT, EndpointOptions
 from .replay import replayed
 from .routing import Features
 from .stdio import stdio_streams
-from .tasks import TASK_METHODS, TASKS_EXTENSION, TaskParams, Tasks
+from .tasks import TASK_METHODS, TaskParams, Tasks
 from .tools import ToolCalls
 
 if TYPE_CHECKING:

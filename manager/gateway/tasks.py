@@ -33,19 +33,16 @@ from pydantic import ConfigDict
 
 from ..core.errors import CallError
 from ..engine.manager import Manager
-from ..transport.base import ProgressCallback, Upstream
+from ..transport.base import TASKS_EXTENSION, ProgressCallback, Upstream
 from .errors import client_error
 from .requests import upstream_meta
 
 __all__ = [
     "TASK_METHODS",
-    "TASKS_EXTENSION",
     "TaskParams",
     "Tasks",
     "exposed_task",
 ]
-
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 

@@ -16,6 +16,7 @@ from ..core.spec import ConnectionSpec
 __all__ = [
     "CATALOG_KINDS",
     "LINK_META_KEY",
+    "TASKS_EXTENSION",
     "Refusal",
     "RequestLinks",
     "CallResult",
@@ -173,6 +174,10 @@ async def _refuse(
 ) -> Any:
     raise NotImplementedError(method)
 
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The tasks extension (SEP-2663): routed by the gateway, claimed by the
+session (`transport/tasks.py`)."""
 
 LINK_META_KEY = "mcp-manager/request"
 """`_meta` key we put on a request to an upstream that may ask the client

@@ -35,7 +35,7 @@ from ..core.redact import SecretRegistry
 from ..core.resolve import resolve_spec
 from ..core.spec import ConnectionSpec
 from .auth import oauth_auth, uses_oauth
-from .base import Hooks, Upstream
+from .base import TASKS_EXTENSION, Hooks, Upstream
 from .eras import EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import open_http_streams, open_sse_streams
@@ -47,7 +47,7 @@ from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .starts import Slot, StartSlots
 from .stdio import stdio_streams
-from .tasks import TASKS_EXTENSION, task_claims
+from .tasks import task_claims
 from .tokens import (
     FileTokens,
     default_state_dir,

@@ -18,9 +18,9 @@ import mcp.types as types
 from mcp.client.extension import ClaimContext, ResultClaim
 from pydantic import ConfigDict
 
-__all__ = ["ROUTED_EXTENSIONS", "TASKS_EXTENSION", "TaskCreated", "task_claims"]
+from .base import TASKS_EXTENSION
 
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+__all__ = ["ROUTED_EXTENSIONS", "TaskCreated", "task_claims"]
 
 ROUTED_EXTENSIONS = frozenset({TASKS_EXTENSION})
 """Extensions a calling client's declaration of reaches the server: those the
