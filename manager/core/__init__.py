@@ -11,6 +11,7 @@
 - `resolve`: `${env:...}` substitution and secret registration at connect time.
 - `exposure`: what the endpoint shows of a connection (prefix, filters, roots).
 - `oauth`: the `oauth = {...}` option, parsed.
+- `profile`: `mcp_profile` declarations (`Profile`), views of the endpoint.
 - `status`: `ConnectionStatus`, the typed status of one connection.
 - `replies`: the control socket's other replies, typed (`DaemonInfo`,
   `ReloadSummary`, `ConnectionDetails`, `LoginStart`, `CatalogRow`, ...), each

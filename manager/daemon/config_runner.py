@@ -147,6 +147,7 @@ class ConfigRunner:
         if old is not None:
             old.close()  # its hooks and pending call callbacks are gone now
         self._sync_hooks()
+        self.manager.profiles = {p.name: p for p in script.result.profiles}
         result = self.manager.reconcile(script.result.specs)
         self.last_reload = LastReload(ok=True, time=time.time(), file=file)
         self.bus.publish(

@@ -36,6 +36,7 @@ from ..core.events import (
     SettingsChanged,
     Updated,
 )
+from ..core.profile import Profile
 from ..core.redact import SecretRegistry
 from ..core.spec import ConnectionSpec, applies_live, changed_fields, display_endpoint
 from ..core.state import Phase
@@ -125,6 +126,9 @@ class Manager:
         self._closing: set[Connection] = set()
         self._tg: anyio.abc.TaskGroup | None = None
         self._call_ids = itertools.count(1)
+        self.profiles: dict[str, Profile] = {}
+        """Declared views of the endpoint (`mcp_profile`), by name; set by
+        each load of the script, read by the gateway."""
 
     async def __aenter__(self) -> Manager:
         self._tg = anyio.create_task_group()

@@ -12,6 +12,7 @@
 - `tasks`: `tasks/get`, `tasks/update`, `tasks/cancel` routed to the task's
   owner (ids named `SERVER/taskId`).
 - `freshness`: the lists' `ttlMs`/`cacheScope`, from the servers' own.
+- `views`: which profile a request sees (`PROFILE`) and what it shows.
 - `errors`: ours as what a client gets (the one translation).
 - `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
   `early`, `replay`: its `initialize` answered before the SDK loads.

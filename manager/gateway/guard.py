@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
+
+from .views import PROFILE
 
 __all__ = ["Guard"]
 
@@ -37,9 +39,14 @@ class Guard:
         token: str | None,
         on_delete: Callable[[str], None],
         direct: Mapping[str, Any] | None = None,
+        profiles: Callable[[], Collection[str]] = frozenset,
+        endpoint_path: str = "/mcp",
     ) -> None:
         self.app = app
         self._direct = dict(direct or {})
+        self._profiles = profiles
+        self._profile_prefix = endpoint_path + "/"
+        self._endpoint = self._direct.get(endpoint_path, app)
         self.hosts = hosts
         self.origins = origins
         self._token = f"Bearer {token}".encode() if token else None
@@ -72,7 +79,30 @@ class Guard:
             status, message, extra = problem
             await _reject(send, status, message, extra)
             return
-        await self._direct.get(scope["path"], self.app)(scope, receive, send)
+        path: str = scope["path"]
+        name = ""
+        if path.startswith(self._profile_prefix):
+            name = path[len(self._profile_prefix) :].rstrip("/")
+        if name:
+            # /mcp/PROFILE: the same endpoint, the profile's view (`views`).
+            declared = self._profiles()
+            if name not in declared:
+                known = ", ".join(sorted(declared)) or "none declared"
+                await _reject(
+                    send,
+                    404,
+                    f"no profile named {name!r} (profiles: {known}); declare it "
+                    "with mcp_profile in startup.lua",
+                    [],
+                )
+                return
+            token = PROFILE.set(name)
+            try:
+                await self._endpoint(scope, receive, send)
+            finally:
+                PROFILE.reset(token)
+        else:
+            await self._direct.get(path, self.app)(scope, receive, send)
         if scope["method"] == "DELETE" and session is not None:
             self._on_delete(session.decode("latin-1"))
 

@@ -11,7 +11,7 @@ import contextlib
 import errno
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any, Protocol
 
 import anyio
@@ -74,6 +74,8 @@ class Served(Protocol):
     def server(self) -> Server[Any]: ...
 
     def forget_session(self, key: str) -> None: ...
+
+    def profile_names(self) -> Collection[str]: ...
 
 
 class HttpEndpoint:
@@ -171,6 +173,8 @@ class HttpEndpoint:
             token=options.token,
             on_delete=self.gateway.forget_session,
             direct=endpoint,
+            profiles=self.gateway.profile_names,
+            endpoint_path=HTTP_PATH,
         )
 
     async def run(

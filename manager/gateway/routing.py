@@ -30,9 +30,10 @@ from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .errors import client_error
 from .freshness import list_hint
-from .names import NameSource, ToolTable, build_name_table
+from .names import NameSource, ToolRoute, ToolTable, build_name_table
 from .requests import CallNotes, ClientRequests, upstream_meta
 from .rounds import HeldCall, HeldCalls
+from .views import current_profile, visible_items, visible_resources
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
 
@@ -214,14 +215,14 @@ class Features:
         params: types.PaginatedRequestParams | None,
     ) -> types.ListPromptsResult:
         hint = list_hint(ctx, "prompts", self.manager.connections())
-        return types.ListPromptsResult(prompts=list(self.prompts.tools), **hint)
+        profile = current_profile(self.manager.profiles)
+        prompts = visible_items(self.prompts, profile, "prompts")
+        return types.ListPromptsResult(prompts=list(prompts), **hint)
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        route = self.prompts.routes.get(params.name)
-        if route is None:
-            raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}")
+        route = self._prompt_route(params.name)
         request = types.GetPromptRequest(
             params=types.GetPromptRequestParams(
                 name=route.tool,
@@ -236,6 +237,17 @@ class Features:
         )
         return result  # or, to a 2026-07-28 client, input_required (a dict)
 
+    def _prompt_route(self, name: str) -> ToolRoute:
+        """Where the exposed prompt `name` goes, if the request's view shows it."""
+        route = self.prompts.routes.get(name)
+        profile = current_profile(self.manager.profiles)
+        if route is not None and profile is not None:
+            if not profile.shows("prompts", route.server, name, route.tool):
+                route = None
+        if route is None:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {name!r}")
+        return route
+
     # --- resources --------------------------------------------------------------
 
     async def list_resources(
@@ -244,9 +256,9 @@ class Features:
         params: types.PaginatedRequestParams | None,
     ) -> types.ListResourcesResult:
         hint = list_hint(ctx, "resources", self.manager.connections())
-        return types.ListResourcesResult(
-            resources=list(self.resources.resources), **hint
-        )
+        profile = current_profile(self.manager.profiles)
+        resources, _ = visible_resources(self.resources, profile)
+        return types.ListResourcesResult(resources=list(resources), **hint)
 
     async def list_templates(
         self,
@@ -254,8 +266,10 @@ class Features:
         params: types.PaginatedRequestParams | None,
     ) -> types.ListResourceTemplatesResult:
         hint = list_hint(ctx, "templates", self.manager.connections())
+        profile = current_profile(self.manager.profiles)
+        _, templates = visible_resources(self.resources, profile)
         return types.ListResourceTemplatesResult(
-            resource_templates=list(self.resources.templates), **hint
+            resource_templates=list(templates), **hint
         )
 
     def _owner(self, uri: str, ctx: ServerRequestContext[Any, Any]) -> tuple[str, str]:
@@ -269,7 +283,12 @@ class Features:
                 route = (bridges[0].name, uri)
         if route is not None:
             conn = self.manager.connection(route[0])
-            if conn is not None and conn.spec.exposure.resources.allows(route[1]):
+            profile = current_profile(self.manager.profiles)
+            if (
+                conn is not None
+                and conn.spec.exposure.resources.allows(route[1])
+                and (profile is None or profile.shows("resources", *route, uri))
+            ):
                 return route
         # 2026-07-28 says -32602 for an unknown resource (SEP-2164); the
         # handshake era's -32002 stays for its clients. Both name the URI.
@@ -407,13 +426,15 @@ class Features:
     ) -> types.CompleteResult:
         ref = params.ref
         if isinstance(ref, types.PromptReference):
-            route = self.prompts.routes.get(ref.name)
-            if route is None:
-                raise MCPError(INVALID_PARAMS, f"unknown prompt {ref.name!r}")
+            route = self._prompt_route(ref.name)
             server, target = route.server, route.tool
             upstream_ref: Any = types.PromptReference(type="ref/prompt", name=target)
         else:
             owner = self.resources.template_owners.get(ref.uri)
+            profile = current_profile(self.manager.profiles)
+            if owner is not None and profile is not None:
+                if not profile.shows("resources", owner[0], ref.uri, owner[1]):
+                    owner = None
             if owner is None:
                 raise MCPError(INVALID_PARAMS, f"unknown resource template {ref.uri!r}")
             server, target = owner

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -410,6 +410,10 @@ class Gateway:
         """Stop notifying a downstream session (it was closed)."""
         self._peers.forget(key)
         self.features.forget(key)
+
+    def profile_names(self) -> Collection[str]:
+        """The declared profiles' names (`/mcp/NAME`)."""
+        return self.manager.profiles.keys()
 
     @property
     def sessions(self) -> int:

@@ -24,6 +24,7 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
+from ..core.profile import Profile
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
 from .errors import client_error
@@ -33,6 +34,7 @@ from .requests import upstream_meta
 from .rounds import HeldCall
 from .routing import Features
 from .tasks import exposed_task
+from .views import current_profile, visible_items
 
 __all__ = ["ERROR_META_KEY", "ToolCalls"]
 
@@ -84,7 +86,9 @@ class ToolCalls:
         """`tools/list`: every exposed tool (one page)."""
         await self._settled()
         hint = list_hint(ctx, "tools", self.manager.connections())
-        return types.ListToolsResult(tools=list(self._table().tools), **hint)
+        profile = current_profile(self.manager.profiles)
+        tools = visible_items(self._table(), profile, "tools")
+        return types.ListToolsResult(tools=list(tools), **hint)
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -149,6 +153,9 @@ class ToolCalls:
             if found is None:
                 raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
             server, tool = found
+        profile = current_profile(self.manager.profiles)
+        if profile is not None and not profile.shows("tools", server, name, tool):
+            raise MCPError(INVALID_PARAMS, self._unknown_tool(name, profile))
         meta = upstream_meta(ctx)
         token = None
         caps = ctx.session.client_capabilities
@@ -201,8 +208,18 @@ class ToolCalls:
             return None
         return owners[0].name, tool
 
-    def _unknown_tool(self, name: str) -> str:
-        servers = ", ".join(sorted(self.manager.specs)) or "none"
+    def _unknown_tool(self, name: str, profile: Profile | None = None) -> str:
+        if profile is not None:
+            return (
+                f"unknown tool {name!r}: not in profile {profile.name!r} "
+                f"(declared at {profile.where or 'no longer declared'}); list the "
+                "tools again"
+            )
+        profile = current_profile(self.manager.profiles)
+        names = sorted(self.manager.specs)
+        if profile is not None:
+            names = [n for n in names if profile.shows_server(n)]
+        servers = ", ".join(names) or "none"
         return (
             f"unknown tool {name!r}: mcp-manager exposes tools as "
             f"PREFIX{SEPARATOR}TOOL (servers: {servers}); list the tools again"

@@ -10,6 +10,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..core.profile import Profile
 from ..core.spec import ConnectionSpec
 from ..core.status import ConnectionStatus
 
@@ -65,8 +66,10 @@ class ScriptResult:
         specs: Declared connections, in declaration order (after removes).
         removed: Names passed to `mcp_remove` and not declared again afterwards.
         duration: Seconds the run took.
+        profiles: Declared profiles (`mcp_profile`), in declaration order.
     """
 
     specs: tuple[ConnectionSpec, ...]
     removed: tuple[str, ...]
     duration: float
+    profiles: tuple[Profile, ...] = ()

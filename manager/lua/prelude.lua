@@ -4,7 +4,7 @@
 -- returns `ok, value`; `pcall` turns a Python exception raised outside our code
 -- (e.g. lupa failing to decode a non-UTF-8 argument) into a message via `fault`.
 local check, fault, raw_add, raw_remove, raw_status, raw_list, raw_env, raw_print,
-      raw_load, raw_on, raw_call, raw_async, count = ...
+      raw_load, raw_on, raw_call, raw_async, raw_profile, count = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
 local error, pcall, rawget, tostring, type = error, pcall, rawget, tostring, type
 local select, pairs = select, pairs
@@ -113,6 +113,12 @@ end
 mcp_add = function(...)
   local src, line = caller()
   local ok, res = invoke("mcp_add", raw_add, src, line, ...)
+  if not ok then error(res, 2) end
+  return res
+end
+mcp_profile = function(...)
+  local src, line = caller()
+  local ok, res = invoke("mcp_profile", raw_profile, src, line, ...)
   if not ok then error(res, 2) end
   return res
 end

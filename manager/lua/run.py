@@ -16,6 +16,7 @@ from typing import TypedDict, Unpack
 from lupa.lua54 import LuaError
 
 from ..core.errors import ConfigError
+from ..core.profile import unknown_servers
 from ..core.redact import SecretRegistry
 from .host import LiveHost, LuaHost, ScriptResult
 from .live import LiveScript
@@ -173,10 +174,21 @@ def execute(
     if run.expired:  # every path that could swallow the budget error is closed; still
         run.release()
         raise ConfigError(budget_message(time_budget), file=file)
+    for profile in run.profiles.values():
+        problem = unknown_servers(profile, run.declared)
+        if problem is not None:
+            run.release()
+            where, _, line = profile.where.rpartition(":")
+            raise ConfigError(
+                problem,
+                file=where or file,
+                line=int(line) if line.isdigit() else None,
+            )
     run.result = ScriptResult(
         specs=tuple(d.spec for d in run.declared.values()),
         removed=tuple(run.removed),
         duration=time.perf_counter() - started,
+        profiles=tuple(run.profiles.values()),
     )
     run.memory_limit = memory_limit
     return run

@@ -16,7 +16,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from lupa.lua54 import LuaMemoryError, LuaRuntime, LuaSyntaxError, lua_type
 
 from ..core.errors import ConfigError
 from ..core.events import EVENT_TYPES
+from ..core.profile import Profile, parse_profile
 from ..core.redact import SecretRegistry, is_sensitive_key, redact
 from ..core.spec import ConnectionSpec, changed_fields, parse_spec, validate_name
 from .convert import (
@@ -133,6 +134,7 @@ class ScriptRun:
         self.deadline = deadline
         self.declared: dict[str, Declared] = {}
         self.removed: dict[str, None] = {}  # ordered set
+        self.profiles: dict[str, Profile] = {}
         self.expired = False
         self.out_of_memory = False
         self.fault: BaseException | None = None
@@ -175,6 +177,7 @@ class ScriptRun:
             self._entry(self._on),
             self._entry(self._call),
             self._entry(self._async),
+            self._entry(self._profile),
             _HOOK_COUNT,
         )
         lua_globals = rt.globals()
@@ -298,6 +301,30 @@ class ScriptRun:
         self.declared[name] = Declared(spec, here)
         self.removed.pop(name, None)
         return True
+
+    def _profile(self, src: object, line: object, *args: object) -> None:
+        name = args[0] if args else None
+        if self.live:
+            raise ConfigError(
+                f"mcp_profile({name!r}): profiles are declared in the script body, "
+                "not from a callback"
+            )
+        if len(args) > 2:
+            raise ConfigError(
+                f"mcp_profile({name!r}): too many arguments ({len(args)}); use "
+                "mcp_profile(name, {servers = {...}, tools = {...}, ...})"
+            )
+        budget = [MAX_ENTRIES]
+        opts = lua_to_py(args[1], "opts", budget) if len(args) == 2 else None
+        here = f"{src}:{line}" if isinstance(line, int) else str(src or self.file)
+        profile = parse_profile(name, opts, here)
+        previous = self.profiles.get(profile.name)
+        if previous is not None and replace(previous, where=here) != profile:
+            raise ConfigError(
+                f"mcp_profile({profile.name!r}): declared twice with different "
+                f"options at {previous.where} and {here}; keep one"
+            )
+        self.profiles.setdefault(profile.name, profile)
 
     def _remove(self, *args: object) -> bool:
         name = args[0] if args else None

@@ -1,0 +1,104 @@
+"""Profiles through the endpoint: `/mcp/NAME` shows the profile's view.
+
+Two demo servers behind one gateway; the profile `one` shows server `a` only,
+without its `fail` tool and without the `demo://items/*` template. Each era
+(the SDK's default `Client`, 2026-07-28, and `mode="legacy"`, the handshake)
+sees the same view; what the view hides is an unknown tool, prompt or
+resource, exactly as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from test_gateway import demo_stdio, running_gateway
+
+from manager.core.profile import parse_profile
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+ONE = parse_profile(
+    "one",
+    {
+        "servers": ["a"],
+        "tools": {"deny": ["*fail*"]},
+        "prompts": {"allow": ["a__greet"]},
+        "resources": {"deny": ["demo://items/*"]},
+    },
+    "startup.lua:7",
+)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_profile_url_shows_only_its_view_in_both_eras(mode: Any) -> None:
+    async with running_gateway(
+        [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
+    ) as (gateway, manager, _):
+        manager.profiles = {"one": ONE}
+        assert gateway.url is not None
+        async with Client(gateway.url, mode=mode) as everything:
+            all_tools = {t.name for t in (await everything.list_tools()).tools}
+        assert {"a__echo", "a__fail", "b__echo"} <= all_tools
+
+        async with Client(f"{gateway.url}/one", mode=mode) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert tools == {n for n in all_tools if n.startswith("a__")} - {"a__fail"}
+            echoed = await client.call_tool("a__echo", {"text": "hi"})
+            assert not echoed.is_error
+            for hidden in ("b__echo", "a__fail"):
+                with pytest.raises(MCPError) as caught:
+                    await client.call_tool(hidden, {"text": "hi"})
+                assert "not in profile 'one'" in caught.value.message
+
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert prompts == {"a__greet"}
+            with pytest.raises(MCPError, match="unknown prompt"):
+                await client.get_prompt("b__greet", {"name": "Ada"})
+
+            listed = await client.list_resource_templates()
+            assert listed.resource_templates == []
+            with pytest.raises(MCPError):
+                await client.read_resource("demo://items/7")
+            # the readme is a's (both list it: b's is rewritten, and hidden)
+            uris = {str(r.uri) for r in (await client.list_resources()).resources}
+            assert uris == {"demo://readme", "demo://logo"}
+            assert (await client.read_resource("demo://readme")).contents
+
+
+async def test_an_unknown_profile_is_a_404_naming_the_declared_ones() -> None:
+    async with running_gateway([demo_stdio("a")], wait_for=["a"]) as (
+        gateway,
+        manager,
+        _,
+    ):
+        manager.profiles = {"one": ONE}
+        async with httpx2.AsyncClient() as http:
+            reply = await http.post(
+                f"{gateway.url}/nope",
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"accept": "application/json, text/event-stream"},
+            )
+        assert reply.status_code == 404
+        message = reply.json()["error"]["message"]
+        assert "no profile named 'nope'" in message and "one" in message
+
+
+async def test_a_profile_removed_by_a_reload_is_gone_from_its_url() -> None:
+    async with running_gateway([demo_stdio("a")], wait_for=["a"]) as (
+        gateway,
+        manager,
+        _,
+    ):
+        manager.profiles = {"one": ONE}
+        assert gateway.url is not None
+        async with Client(f"{gateway.url}/one", mode="legacy") as client:
+            assert (await client.list_tools()).tools
+            manager.profiles = {}
+            with pytest.raises(MCPError, match="no profile named 'one'"):
+                await client.list_tools()
+            with pytest.raises(MCPError, match="no profile named 'one'"):
+                await client.call_tool("a__echo", {"text": "hi"})
