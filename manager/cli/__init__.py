@@ -19,7 +19,8 @@ Exit codes (picked here and in the commands' modules, through `exits.fail`):
 Modules: this one (`run`, `stdio`, `check`, the parser), `control` (the
 commands that talk to a running daemon: `status`, `events`, `hud`, `reload`,
 ...), `mcp` (`call`, `read`, `prompt`, `tools`, `prompts`, `resources`),
-`login` (`login`, `logout`), `exits` (`fail`: one line on stderr and the exit
+`login` (`login`, `logout`), `attach` (`attach`: an editor's stdio server
+that is the running daemon), `exits` (`fail`: one line on stderr and the exit
 code), `arguments` (the number types of the flags).
 """
 
@@ -306,11 +307,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_telemetry_flags(stdio)
     stdio.set_defaults(handler=_cmd_stdio)
 
-    from . import control, login, mcp  # the client commands, in their own modules
+    from . import (  # the client commands, in their own modules
+        attach,
+        control,
+        login,
+        mcp,
+    )
 
     control.add_parsers(sub, common)  # status, hud, events, reload, reconnect, check
     mcp.add_parsers(sub, common)  # call, read, prompt, tools, prompts, resources
     login.add_parsers(sub, common)  # login, logout
+    attach.add_parsers(sub, common)  # attach
 
     return parser
 

@@ -13,7 +13,12 @@ from pathlib import Path
 
 from ..core.errors import ControlError
 
-__all__ = ["check_socket_dir", "prepare_socket_dir", "socket_path"]
+__all__ = [
+    "attach_socket_path",
+    "check_socket_dir",
+    "prepare_socket_dir",
+    "socket_path",
+]
 
 
 def socket_path(explicit: str | None = None) -> Path:
@@ -32,6 +37,12 @@ def socket_path(explicit: str | None = None) -> Path:
     if runtime and os.path.isabs(runtime):
         return Path(runtime) / "mcp-manager" / "control.sock"
     return Path(f"/tmp/mcp-manager-{os.getuid()}") / "control.sock"
+
+
+def attach_socket_path(control: Path) -> Path:
+    """Where the daemon serves MCP for `mcp-manager attach`: beside the control
+    socket, in its private directory (`control.sock` -> `control.mcp.sock`)."""
+    return control.with_name(f"{control.stem}.mcp{control.suffix or '.sock'}")
 
 
 def check_socket_dir(directory: Path) -> None:

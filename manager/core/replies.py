@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OTLP_OFF",
     "AlreadyApplied",
+    "AttachedClient",
     "CallbackReply",
     "CatalogRow",
     "ConnectionDetails",
@@ -55,6 +56,10 @@ __all__ = [
 
 def _names(value: object) -> tuple[str, ...]:
     return read_names(value) or ()
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
 
 
 # ------------------------------------------------------------------- ping
@@ -160,6 +165,42 @@ class StartSlots:
 
 
 @dataclass(frozen=True, slots=True)
+class AttachedClient:
+    """A client attached through `mcp-manager attach`, now.
+
+    Attributes:
+        profile: The profile it sees; "" is the whole endpoint.
+        client: The program that spawned `attach` (its parent's name).
+        pid: `attach`'s process id.
+        since: When it attached (epoch seconds).
+    """
+
+    profile: str = ""
+    client: str = "?"
+    pid: int = 0
+    since: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """The wire form: `{"profile", "client", "pid", "since"}`."""
+        return {
+            "profile": self.profile,
+            "client": self.client,
+            "pid": self.pid,
+            "since": self.since,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> AttachedClient:
+        """Read the wire form back, forgivingly."""
+        return cls(
+            profile=read_str(data.get("profile")) or "",
+            client=read_str(data.get("client")) or "?",
+            pid=read_int(data.get("pid")) or 0,
+            since=read_float(data.get("since")) or 0.0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LastReload:
     """The last run of startup.lua.
 
@@ -216,6 +257,8 @@ class DaemonInfo:
         listener_errors: Exceptions raised so far, per event listener.
         guardian: The pid of the process that kills the servers if the daemon
             dies, while it runs.
+        profiles: The declared profiles (`mcp_profile`), by name.
+        attached: The clients attached now (`mcp-manager attach`).
     """
 
     version: str = ""
@@ -229,6 +272,8 @@ class DaemonInfo:
     starts: StartSlots = field(default_factory=StartSlots)
     listener_errors: Mapping[str, int] = field(default_factory=dict)
     guardian: int | None = None
+    profiles: tuple[str, ...] = ()
+    attached: tuple[AttachedClient, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """The wire form: every field, by name; the nested ones as objects."""
@@ -248,6 +293,8 @@ class DaemonInfo:
             "starts": self.starts.to_dict(),
             "listener_errors": dict(self.listener_errors),
             "guardian": self.guardian,
+            "profiles": list(self.profiles),
+            "attached": [client.to_dict() for client in self.attached],
         }
 
     @classmethod
@@ -274,6 +321,12 @@ class DaemonInfo:
             starts=StartSlots.from_dict(starts) if starts is not None else StartSlots(),
             listener_errors=read_counts(data.get("listener_errors")) or {},
             guardian=read_int(data.get("guardian")),
+            profiles=_names(data.get("profiles")),
+            attached=tuple(
+                AttachedClient.from_dict(row)
+                for item in _list(data.get("attached"))
+                if (row := read_mapping(item)) is not None
+            ),
         )
 
 

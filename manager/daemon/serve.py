@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 
 from .. import __version__
+from ..control.paths import attach_socket_path
 from ..control.server import serve_control
 from ..core.errors import ConfigError, ControlError, UnknownServer
 from ..core.redact import SecretRegistry
@@ -121,6 +122,7 @@ class Daemon:
         self.manager = manager
         self.config = ConfigRunner(options.config, manager, bus)
         self.telemetry: Telemetry | None = None
+        self.gateway: Gateway | None = None
         self.logins = Logins(manager)
 
     # --- ControlBackend ----------------------------------------------------------
@@ -147,6 +149,8 @@ class Daemon:
             ),
             listener_errors=self.bus.listener_errors,
             guardian=CHILD_GROUPS.guardian_pid,
+            profiles=tuple(self.manager.profiles),
+            attached=self.gateway.attached.clients if self.gateway else (),
         )
 
     def reconnect(self, server: str) -> ReconnectReply:
@@ -337,8 +341,8 @@ async def _serve(
                 services.cancel_scope.cancel()
                 return 2
             gateway = None
-            if options.endpoint is not None or options.stdio:
-                gateway = Gateway(manager, bus, config_pending=True)
+            if options.endpoint is not None or options.stdio or options.control:
+                gateway = daemon.gateway = Gateway(manager, bus, config_pending=True)
                 try:  # bound before any server is spawned, like the socket
                     await services.start(_serve_gateway, gateway, options, stop)
                 except EndpointError as exc:
@@ -405,6 +409,7 @@ async def _serve_gateway(
         stdio=options.stdio,
         on_stdio_closed=stop.set,
         early=options.stdio_early,
+        attach=attach_socket_path(options.socket) if options.control else None,
         task_status=task_status,
     )
 

@@ -14,6 +14,8 @@
 - `freshness`: the lists' `ttlMs`/`cacheScope`, from the servers' own.
 - `views`: which profile a request sees (`PROFILE`) and what it shows.
 - `errors`: ours as what a client gets (the one translation).
+- `attached`: the endpoint on a Unix socket, one session per `mcp-manager
+  attach` (editors' stdio servers that are the running daemon).
 - `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
   `early`, `replay`: its `initialize` answered before the SDK loads.
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -59,6 +60,7 @@ from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..mcpserver.peers import ListChangedServer, Peers
 from ..transport.base import TASKS_EXTENSION
+from .attached import Attached
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .names import NameSource, ToolTable, build_name_table
 from .options import SESSION_IDLE_TIMEOUT, EndpointOptions
@@ -231,6 +233,7 @@ class Gateway:
             self.server.add_request_handler(method, TaskParams, handler)
         self.server.middleware.append(self._peers.track)
         self.server.middleware.append(self.tools.relay)
+        self.attached = Attached(self._run_session, self.profile_names)
 
     @property
     def table(self) -> ToolTable:
@@ -251,6 +254,7 @@ class Gateway:
         stdio: bool = False,
         on_stdio_closed: Callable[[], None] = lambda: None,
         early: EarlyStart | None = None,
+        attach: Path | None = None,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Keep the tool table current and serve the requested endpoints.
@@ -264,6 +268,8 @@ class Gateway:
             on_stdio_closed: Called once the stdio client closed stdin.
             early: The first stdin line, read (and maybe answered) before the
                 SDK was loaded (`early.answer_initialize`); replayed first.
+            attach: Serve MCP on this Unix socket for `mcp-manager attach`
+                (`attached`); its directory must exist and be private.
 
         Raises:
             EndpointError: The HTTP address cannot be bound (before reporting).
@@ -281,6 +287,8 @@ class Gateway:
                 await tg.start(self.run)
                 if http is not None:
                     await tg.start(http.run)
+                if attach is not None:
+                    await tg.start(self.attached.serve, attach)
                 if stdio:
                     tg.start_soon(self._serve_stdio, on_stdio_closed, early)
                 task_status.started()
@@ -291,6 +299,10 @@ class Gateway:
             await self._http.aclose()
         if self._scope is not None:
             self._scope.cancel()
+
+    async def _run_session(self, read: Any, write: Any) -> None:
+        """One downstream session on a stream pair, until the client leaves."""
+        await self.server.run(read, write, self.server.create_initialization_options())
 
     async def _serve_stdio(
         self, on_closed: Callable[[], None], early: EarlyStart | None = None

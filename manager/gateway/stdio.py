@@ -26,7 +26,7 @@ import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-__all__ = ["READ_CHUNK", "WRITER_DRAIN_TIMEOUT", "stdio_streams"]
+__all__ = ["READ_CHUNK", "WRITER_DRAIN_TIMEOUT", "fd_streams", "stdio_streams"]
 
 READ_CHUNK = 256 * 1024
 """Bytes asked of stdin per read."""
@@ -112,6 +112,32 @@ async def stdio_streams(
     except BaseException:
         _restore(stdin_fd, read_fd, read_flags)
         raise
+    try:
+        async with fd_streams(read_fd, write_fd) as streams:
+            yield streams
+    finally:
+        _restore(stdout_fd, write_fd, write_flags)
+        _restore(stdin_fd, read_fd, read_flags)
+
+
+@asynccontextmanager
+async def fd_streams(
+    read_fd: int, write_fd: int, already_read: bytes = b""
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """MCP messages, one JSON text per line, on non-blocking descriptors (a
+    pipe pair, or one Unix socket for both), read and written on the loop.
+
+    Args:
+        read_fd: Where messages come from.
+        write_fd: Where messages go.
+        already_read: Bytes read from `read_fd` before (the socket's
+            greeting line had company); they come first.
+    """
     read_writer, read_stream = anyio.create_memory_object_stream[
         SessionMessage | Exception
     ](0)
@@ -119,14 +145,20 @@ async def stdio_streams(
     written = anyio.Event()
 
     async def reader() -> None:
-        buffer = b""
+        buffer = already_read
         async with read_writer:
-            while chunk := await _read(read_fd):
-                buffer += chunk
+            while True:
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     if line.strip():
                         await read_writer.send(_parse(line))
+                try:
+                    chunk = await _read(read_fd)
+                except OSError:  # a reset socket: the client is gone
+                    chunk = b""
+                if not chunk:
+                    break
+                buffer += chunk
             if buffer.strip():  # a last line without its newline
                 await read_writer.send(_parse(buffer))
 
@@ -136,21 +168,17 @@ async def stdio_streams(
         finally:
             written.set()
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(reader)
-            tg.start_soon(writer)
-            try:
-                yield read_stream, write_stream
-            finally:
-                write_stream.close()
-                read_stream.close()
-                with anyio.move_on_after(WRITER_DRAIN_TIMEOUT, shield=True):
-                    await written.wait()
-                tg.cancel_scope.cancel()
-    finally:
-        _restore(stdout_fd, write_fd, write_flags)
-        _restore(stdin_fd, read_fd, read_flags)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            write_stream.close()
+            read_stream.close()
+            with anyio.move_on_after(WRITER_DRAIN_TIMEOUT, shield=True):
+                await written.wait()
+            tg.cancel_scope.cancel()
 
 
 async def _write_messages(

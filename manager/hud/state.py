@@ -49,7 +49,14 @@ from ..core.events import (
     ToolsChanged,
     Updated,
 )
-from ..core.replies import OTLP_OFF, DaemonInfo, LastReload, OtlpStatus, StartSlots
+from ..core.replies import (
+    OTLP_OFF,
+    AttachedClient,
+    DaemonInfo,
+    LastReload,
+    OtlpStatus,
+    StartSlots,
+)
 from ..core.state import LOGIN_REQUIRED, login_command
 from ..core.status import ConnectionStatus
 
@@ -176,6 +183,7 @@ class HudState:
         watching: The daemon reloads the file by itself when it changes.
         otlp: The OTLP exporter status from `info` (`"off"` if none).
         starts: The stdio start slots from `info`.
+        attached: The clients attached through `mcp-manager attach`.
         hud_dropped: Events this HUD lost by falling behind (`lagged`).
         daemon_dropped: Events dropped per subscriber, daemon-wide (`info`).
         daemon_pid: The daemon's process id, if known.
@@ -193,6 +201,7 @@ class HudState:
     watching: bool = False
     otlp: OtlpStatus | str = OTLP_OFF
     starts: StartSlots = field(default_factory=StartSlots)
+    attached: tuple[AttachedClient, ...] = ()
     hud_dropped: int = 0
     daemon_dropped: dict[str, int] = field(default_factory=dict)
     daemon_pid: int | None = None
@@ -240,6 +249,7 @@ class HudState:
         self.watching = info.watching
         self.otlp = info.otlp
         self.starts = info.starts
+        self.attached = info.attached
         self.daemon_pid = info.pid
         self.version = info.version or self.version
         self.daemon_dropped = dict(info.dropped)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.describe import first_line
-from ..core.replies import OTLP_OFF, OtlpStatus
+from ..core.replies import OTLP_OFF, AttachedClient, OtlpStatus
 from .state import HudState, LogLine, Row
 
 __all__ = [
@@ -251,7 +251,23 @@ def footer_lines(hud: HudState) -> tuple[Cell, list[Cell]]:
     if waiting:
         slots = hud.starts.slots
         spans.append((f"{waiting} waiting to start ({slots} at a time)", "yellow"))
+    if hud.attached:
+        spans.append((attached_text(hud.attached), "cyan"))
     return config, spans
+
+
+def attached_text(clients: Sequence[AttachedClient], limit: int = 4) -> str:
+    """`attached 3: coding ← code, cursor; all ← claude`: who sees which
+    profile (`all` is the whole endpoint); at most `limit` names a profile."""
+    by_profile: dict[str, list[str]] = {}
+    for client in clients:
+        by_profile.setdefault(client.profile or "all", []).append(client.client)
+    parts = []
+    for profile, names in sorted(by_profile.items()):
+        shown = ", ".join(names[:limit])
+        more = f" +{len(names) - limit}" if len(names) > limit else ""
+        parts.append(f"{profile} ← {shown}{more}")
+    return f"attached {len(clients)}: " + "; ".join(parts)
 
 
 def header_cells(

@@ -503,6 +503,8 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "starts": {"slots": 0, "starting": 0, "waiting": 0},
             "listener_errors": {},
             "guardian": None,
+            "profiles": [],
+            "attached": [],
         },
     ),
     ({"cmd": "reconnect", "server": "web"}, {"server": "web", "retrying": True}),

@@ -11,6 +11,7 @@ import pytest
 import manager.core.replies as replies_module
 from manager.core.replies import (
     AlreadyApplied,
+    AttachedClient,
     CallbackReply,
     CatalogRow,
     ConnectionDetails,
@@ -31,6 +32,7 @@ Reply = (
     Pong
     | OtlpStatus
     | StartSlots
+    | AttachedClient
     | LastReload
     | DaemonInfo
     | AlreadyApplied
@@ -53,6 +55,7 @@ FULL: list[Reply] = [
         failures=3,
     ),
     StartSlots(slots=8, starting=2, waiting=30),
+    AttachedClient(profile="coding", client="code", pid=99, since=1_700_000_001.25),
     LastReload(ok=True, time=1_700_000_000.5, file="startup.lua"),
     LastReload(ok=False, time=1.5, file="config/web.lua", line=12, message="bad URL"),
     DaemonInfo(
@@ -67,6 +70,8 @@ FULL: list[Reply] = [
         starts=StartSlots(slots=4, starting=1, waiting=0),
         listener_errors={"otel": 2},
         guardian=4243,
+        profiles=("coding", "review"),
+        attached=(AttachedClient(profile="", client="claude", pid=7, since=3.5),),
     ),
     DaemonInfo(otlp="off"),
     AlreadyApplied(time=3.25, trigger="file watcher"),

@@ -60,6 +60,8 @@ INFO_KEYS = (
     "starts",
     "listener_errors",
     "guardian",
+    "profiles",
+    "attached",
 )
 """The keys of `info` on the wire, in order."""
 

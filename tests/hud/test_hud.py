@@ -60,6 +60,7 @@ from manager.core.events import (
     event_to_dict,
 )
 from manager.core.replies import (
+    AttachedClient,
     ConnectionDetails,
     DaemonInfo,
     LastReload,
@@ -1334,3 +1335,19 @@ def test_details_name_the_protocol_revision_and_its_era() -> None:
     old = details_text(state.rows["old"], ConnectionDetails(), now=2.0).plain
     assert "MCP 2026-07-28 (stateless era)" in new
     assert "MCP 2025-06-18 (handshake era)" in old
+
+
+def test_the_footer_says_which_clients_are_attached_to_which_profile() -> None:
+    hud = HudState()
+    assert not any("attached" in text for text, _ in footer_lines(hud)[1])
+    hud.set_info(
+        DaemonInfo(
+            attached=(
+                AttachedClient("coding", "code", 11, 0.0),
+                AttachedClient("", "claude", 12, 0.0),
+                AttachedClient("coding", "cursor", 13, 0.0),
+            )
+        )
+    )
+    spans = footer_lines(hud)[1]
+    assert ("attached 3: all ← claude; coding ← code, cursor", "cyan") in spans

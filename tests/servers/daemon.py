@@ -39,6 +39,8 @@ class DaemonProcess:
         args: Extra command-line arguments for `run`.
         env: Extra environment variables (telemetry is off unless they set
             `OTEL_SDK_DISABLED=false`).
+        control_socket: The control socket (in a private directory the caller owns);
+            by default one of its own, in a directory removed at the end.
     """
 
     def __init__(
@@ -46,10 +48,11 @@ class DaemonProcess:
         script: Path,
         *args: str,
         env: Mapping[str, str] | None = None,
+        control_socket: Path | None = None,
     ) -> None:
         self._dir = tempfile.mkdtemp(prefix="mm-", dir="/tmp")
         os.chmod(self._dir, 0o700)
-        self.socket = Path(self._dir) / "control.sock"
+        self.socket = control_socket or Path(self._dir) / "control.sock"
         self.log_path = Path(self._dir) / "daemon.log"
         self._log = open(self.log_path, "wb")  # closed in close()
         command = [sys.executable, "-m", "manager", "run", str(script)]
@@ -186,7 +189,8 @@ class DaemonProcess:
         self._final_log = self.log()
         self._log.close()
         for path in (self.socket, self.log_path):
-            path.unlink(missing_ok=True)
+            if path.parent == Path(self._dir):
+                path.unlink(missing_ok=True)
         os.rmdir(self._dir)
 
     def __enter__(self) -> DaemonProcess:

@@ -1,0 +1,512 @@
+"""`mcp-manager attach`: an editor's stdio MCP server that is the running daemon.
+
+Clients that spawn their servers as commands spawn this instead; it pumps
+their stdin/stdout to the daemon's attach socket (`gateway.attached`) and
+holds nothing of its own, so N clients attached share one process per
+upstream, not N. The standard library only, one thread, no event loop
+library: it answers its first message in a few milliseconds.
+
+**The daemon restarting under it.** When the socket closes, `attach`
+connects again (every 50 ms at first, doubling to 1 s) and, on the new
+daemon, replays the client's `initialize` (its answer swallowed) and
+`notifications/initialized`, sends again every request not answered yet, and
+tells a handshake-era client `notifications/tools/list_changed`. A request
+still unanswered `hold` seconds after the daemon went away gets a JSON-RPC
+error naming the socket and what to do. A request may thus reach the new
+daemon twice only if the old one died between forwarding it and answering.
+
+**No daemon at start**: one line on stderr and exit 2; with `--start`, a
+daemon is started in the background (`mcp-manager run CONFIG`, its output
+in `daemon.log` beside the socket) and waited for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..control.paths import attach_socket_path, socket_path
+from .arguments import non_negative_float
+from .exits import PROG, fail
+
+__all__ = [
+    "ATTACH_VERSION",
+    "DEFAULT_HOLD",
+    "START_WAIT",
+    "Bridge",
+    "add_parsers",
+    "default_config",
+]
+
+ATTACH_VERSION = 1
+"""The greeting's `attach` value (`gateway.attached.ATTACH_VERSION`)."""
+
+DEFAULT_HOLD = 5.0
+"""Seconds a request waits for a daemon that went away (mcp_add's `hold`)."""
+
+START_WAIT = 30.0
+"""Seconds `--start` waits for the daemon it started to listen."""
+
+GREETING_WAIT = 5.0
+"""Seconds the daemon has to answer the greeting."""
+
+RETRY_FIRST, RETRY_CAP = 0.05, 1.0
+"""Reconnect schedule: seconds before the first retry, and the most between."""
+
+REPLAY_ID = "mcp-manager-attach-replay"
+"""The id of a replayed `initialize`, whose answer the client never sees."""
+
+INTERNAL_ERROR = -32603
+
+_CHUNK = 256 * 1024
+
+
+def default_config() -> Path | None:
+    """The startup.lua `--start` runs: `$MCP_MANAGER_CONFIG`, else
+    `$XDG_CONFIG_HOME/mcp-manager/startup.lua` (`~/.config/...`), else
+    `./startup.lua`; None if none of them is a file."""
+    env = os.environ.get("MCP_MANAGER_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    for candidate in (Path(base) / "mcp-manager" / "startup.lua", Path("startup.lua")):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def _client_name() -> str:
+    """The program that spawned us (`/proc/PPID/comm`), for status and the HUD."""
+    try:
+        with open(f"/proc/{os.getppid()}/comm", encoding="utf-8") as comm:
+            return comm.read().strip() or "?"
+    except OSError:
+        return "?"
+
+
+class Refused(Exception):
+    """The daemon answered the greeting with an error (an unknown profile)."""
+
+
+def connect(path: Path, profile: str | None) -> socket.socket:
+    """A connection to the attach socket, greeted and accepted.
+
+    Raises:
+        OSError: Nobody listens there (FileNotFoundError, ConnectionRefusedError).
+        Refused: The daemon refused the greeting; the message says why.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(GREETING_WAIT)
+        sock.connect(str(path))
+        greeting = {
+            "attach": ATTACH_VERSION,
+            "profile": profile,
+            "client": _client_name(),
+            "pid": os.getpid(),
+        }
+        sock.sendall(json.dumps(greeting).encode() + b"\n")
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            if not chunk:
+                raise ConnectionResetError(errno.ECONNRESET, "the daemon hung up")
+            reply += chunk
+        answer = json.loads(reply)
+        if not isinstance(answer, dict) or answer.get("ok") is not True:
+            message = answer.get("error") if isinstance(answer, dict) else None
+            raise Refused(str(message or f"unexpected greeting answer {reply!r}"))
+        sock.setblocking(False)
+        return sock
+    except BaseException:
+        sock.close()
+        raise
+
+
+class Bridge:
+    """The pump between the client's pipes and the daemon's socket.
+
+    Args:
+        path: The attach socket.
+        profile: The profile to attach to (None: everything).
+        hold: Seconds a request waits for a daemon that went away.
+        sock: A connection already made (`connect`).
+        stdin_fd: Where the client's messages come from.
+        stdout_fd: Where the daemon's go.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        profile: str | None,
+        hold: float,
+        sock: socket.socket,
+        stdin_fd: int = 0,
+        stdout_fd: int = 1,
+    ) -> None:
+        self.path = path
+        self.profile = profile
+        self.hold = hold
+        self.sock: socket.socket | None = sock
+        self.stdin_fd = stdin_fd
+        self.stdout_fd = stdout_fd
+        self.to_client = bytearray()
+        self.to_daemon = bytearray()
+        self.pending: dict[str, tuple[bytes, float]] = {}  # id -> (line, sent)
+        self.initialize: dict[str, object] | None = None
+        self.initialized: bytes | None = None
+        self.down_since: float | None = None
+        self.retry_at = 0.0
+        self.retry_wait = RETRY_FIRST
+        self.replays = 0
+        self.stdin_open = True
+        self.from_client = b""
+        self.from_daemon = b""
+        self.refused: str | None = None
+
+    # --- the loop ---------------------------------------------------------------
+
+    def run(self) -> int:
+        """Pump until the client closes stdin (0) or the daemon refuses us (2)."""
+        os.set_blocking(self.stdin_fd, False)
+        os.set_blocking(self.stdout_fd, False)
+        selector = selectors.DefaultSelector()
+        try:
+            while self.stdin_open or self.to_client or self.pending:
+                if self.refused is not None:
+                    self._flush_client(blocking=True)
+                    print(f"{PROG} attach: {self.refused}", file=sys.stderr)
+                    return 2
+                self._register(selector)
+                ready = selector.select(self._timeout())
+                for key, mask in ready:
+                    if key.fd == self.stdin_fd:
+                        self._read_client()
+                    elif key.fd == self.stdout_fd:
+                        self._flush_client()
+                    elif self.sock is not None and key.fd == self.sock.fileno():
+                        if mask & selectors.EVENT_READ:
+                            self._read_daemon()
+                        if mask & selectors.EVENT_WRITE and self.sock is not None:
+                            self._flush_daemon()
+                self._tick()
+                if not self.stdin_open and not self.pending:
+                    break
+            self._flush_client(blocking=True)
+            return 0
+        except BrokenPipeError:  # the client is gone
+            return 0
+        finally:
+            selector.close()
+            if self.sock is not None:
+                self.sock.close()
+
+    def _register(self, selector: selectors.BaseSelector) -> None:
+        for key in list(selector.get_map().values()):
+            selector.unregister(key.fileobj)
+        if self.stdin_open:
+            selector.register(self.stdin_fd, selectors.EVENT_READ)
+        if self.to_client:
+            selector.register(self.stdout_fd, selectors.EVENT_WRITE)
+        if self.sock is not None:
+            events = selectors.EVENT_READ
+            if self.to_daemon:
+                events |= selectors.EVENT_WRITE
+            selector.register(self.sock, events)
+
+    def _timeout(self) -> float | None:
+        if self.sock is not None:
+            return None
+        now = time.monotonic()
+        deadlines = [self.retry_at]
+        if self.down_since is not None:
+            deadlines += [
+                max(sent, self.down_since) + self.hold
+                for _, sent in self.pending.values()
+            ]
+        return max(0.0, min(deadlines) - now)
+
+    def _tick(self) -> None:
+        if self.sock is not None:
+            return
+        now = time.monotonic()
+        if self.down_since is not None:
+            for key, (line, sent) in list(self.pending.items()):
+                if now - max(sent, self.down_since) >= self.hold:
+                    del self.pending[key]
+                    self._answer_error(line, now - self.down_since)
+        if now >= self.retry_at:
+            self._reconnect()
+
+    # --- client side ------------------------------------------------------------
+
+    def _read_client(self) -> None:
+        try:
+            chunk = os.read(self.stdin_fd, _CHUNK)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.stdin_open = False
+            if self.from_client.strip():
+                self._from_client(self.from_client)
+            self.from_client = b""
+            self._flush_daemon(blocking=True)
+            return
+        *lines, self.from_client = (self.from_client + chunk).split(b"\n")
+        for line in lines:
+            if line.strip():
+                self._from_client(line)
+
+    def _from_client(self, line: bytes) -> None:
+        message = _parsed(line)
+        if isinstance(message, dict) and "method" in message:
+            method = message["method"]
+            if "id" in message:
+                self.pending[_key(message["id"])] = (line, time.monotonic())
+                if method == "initialize":
+                    self.initialize = message
+            elif method == "notifications/initialized":
+                self.initialized = line
+        if self.sock is not None:
+            self.to_daemon += line + b"\n"
+            self._flush_daemon()
+        # else: requests wait in `pending` for the next daemon; a notification
+        # or an answer to the old daemon's question has nobody to go to.
+
+    def _flush_client(self, *, blocking: bool = False) -> None:
+        while self.to_client:
+            try:
+                written = os.write(self.stdout_fd, self.to_client)
+            except BlockingIOError:
+                if not blocking:
+                    return
+                time.sleep(0.001)
+                continue
+            del self.to_client[:written]
+
+    def _answer_error(self, line: bytes, down: float) -> None:
+        message = _parsed(line)
+        if not isinstance(message, dict):
+            return
+        error = {
+            "jsonrpc": "2.0",
+            "id": message.get("id"),
+            "error": {
+                "code": INTERNAL_ERROR,
+                "message": (
+                    f"mcp-manager: the daemon has not been reachable for {down:.1f} s "
+                    f"(no answer on {self.path}); start it with `mcp-manager run "
+                    "startup.lua`, or check `mcp-manager status`"
+                ),
+            },
+        }
+        self.to_client += json.dumps(error).encode() + b"\n"
+        self._flush_client()
+
+    # --- daemon side ------------------------------------------------------------
+
+    def _read_daemon(self) -> None:
+        assert self.sock is not None
+        try:
+            chunk = self.sock.recv(_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._lost()
+            return
+        *lines, self.from_daemon = (self.from_daemon + chunk).split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            message = _parsed(line)
+            if (
+                isinstance(message, dict)
+                and "method" not in message
+                and "id" in message
+            ):
+                if str(message["id"]).startswith(REPLAY_ID):
+                    continue  # the replayed initialize's answer
+                self.pending.pop(_key(message["id"]), None)
+            self.to_client += line + b"\n"
+        self._flush_client()
+
+    def _flush_daemon(self, *, blocking: bool = False) -> None:
+        deadline = time.monotonic() + 2.0
+        while self.sock is not None and self.to_daemon:
+            try:
+                sent = self.sock.send(self.to_daemon)
+            except BlockingIOError:
+                if not blocking or time.monotonic() > deadline:
+                    return
+                time.sleep(0.001)
+                continue
+            except OSError:
+                self._lost()
+                return
+            del self.to_daemon[:sent]
+
+    def _lost(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        self.sock = None
+        self.to_daemon.clear()
+        self.from_daemon = b""
+        now = time.monotonic()
+        self.down_since = now
+        self.retry_wait = RETRY_FIRST
+        self.retry_at = now + self.retry_wait
+
+    def _reconnect(self) -> None:
+        try:
+            sock = connect(self.path, self.profile)
+        except Refused as exc:
+            self.refused = str(exc)
+            return
+        except OSError:
+            self.retry_wait = min(self.retry_wait * 2, RETRY_CAP)
+            self.retry_at = time.monotonic() + self.retry_wait
+            return
+        self.sock = sock
+        self.down_since = None
+        if self.initialize is not None:
+            self.replays += 1
+            replay = {**self.initialize, "id": f"{REPLAY_ID}-{self.replays}"}
+            self.to_daemon += json.dumps(replay).encode() + b"\n"
+            if self.initialized is not None:
+                self.to_daemon += self.initialized + b"\n"
+        for line, _ in self.pending.values():
+            self.to_daemon += line + b"\n"
+        if self.initialize is not None:
+            # What the new daemon lists may differ: a handshake-era client
+            # lists again when told.
+            changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            self.to_client += json.dumps(changed).encode() + b"\n"
+        self._flush_daemon()
+
+
+def _parsed(line: bytes) -> object:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _key(request_id: object) -> str:
+    return json.dumps(request_id)
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _start_daemon(control: Path, config: Path) -> subprocess.Popen[bytes]:
+    """`mcp-manager run CONFIG` in the background, its own session, its
+    output in `daemon.log` beside the socket."""
+    control.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log = control.parent / "daemon.log"
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "manager",
+                "run",
+                str(config),
+                "--socket",
+                str(control),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            cwd=config.parent,
+        )
+
+
+def _cmd_attach(args: argparse.Namespace) -> int:
+    control = socket_path(args.socket)
+    path = attach_socket_path(control)
+    try:
+        sock = connect(path, args.profile)
+    except Refused as exc:
+        return fail(f"attach: {exc}")
+    except OSError as exc:
+        if not args.start:
+            return fail(
+                f"attach: no daemon is running (nothing listens on {path}: "
+                f"{exc.strerror or exc}); start one with `mcp-manager run "
+                "startup.lua`, or use `mcp-manager attach --start`"
+            )
+        config = Path(args.config) if args.config else default_config()
+        if config is None or not config.is_file():
+            return fail(
+                "attach --start: no startup.lua to run (tried $MCP_MANAGER_CONFIG, "
+                "~/.config/mcp-manager/startup.lua, ./startup.lua); give --config FILE"
+            )
+        daemon = _start_daemon(control, config.resolve())
+        deadline = time.monotonic() + START_WAIT
+        while True:
+            try:
+                sock = connect(path, args.profile)
+                break
+            except Refused as exc:
+                return fail(f"attach: {exc}")
+            except OSError:
+                if daemon.poll() is not None or time.monotonic() > deadline:
+                    return fail(
+                        f"attach --start: the daemon did not start (see "
+                        f"{control.parent / 'daemon.log'})"
+                    )
+                time.sleep(0.05)
+    bridge = Bridge(path, args.profile, args.hold, sock)
+    with contextlib.suppress(KeyboardInterrupt):
+        return bridge.run()
+    return 0
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add `attach`."""
+    attach = sub.add_parser(
+        "attach",
+        parents=[common],
+        help="serve the running daemon's MCP endpoint on stdin/stdout (for editors)",
+        description=(
+            "An MCP server on stdin/stdout for clients that spawn commands: it is "
+            "the running daemon's endpoint (every client shares one set of "
+            "servers), and it outlives the daemon restarting."
+        ),
+    )
+    attach.add_argument(
+        "--profile", help="the profile to see (mcp_profile in startup.lua)"
+    )
+    attach.add_argument(
+        "--start",
+        action="store_true",
+        help="start a daemon in the background if none runs",
+    )
+    attach.add_argument(
+        "--config",
+        help="the startup.lua --start runs (default: $MCP_MANAGER_CONFIG, "
+        "~/.config/mcp-manager/startup.lua, ./startup.lua)",
+    )
+    attach.add_argument(
+        "--hold",
+        type=non_negative_float,
+        default=DEFAULT_HOLD,
+        help="seconds a request waits for a restarting daemon "
+        f"(default {DEFAULT_HOLD:g})",
+    )
+    attach.set_defaults(handler=_cmd_attach)

@@ -1,0 +1,245 @@
+"""`mcp-manager attach`: editors' stdio servers that are the running daemon.
+
+The real daemon in a child process, SDK clients of both eras spawning
+`python -m manager attach` as their server, as an editor would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from servers import children_of, raw_command, stdio_command
+from servers.daemon import DaemonProcess
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+
+def _mcp_add(name: str, command: str, args: list[str]) -> str:
+    return (
+        f"mcp_add({json.dumps(name)}, {{command = {json.dumps(command)}, "
+        f"args = {{{', '.join(json.dumps(a) for a in args)}}}}})\n"
+    )
+
+
+@pytest.fixture
+def control_socket() -> Iterator[Path]:
+    """A control socket path in a private directory that outlives daemons."""
+    directory = Path(tempfile.mkdtemp(prefix="mm-attach-", dir="/tmp"))
+    os.chmod(directory, 0o700)
+    try:
+        yield directory / "control.sock"
+    finally:
+        for leftover in directory.iterdir():
+            leftover.unlink()
+        directory.rmdir()
+
+
+def attach(control: Path, *flags: str) -> StdioServerParameters:
+    """What an editor would spawn: `mcp-manager attach`."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "manager", "attach", "--socket", str(control), *flags],
+    )
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+async def test_five_clients_share_one_process_per_server_through_a_restart(
+    tmp_path: Path, control_socket: Path
+) -> None:
+    command, args = raw_command()
+    script = tmp_path / "startup.lua"
+    script.write_text("".join(_mcp_add(f"s{i}", command, args) for i in range(10)))
+    modes: list[Any] = ["auto", "legacy", "auto", "legacy", "auto"]
+    with DaemonProcess(script, control_socket=control_socket) as daemon:
+        for i in range(10):
+            daemon.wait_event("connected", f"s{i}")
+        async with AsyncExitStack() as stack:
+            clients = [
+                await stack.enter_async_context(
+                    Client(attach(control_socket, "--hold", "60"), mode=mode)
+                )
+                for mode in modes
+            ]
+            for k, client in enumerate(clients):
+                tools = {t.name for t in (await client.list_tools()).tools}
+                assert {f"s{i}__echo" for i in range(10)} <= tools
+                echoed = await client.call_tool(f"s{k}__echo", {"text": f"c{k}"})
+                assert not echoed.is_error and f"c{k}" in _text(echoed)
+            servers = [
+                p
+                for p in children_of(daemon.process.pid)
+                if "raw_legacy" in " ".join(p.cmdline())
+            ]
+            assert len(servers) == 10  # not 50: one process per upstream
+
+            # The daemon stops under the clients; calls made meanwhile are held
+            # by attach and answered by the next daemon on the same socket.
+            daemon.signal(signal.SIGTERM)
+            assert daemon.wait(within=20) == 0
+            answers: dict[int, types.CallToolResult] = {}
+
+            async def call(k: int, client: Client) -> None:
+                answers[k] = await client.call_tool("s9__echo", {"text": f"held{k}"})
+
+            with anyio.fail_after(90):
+                async with anyio.create_task_group() as tg:
+                    for k, client in enumerate(clients):
+                        tg.start_soon(call, k, client)
+                    await anyio.sleep(0.1)  # let the requests leave; not needed
+                    stack.enter_context(
+                        DaemonProcess(script, control_socket=control_socket)
+                    )
+            assert len(answers) == len(clients)
+            for k, result in answers.items():
+                assert not result.is_error and f"held{k}" in _text(result)
+
+
+async def test_a_profile_through_attach_and_the_clients_it_serves(
+    tmp_path: Path, control_socket: Path
+) -> None:
+    command, args = stdio_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        _mcp_add("a", command, args)
+        + _mcp_add("b", command, args)
+        + 'mcp_profile("one", {servers = {"a"}, tools = {deny = {"*fail*"}}})\n'
+    )
+    with DaemonProcess(script, control_socket=control_socket) as daemon:
+        daemon.wait_event("connected", "a")
+        daemon.wait_event("connected", "b")
+        for mode in ("auto", "legacy"):
+            params = attach(control_socket, "--profile", "one")
+            async with Client(params, mode=mode) as client:
+                tools = {t.name for t in (await client.list_tools()).tools}
+                assert tools and all(t.startswith("a__") for t in tools)
+                assert "a__fail" not in tools
+                with pytest.raises(MCPError, match="not in profile 'one'"):
+                    await client.call_tool("b__echo", {"text": "x"})
+                info = daemon.client.request({"cmd": "info"})
+                assert isinstance(info, dict)
+                attached = info["attached"]
+                assert isinstance(attached, list)
+                assert [row["profile"] for row in attached] == ["one"]
+
+
+async def test_what_an_upstream_asks_goes_to_the_client_that_called(
+    tmp_path: Path, control_socket: Path
+) -> None:
+    command, args = stdio_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(_mcp_add("demo", command, args))
+    with DaemonProcess(script, control_socket=control_socket) as daemon:
+        daemon.wait_event("connected", "demo")
+
+        def answering(text: str) -> Any:
+            async def sampling(
+                context: Any, params: types.CreateMessageRequestParams
+            ) -> types.CreateMessageResult:
+                return types.CreateMessageResult(
+                    role="assistant",
+                    content=types.TextContent(type="text", text=text),
+                    model="test",
+                )
+
+            return sampling
+
+        for mode in ("auto", "legacy"):
+            async with (
+                Client(
+                    attach(control_socket),
+                    mode=mode,
+                    sampling_callback=answering("from A"),
+                ) as first,
+                Client(
+                    attach(control_socket),
+                    mode=mode,
+                    sampling_callback=answering("from B"),
+                ) as second,
+            ):
+                a = await first.call_tool("demo__sample", {"prompt": "hi"})
+                b = await second.call_tool("demo__sample", {"prompt": "hi"})
+                assert "from A" in _text(a) and "from B" in _text(b)
+
+
+def test_attach_without_a_daemon_says_so_in_one_line_and_exits_2(
+    control_socket: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "manager", "attach", "--socket", str(control_socket)],
+        input=b"",
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 2 and done.stdout == b""
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and "no daemon is running" in lines[0]
+    assert "--start" in lines[0]
+
+
+def test_attach_to_an_unknown_profile_names_the_declared_ones(
+    tmp_path: Path, control_socket: Path
+) -> None:
+    command, args = raw_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(_mcp_add("s", command, args) + 'mcp_profile("one")\n')
+    with DaemonProcess(script, control_socket=control_socket):
+        done = subprocess.run(
+            [sys.executable, "-m", "manager", "attach"]
+            + ["--socket", str(control_socket), "--profile", "nope"],
+            input=b"",
+            capture_output=True,
+            timeout=30,
+        )
+    assert done.returncode == 2 and done.stdout == b""
+    message = done.stderr.decode()
+    assert "no profile named 'nope'" in message and "one" in message
+
+
+def test_a_request_held_past_hold_gets_an_error_naming_the_socket(
+    tmp_path: Path, control_socket: Path
+) -> None:
+    command, args = raw_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(_mcp_add("s", command, args))
+    with DaemonProcess(script, control_socket=control_socket) as daemon:
+        daemon.wait_event("connected", "s")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "manager", "attach"]
+            + ["--socket", str(control_socket), "--hold", "0.3"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        proc.stdin.write(json.dumps(ping).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(within=20) == 0
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    proc.stdin.write(json.dumps(call).encode() + b"\n")
+    proc.stdin.close()
+    answer = json.loads(proc.stdout.readline())
+    proc.stdout.close()
+    assert proc.wait(timeout=30) == 0
+    assert answer["id"] == 2 and answer["error"]["code"] == -32603
+    assert (
+        str(control_socket.with_name("control.mcp.sock")) in answer["error"]["message"]
+    )
