@@ -19,8 +19,10 @@ Exit codes (picked here and in the commands' modules, through `exits.fail`):
 Modules: this one (`run`, `stdio`, `check`, the parser), `control` (the
 commands that talk to a running daemon: `status`, `events`, `hud`, `reload`,
 ...), `mcp` (`call`, `read`, `prompt`, `tools`, `prompts`, `resources`),
-`login` (`login`, `logout`), `exits` (`fail`: one line on stderr and the exit
-code), `arguments` (the number types of the flags).
+`login` (`login`, `logout`), `clients` (where each MCP client keeps its
+servers, and reading them) and `translate` (one client's server as one
+`mcp_add`, secrets as `${env:NAME}`), `exits` (`fail`: one line on stderr and
+the exit code), `arguments` (the number types of the flags).
 """
 
 from __future__ import annotations
