@@ -3,7 +3,8 @@
 `run` starts the daemon (the only caller of `anyio.run`); `status`, `events`,
 `call` and `reload` talk to a running daemon over the control socket; `check`
 validates a startup.lua without connecting anything; `hud` attaches the live
-HUD to a running daemon. Client commands import neither anyio, mcp, lupa,
+HUD to a running daemon; `import` writes other MCP clients' servers as
+`mcp_add` lines. Client commands import neither anyio, mcp, lupa,
 textual nor opentelemetry, so they answer fast (`status` loads rich for its
 table; `hud` and `run` on a terminal load textual).
 
@@ -19,10 +20,11 @@ Exit codes (picked here and in the commands' modules, through `exits.fail`):
 Modules: this one (`run`, `stdio`, `check`, the parser), `control` (the
 commands that talk to a running daemon: `status`, `events`, `hud`, `reload`,
 ...), `mcp` (`call`, `read`, `prompt`, `tools`, `prompts`, `resources`),
-`login` (`login`, `logout`), `clients` (where each MCP client keeps its
-servers, and reading them) and `translate` (one client's server as one
-`mcp_add`, secrets as `${env:NAME}`), `exits` (`fail`: one line on stderr and
-the exit code), `arguments` (the number types of the flags).
+`login` (`login`, `logout`), `importing` (`import`: clients' servers as
+`mcp_add` lines; `client-config`), with `clients` (where each client keeps
+its servers, and reading them) and `translate` (one server as one `mcp_add`,
+secrets as `${env:NAME}`), `exits` (`fail`: one line on stderr and the exit
+code), `arguments` (the number types of the flags).
 """
 
 from __future__ import annotations
@@ -308,11 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_telemetry_flags(stdio)
     stdio.set_defaults(handler=_cmd_stdio)
 
-    from . import control, login, mcp  # the client commands, in their own modules
+    from . import control, importing, login, mcp  # the client commands' modules
 
     control.add_parsers(sub, common)  # status, hud, events, reload, reconnect, check
     mcp.add_parsers(sub, common)  # call, read, prompt, tools, prompts, resources
     login.add_parsers(sub, common)  # login, logout
+    importing.add_parsers(sub, common)  # import, client-config
 
     return parser
 
