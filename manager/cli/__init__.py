@@ -3,7 +3,8 @@
 `run` starts the daemon (the only caller of `anyio.run`); `status`, `events`,
 `call` and `reload` talk to a running daemon over the control socket; `check`
 validates a startup.lua without connecting anything; `hud` attaches the live
-HUD to a running daemon. Client commands import neither anyio, mcp, lupa,
+HUD to a running daemon; `import` writes other MCP clients' servers as
+`mcp_add` lines. Client commands import neither anyio, mcp, lupa,
 textual nor opentelemetry, so they answer fast (`status` loads rich for its
 table; `hud` and `run` on a terminal load textual).
 
@@ -20,7 +21,10 @@ Modules: this one (`run`, `stdio`, `check`, the parser), `control` (the
 commands that talk to a running daemon: `status`, `events`, `hud`, `reload`,
 ...), `mcp` (`call`, `read`, `prompt`, `tools`, `prompts`, `resources`),
 `login` (`login`, `logout`), `attach` (`attach`: an editor's stdio server
-that is the running daemon), `exits` (`fail`: one line on stderr and the exit
+that is the running daemon), `importing` (`import`: clients' servers as
+`mcp_add` lines; `client-config`), with `clients` (where each client keeps
+its servers, and reading them) and `translate` (one server as one `mcp_add`,
+secrets as `${env:NAME}`), `exits` (`fail`: one line on stderr and the exit
 code), `arguments` (the number types of the flags).
 """
 
@@ -310,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import (  # the client commands, in their own modules
         attach,
         control,
+        importing,
         login,
         mcp,
     )
@@ -318,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_parsers(sub, common)  # call, read, prompt, tools, prompts, resources
     login.add_parsers(sub, common)  # login, logout
     attach.add_parsers(sub, common)  # attach
+    importing.add_parsers(sub, common)  # import, client-config
 
     return parser
 

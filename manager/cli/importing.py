@@ -1,0 +1,398 @@
+"""`mcp-manager import` and `client-config`: move a client's servers to the daemon.
+
+`import [CLIENT|FILE]` reads the MCP servers one client declares (`clients`),
+or one file, or (no argument) every client's files on this machine and this
+directory's project files, and prints one `mcp_add(...)` statement per server
+(`translate`), each file's servers under a `-- from FILE` comment. Secrets
+become `${env:NAME}` references: stderr lists the variables to export, never
+their values, and says which files were read and what was renamed, skipped or
+not carried over.
+
+`import --write` appends those statements to startup.lua, all or nothing: the
+would-be file is written next to it and must pass `mcp-manager check` (run as
+a subprocess: `check` loads Lua, which a client command must not) before the
+old file is copied to `startup.lua.bak` and the new one moved into place.
+
+`client-config CLIENT` prints the entry that makes a client spawn `mcp-manager
+attach` instead of its own servers, and says where that client reads it.
+
+Exit codes: 0 all imported; 1 some server could not be expressed (the others
+were); 2 a file could not be read or parsed, there was nothing to read, or
+`--write` wrote nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .clients import (
+    CLIENTS,
+    TITLES,
+    FileServers,
+    Section,
+    UnreadableFile,
+    Unusable,
+    candidate_files,
+    read_servers,
+)
+from .exits import PROG, fail
+from .translate import (
+    Declaration,
+    Translator,
+    Untranslatable,
+    connection_name,
+    lua_statement,
+)
+
+__all__ = ["add_parsers"]
+
+CHECK_TIMEOUT = 60.0
+"""Seconds `mcp-manager check` may take on the would-be startup.lua."""
+
+
+# ---------------------------------------------------------------------- import
+
+
+def _files_to_read(source: str | None) -> list[tuple[str | None, Path]] | str:
+    """(client or None to tell by shape, path) pairs; or why there are none."""
+    if source is not None and source not in CLIENTS:
+        path = Path(source)
+        if not path.exists():
+            return f"{source} is neither a client ({', '.join(CLIENTS)}) nor a file"
+        return [(None, path)]
+    clients = CLIENTS if source is None else (source,)
+    found: list[tuple[str | None, Path]] = []
+    seen: set[Path] = set()
+    looked: list[str] = []
+    for client in clients:
+        for path in candidate_files(client):
+            looked.append(str(path))
+            if path.is_file() and path.resolve() not in seen:
+                seen.add(path.resolve())
+                found.append((client, path))
+    if not found:
+        whose = "any client's" if source is None else f"{TITLES[source]}'s"
+        return f"found no {whose} configuration; looked for {', '.join(looked)}"
+    return found
+
+
+def _declared_names(text: str) -> set[str]:
+    """Connection names `text` passes to `mcp_add` as a literal string."""
+    return {m[1] for m in re.findall(r"""mcp_add\s*\(\s*(["'])(.*?)\1""", text)}
+
+
+def _comment(text: str) -> str:
+    """`text` fit for a one-line Lua comment."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _lua_text(groups: list[tuple[Section, list[Declaration]]]) -> str:
+    blocks = [
+        "\n".join(
+            [f"-- from {_comment(section.label)}"] + [lua_statement(d) for d in decls]
+        )
+        for section, decls in groups
+    ]
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    files = _files_to_read(args.source)
+    if isinstance(files, str):
+        return fail(files)
+    config = Path(args.config)
+    old_text = ""
+    if args.write:
+        try:
+            old_text = config.read_bytes().decode("utf-8") if config.exists() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            return fail(f"cannot read {config}: {reason or exc}")
+    already = _declared_names(old_text)
+
+    read: list[FileServers] = []
+    unreadable = 0
+    for client, path in files:
+        try:
+            servers = read_servers(path, client)
+        except UnreadableFile as exc:
+            fail(str(exc))
+            unreadable += 1
+            continue
+        count = servers.count
+        noun = "server" if count == 1 else "servers"
+        _say(f"read {path} ({TITLES[servers.client]}): {count} {noun}")
+        for note in servers.notes:
+            _say(note)
+        read.append(servers)
+
+    translator = Translator(Path(os.path.expanduser("~")))
+    messages: list[str] = []
+    taken: dict[str, str] = {}  # connection name -> where it was imported from
+    groups: list[tuple[Section, list[Declaration]]] = []
+    skipped = 0
+    for servers in read:
+        for section, entries in servers.sections:
+            declarations: list[Declaration] = []
+            for server in entries:
+                where = f"{section.label}: {server.name}"
+                if isinstance(server, Unusable):
+                    messages.append(f"{where}: not imported: {server.reason}")
+                    skipped += 1
+                    continue
+                name = connection_name(server.name)
+                if name in taken:
+                    messages.append(
+                        f"{where}: skipped: {name!r} was already imported from "
+                        f"{taken[name]} (the first one wins)"
+                    )
+                    continue
+                if name in already:
+                    messages.append(
+                        f"{where}: skipped: {config} already declares {name!r}"
+                    )
+                    continue
+                try:
+                    declaration = translator.declaration(name, server, section)
+                except Untranslatable as exc:
+                    messages.append(f"{where}: not imported: {exc}")
+                    skipped += 1
+                    continue
+                if name != server.name:
+                    messages.append(
+                        f"{where}: renamed to {name!r} (a connection name is 1-64 "
+                        "letters, digits, '_', '.' or '-', without '__')"
+                    )
+                messages.extend(f"{where}: {note}" for note in declaration.notes)
+                taken[name] = section.label
+                declarations.append(declaration)
+            if declarations:
+                groups.append((section, declarations))
+    for message in messages:
+        _say(translator.secrets.redact(message))
+    _say_exports(translator)
+
+    code = 2 if unreadable else 1 if skipped else 0
+    text = _lua_text(groups)
+    if not args.write:
+        if not text and not unreadable:
+            _say("nothing to import")
+        sys.stdout.write(text)
+        return code
+    if unreadable:
+        return fail(f"nothing written to {config}: fix the file(s) above first")
+    if not text:
+        _say(f"nothing to add: {config} is unchanged")
+        return code
+    names = [d.name for _, decls in groups for d in decls]
+    return _write(config, old_text, text, names) or code
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def _say_exports(translator: Translator) -> None:
+    secrets = [e for e in translator.exports if e.secret]
+    if secrets:
+        _say(
+            "secrets were not copied: export these variables (with the values "
+            "from the files above) before starting the daemon:"
+        )
+        width = max(len(e.name) for e in secrets)
+        for export in secrets:
+            _say(f"  {export.name:<{width}}  {export.where}")
+    read = [e.name for e in translator.exports if not e.secret]
+    if read:
+        _say(f"the daemon's environment also needs: {', '.join(read)}")
+
+
+# ----------------------------------------------------------------------- write
+
+
+def _backup_path(config: Path) -> Path:
+    backup = config.with_name(config.name + ".bak")
+    n = 1
+    while backup.exists():
+        backup = config.with_name(f"{config.name}.bak.{n}")
+        n += 1
+    return backup
+
+
+def _checked(candidate: Path, config: Path) -> bool:
+    """Whether `mcp-manager check` accepts `candidate` (its messages shown as
+    being about `config`)."""
+    command = [sys.executable, "-m", "manager", "check", str(candidate)]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=CHECK_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired:
+        fail(f"`{PROG} check` did not answer within {CHECK_TIMEOUT:g} s")
+        return False
+    except OSError as exc:
+        fail(f"cannot run `{PROG} check`: {exc.strerror or exc}")
+        return False
+    said = done.stderr.replace(str(candidate), str(config))
+    for line in said.replace(candidate.name, config.name).splitlines():
+        _say(line)
+    return done.returncode == 0
+
+
+def _write(config: Path, old_text: str, addition: str, names: list[str]) -> int:
+    """Append `addition` to `config` if the result passes `check`; 0 if written."""
+    text = old_text
+    if text and not text.endswith("\n"):
+        text += "\n"
+    text += ("\n" if text else "") + addition
+    tag = f"{os.getpid()}-{os.urandom(4).hex()}"
+    candidate = config.with_name(f".{config.name}.import-{tag}.tmp")
+    created = False
+    backup: Path | None = None
+    try:
+        with open(candidate, "x", encoding="utf-8", newline="") as out:
+            created = True
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        if config.exists():
+            shutil.copymode(config, candidate)
+        if not _checked(candidate, config):
+            return fail(
+                f"nothing written: {config} would not load with the imported "
+                "lines (see above); it is unchanged"
+            )
+        if config.exists():
+            backup = _backup_path(config)
+            shutil.copy2(config, backup)
+        os.replace(candidate, config)
+    except OSError as exc:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+        return fail(f"nothing written to {config}: {exc.strerror or exc}")
+    finally:
+        if created:
+            candidate.unlink(missing_ok=True)  # gone already once moved in place
+    noun = "connection" if len(names) == 1 else "connections"
+    kept = f"; the previous file is {backup}" if backup else ""
+    print(f"{config}: added {len(names)} {noun} ({', '.join(names)}){kept}")
+    return 0
+
+
+# --------------------------------------------------------------- client-config
+
+
+def _executable() -> str:
+    """The `mcp-manager` next to this Python (its venv), else on PATH."""
+    here = Path(sys.executable).parent
+    for name in (PROG, f"{PROG}.exe"):
+        if (here / name).is_file():
+            return str((here / name).absolute())
+    found = shutil.which(PROG)
+    return str(Path(found).absolute()) if found else PROG
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_TOML_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _toml_string(text: str) -> str:
+    escaped = (
+        _TOML_ESCAPES.get(c, c if c.isprintable() else f"\\u{ord(c):04x}") for c in text
+    )
+    return '"' + "".join(escaped) + '"'
+
+
+def _client_entry(client: str, name: str, command: str, argv: list[str]) -> str:
+    if client == "codex":
+        key = name if _BARE_KEY.fullmatch(name) else _toml_string(name)
+        args = ", ".join(_toml_string(a) for a in argv)
+        return "\n".join(
+            [
+                f"[mcp_servers.{key}]",
+                f"command = {_toml_string(command)}",
+                f"args = [{args}]",
+            ]
+        )
+    entry: dict[str, object] = {"command": command, "args": argv}
+    if client in ("vscode", "claude-code"):
+        entry = {"type": "stdio", **entry}
+    top = "servers" if client == "vscode" else "mcpServers"
+    return json.dumps({top: {name: entry}}, indent=2, ensure_ascii=False)
+
+
+def _cmd_client_config(args: argparse.Namespace) -> int:
+    if not args.name:
+        return fail("--name must not be empty")
+    argv = ["attach"] + (["--profile", args.profile] if args.profile else [])
+    print(_client_entry(args.client, args.name, _executable(), argv))
+    paths = [str(p) for p in candidate_files(args.client)]
+    if args.client == "vscode":
+        paths = [paths[0], paths[2]]  # settings.json holds it as "mcp": {"servers"}
+    _say(
+        f"{TITLES[args.client]} reads its servers from {' or '.join(paths)}: merge "
+        "this in there, and remove the servers the daemon now runs for it"
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------- parser
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add `import` and `client-config`."""
+    clients = ", ".join(CLIENTS)
+    imp = sub.add_parser(
+        "import",
+        parents=[common],
+        help="print mcp_add lines for the MCP servers your clients declare "
+        "(--write: append them to startup.lua)",
+        description="Print one mcp_add(...) per MCP server a client declares. "
+        "Secrets become ${env:NAME} references; stderr lists what to export.",
+    )
+    imp.add_argument(
+        "source",
+        nargs="?",
+        metavar="CLIENT|FILE",
+        help=f"a client ({clients}) or a config file; default: every client's "
+        "files on this machine and this directory's project files",
+    )
+    imp.add_argument(
+        "--write",
+        action="store_true",
+        help="append to --config instead of printing, only if the result passes "
+        "`check`; the old file is kept as FILE.bak",
+    )
+    imp.add_argument(
+        "--config",
+        default="startup.lua",
+        metavar="FILE",
+        help="the startup.lua --write appends to (default: ./startup.lua)",
+    )
+    imp.set_defaults(handler=_cmd_import)
+
+    config = sub.add_parser(
+        "client-config",
+        parents=[common],
+        help="print the entry that makes a client use `mcp-manager attach`",
+    )
+    config.add_argument("client", choices=CLIENTS, metavar="CLIENT", help=clients)
+    config.add_argument(
+        "--profile", metavar="P", help="attach with --profile P (default: none)"
+    )
+    config.add_argument(
+        "--name",
+        default=PROG,
+        help=f"the server's name in the client's file (default: {PROG})",
+    )
+    config.set_defaults(handler=_cmd_client_config)
