@@ -25,6 +25,7 @@ from .events import (
     Connecting,
     Event,
     HookFailed,
+    Idle,
     Lagged,
     Lost,
     NeedsLogin,
@@ -124,6 +125,9 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
             return head if retry is None else f"{head}; retrying in {retry.delay:.2f} s"
         case Reconnecting():
             return f"{n}: retry {event.attempt} in {event.delay:.2f} s"
+        case Idle():
+            up = f" after {duration(event.uptime)} up" if event.uptime else ""
+            return f"{n}: idle{up}: {event.reason}"
         case NeedsLogin():
             why = first_line(event.reason)
             return f"{n}: needs login ({why}); run: {event.command}"

@@ -35,6 +35,7 @@ __all__ = [
     "Lost",
     "NeedsLogin",
     "Reconnecting",
+    "Idle",
     "Removed",
     "ResourceUpdated",
     "ServerLog",
@@ -132,6 +133,16 @@ class Reconnecting(Event):
     kind: ClassVar[str] = "reconnecting"
     attempt: int
     delay: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Idle(Event):
+    """An on-demand connection has no session until the next request: at its
+    start, or stopped after `idle_stop` seconds unused (`uptime` > 0)."""
+
+    kind: ClassVar[str] = "idle"
+    reason: str
+    uptime: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -337,6 +348,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         AttemptFailed,
         Lost,
         Reconnecting,
+        Idle,
         NeedsLogin,
         AuthStep,
         ToolsChanged,

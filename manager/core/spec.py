@@ -72,8 +72,22 @@ _DURATION_OPTIONS = (
     "stable_after",
 )
 _COMMON_OPTIONS = frozenset(
-    {*OPTION_DEFAULTS, "headers", "backoff", "oauth", "protocol", *EXPOSURE_OPTIONS}
+    {
+        *OPTION_DEFAULTS,
+        "headers",
+        "backoff",
+        "oauth",
+        "protocol",
+        "start",
+        "idle_stop",
+        *EXPOSURE_OPTIONS,
+    }
 )
+STARTS = ("always", "on_demand")
+"""`start` values: keep the connection up from the start (the default), or
+start it at the first request and stop it after `idle_stop` seconds unused."""
+DEFAULT_IDLE_STOP = 300.0
+"""Seconds an on-demand connection stays up with no request."""
 PROTOCOLS = ("auto", "legacy", "2026-07-28")
 """`protocol` values: learn the server's era (remembered), the handshake era
 (`initialize`), or the stateless 2026-07-28 revision."""
@@ -108,6 +122,8 @@ class ConnectionSpec:
         roots: Paths or `file://` URIs answered to `roots/list`.
         oauth: How access tokens are obtained (`core.oauth`), if at all.
         protocol: Which era to speak to the server (`PROTOCOLS`).
+        start: `always`, or `on_demand` (`STARTS`).
+        idle_stop: Seconds an on-demand connection stays up with no request.
     """
 
     name: str
@@ -130,6 +146,13 @@ class ConnectionSpec:
     roots: tuple[str, ...] = ()
     oauth: OAuthSpec | None = None
     protocol: str = "auto"
+    start: str = "always"
+    idle_stop: float = DEFAULT_IDLE_STOP
+
+    @property
+    def on_demand(self) -> bool:
+        """Started at the first request, stopped after `idle_stop` unused."""
+        return self.start == "on_demand"
 
     @property
     def prefix(self) -> str:
@@ -340,6 +363,15 @@ def _parse_options(
                     f"{', '.join(repr(p) for p in PROTOCOLS)}, got {value_text(value)}"
                 )
             out[key] = value
+        elif key == "start":
+            if value not in STARTS:
+                raise ConfigError(
+                    f"{prefix}: start must be one of "
+                    f"{', '.join(repr(p) for p in STARTS)}, got {value_text(value)}"
+                )
+            out[key] = value
+        elif key == "idle_stop":
+            out[key] = _duration(prefix, key, value)
         elif key == "roots":
             out[key] = parse_exposure_option(prefix, key, value)
         elif key == "oauth":
@@ -353,6 +385,11 @@ def _parse_options(
             shown[key] = parse_exposure_option(prefix, key, value)
     if shown:
         out["exposure"] = Exposure(**shown)  # type: ignore[arg-type]
+    if "idle_stop" in out and out.get("start") != "on_demand":
+        raise ConfigError(
+            f'{prefix}: idle_stop applies to start = "on_demand" connections; add '
+            'start = "on_demand", or remove idle_stop'
+        )
     return out
 
 
@@ -478,6 +515,9 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
         out[key] = getattr(spec, key)
     out["backoff"] = {"initial": spec.backoff.initial, "cap": spec.backoff.cap}
     out["enabled"] = spec.enabled
+    if spec.on_demand:
+        out["start"] = spec.start
+        out["idle_stop"] = spec.idle_stop
     out["prefix"] = spec.prefix
     for kind in ("tools", "prompts", "resources"):
         item_filter = getattr(spec.exposure, kind)

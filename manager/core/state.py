@@ -6,8 +6,10 @@ randomness here: `now` and the random draw for jitter arrive inside the signals.
 
 States (docs/architecture.md §4): `connecting` (first try after add) → `connected` →
 `reconnecting` (lost or failed, waiting for or making the next try) → `removed`
-(terminal). `disabled` is a declared connection with `enabled = false`: it never
-runs, and only leaves that state by being re-declared or removed. `needs_login`
+(terminal). `idle` is an on-demand connection (`start = "on_demand"`) with no
+session: declared, listing its last known tools, started by the next request.
+`disabled` is a declared connection with `enabled = false`: it never runs, and only
+leaves that state by being re-declared or removed. `needs_login`
 is an OAuth connection whose server wants the user (`LoginRequired`): no try
 is scheduled (`next_retry_at` is None) until a login, a reload or `reconnect`. `attempt`
 counts tries since the connection was last *stable* (connected for
@@ -27,6 +29,7 @@ from .events import (
     Connected,
     Connecting,
     Event,
+    Idle,
     Lost,
     NeedsLogin,
     Reconnecting,
@@ -47,6 +50,7 @@ __all__ = [
     "Signal",
     "StopRequested",
     "ToolsListed",
+    "WentIdle",
     "login_command",
     "transition",
 ]
@@ -70,6 +74,7 @@ class Phase(StrEnum):
     REMOVED = "removed"
     DISABLED = "disabled"
     NEEDS_LOGIN = "needs_login"
+    IDLE = "idle"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +173,14 @@ class ToolsListed:
 
 
 @dataclass(frozen=True, slots=True)
+class WentIdle:
+    """An on-demand connection is (or was just) stopped until a request."""
+
+    now: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class StopRequested:
     """The connection is being removed."""
 
@@ -181,6 +194,7 @@ Signal = (
     | AttemptError
     | SessionLost
     | ToolsListed
+    | WentIdle
     | StopRequested
 )
 
@@ -211,6 +225,8 @@ def transition(
         case AttemptBegan(now=now):
             attempt = state.attempt + 1
             nxt = replace(state, attempt=attempt, next_retry_at=None, pid=None)
+            if state.phase is Phase.IDLE:  # started by a request
+                nxt = replace(nxt, phase=Phase.CONNECTING, since=now)
             return nxt, [Connecting(name=name, attempt=attempt)]
         case ProcessSpawned(pid=pid):
             return replace(state, pid=pid, exit_code=None), []
@@ -314,6 +330,21 @@ def transition(
             return replace(state, tools=tools), [
                 _tools_changed(name, state.tools, tools)
             ]
+        case WentIdle(now=now, reason=reason):
+            uptime = 0.0 if state.connected_at is None else now - state.connected_at
+            nxt = replace(
+                state,
+                phase=Phase.IDLE,
+                attempt=0,
+                error=None,
+                error_type=None,
+                since=now,
+                next_retry_at=None,
+                pid=None,
+                connected_at=None,
+                outage_since=None,
+            )
+            return nxt, [Idle(name=name, reason=reason, uptime=uptime)]
         case StopRequested(now=now):
             nxt = replace(
                 state, phase=Phase.REMOVED, since=now, next_retry_at=None, pid=None

@@ -2,7 +2,8 @@
 caller sees. One path for every request that goes upstream (tools/call,
 prompts/get, resources/read, completion/complete, subscriptions, ...).
 
-A connected server is used at once; a reconnecting one is waited for up to its
+A connected server is used at once; an idle on-demand one is started and
+waited for up to `connect_timeout` + `hold`; a reconnecting one up to its
 `hold`, unless its outage is already old (`HOLD_FAIL_FAST_FACTOR` holds), then
 the request fails at once with what is known (state, attempt, next retry, last
 error). A request is never retried: the caller decides.
@@ -66,8 +67,11 @@ async def ready(conn: Connection, clock: Callable[[], float]) -> Upstream:
         state.outage_since is None
         or clock() - state.outage_since <= HOLD_FAIL_FAST_FACTOR * conn.spec.hold
     )
-    if young and conn.spec.hold > 0:
-        with anyio.move_on_after(conn.spec.hold):
+    wait = conn.spec.hold
+    if conn.spec.on_demand and state.outage_since is None:
+        wait += conn.spec.connect_timeout  # started by this request: a cold start
+    if young and wait > 0:
+        with anyio.move_on_after(wait):
             await conn.wait_connected()
         upstream = conn.upstream
         if upstream is not None and conn.phase is Phase.CONNECTED:

@@ -12,12 +12,13 @@ and bounded by the transport.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import anyio
 
@@ -47,6 +48,7 @@ from ..transport.base import (
     ToolInfo,
     Upstream,
 )
+from ..transport.lists import ListMemory
 from .bus import EventBus
 from .output import LOG_DATA_LIMIT, STDERR_LINE_LIMIT, StderrTail, log_text
 from .supervisor import Supervisor
@@ -97,8 +99,10 @@ class Connection:
         tracing: Tracing = NO_TRACING,
         secrets: SecretRegistry | None = None,
         requests: ServerRequests | None = None,
+        lists: ListMemory | None = None,
     ) -> None:
         self.spec = spec
+        self._lists = lists if spec.on_demand else None
         self._secrets = secrets
         self._requests = requests if requests is not None else ServerRequests()
         self._tracing = tracing
@@ -107,6 +111,12 @@ class Connection:
         self.upstream: Upstream | None = None
         self.tools: tuple[ToolInfo, ...] = ()
         self.catalog = Catalog()
+        if self._lists is not None:  # shown while idle, before any session
+            self.tools, self.catalog = self._lists.recall(spec)
+        self.busy = 0
+        """Requests to it under way (an on-demand connection stays up)."""
+        self.last_used = time.monotonic()
+        """When a request to it last ended (monotonic seconds)."""
         self.stderr = StderrTail()
         self.done = anyio.Event()
         self.publish_removed = True
@@ -283,11 +293,26 @@ class Connection:
 
     # --- what the supervisor records ----------------------------------------------
 
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """A request to it is under way: an on-demand connection starts (if
+        idle) and is not stopped before it ends."""
+        self.busy += 1
+        if self.spec.on_demand:
+            self.supervisor.want()
+        try:
+            yield
+        finally:
+            self.busy -= 1
+            self.last_used = time.monotonic()
+
     def set_connected(self, upstream: Upstream, elapsed: float) -> None:
         """A try connected: the session, its lists, `connected`."""
         self.upstream = upstream
         self.tools = upstream.tools
         self.catalog = upstream.catalog
+        if self._lists is not None:
+            self._lists.keep(self.spec, self.tools, self.catalog)
         info = upstream.info
         self.signal(
             HandshakeDone(

@@ -51,7 +51,9 @@ from ..transport.base import (
     Upstream,
 )
 from ..transport.connect import McpTransport
+from ..transport.lists import ListMemory
 from ..transport.starts import StartSlots
+from ..transport.tokens import default_state_dir
 from .bus import EventBus
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests
@@ -99,6 +101,8 @@ class Manager:
             resolved secrets in it, and every error text leaving the manager
             (events, status, call errors) is masked with it. One of its own if
             None (`manager.secrets`).
+        lists: Where on-demand connections' listings are kept between their
+            sessions (default: `lists/` in the transport's state directory).
     """
 
     def __init__(
@@ -111,6 +115,7 @@ class Manager:
         tracing: Tracing = NO_TRACING,
         start_slots: int | None = None,
         secrets: SecretRegistry | None = None,
+        lists: ListMemory | None = None,
     ) -> None:
         self.bus = bus
         self.tracing = tracing
@@ -122,6 +127,13 @@ class Manager:
         )
         self._clock = clock
         self._rand = rand
+        state_dir = (
+            self._transport.state_dir
+            if isinstance(self._transport, McpTransport)
+            else default_state_dir()
+        )
+        self.lists = lists or ListMemory(state_dir / "lists")
+        """What on-demand connections listed, kept between their sessions."""
         self._conns: dict[str, Connection] = {}
         self._closing: set[Connection] = set()
         self._tg: anyio.abc.TaskGroup | None = None
@@ -177,6 +189,7 @@ class Manager:
             tracing=self.tracing,
             secrets=self.secrets,
             requests=self.requests,
+            lists=self.lists,
         )
         if old is not None:
             self._retire(old, publish_removed=False)
@@ -488,11 +501,12 @@ class Manager:
         on_error: Callable[[str], None] | None = None,
     ) -> T:
         try:
-            upstream = await ready(conn, self._clock)
-            describe_session(span, upstream)
-            limit = timeout if timeout is not None else conn.spec.call_timeout
-            with anyio.fail_after(limit + CALL_DEADLINE_SLACK):
-                return await send(upstream, limit)
+            with conn.in_use():
+                upstream = await ready(conn, self._clock)
+                describe_session(span, upstream)
+                limit = timeout if timeout is not None else conn.spec.call_timeout
+                with anyio.fail_after(limit + CALL_DEADLINE_SLACK):
+                    return await send(upstream, limit)
         except BaseException as exc:
             error = call_error(exc, conn, target, timeout, self.secrets)
             if on_error is not None:

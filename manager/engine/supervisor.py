@@ -24,7 +24,7 @@ import anyio
 
 from ..core.errors import ConfigError, TransportError
 from ..core.redact import SecretRegistry, redact
-from ..core.state import AttemptError, Phase, SessionLost, ToolsListed
+from ..core.state import AttemptError, Phase, SessionLost, ToolsListed, WentIdle
 from ..transport.base import LossReport, Transport, Upstream
 from ..transport.errors import describe_error
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
@@ -38,6 +38,9 @@ logger = logging.getLogger("manager.engine.connection")
 
 EXIT_REPORT_WAIT = 0.6
 """Seconds a failed ping of a stdio server waits for the process's own exit report."""
+
+IDLE_STOP = "IdleStop"
+"""The `error_type` of a session an on-demand connection ends for lack of use."""
 
 
 class Supervisor:
@@ -69,6 +72,11 @@ class Supervisor:
         self._login_wanted = False
         self._relist: set[str] = set()  # lists to fetch again (list_changed)
         self._list_changed = anyio.Event()
+        self._wanted = anyio.Event()  # an on-demand connection is asked for
+
+    def want(self) -> None:
+        """A request wants this (on-demand) connection up: start it if idle."""
+        self._wanted.set()
 
     def retry_now(self) -> bool:
         """Cut the current backoff wait short. Returns whether one was cut."""
@@ -97,8 +105,28 @@ class Supervisor:
         machine decides the delay (100 ms doubling, capped, jittered; the
         counter resets only after `stable_after` seconds connected). A
         connection in `needs_login` waits until `try_for_login` or `retry_now`.
+        An on-demand connection waits, idle, for a request (`want`) before
+        each session, and goes idle again after `idle_stop` seconds unused,
+        connected or not.
         """
+        spec = self._conn.spec
+        if (
+            spec.on_demand
+            and not self._conn.tools
+            and not self._conn.catalog.names("prompts")
+        ):
+            self._wanted.set()  # nothing known to list yet: start once to learn
         while True:
+            if spec.on_demand and self._idle_due():
+                self._wanted = anyio.Event()
+                reason = (
+                    "starts at the first request"
+                    if self._conn.phase is Phase.CONNECTING
+                    else f"no request for {spec.idle_stop:g} s; starts at the next one"
+                )
+                self._conn.signal(WentIdle(now=self._clock(), reason=reason))
+            if spec.on_demand:
+                await self._wanted.wait()
             report = await self._attempt(transport)
             if report is not None:
                 self._signal_lost(report)
@@ -112,9 +140,26 @@ class Supervisor:
                 await anyio.sleep(wait)
             self._retry_scope = None
 
+    def _idle_due(self) -> bool:
+        """An on-demand connection unused for `idle_stop` (or never asked for)."""
+        conn = self._conn
+        if not self._wanted.is_set():
+            return True
+        unused = time.monotonic() - conn.last_used
+        return conn.busy == 0 and unused >= conn.spec.idle_stop
+
     async def _watch(self, upstream: Upstream) -> LossReport:
-        """Block until the session dies; return why."""
+        """Block until the session dies (or, on demand, is unused); return why."""
         report: list[LossReport] = []
+
+        async def idler(tg_cancel: Callable[[], None]) -> None:
+            conn = self._conn
+            while not self._idle_due():
+                due = conn.last_used + conn.spec.idle_stop - time.monotonic()
+                await anyio.sleep(max(due, min(conn.spec.idle_stop, 1.0) / 4))
+            conn.set_disconnected()  # no request may take this session now
+            report.append(LossReport("idle", error_type=IDLE_STOP))
+            tg_cancel()
 
         async def on_transport(tg_cancel: Callable[[], None]) -> None:
             report.append(await upstream.wait_lost())
@@ -180,6 +225,8 @@ class Supervisor:
             tg.start_soon(on_transport, cancel)
             tg.start_soon(relister, cancel)
             tg.start_soon(pinger, cancel)
+            if self._conn.spec.on_demand:
+                tg.start_soon(idler, cancel)
         return report[0] if report else LossReport("session ended")
 
     async def _attempt(self, transport: Transport) -> LossReport | None:
@@ -256,6 +303,8 @@ class Supervisor:
         return None
 
     def _signal_lost(self, report: LossReport) -> None:
+        if report.error_type == IDLE_STOP:
+            return  # not a loss: `run` tells it as `idle`
         self._conn.signal(
             SessionLost(
                 now=self._clock(),

@@ -38,6 +38,7 @@ from ..core.events import (
     Connecting,
     Event,
     HookFailed,
+    Idle,
     Lagged,
     Lost,
     NeedsLogin,
@@ -78,6 +79,7 @@ STATE_RANK = {
     "reconnecting": 0,
     "connecting": 1,
     "connected": 2,
+    "idle": 2,
     "disabled": 3,
 }
 """Sort order of rows: trouble first. Unknown states sort with `connecting`."""
@@ -380,6 +382,16 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             row.next_retry_at = at + event.delay
             row.trying = False
             level = "debug"
+        case Idle():
+            row = hud.row(name, at)
+            row.state = "idle"
+            row.since = at
+            row.error = ""
+            row.attempt = 0
+            row.next_retry_at = None
+            row.trying = False
+            row.pid = None
+            level = "info"
         case NeedsLogin():
             row = hud.row(name, at)
             row.state = "needs_login"

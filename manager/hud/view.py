@@ -67,6 +67,7 @@ STATE_LOOK: dict[str, tuple[str, str]] = {
     "reconnecting": ("↻", "bold red"),
     "needs_login": ("⚿", "bold magenta"),
     "disabled": ("○", "dim"),
+    "idle": ("◇", "cyan"),
 }
 """Glyph and style of each state; colour is never the only signal."""
 
@@ -310,6 +311,7 @@ def counts_text(hud: HudState, *, compact: bool = False) -> str:
             "connecting",
             "reconnecting",
             "needs_login",
+            "idle",
             "disabled",
         )
         if counts.get(state)

@@ -60,6 +60,7 @@ STATES: Final = (
     "connected",
     "reconnecting",
     "needs_login",
+    "idle",
     "disabled",
 )
 """States always reported (0 when empty), so a series drops to 0, not away."""

@@ -47,6 +47,7 @@ from ..core.events import (
     Connected,
     Connecting,
     Event,
+    Idle,
     Lost,
     Reconnecting,
     Removed,
@@ -191,6 +192,8 @@ class LifecycleSpans:
                 self._on_connected(event)
             case Lost():
                 self._on_lost(event)
+            case Idle():
+                self._on_idle(event)
             case Added():
                 self._on_added(event)
             case Updated():
@@ -352,6 +355,17 @@ class LifecycleSpans:
         track.connected = None
         self._record_session(track, event.uptime, error="connection_lost")
         self._ensure_loop(track)  # the episode of trying starts now
+
+    def _on_idle(self, event: Idle) -> None:
+        """An on-demand connection stopped (or starts) with no session: the
+        episode ends, and a session it had ends as a normal one."""
+        track = self._track(event.name)
+        self._close(track, "idle")
+        if track.connected_at is not None:
+            self._record_session(track, event.uptime)
+        track.connected = None
+        track.connected_at = None
+        track.after_loss = False
 
     def _on_removed(self, event: Removed) -> None:
         track = self._tracks.pop(event.name, None)

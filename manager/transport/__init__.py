@@ -5,6 +5,7 @@
 - `connect`: `McpTransport`, the real transport (stdio, streamable HTTP, SSE).
 - `session`: an initialized session: handshake, calls, pings, loss signals.
 - `eras`: which protocol era each upstream speaks, learned once, remembered.
+- `lists`: what on-demand servers listed, kept between their sessions.
 - `relay`: the lean `tools/call` relay of a handshake-era session.
 - `requests`: what an upstream asks of us (sampling, elicitation, roots, logs).
 - `stdio`, `http`: the two ways bytes reach a server; `children`: the process

@@ -22,6 +22,7 @@ SENTENCES = [
     "a: connect failed (attempt 1): refused",
     "a: disconnected after 2.50 s, exit code 1: EOF",
     "a: retry 2 in 0.10 s",
+    "a: idle after 5m10s up: no request for 300 s; starts at the next one",
     "a: needs login (no token); run: mcp-manager login a",
     "a: oauth refresh ok HTTP 200 in 0.01 s",
     "a: tools added x; removed y, z (now 1)",
