@@ -61,6 +61,9 @@ DOORS: dict[str, frozenset[str]] = {
     # `mcpserver` reads a request's session id off starlette's `Request`.
     "uvicorn": frozenset({"gateway", "demo_server"}),
     "starlette": frozenset({"mcpserver", "gateway", "demo_server"}),
+    # Tool discovery's ranking and stemming (gateway/discovery.py).
+    "bm25s": frozenset({"gateway"}),
+    "snowballstemmer": frozenset({"gateway"}),
 }
 """Third-party top-level package -> the only modules that may import it."""
 

@@ -19,6 +19,8 @@
 - `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
   `early`, `replay`: its `initialize` answered before the SDK loads.
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.
+- `discovery`: `search_tools`, `describe_tool`, `call_tool` in place of every
+  tool (`discovery = "search"`), and the BM25 `ToolIndex` they search.
 - `options`: `--listen` and its token and allow flags, checked up front; how
   long an idle HTTP session lives.
 - `http`: streamable HTTP under uvicorn, serving anything `Served` (the
