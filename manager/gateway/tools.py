@@ -41,9 +41,17 @@ __all__ = ["ERROR_META_KEY", "ToolCalls"]
 ERROR_META_KEY = "mcp-manager/error"
 """`_meta` key on a tool error made by the gateway: the server's status."""
 
+_DISCOVERY_TOOLS = frozenset({"search_tools", "describe_tool", "call_tool"})
+"""What a profile with `discovery = "search"` lists (`discovery.DISCOVERY_TOOLS`),
+named here so `discovery` (bm25s, numpy) loads only when one is used."""
+
 _PLAIN_CALL_KEYS = frozenset({"name", "arguments", "_meta"})
 """The params of a `tools/call` the relay answers itself (anything else, such
 as a task or input responses, is the SDK's to judge)."""
+
+
+def _text(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
 def _text_error(
@@ -77,6 +85,7 @@ class ToolCalls:
         self._features = features
         self._table = table
         self._settled = settled
+        self._indexes: dict[Profile, tuple[ToolTable, Any]] = {}
 
     async def list_tools(
         self,
@@ -87,6 +96,10 @@ class ToolCalls:
         await self._settled()
         hint = list_hint(ctx, "tools", self.manager.connections())
         profile = current_profile(self.manager.profiles)
+        if profile is not None and profile.discovery == "search":
+            from .discovery import DISCOVERY_TOOLS  # bm25s and numpy: when used
+
+            return types.ListToolsResult(tools=list(DISCOVERY_TOOLS), **hint)
         tools = visible_items(self._table(), profile, "tools")
         return types.ListToolsResult(tools=list(tools), **hint)
 
@@ -141,6 +154,10 @@ class ToolCalls:
         name: str,
         arguments: dict[str, Any] | None,
     ) -> types.CallToolResult | dict[str, Any]:
+        if name in _DISCOVERY_TOOLS:
+            profile = current_profile(self.manager.profiles)
+            if profile is not None and profile.discovery == "search":
+                return await self._discover(ctx, profile, name, arguments or {})
         route = self._table().routes.get(name)
         if route is not None:
             server, tool = route.server, route.tool
@@ -192,6 +209,58 @@ class ToolCalls:
         if data.get("resultType") == "task":  # SEP-2663: named for tasks/get
             data = exposed_task(server, data)
         return data
+
+    async def _discover(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        profile: Profile,
+        name: str,
+        arguments: dict[str, Any],
+    ) -> types.CallToolResult | dict[str, Any]:
+        """`search_tools`, `describe_tool` or `call_tool` of a profile with
+        `discovery = "search"`, over the tools in its view."""
+        from . import discovery
+
+        index = self._index(profile)
+        if name == discovery.SEARCH_TOOLS:
+            query = arguments.get("query")
+            limit = arguments.get("limit", discovery.DEFAULT_LIMIT)
+            if not isinstance(query, str) or not isinstance(limit, int):
+                return _text_error(
+                    "search_tools takes {query: string, limit: integer}, e.g. "
+                    '{"query": "open a bug in the backend repo", "limit": 5}'
+                )
+            try:
+                hits = index.search(query, limit)
+            except ValueError as exc:
+                return _text_error(str(exc))
+            return _text(discovery.search_result(hits, index.servers))
+        target = arguments.get("name")
+        tool = index.describe(target) if isinstance(target, str) else None
+        if tool is None:
+            shown = target if isinstance(target, str) else ""
+            near = index.search(shown, 3) if shown.strip() else []
+            return _text_error(discovery.unknown_tool_result(shown, near))
+        if name == discovery.DESCRIBE_TOOL:
+            return _text(discovery.describe_result(tool))
+        given = arguments.get("arguments") or {}
+        if not isinstance(given, dict):
+            return _text_error("call_tool: arguments must be an object")
+        return await self._call(ctx, tool.name, given)  # the same call, in view
+
+    def _index(self, profile: Profile) -> Any:
+        """The search index of `profile`'s tools, rebuilt when the table is."""
+        from .discovery import ToolIndex
+
+        table = self._table()
+        cached = self._indexes.get(profile)
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        index = ToolIndex(visible_items(table, profile, "tools"))
+        if len(self._indexes) > 64:  # profiles come and go with reloads
+            self._indexes.clear()
+        self._indexes[profile] = (table, index)
+        return index
 
     def _unlisted_route(self, name: str) -> tuple[str, str] | None:
         """(server, tool) for a name the table does not show: the server whose

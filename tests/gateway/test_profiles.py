@@ -9,6 +9,7 @@ resource, exactly as if it did not exist.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx2
@@ -102,3 +103,54 @@ async def test_a_profile_removed_by_a_reload_is_gone_from_its_url() -> None:
                 await client.list_tools()
             with pytest.raises(MCPError, match="no profile named 'one'"):
                 await client.call_tool("a__echo", {"text": "hi"})
+
+
+SEARCH = parse_profile("find", {"servers": ["a"], "discovery": "search"}, "x.lua:3")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_search_profile_lists_three_tools_that_find_and_call_the_rest(
+    mode: Any,
+) -> None:
+    async with running_gateway(
+        [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
+    ) as (gateway, manager, rec):
+        manager.profiles = {"find": SEARCH}
+        async with Client(f"{gateway.url}/find", mode=mode) as client:
+            listed = [t.name for t in (await client.list_tools()).tools]
+            assert listed == ["search_tools", "describe_tool", "call_tool"]
+
+            found = await client.call_tool(
+                "search_tools", {"query": "echo some text back", "limit": 3}
+            )
+            assert not found.is_error and "a__echo" in _text(found)
+            assert "b__" not in _text(found)  # only the profile's view is searched
+
+            described = await client.call_tool("describe_tool", {"name": "a__echo"})
+            definition = json.loads(_text(described))
+            assert definition["name"] == "a__echo" and "inputSchema" in definition
+
+            calls = len(rec.of("call_finished", "a"))
+            called = await client.call_tool(
+                "call_tool", {"name": "a__echo", "arguments": {"text": "hi"}}
+            )
+            assert not called.is_error and "hi" in _text(called)
+            assert len(rec.of("call_finished", "a")) == calls + 1  # a real call
+
+            outside = await client.call_tool(
+                "call_tool", {"name": "b__echo", "arguments": {"text": "hi"}}
+            )
+            assert outside.is_error and "b__echo" in _text(outside)
+            blank = await client.call_tool("search_tools", {"query": "  "})
+            assert blank.is_error
+
+
+def test_the_gateway_knows_the_discovery_tools_by_name() -> None:
+    from manager.gateway.discovery import DISCOVERY_TOOLS
+    from manager.gateway.tools import _DISCOVERY_TOOLS
+
+    assert {t.name for t in DISCOVERY_TOOLS} == _DISCOVERY_TOOLS
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
