@@ -29,12 +29,15 @@ import json
 import os
 import selectors
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..control.paths import attach_socket_path, socket_path
+
+if TYPE_CHECKING:
+    import subprocess
 from .arguments import non_negative_float
 from .exits import PROG, fail
 
@@ -45,6 +48,7 @@ __all__ = [
     "Bridge",
     "add_parsers",
     "default_config",
+    "main_attach",
 ]
 
 ATTACH_VERSION = 1
@@ -412,6 +416,8 @@ def _key(request_id: object) -> str:
 def _start_daemon(control: Path, config: Path) -> subprocess.Popen[bytes]:
     """`mcp-manager run CONFIG` in the background, its own session, its
     output in `daemon.log` beside the socket."""
+    import subprocess  # only for --start: ten milliseconds of every start
+
     control.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     log = control.parent / "daemon.log"
     with open(log, "ab") as out:
@@ -474,21 +480,14 @@ def _cmd_attach(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-) -> None:
-    """Add `attach`."""
-    attach = sub.add_parser(
-        "attach",
-        parents=[common],
-        help="serve the running daemon's MCP endpoint on stdin/stdout (for editors)",
-        description=(
-            "An MCP server on stdin/stdout for clients that spawn commands: it is "
-            "the running daemon's endpoint (every client shares one set of "
-            "servers), and it outlives the daemon restarting."
-        ),
-    )
+_DESCRIPTION = (
+    "An MCP server on stdin/stdout for clients that spawn commands: it is the "
+    "running daemon's endpoint (every client shares one set of servers), and it "
+    "outlives the daemon restarting."
+)
+
+
+def _add_arguments(attach: argparse.ArgumentParser) -> None:
     attach.add_argument(
         "--profile", help="the profile to see (mcp_profile in startup.lua)"
     )
@@ -509,4 +508,31 @@ def add_parsers(
         help="seconds a request waits for a restarting daemon "
         f"(default {DEFAULT_HOLD:g})",
     )
+
+
+def main_attach(argv: list[str]) -> int:
+    """`mcp-manager attach ARGS`, parsed without the whole command line (an
+    editor spawns it for every window: its start is the client's wait)."""
+    parser = argparse.ArgumentParser(prog=f"{PROG} attach", description=_DESCRIPTION)
+    parser.add_argument("--socket", metavar="PATH", default=None, help="control socket")
+    _add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    return _cmd_attach(args)
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add `attach`."""
+    attach = sub.add_parser(
+        "attach",
+        parents=[common],
+        help="serve the running daemon's MCP endpoint on stdin/stdout (for editors)",
+        description=_DESCRIPTION,
+    )
+    _add_arguments(attach)
     attach.set_defaults(handler=_cmd_attach)

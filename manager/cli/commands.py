@@ -1,0 +1,333 @@
+"""The command line's parser and its daemon commands: `run`, `stdio`, `check`.
+
+`main` (re-exported lazily by the package) parses and dispatches; the client
+commands live in their own modules (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..control.paths import socket_path
+from ..core.errors import ConfigError, ControlError, ManagerError
+from ..daemon.watchdog import DEFAULT_WATCHDOG
+from .arguments import non_negative_float, positive_int
+from .exits import PROG, fail, first_line
+
+if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
+    from ..daemon.serve import DaemonOptions
+
+__all__ = ["build_parser", "hud_wanted", "main"]
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+# ------------------------------------------------------------------------- run
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    config = Path(args.file)
+    if not config.is_file():
+        reason = "not a file" if config.exists() else "no such file"
+        return fail(f"cannot run {config}: {reason}")
+    if args.listen is None and (
+        args.token_file or args.allow_host or args.allow_origin
+    ):
+        return fail("--token-file, --allow-host and --allow-origin need --listen")
+    endpoint = None
+    if args.listen is not None:
+        from ..gateway.options import EndpointError, endpoint_options
+
+        try:
+            endpoint = endpoint_options(
+                args.listen,
+                token_file=args.token_file,
+                allowed_hosts=args.allow_host,
+                allowed_origins=args.allow_origin,
+            )
+        except EndpointError as exc:
+            return fail(str(exc))
+    return _serve(
+        _daemon_options(args, config, hud=hud_wanted(args), endpoint=endpoint)
+    )
+
+
+def _daemon_options(
+    args: argparse.Namespace, config: Path, **overrides: Any
+) -> DaemonOptions:
+    """The options `run` and `stdio` share (`_add_daemon_flags`), plus `overrides`."""
+    from ..daemon.serve import DaemonOptions
+
+    return DaemonOptions(
+        config=config,
+        socket=socket_path(args.socket),
+        log_level=args.log_level,
+        log_format=args.log_format,
+        otlp_endpoint=args.otlp_endpoint,
+        otlp_protocol=args.otlp_protocol,
+        telemetry=not args.no_telemetry,
+        start_slots=args.start_slots,
+        watchdog=args.watchdog,
+        **overrides,
+    )
+
+
+def _backend_options() -> dict[str, object]:
+    """uvloop when it is installed (a dependency; fewer CPU cycles per message
+    than asyncio's own loop), else asyncio's loop."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:  # a platform without uvloop's wheels: the plain loop
+        return {}
+    return {"use_uvloop": True}
+
+
+def _serve(options: DaemonOptions) -> int:
+    """Run the daemon; the exit code for how it ended."""
+    import anyio
+
+    from ..daemon.serve import serve
+
+    try:
+        return anyio.run(serve, options, backend_options=_backend_options())
+    except KeyboardInterrupt:
+        return 130
+    except ConfigError as exc:
+        return fail(first_line(exc), 1)
+    except ManagerError as exc:
+        return fail(first_line(exc))
+
+
+# ----------------------------------------------------------------------- stdio
+
+
+def _cmd_stdio(args: argparse.Namespace) -> int:
+    config = Path(args.file)
+    if not config.is_file():
+        reason = "not a file" if config.exists() else "no such file"
+        return fail(f"cannot run {config}: {reason}")
+    if args.log_file is not None:
+        # Everything written to fd 2 (our logs, library warnings, tracebacks)
+        # goes to the file from here on; stdout stays the MCP stream.
+        try:
+            fd = os.open(args.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as exc:
+            return fail(f"cannot open log file {args.log_file}: {exc.strerror}")
+        os.dup2(fd, 2)
+        os.close(fd)
+
+    # Answer the client's `initialize` now, before half a second of imports.
+    from ..gateway.early import answer_initialize
+
+    early = answer_initialize()
+    if early is None:
+        return 0  # the client closed stdin before saying anything
+    options = _daemon_options(
+        args,
+        config,
+        hud=False,
+        stdio=True,
+        stdio_early=early,
+        control=args.socket is not None,
+    )
+    return _serve(options)
+
+
+# ------------------------------------------------------------------------- hud
+
+
+def hud_wanted(args: argparse.Namespace) -> bool:
+    """`run` shows the HUD on a terminal, unless `--no-hud` (or TERM=dumb)."""
+    return (
+        not args.no_hud
+        and sys.stdin.isatty()
+        and sys.stdout.isatty()
+        and os.environ.get("TERM", "") not in ("", "dumb")
+    )
+
+
+# ---------------------------------------------------------------------- parser
+
+
+def _add_telemetry_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "telemetry (OpenTelemetry; the standard OTEL_* variables apply, these win)"
+    )
+    group.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="send traces and metrics over OTLP to URL, e.g. http://localhost:4317 "
+        "(gRPC) or http://localhost:4318 (HTTP); default: $OTEL_EXPORTER_OTLP_"
+        "ENDPOINT, else gRPC to localhost:4317",
+    )
+    group.add_argument(
+        "--otlp-protocol",
+        choices=("grpc", "http/protobuf"),
+        help="default: $OTEL_EXPORTER_OTLP_PROTOCOL, else grpc",
+    )
+    group.add_argument(
+        "--no-telemetry",
+        action="store_true",
+        help="export no traces or metrics (same as OTEL_SDK_DISABLED=true)",
+    )
+
+
+def _add_daemon_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("daemon")
+    group.add_argument(
+        "--start-slots",
+        type=positive_int,
+        metavar="N",
+        help="how many stdio servers may start (spawn + handshake) at once; the "
+        "rest wait their turn, and connect_timeout counts only once a server "
+        "starts (default: the CPU count, at least 2)",
+    )
+    group.add_argument(
+        "--watchdog",
+        type=non_negative_float,
+        default=DEFAULT_WATCHDOG,
+        metavar="SECONDS",
+        help="log the main thread's stack once when the event loop has not turned "
+        f"for SECONDS, and let SIGTERM end a stuck daemon (default: "
+        f"{DEFAULT_WATCHDOG:g}; 0 = off)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (`mcp-manager --help`)."""
+    # `--socket` works before and after the command; SUPPRESS keeps the
+    # subcommand's default from overwriting a value given before it.
+    socket_help = (
+        "control socket (default: $MCP_MANAGER_SOCKET, else "
+        "$XDG_RUNTIME_DIR/mcp-manager/control.sock, else "
+        "/tmp/mcp-manager-UID/control.sock)"
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--socket", metavar="PATH", default=argparse.SUPPRESS, help=socket_help
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Keep a declared set of MCP client connections alive."
+    )
+    parser.add_argument("--socket", metavar="PATH", default=None, help=socket_help)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", parents=[common], help="run the daemon (foreground)")
+    run.add_argument("file", nargs="?", default="startup.lua", metavar="FILE")
+    run.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=_LOG_LEVELS,
+        default="INFO",
+        help="default: INFO",
+    )
+    run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.add_argument(
+        "--no-hud",
+        action="store_true",
+        help="no terminal HUD (default: shown when stdin and stdout are a terminal)",
+    )
+    endpoint = run.add_argument_group("MCP endpoint (streamable HTTP)")
+    endpoint.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve every upstream's tools as SERVER__TOOL at http://HOST:PORT/mcp "
+        "(loopback unless a token is set)",
+    )
+    endpoint.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="require this bearer token (default: $MCP_MANAGER_TOKEN, if set)",
+    )
+    endpoint.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also accept this Host header name (repeatable)",
+    )
+    endpoint.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also accept this Origin, e.g. https://app.example (repeatable)",
+    )
+    _add_daemon_flags(run)
+    _add_telemetry_flags(run)
+    run.set_defaults(handler=_cmd_run)
+
+    stdio = sub.add_parser(
+        "stdio",
+        parents=[common],
+        help="run the daemon and serve MCP on stdin/stdout (for clients that spawn "
+        "servers)",
+    )
+    stdio.add_argument("file", nargs="?", default="startup.lua", metavar="FILE")
+    stdio.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=_LOG_LEVELS,
+        default="WARNING",
+        help="default: WARNING",
+    )
+    stdio.add_argument("--log-format", choices=("text", "json"), default="text")
+    stdio.add_argument(
+        "--log-file", metavar="PATH", help="append logs here instead of stderr"
+    )
+    _add_daemon_flags(stdio)
+    _add_telemetry_flags(stdio)
+    stdio.set_defaults(handler=_cmd_stdio)
+
+    from . import (  # the client commands, in their own modules
+        attach,
+        control,
+        importing,
+        login,
+        mcp,
+    )
+
+    control.add_parsers(sub, common)  # status, hud, events, reload, reconnect, check
+    mcp.add_parsers(sub, common)  # call, read, prompt, tools, prompts, resources
+    login.add_parsers(sub, common)  # login, logout
+    attach.add_parsers(sub, common)  # attach
+    importing.add_parsers(sub, common)  # import, client-config
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Args:
+        argv: Arguments without the program name (default: `sys.argv[1:]`).
+
+    Returns:
+        The process exit code.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        code = handler(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught below
+        return code
+    except ControlError as exc:
+        return fail(first_line(exc))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `mcp-manager tools | head`: the reader has what it wanted. Point
+        # stdout at /dev/null so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
