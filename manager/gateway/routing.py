@@ -33,7 +33,7 @@ from .freshness import list_hint
 from .names import NameSource, ToolRoute, ToolTable, build_name_table
 from .requests import CallNotes, ClientRequests, upstream_meta
 from .rounds import HeldCall, HeldCalls
-from .views import current_profile, visible_items, visible_resources
+from .views import PROFILE, current_profile, visible_items, visible_resources
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
 
@@ -105,6 +105,7 @@ class Features:
         self._upstream_subs: dict[tuple[str, str], int] = {}
         self._levels: dict[str, str] = {}
         self._log_sessions: dict[str, ServerSession] = {}
+        self._log_views: dict[str, str | None] = {}
         manager.requests.handler = self.asks.upstream_request
         manager.requests.on_log = self._call_log
 
@@ -409,6 +410,7 @@ class Features:
         """A downstream session closed: drop its subscriptions and log level."""
         self._levels.pop(key, None)
         self._log_sessions.pop(key, None)
+        self._log_views.pop(key, None)
         subscriber = self._subscribers.pop(key, None)
         if subscriber is None:
             return
@@ -461,6 +463,7 @@ class Features:
         key = session_key(ctx)
         self._levels[key] = str(params.level)
         self._log_sessions[key] = ctx.session
+        self._log_views[key] = PROFILE.get()  # its profile: whose logs it sees
         level = min(self._levels.values(), key=LOG_LEVELS.index)
         request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))  # type: ignore[arg-type]
 
@@ -498,6 +501,11 @@ class Features:
             wanted = self._levels.get(key, "debug")
             if rank < LOG_LEVELS.index(wanted):
                 continue
+            view = self._log_views.get(key)
+            if view is not None:
+                profile = self.manager.profiles.get(view)
+                if profile is None or not profile.shows_server(server):
+                    continue  # a server outside the session's profile
             try:
                 with anyio.fail_after(NOTIFY_TIMEOUT):
                     # The notification itself: `send_log_message` warns that

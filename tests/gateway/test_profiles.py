@@ -10,12 +10,14 @@ resource, exactly as if it did not exist.
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from test_gateway import demo_stdio, running_gateway
 
 from manager.core.profile import parse_profile
@@ -154,3 +156,36 @@ def test_the_gateway_knows_the_discovery_tools_by_name() -> None:
 
 def _text(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_log_messages_of_a_server_outside_a_profile_stay_outside() -> None:
+    async with running_gateway(
+        [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
+    ) as (gateway, manager, _):
+        manager.profiles = {"one": ONE}
+        heard: dict[str, list[str]] = {"one": [], "all": []}
+        got_a = {"one": anyio.Event(), "all": anyio.Event()}
+
+        def client(url: str, where: str) -> Client:
+            async def on_log(params: Any) -> None:
+                heard[where].append(str(params.logger))
+                if params.logger == "a/x":
+                    got_a[where].set()
+
+            return Client(url, mode="legacy", logging_callback=on_log)
+
+        async with (
+            client(f"{gateway.url}/one", "one") as viewer,
+            client(str(gateway.url), "all") as everyone,
+        ):
+            with warnings.catch_warnings():  # logging: deprecated in 2026-07-28
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await viewer.session.set_logging_level("debug")
+                await everyone.session.set_logging_level("debug")
+            await gateway.features.log_message("b", "info", "x", "from b")
+            await gateway.features.log_message("a", "info", "x", "from a")
+            with anyio.fail_after(10):  # in order on each session's stream
+                await got_a["one"].wait()
+                await got_a["all"].wait()
+        assert heard["all"] == ["b/x", "a/x"]
+        assert heard["one"] == ["a/x"]
