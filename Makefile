@@ -9,6 +9,10 @@ STAMP  := $(VENV)/.installed
 NODE_DIR   := tests/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 
+# The tests start hundreds of Python processes (daemons, servers, `attach`):
+# they share compiled bytecode (written on first import, even where the
+# environment says PYTHONDONTWRITEBYTECODE) instead of each compiling the
+# package again.
 .PHONY: run test lint bench clean
 
 $(STAMP): pyproject.toml
@@ -33,7 +37,7 @@ test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check manager tests bench
 	$(BIN)/ruff format --check manager tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n 4 --dist worksteal --cov --cov-report=
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n 4 --dist worksteal --cov --cov-report=
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

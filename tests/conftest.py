@@ -13,7 +13,9 @@ from there (`from servers import stdio_command, ...`), never from this file.
   `tests/node`): a `(command, args)` pair for stdio, or the URL of a running
   server (stopped and reaped at teardown). They skip the test when node or the
   package is missing (`make test` installs it). See `servers/everything.py`.
-- `no_leaked_children`: fails the test if it leaves child processes behind.
+- `no_leaked_children`: fails the test if it leaves child processes behind;
+  `no_leaked_children_after_module` the same once per module, for modules
+  whose tests share servers started by a module-scoped fixture.
 
 Tests under `campaigns/` are marked `campaign` (excluded by default).
 """
@@ -168,6 +170,20 @@ def no_leaked_children() -> Iterator[None]:
     is recorded, so they cannot leak into later tests.
     """
     yield
+    fail_on_leftover_children()
+
+
+@pytest.fixture(scope="module")
+def no_leaked_children_after_module() -> Iterator[None]:
+    """`no_leaked_children` for a module whose tests share servers (a
+    module-scoped fixture that starts processes): checked once, after the
+    module's shared fixtures (requested after this one) are torn down."""
+    yield
+    fail_on_leftover_children()
+
+
+def fail_on_leftover_children() -> None:
+    """Fail (and SIGKILL them) if child processes still run 3 s from now."""
     deadline = time.monotonic() + LEAK_GRACE
     leftovers = _leftover_children()
     while leftovers and time.monotonic() < deadline:

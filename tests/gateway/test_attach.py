@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from servers import children_of, raw_command, stdio_command
 from servers.daemon import DaemonProcess
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+pytestmark = pytest.mark.anyio
 
 
 def _mcp_add(name: str, command: str, args: list[str]) -> str:
@@ -48,6 +48,31 @@ def control_socket() -> Iterator[Path]:
         directory.rmdir()
 
 
+@pytest.fixture(scope="module")
+def shared_daemon(
+    no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[DaemonProcess, Path]]:
+    """One daemon for the tests that do not stop it: demo servers `a` and
+    `b`, and the profile `one` (server `a` without its `fail` tool)."""
+    command, args = stdio_command()
+    script = tmp_path_factory.mktemp("attach") / "startup.lua"
+    script.write_text(
+        _mcp_add("a", command, args)
+        + _mcp_add("b", command, args)
+        + 'mcp_profile("one", {servers = {"a"}, tools = {deny = {"*fail*"}}})\n'
+    )
+    directory = Path(tempfile.mkdtemp(prefix="mm-attach-", dir="/tmp"))
+    os.chmod(directory, 0o700)
+    control = directory / "control.sock"
+    with DaemonProcess(script, control_socket=control) as daemon:
+        daemon.wait_event("connected", "a")
+        daemon.wait_event("connected", "b")
+        yield daemon, control
+    for leftover in directory.iterdir():
+        leftover.unlink()
+    directory.rmdir()
+
+
 def attach(control: Path, *flags: str) -> StdioServerParameters:
     """What an editor would spawn: `mcp-manager attach`."""
     return StdioServerParameters(
@@ -60,6 +85,7 @@ def _text(result: types.CallToolResult) -> str:
     return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
+@pytest.mark.usefixtures("no_leaked_children")
 async def test_five_clients_share_one_process_per_server_through_a_restart(
     tmp_path: Path, control_socket: Path
 ) -> None:
@@ -111,73 +137,7 @@ async def test_five_clients_share_one_process_per_server_through_a_restart(
                 assert not result.is_error and f"held{k}" in _text(result)
 
 
-async def test_a_profile_through_attach_and_the_clients_it_serves(
-    tmp_path: Path, control_socket: Path
-) -> None:
-    command, args = stdio_command()
-    script = tmp_path / "startup.lua"
-    script.write_text(
-        _mcp_add("a", command, args)
-        + _mcp_add("b", command, args)
-        + 'mcp_profile("one", {servers = {"a"}, tools = {deny = {"*fail*"}}})\n'
-    )
-    with DaemonProcess(script, control_socket=control_socket) as daemon:
-        daemon.wait_event("connected", "a")
-        daemon.wait_event("connected", "b")
-        for mode in ("auto", "legacy"):
-            params = attach(control_socket, "--profile", "one")
-            async with Client(params, mode=mode) as client:
-                tools = {t.name for t in (await client.list_tools()).tools}
-                assert tools and all(t.startswith("a__") for t in tools)
-                assert "a__fail" not in tools
-                with pytest.raises(MCPError, match="not in profile 'one'"):
-                    await client.call_tool("b__echo", {"text": "x"})
-                info = daemon.client.request({"cmd": "info"})
-                assert isinstance(info, dict)
-                attached = info["attached"]
-                assert isinstance(attached, list)
-                assert [row["profile"] for row in attached] == ["one"]
-
-
-async def test_what_an_upstream_asks_goes_to_the_client_that_called(
-    tmp_path: Path, control_socket: Path
-) -> None:
-    command, args = stdio_command()
-    script = tmp_path / "startup.lua"
-    script.write_text(_mcp_add("demo", command, args))
-    with DaemonProcess(script, control_socket=control_socket) as daemon:
-        daemon.wait_event("connected", "demo")
-
-        def answering(text: str) -> Any:
-            async def sampling(
-                context: Any, params: types.CreateMessageRequestParams
-            ) -> types.CreateMessageResult:
-                return types.CreateMessageResult(
-                    role="assistant",
-                    content=types.TextContent(type="text", text=text),
-                    model="test",
-                )
-
-            return sampling
-
-        for mode in ("auto", "legacy"):
-            async with (
-                Client(
-                    attach(control_socket),
-                    mode=mode,
-                    sampling_callback=answering("from A"),
-                ) as first,
-                Client(
-                    attach(control_socket),
-                    mode=mode,
-                    sampling_callback=answering("from B"),
-                ) as second,
-            ):
-                a = await first.call_tool("demo__sample", {"prompt": "hi"})
-                b = await second.call_tool("demo__sample", {"prompt": "hi"})
-                assert "from A" in _text(a) and "from B" in _text(b)
-
-
+@pytest.mark.usefixtures("no_leaked_children")
 def test_attach_without_a_daemon_says_so_in_one_line_and_exits_2(
     control_socket: Path,
 ) -> None:
@@ -193,25 +153,7 @@ def test_attach_without_a_daemon_says_so_in_one_line_and_exits_2(
     assert "--start" in lines[0]
 
 
-def test_attach_to_an_unknown_profile_names_the_declared_ones(
-    tmp_path: Path, control_socket: Path
-) -> None:
-    command, args = raw_command()
-    script = tmp_path / "startup.lua"
-    script.write_text(_mcp_add("s", command, args) + 'mcp_profile("one")\n')
-    with DaemonProcess(script, control_socket=control_socket):
-        done = subprocess.run(
-            [sys.executable, "-m", "manager", "attach"]
-            + ["--socket", str(control_socket), "--profile", "nope"],
-            input=b"",
-            capture_output=True,
-            timeout=30,
-        )
-    assert done.returncode == 2 and done.stdout == b""
-    message = done.stderr.decode()
-    assert "no profile named 'nope'" in message and "one" in message
-
-
+@pytest.mark.usefixtures("no_leaked_children")
 def test_a_request_held_past_hold_gets_an_error_naming_the_socket(
     tmp_path: Path, control_socket: Path
 ) -> None:
@@ -243,3 +185,77 @@ def test_a_request_held_past_hold_gets_an_error_naming_the_socket(
     assert (
         str(control_socket.with_name("control.mcp.sock")) in answer["error"]["message"]
     )
+
+
+# The tests below share one daemon (`shared_daemon`); they come last, so a
+# test above that checks for leftover processes never sees it.
+
+
+async def test_a_profile_through_attach_and_the_clients_it_serves(
+    shared_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    daemon, control_socket = shared_daemon
+    for mode in ("auto", "legacy"):
+        params = attach(control_socket, "--profile", "one")
+        async with Client(params, mode=mode) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert tools and all(t.startswith("a__") for t in tools)
+            assert "a__fail" not in tools
+            with pytest.raises(MCPError, match="not in profile 'one'"):
+                await client.call_tool("b__echo", {"text": "x"})
+            info = daemon.client.request({"cmd": "info"})
+            assert isinstance(info, dict)
+            attached = info["attached"]
+            assert isinstance(attached, list)
+            assert [row["profile"] for row in attached] == ["one"]
+
+
+async def test_what_an_upstream_asks_goes_to_the_client_that_called(
+    shared_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    _, control_socket = shared_daemon
+
+    def answering(text: str) -> Any:
+        async def sampling(
+            context: Any, params: types.CreateMessageRequestParams
+        ) -> types.CreateMessageResult:
+            return types.CreateMessageResult(
+                role="assistant",
+                content=types.TextContent(type="text", text=text),
+                model="test",
+            )
+
+        return sampling
+
+    for mode in ("auto", "legacy"):
+        async with (
+            Client(
+                attach(control_socket),
+                mode=mode,
+                sampling_callback=answering("from A"),
+            ) as first,
+            Client(
+                attach(control_socket),
+                mode=mode,
+                sampling_callback=answering("from B"),
+            ) as second,
+        ):
+            a = await first.call_tool("a__sample", {"prompt": "hi"})
+            b = await second.call_tool("b__sample", {"prompt": "hi"})
+            assert "from A" in _text(a) and "from B" in _text(b)
+
+
+def test_attach_to_an_unknown_profile_names_the_declared_ones(
+    shared_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    _, control_socket = shared_daemon
+    done = subprocess.run(
+        [sys.executable, "-m", "manager", "attach"]
+        + ["--socket", str(control_socket), "--profile", "nope"],
+        input=b"",
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 2 and done.stdout == b""
+    message = done.stderr.decode()
+    assert "no profile named 'nope'" in message and "one" in message

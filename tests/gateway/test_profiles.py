@@ -11,18 +11,44 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
+from fakes import Recorder
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from test_gateway import demo_stdio, running_gateway
 
 from manager.core.profile import parse_profile
+from manager.engine.manager import Manager
+from manager.gateway import Gateway
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("no_leaked_children_after_module"),
+]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """One event loop for the module: its tests share one gateway."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def shared(
+    no_leaked_children_after_module: None,
+) -> AsyncIterator[tuple[Gateway, Manager, Recorder]]:
+    """Two demo servers `a` and `b` behind one gateway, for every test here;
+    each test declares the profiles it needs."""
+    async with running_gateway(
+        [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
+    ) as running:
+        yield running
+
 
 ONE = parse_profile(
     "one",
@@ -37,74 +63,69 @@ ONE = parse_profile(
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_a_profile_url_shows_only_its_view_in_both_eras(mode: Any) -> None:
-    async with running_gateway(
-        [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
-    ) as (gateway, manager, _):
-        manager.profiles = {"one": ONE}
-        assert gateway.url is not None
-        async with Client(gateway.url, mode=mode) as everything:
-            all_tools = {t.name for t in (await everything.list_tools()).tools}
-        assert {"a__echo", "a__fail", "b__echo"} <= all_tools
+async def test_a_profile_url_shows_only_its_view_in_both_eras(
+    mode: Any, shared: tuple[Gateway, Manager, Recorder]
+) -> None:
+    gateway, manager, _ = shared
+    manager.profiles = {"one": ONE}
+    assert gateway.url is not None
+    async with Client(gateway.url, mode=mode) as everything:
+        all_tools = {t.name for t in (await everything.list_tools()).tools}
+    assert {"a__echo", "a__fail", "b__echo"} <= all_tools
 
-        async with Client(f"{gateway.url}/one", mode=mode) as client:
-            tools = {t.name for t in (await client.list_tools()).tools}
-            assert tools == {n for n in all_tools if n.startswith("a__")} - {"a__fail"}
-            echoed = await client.call_tool("a__echo", {"text": "hi"})
-            assert not echoed.is_error
-            for hidden in ("b__echo", "a__fail"):
-                with pytest.raises(MCPError) as caught:
-                    await client.call_tool(hidden, {"text": "hi"})
-                assert "not in profile 'one'" in caught.value.message
+    async with Client(f"{gateway.url}/one", mode=mode) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert tools == {n for n in all_tools if n.startswith("a__")} - {"a__fail"}
+        echoed = await client.call_tool("a__echo", {"text": "hi"})
+        assert not echoed.is_error
+        for hidden in ("b__echo", "a__fail"):
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool(hidden, {"text": "hi"})
+            assert "not in profile 'one'" in caught.value.message
 
-            prompts = {p.name for p in (await client.list_prompts()).prompts}
-            assert prompts == {"a__greet"}
-            with pytest.raises(MCPError, match="unknown prompt"):
-                await client.get_prompt("b__greet", {"name": "Ada"})
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert prompts == {"a__greet"}
+        with pytest.raises(MCPError, match="unknown prompt"):
+            await client.get_prompt("b__greet", {"name": "Ada"})
 
-            listed = await client.list_resource_templates()
-            assert listed.resource_templates == []
-            with pytest.raises(MCPError):
-                await client.read_resource("demo://items/7")
-            # the readme is a's (both list it: b's is rewritten, and hidden)
-            uris = {str(r.uri) for r in (await client.list_resources()).resources}
-            assert uris == {"demo://readme", "demo://logo"}
-            assert (await client.read_resource("demo://readme")).contents
-
-
-async def test_an_unknown_profile_is_a_404_naming_the_declared_ones() -> None:
-    async with running_gateway([demo_stdio("a")], wait_for=["a"]) as (
-        gateway,
-        manager,
-        _,
-    ):
-        manager.profiles = {"one": ONE}
-        async with httpx2.AsyncClient() as http:
-            reply = await http.post(
-                f"{gateway.url}/nope",
-                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                headers={"accept": "application/json, text/event-stream"},
-            )
-        assert reply.status_code == 404
-        message = reply.json()["error"]["message"]
-        assert "no profile named 'nope'" in message and "one" in message
+        listed = await client.list_resource_templates()
+        assert listed.resource_templates == []
+        with pytest.raises(MCPError):
+            await client.read_resource("demo://items/7")
+        # the readme is a's (both list it: b's is rewritten, and hidden)
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert uris == {"demo://readme", "demo://logo"}
+        assert (await client.read_resource("demo://readme")).contents
 
 
-async def test_a_profile_removed_by_a_reload_is_gone_from_its_url() -> None:
-    async with running_gateway([demo_stdio("a")], wait_for=["a"]) as (
-        gateway,
-        manager,
-        _,
-    ):
-        manager.profiles = {"one": ONE}
-        assert gateway.url is not None
-        async with Client(f"{gateway.url}/one", mode="legacy") as client:
-            assert (await client.list_tools()).tools
-            manager.profiles = {}
-            with pytest.raises(MCPError, match="no profile named 'one'"):
-                await client.list_tools()
-            with pytest.raises(MCPError, match="no profile named 'one'"):
-                await client.call_tool("a__echo", {"text": "hi"})
+async def test_an_unknown_profile_is_a_404_naming_the_declared_ones(
+    shared: tuple[Gateway, Manager, Recorder],
+) -> None:
+    gateway, manager, _ = shared
+    manager.profiles = {"one": ONE}
+    async with httpx2.AsyncClient() as http:
+        reply = await http.post(
+            f"{gateway.url}/nope",
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"accept": "application/json, text/event-stream"},
+        )
+    assert reply.status_code == 404
+    message = reply.json()["error"]["message"]
+    assert "no profile named 'nope'" in message and "one" in message
+
+
+async def test_a_profile_removed_by_a_reload_is_gone_from_its_url(
+    shared: tuple[Gateway, Manager, Recorder],
+) -> None:
+    gateway, manager, _ = shared
+    manager.profiles = {"one": ONE}
+    async with Client(f"{gateway.url}/one", mode="legacy") as client:
+        assert (await client.list_tools()).tools
+        manager.profiles = {}
+        with pytest.raises(MCPError, match="no profile named 'one'"):
+            await client.list_tools()
+        with pytest.raises(MCPError, match="no profile named 'one'"):
+            await client.call_tool("a__echo", {"text": "hi"})
 
 
 SEARCH = parse_profile("find", {"servers": ["a"], "discovery": "search"}, "x.lua:3")
@@ -112,39 +133,37 @@ SEARCH = parse_profile("find", {"servers": ["a"], "discovery": "search"}, "x.lua
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_search_profile_lists_three_tools_that_find_and_call_the_rest(
-    mode: Any,
+    mode: Any, shared: tuple[Gateway, Manager, Recorder]
 ) -> None:
-    async with running_gateway(
-        [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
-    ) as (gateway, manager, rec):
-        manager.profiles = {"find": SEARCH}
-        async with Client(f"{gateway.url}/find", mode=mode) as client:
-            listed = [t.name for t in (await client.list_tools()).tools]
-            assert listed == ["search_tools", "describe_tool", "call_tool"]
+    gateway, manager, rec = shared
+    manager.profiles = {"find": SEARCH}
+    async with Client(f"{gateway.url}/find", mode=mode) as client:
+        listed = [t.name for t in (await client.list_tools()).tools]
+        assert listed == ["search_tools", "describe_tool", "call_tool"]
 
-            found = await client.call_tool(
-                "search_tools", {"query": "echo some text back", "limit": 3}
-            )
-            assert not found.is_error and "a__echo" in _text(found)
-            assert "b__" not in _text(found)  # only the profile's view is searched
+        found = await client.call_tool(
+            "search_tools", {"query": "echo some text back", "limit": 3}
+        )
+        assert not found.is_error and "a__echo" in _text(found)
+        assert "b__" not in _text(found)  # only the profile's view is searched
 
-            described = await client.call_tool("describe_tool", {"name": "a__echo"})
-            definition = json.loads(_text(described))
-            assert definition["name"] == "a__echo" and "inputSchema" in definition
+        described = await client.call_tool("describe_tool", {"name": "a__echo"})
+        definition = json.loads(_text(described))
+        assert definition["name"] == "a__echo" and "inputSchema" in definition
 
-            calls = len(rec.of("call_finished", "a"))
-            called = await client.call_tool(
-                "call_tool", {"name": "a__echo", "arguments": {"text": "hi"}}
-            )
-            assert not called.is_error and "hi" in _text(called)
-            assert len(rec.of("call_finished", "a")) == calls + 1  # a real call
+        calls = len(rec.of("call_finished", "a"))
+        called = await client.call_tool(
+            "call_tool", {"name": "a__echo", "arguments": {"text": "hi"}}
+        )
+        assert not called.is_error and "hi" in _text(called)
+        assert len(rec.of("call_finished", "a")) == calls + 1  # a real call
 
-            outside = await client.call_tool(
-                "call_tool", {"name": "b__echo", "arguments": {"text": "hi"}}
-            )
-            assert outside.is_error and "b__echo" in _text(outside)
-            blank = await client.call_tool("search_tools", {"query": "  "})
-            assert blank.is_error
+        outside = await client.call_tool(
+            "call_tool", {"name": "b__echo", "arguments": {"text": "hi"}}
+        )
+        assert outside.is_error and "b__echo" in _text(outside)
+        blank = await client.call_tool("search_tools", {"query": "  "})
+        assert blank.is_error
 
 
 def test_the_gateway_knows_the_discovery_tools_by_name() -> None:
@@ -158,34 +177,34 @@ def _text(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
-async def test_log_messages_of_a_server_outside_a_profile_stay_outside() -> None:
-    async with running_gateway(
-        [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
-    ) as (gateway, manager, _):
-        manager.profiles = {"one": ONE}
-        heard: dict[str, list[str]] = {"one": [], "all": []}
-        got_a = {"one": anyio.Event(), "all": anyio.Event()}
+async def test_log_messages_of_a_server_outside_a_profile_stay_outside(
+    shared: tuple[Gateway, Manager, Recorder],
+) -> None:
+    gateway, manager, _ = shared
+    manager.profiles = {"one": ONE}
+    heard: dict[str, list[str]] = {"one": [], "all": []}
+    got_a = {"one": anyio.Event(), "all": anyio.Event()}
 
-        def client(url: str, where: str) -> Client:
-            async def on_log(params: Any) -> None:
-                heard[where].append(str(params.logger))
-                if params.logger == "a/x":
-                    got_a[where].set()
+    def client(url: str, where: str) -> Client:
+        async def on_log(params: Any) -> None:
+            heard[where].append(str(params.logger))
+            if params.logger == "a/x":
+                got_a[where].set()
 
-            return Client(url, mode="legacy", logging_callback=on_log)
+        return Client(url, mode="legacy", logging_callback=on_log)
 
-        async with (
-            client(f"{gateway.url}/one", "one") as viewer,
-            client(str(gateway.url), "all") as everyone,
-        ):
-            with warnings.catch_warnings():  # logging: deprecated in 2026-07-28
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await viewer.session.set_logging_level("debug")
-                await everyone.session.set_logging_level("debug")
-            await gateway.features.log_message("b", "info", "x", "from b")
-            await gateway.features.log_message("a", "info", "x", "from a")
-            with anyio.fail_after(10):  # in order on each session's stream
-                await got_a["one"].wait()
-                await got_a["all"].wait()
-        assert heard["all"] == ["b/x", "a/x"]
-        assert heard["one"] == ["a/x"]
+    async with (
+        client(f"{gateway.url}/one", "one") as viewer,
+        client(str(gateway.url), "all") as everyone,
+    ):
+        with warnings.catch_warnings():  # logging: deprecated in 2026-07-28
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await viewer.session.set_logging_level("debug")
+            await everyone.session.set_logging_level("debug")
+        await gateway.features.log_message("b", "info", "x", "from b")
+        await gateway.features.log_message("a", "info", "x", "from a")
+        with anyio.fail_after(10):  # in order on each session's stream
+            await got_a["one"].wait()
+            await got_a["all"].wait()
+    assert heard["all"] == ["b/x", "a/x"]
+    assert heard["one"] == ["a/x"]
