@@ -13,6 +13,7 @@ from there (`from servers import stdio_command, ...`), never from this file.
   `tests/node`): a `(command, args)` pair for stdio, or the URL of a running
   server (stopped and reaped at teardown). They skip the test when node or the
   package is missing (`make test` installs it). See `servers/everything.py`.
+- `private_state_dir` (autouse): each test's own `$XDG_STATE_HOME`.
 - `no_leaked_children`: fails the test if it leaves child processes behind;
   `no_leaked_children_after_module` the same once per module, for modules
   whose tests share servers started by a module-scoped fixture.
@@ -57,6 +58,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if CAMPAIGNS in item.path.parents:
             item.add_marker(pytest.mark.campaign)
+
+
+@pytest.fixture(autouse=True)
+def private_state_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Each test gets its own state directory (`$XDG_STATE_HOME`): pinned
+    definitions, remembered eras and listings, tokens. What one test's servers
+    listed never counts as a change in the next, and the user's own state is
+    never touched. Daemons a test starts inherit it."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
 
 
 @pytest.fixture

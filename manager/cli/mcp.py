@@ -1,6 +1,8 @@
 """The MCP commands of the CLI: `call`, `read`, `prompt` make a request
 through the daemon and print its JSON result; `tools`, `prompts` and
-`resources` list what each connection has and the names the endpoint exposes.
+`resources` list what each connection has and the names the endpoint exposes;
+`tools --changed` shows the definitions that differ from their pins and
+`approve` accepts them (`engine.pins`).
 
 Exit codes as everywhere in the CLI: 0 success; 1 the answer is a failure
 (`call` returned `isError: true`); 2 the request could not be made.
@@ -16,7 +18,7 @@ from ..control.paths import socket_path
 from ..core.errors import CallError
 from ..core.status import MODERN_ERA
 from .arguments import positive_float
-from .exits import fail
+from .exits import fail, first_line
 
 __all__ = ["add_parsers"]
 
@@ -69,7 +71,48 @@ def _cmd_request(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_changes(args: argparse.Namespace) -> int:
+    """`tools --changed`: definitions that differ from their pins, as diffs."""
+    from ..core.describe import describe
+    from ..core.events import event_to_dict
+
+    client = ControlClient(socket_path(args.socket))
+    try:
+        changes = client.changes(args.server)
+    except CallError as exc:  # no such connection
+        return fail(first_line(exc))
+    if args.json:
+        rows = [event_to_dict(change) for change in changes]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not changes:
+        print("no changed definitions: everything listed matches what was approved")
+        return 0
+    for change in changes:
+        print(describe(change))
+        if change.suspicious:
+            print(f"  suspicious: {change.suspicious}")
+        for line in change.diff.splitlines():
+            print(f"  {line}")
+        print()
+    return 0
+
+
+def _cmd_approve(args: argparse.Namespace) -> int:
+    """`approve SERVER [ITEM...]`: pin what the server lists now."""
+    client = ControlClient(socket_path(args.socket))
+    try:
+        reply = client.approve(args.server, list(args.items))
+    except CallError as exc:  # no such connection or item: the names it knows
+        return fail(first_line(exc))
+    approved = ", ".join(reply.approved) or "nothing (it lists nothing)"
+    print(f"{reply.server}: approved {approved}")
+    return 0
+
+
 def _cmd_catalog(args: argparse.Namespace) -> int:
+    if args.kind == "tools" and args.changed:
+        return _cmd_changes(args)
     client = ControlClient(socket_path(args.socket))
     rows = client.catalog(args.kind, args.server)
     if args.json:
@@ -142,4 +185,22 @@ def add_parsers(
         )
         listing.add_argument("server", nargs="?", default=None, metavar="SERVER")
         listing.add_argument("--json", action="store_true", help="print JSON")
-        listing.set_defaults(handler=_cmd_catalog, kind=kind)
+        if kind == "tools":
+            listing.add_argument(
+                "--changed",
+                action="store_true",
+                help="show the definitions (tools, prompts, templates) that "
+                "changed since they were approved, as diffs",
+            )
+        listing.set_defaults(handler=_cmd_catalog, kind=kind, changed=False)
+
+    approve = sub.add_parser(
+        "approve",
+        parents=[common],
+        help="accept a server's changed tool definitions (see tools --changed)",
+    )
+    approve.add_argument("server", metavar="SERVER")
+    approve.add_argument(
+        "items", nargs="*", metavar="TOOL", help="default: everything it lists"
+    )
+    approve.set_defaults(handler=_cmd_approve)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import ConfigError, ControlError
 from ..core.replies import (
+    ApproveReply,
     CallbackReply,
     CatalogRow,
     ConnectionDetails,
@@ -36,7 +37,7 @@ from .paths import check_socket_dir
 from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, encode
 
 if TYPE_CHECKING:  # loaded by `events` only: eighteen dataclasses cost ~10 ms
-    from ..core.events import Event
+    from ..core.events import Event, ToolChanged
 
 __all__ = ["ControlClient", "EventStream"]
 
@@ -214,6 +215,34 @@ class ControlClient:
         """Hand the daemon the redirect URL a user pasted (`login --manual`)."""
         request = {"cmd": "login_callback", "server": server, "url": url}
         return CallbackReply.from_dict(_as_dict(self.request(request)))
+
+    def changes(self, server: str | None = None) -> list[ToolChanged]:
+        """Definitions that differ from their pins, not approved yet.
+
+        Raises:
+            UnknownServer: No such connection.
+            ControlError: The daemon is unreachable.
+        """
+        from ..core.events import ToolChanged, event_from_dict
+
+        result = self.request({"cmd": "changes", "server": server})
+        rows = result if isinstance(result, list) else []
+        return [
+            event
+            for row in rows
+            if isinstance(row, dict)
+            and isinstance(event := event_from_dict(row), ToolChanged)
+        ]
+
+    def approve(self, server: str, items: list[str]) -> ApproveReply:
+        """Pin what `server` lists now (every item, or `items`).
+
+        Raises:
+            UnknownServer: No such connection, or no such item.
+            ControlError: The daemon is unreachable.
+        """
+        result = self.request({"cmd": "approve", "server": server, "items": items})
+        return ApproveReply.from_dict(_as_dict(result))
 
     def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""

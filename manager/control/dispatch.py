@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import ManagerError
+from ..core.events import ToolChanged, event_to_dict
 from ..core.replies import (
+    ApproveReply,
     CallbackReply,
     CatalogRow,
     ConnectionDetails,
@@ -130,6 +132,22 @@ class ControlBackend(Protocol):
         """Take the redirect URL a user pasted (`login --manual`)."""
         ...
 
+    def changes(self, server: str | None) -> list[ToolChanged]:
+        """Definitions that differ from their pins, not approved yet.
+
+        Raises:
+            UnknownServer: No such connection.
+        """
+        ...
+
+    def approve(self, server: str, items: list[str]) -> ApproveReply:
+        """Pin what `server` lists now (every item, or `items`).
+
+        Raises:
+            UnknownServer: No such connection, or no such item.
+        """
+        ...
+
     def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""
         ...
@@ -174,6 +192,8 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "login_wait": frozenset({"server", "timeout"}),
     "login_callback": frozenset({"server", "url"}),
     "logout": frozenset({"server"}),
+    "changes": frozenset({"server"}),
+    "approve": frozenset({"server", "items"}),
 }
 
 CATALOG_KINDS = ("tools", "prompts", "resources")
@@ -262,6 +282,20 @@ async def dispatch(
             if server is not None and not isinstance(server, str):
                 raise BadRequest('catalog: "server" must be a string or null')
             result = [row.to_dict() for row in backend.catalog(str(kind), server)]
+        elif cmd == "changes":
+            server = req.get("server")
+            if server is not None and not isinstance(server, str):
+                raise BadRequest('changes: "server" must be a string or null')
+            result = [event_to_dict(change) for change in backend.changes(server)]
+        elif cmd == "approve":
+            server, items = req.get("server"), req.get("items", [])
+            if not isinstance(server, str) or not server:
+                raise BadRequest('approve: "server" must be a non-empty string')
+            if not isinstance(items, list) or not all(
+                isinstance(i, str) for i in items
+            ):
+                raise BadRequest('approve: "items" must be a list of names')
+            result = backend.approve(server, list(items)).to_dict()
         elif cmd in ("login", "login_wait", "login_callback", "logout"):
             result = await _login_command(backend, cmd, req)
         elif cmd == "request":

@@ -12,6 +12,7 @@
 - `exposure`: what the endpoint shows of a connection (prefix, filters, roots).
 - `oauth`: the `oauth = {...}` option, parsed.
 - `profile`: `mcp_profile` declarations (`Profile`), views of the endpoint.
+- `suspicious`: text in a definition that reads as instructions to the model.
 - `status`: `ConnectionStatus`, the typed status of one connection.
 - `replies`: the control socket's other replies, typed (`DaemonInfo`,
   `ReloadSummary`, `ConnectionDetails`, `LoginStart`, `CatalogRow`, ...), each

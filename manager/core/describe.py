@@ -35,6 +35,8 @@ from .events import (
     ServerLog,
     ServerStderr,
     SettingsChanged,
+    ToolChanged,
+    ToolsApproved,
     ToolsChanged,
     Unrecognized,
     Updated,
@@ -145,6 +147,25 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
             if event.removed:
                 parts.append(f"removed {list_names(event.removed)}")
             return f"{n}: tools {'; '.join(parts) or 'changed'} (now {event.tools})"
+        case ToolChanged():
+            what = {"tools": "tool", "prompts": "prompt", "templates": "template"}.get(
+                event.item_kind, event.item_kind
+            )
+            why = {
+                "changed": "changed since it was approved",
+                "new": "is new since the server was pinned",
+                "suspicious": "reads as instructions to the model",
+                "unverified": "cannot be checked (the pin file is unreadable)",
+            }.get(event.change, event.change)
+            held = "held back" if event.held else "still listed"
+            flag = f"; suspicious: {event.suspicious}" if event.suspicious else ""
+            return (
+                f"{n}: {what} {event.item!r} {why} ({held}){flag}; review: "
+                f"mcp-manager tools --changed; approve: mcp-manager approve "
+                f"{event.name} {event.item}"
+            )
+        case ToolsApproved():
+            return f"{n}: approved {list_names(event.items)}"
         case Removed():
             return f"{n}: removed"
         case SettingsChanged():

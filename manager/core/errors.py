@@ -35,6 +35,7 @@ __all__ = [
     "ManagerError",
     "ServerUnavailable",
     "TransportError",
+    "ToolHeld",
     "UnknownServer",
     "UpstreamError",
 ]
@@ -128,6 +129,11 @@ class UnknownServer(CallError):
 
 class ServerUnavailable(CallError):
     """The server is declared but not connected, and `hold` ran out."""
+
+
+class ToolHeld(CallError):
+    """The tool changed since it was approved and is held back (`pin =
+    "strict"`) until `mcp-manager approve`."""
 
 
 class CallTimeout(CallError):

@@ -42,6 +42,8 @@ __all__ = [
     "ServerStderr",
     "SettingsChanged",
     "ToolsChanged",
+    "ToolChanged",
+    "ToolsApproved",
     "Unrecognized",
     "Updated",
     "event_from_dict",
@@ -182,6 +184,32 @@ class ToolsChanged(Event):
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     tools: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolChanged(Event):
+    """A listed definition differs from the one pinned (`engine.pins`): a
+    tool, prompt or resource template (`item_kind`) `changed`, `new` on a
+    pinned connection, `suspicious` on first sight, or `unverified` (the pin
+    file is unreadable). `diff` is unified, secrets masked; `suspicious` says
+    what text in it reads as instructions to the model; `held`: not listed,
+    not callable until approved (`pin = "strict"`)."""
+
+    kind: ClassVar[str] = "tool_changed"
+    item: str
+    item_kind: str = "tools"
+    change: str = "changed"
+    diff: str = ""
+    suspicious: str = ""
+    held: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolsApproved(Event):
+    """`mcp-manager approve`: what the server lists now is pinned."""
+
+    kind: ClassVar[str] = "tools_approved"
+    items: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -352,6 +380,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         NeedsLogin,
         AuthStep,
         ToolsChanged,
+        ToolChanged,
+        ToolsApproved,
         SettingsChanged,
         CatalogChanged,
         ResourceUpdated,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OTLP_OFF",
     "AlreadyApplied",
+    "ApproveReply",
     "AttachedClient",
     "CallbackReply",
     "CatalogRow",
@@ -161,6 +162,31 @@ class StartSlots:
             slots=read_int(data.get("slots")) or 0,
             starting=read_int(data.get("starting")) or 0,
             waiting=read_int(data.get("waiting")) or 0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ApproveReply:
+    """`approve`: what was pinned.
+
+    Attributes:
+        server: The connection.
+        approved: The names (or `uriTemplate`s) pinned now.
+    """
+
+    server: str = ""
+    approved: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        """The wire form: `{"server", "approved"}`."""
+        return {"server": self.server, "approved": list(self.approved)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> ApproveReply:
+        """Read the wire form back, forgivingly."""
+        return cls(
+            server=read_str(data.get("server")) or "",
+            approved=_names(data.get("approved")),
         )
 
 

@@ -80,12 +80,16 @@ _COMMON_OPTIONS = frozenset(
         "protocol",
         "start",
         "idle_stop",
+        "pin",
         *EXPOSURE_OPTIONS,
     }
 )
 STARTS = ("always", "on_demand")
 """`start` values: keep the connection up from the start (the default), or
 start it at the first request and stop it after `idle_stop` seconds unused."""
+PINS = ("warn", "strict", "off")
+"""`pin` values (`engine.pins`): a changed tool definition is flagged and still
+listed, held back until approved, or not checked."""
 DEFAULT_IDLE_STOP = 300.0
 """Seconds an on-demand connection stays up with no request."""
 PROTOCOLS = ("auto", "legacy", "2026-07-28")
@@ -124,6 +128,7 @@ class ConnectionSpec:
         protocol: Which era to speak to the server (`PROTOCOLS`).
         start: `always`, or `on_demand` (`STARTS`).
         idle_stop: Seconds an on-demand connection stays up with no request.
+        pin: What a changed tool definition does (`PINS`).
     """
 
     name: str
@@ -148,6 +153,7 @@ class ConnectionSpec:
     protocol: str = "auto"
     start: str = "always"
     idle_stop: float = DEFAULT_IDLE_STOP
+    pin: str = "warn"
 
     @property
     def on_demand(self) -> bool:
@@ -372,6 +378,13 @@ def _parse_options(
             out[key] = value
         elif key == "idle_stop":
             out[key] = _duration(prefix, key, value)
+        elif key == "pin":
+            if value not in PINS:
+                raise ConfigError(
+                    f"{prefix}: pin must be one of "
+                    f"{', '.join(repr(p) for p in PINS)}, got {value_text(value)}"
+                )
+            out[key] = value
         elif key == "roots":
             out[key] = parse_exposure_option(prefix, key, value)
         elif key == "oauth":
@@ -515,6 +528,7 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
         out[key] = getattr(spec, key)
     out["backoff"] = {"initial": spec.backoff.initial, "cap": spec.backoff.cap}
     out["enabled"] = spec.enabled
+    out["pin"] = spec.pin
     if spec.on_demand:
         out["start"] = spec.start
         out["idle_stop"] = spec.idle_stop

@@ -25,9 +25,11 @@ from .. import __version__
 from ..control.paths import attach_socket_path
 from ..control.server import serve_control
 from ..core.errors import ConfigError, ControlError, UnknownServer
+from ..core.events import ToolChanged
 from ..core.redact import SecretRegistry
 from ..core.replies import (
     OTLP_OFF,
+    ApproveReply,
     CallbackReply,
     CatalogRow,
     ConnectionDetails,
@@ -208,6 +210,16 @@ class Daemon:
     def login_callback(self, server: str, url: str) -> CallbackReply:
         """A redirect URL pasted by the user (`login --manual`)."""
         return CallbackReply(server=server, message=self.logins.feed(server, url))
+
+    def changes(self, server: str | None) -> list[ToolChanged]:
+        """Definitions that differ from their pins (`tools --changed`)."""
+        return self.manager.changes(server)
+
+    def approve(self, server: str, items: list[str]) -> ApproveReply:
+        """Pin what `server` lists now (`mcp-manager approve`)."""
+        return ApproveReply(
+            server=server, approved=tuple(self.manager.approve(server, items))
+        )
 
     def logout(self, server: str) -> LogoutReply:
         """Forget `server`'s tokens and registration; it restarts into needs_login."""

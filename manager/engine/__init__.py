@@ -8,6 +8,8 @@
   holding a call for a reconnecting server, and its failure as the caller's
   error; `live`: telling a session its roots changed, when a reload applies
   without a reconnect (`core.spec.applies_live` decides that).
+- `pins`: pinned tool, prompt and template definitions (trust on first
+  use), what changed since, approvals.
 - `logins`, `status`, `output`: OAuth logins in flight, status snapshots,
   bounded captured stderr and log text.
 """

@@ -18,7 +18,8 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import anyio
 
@@ -51,6 +52,7 @@ from ..transport.base import (
 from ..transport.lists import ListMemory
 from .bus import EventBus
 from .output import LOG_DATA_LIMIT, STDERR_LINE_LIMIT, StderrTail, log_text
+from .pins import PinBook
 from .supervisor import Supervisor
 from .tracing import NO_TRACING, Tracing
 
@@ -100,8 +102,13 @@ class Connection:
         secrets: SecretRegistry | None = None,
         requests: ServerRequests | None = None,
         lists: ListMemory | None = None,
+        pins: PinBook | None = None,
     ) -> None:
         self.spec = spec
+        self._pins = pins
+        self.held: Mapping[str, frozenset[str]] = {}
+        """Per kind (`tools`, `prompts`, `templates`), what is held back:
+        changed since approved, under `pin = "strict"` (`engine.pins`)."""
         self._lists = lists if spec.on_demand else None
         self._secrets = secrets
         self._requests = requests if requests is not None else ServerRequests()
@@ -313,6 +320,7 @@ class Connection:
         self.catalog = upstream.catalog
         if self._lists is not None:
             self._lists.keep(self.spec, self.tools, self.catalog)
+        self.review_pins()
         info = upstream.info
         self.signal(
             HandshakeDone(
@@ -327,6 +335,29 @@ class Connection:
         self._connected.set()
         self.settled(None)
 
+    def review_pins(self) -> None:
+        """Compare what the server lists with its pins (`engine.pins`): what
+        changed is told, and under `strict` held back (`held`)."""
+        if self._pins is None:
+            return
+        review = self._pins.review(
+            self.spec,
+            {
+                "tools": [tool.raw for tool in self.tools],
+                "prompts": self.catalog.prompts,
+                "templates": self.catalog.templates,
+            },
+        )
+        self.held = review.held
+
+    def shown(self, kind: str, items: Sequence[T]) -> Sequence[T]:
+        """`items` of `kind` (tools, prompts, templates) without those held."""
+        held = self.held.get(kind)
+        if not held:
+            return items
+        key = "uriTemplate" if kind == "templates" else "name"
+        return [item for item in items if _item_name(item, key) not in held]
+
     def set_disconnected(self) -> None:
         """The session is gone (lost or never made)."""
         self.upstream = None
@@ -336,6 +367,8 @@ class Connection:
     def set_catalog(self, catalog: Catalog, kinds: tuple[str, ...]) -> None:
         """New lists of `kinds` (after `list_changed`): what changed is told."""
         old, self.catalog = self.catalog, catalog
+        if kinds:
+            self.review_pins()
         for kind in kinds:
             before, after = set(old.names(kind)), set(catalog.names(kind))
             if before == after and getattr(old, kind) == getattr(catalog, kind):
@@ -349,3 +382,13 @@ class Connection:
                     count=len(after),
                 )
             )
+
+
+T = TypeVar("T")
+
+
+def _item_name(item: Any, key: str) -> object:
+    """An item's name: a `ToolInfo`'s, or a definition's `name`/`uriTemplate`."""
+    if isinstance(item, Mapping):
+        return item.get(key)
+    return getattr(item, "name", None)

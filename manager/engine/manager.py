@@ -17,7 +17,14 @@ import itertools
 import random
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -25,15 +32,15 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from ..core.errors import (
-    UnknownServer,
-)
+from ..core.errors import ToolHeld, UnknownServer
 from ..core.events import (
     Added,
     CallFailed,
     CallFinished,
     CallStarted,
     SettingsChanged,
+    ToolChanged,
+    ToolsApproved,
     Updated,
 )
 from ..core.profile import Profile
@@ -58,6 +65,7 @@ from .bus import EventBus
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests
 from .live import tell_roots_changed
+from .pins import PinBook
 from .status import connection_status
 from .tracing import (
     ERROR_TYPE,
@@ -133,6 +141,8 @@ class Manager:
             else default_state_dir()
         )
         self.lists = lists or ListMemory(state_dir / "lists")
+        self.pins = PinBook(state_dir / "pins", self.bus.publish, self.secrets)
+        """Pinned tool, prompt and template definitions (`engine.pins`)."""
         """What on-demand connections listed, kept between their sessions."""
         self._conns: dict[str, Connection] = {}
         self._closing: set[Connection] = set()
@@ -190,6 +200,7 @@ class Manager:
             secrets=self.secrets,
             requests=self.requests,
             lists=self.lists,
+            pins=self.pins,
         )
         if old is not None:
             self._retire(old, publish_removed=False)
@@ -230,6 +241,7 @@ class Manager:
         conn = self._conns.pop(name, None)
         if conn is None:
             return False
+        self.pins.forget(name)
         self._retire(conn, publish_removed=True)
         if self._tg is not None and self.tracing is not NO_TRACING:
             # Started here, so a reload that removes it is the span's parent.
@@ -406,6 +418,8 @@ class Manager:
         # `traceparent` it puts into `params._meta` become our children.
         with self.tracing.span(f"tools/call {tool}", attributes, kind="client") as span:
             conn = self._connection(server)
+            if tool in conn.held.get("tools", ()):
+                raise ToolHeld(self._held_message(server, tool))
             call_id = next(self._call_ids)
             self.bus.publish(CallStarted(name=server, tool=tool, call_id=call_id))
             started = time.monotonic()
@@ -483,6 +497,46 @@ class Manager:
             conn = self._connection(server)
             what = f"{method} {target}".strip()
             return await self._request(span, conn, what, send, timeout)
+
+    # --- pins -------------------------------------------------------------------
+
+    def changes(self, server: str | None = None) -> list[ToolChanged]:
+        """Definitions that differ from their pins, not approved yet."""
+        if server is not None:
+            self._connection(server)
+        return self.pins.pending(server)
+
+    def approve(self, server: str, items: Sequence[str] = ()) -> list[str]:
+        """Pin what `server` lists now (every item, or `items`); what was
+        held is listed and callable again. Returns the names approved.
+
+        Raises:
+            UnknownServer: No such connection, or it lists no such item (the
+                message names what it lists).
+        """
+        conn = self._connection(server)
+        try:
+            approved = self.pins.approve(server, items)
+        except KeyError as exc:
+            raise UnknownServer(str(exc.args[0])) from None
+        conn.review_pins()
+        self.bus.publish(ToolsApproved(name=server, items=tuple(approved)))
+        return approved
+
+    def _held_message(self, server: str, tool: str) -> str:
+        change = next(
+            (c.change for c in self.pins.pending(server) if c.item == tool), "changed"
+        )
+        why = {
+            "new": "is new since the server was pinned",
+            "suspicious": "reads as instructions to the model",
+            "unverified": "cannot be checked against its pin",
+        }.get(change, "changed since it was approved")
+        return (
+            f'{server}: tool {tool!r} {why}; it is held back (pin = "strict"): '
+            f"see `mcp-manager tools --changed`, then `mcp-manager approve {server} "
+            f"{tool}`"
+        )
 
     def _connection(self, server: str) -> Connection:
         conn = self._conns.get(server)

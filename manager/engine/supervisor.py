@@ -214,6 +214,7 @@ class Supervisor:
                     self._conn.set_catalog(catalog, kinds)
                 if tools is not None:
                     self._conn.tools = tools
+                    self._conn.review_pins()
                     self._conn.catalog = dataclasses.replace(
                         self._conn.catalog, hints=upstream.catalog.hints
                     )

@@ -122,7 +122,10 @@ class Features:
         prompts = build_name_table(
             (
                 NameSource(
-                    c.name, c.spec.prefix, c.catalog.prompts, c.spec.exposure.prompts
+                    c.name,
+                    c.spec.prefix,
+                    c.shown("prompts", c.catalog.prompts),
+                    c.spec.exposure.prompts,
                 )
                 for c in conns
             ),
@@ -133,7 +136,7 @@ class Features:
             CatalogSource(
                 c.name,
                 c.catalog.resources,
-                c.catalog.templates,
+                c.shown("templates", c.catalog.templates),
                 c.spec.exposure.resources,
             )
             for c in conns

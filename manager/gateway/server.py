@@ -102,6 +102,8 @@ _TABLE_EVENTS = frozenset(
         "tools_changed",
         "catalog_changed",
         "settings_changed",
+        "tool_changed",
+        "tools_approved",
         "removed",
         "config_loaded",
         "lagged",
@@ -395,7 +397,12 @@ class Gateway:
         """Rebuild the tool table from the manager. Returns whether it changed."""
         table = build_name_table(
             (
-                NameSource(c.name, c.spec.prefix, c.tools, c.spec.exposure.tools)
+                NameSource(
+                    c.name,
+                    c.spec.prefix,
+                    c.shown("tools", c.tools),
+                    c.spec.exposure.tools,
+                )
                 for c in self.manager.connections()
             ),
             types.Tool,

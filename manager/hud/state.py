@@ -47,6 +47,8 @@ from ..core.events import (
     ResourceUpdated,
     ServerLog,
     ServerStderr,
+    ToolChanged,
+    ToolsApproved,
     ToolsChanged,
     Updated,
 )
@@ -108,6 +110,8 @@ class Row:
         enabled: False for connections declared with `enabled = false`.
         server: Upstream server name and version, from the last `connected`.
         protocol: MCP revision of the current (or last) session.
+        changed: Definitions that differ from their pins, not approved yet
+            (`tool_changed`), by name; held back ones marked True.
     """
 
     name: str
@@ -122,6 +126,7 @@ class Row:
     since: float = 0.0
     pid: int | None = None
     exit_code: int | None = None
+    changed: dict[str, bool] = field(default_factory=dict)
     enabled: bool = True
     server: str = ""
     protocol: str = ""
@@ -405,6 +410,16 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             level = "warn" if event.outcome == "failed" else "debug"
         case ToolsChanged():
             hud.row(name, at).tools = event.tools
+        case ToolChanged():
+            hud.row(name, at).changed[event.item] = event.held
+            hud.revision += 1
+            level = "warn"
+        case ToolsApproved():
+            changed = hud.row(name, at).changed
+            for item in event.items:
+                changed.pop(item, None)
+            hud.revision += 1
+            level = "ok"
         case Removed():
             if hud.rows.pop(name, None) is not None:
                 hud.revision += 1

@@ -194,15 +194,23 @@ def cells(row: Row, now: float) -> dict[str, Cell]:
         "transport": (row.transport, "dim"),
         "attempt": (str(row.attempt) if row.attempt else "", _attempt_style(row)),
         "retry": (retry, "yellow" if retry == "trying" else ""),
-        "tools": (
-            str(row.tools) if row.tools or row.state == "connected" else "",
-            "" if row.state == "connected" else "dim",
-        ),
+        "tools": tools_cell(row),
         "for": (age(now - row.since), "red" if trouble else "dim"),
         "pid": ("" if row.pid is None else str(row.pid), "dim"),
         "exit": (exit_code, "red" if exit_code not in ("", "0") else "dim"),
         "error": (row.error, "red" if trouble else "dim"),
     }
+
+
+def tools_cell(row: Row) -> Cell:
+    """The tool count, and `⚠N` when N definitions changed since approved
+    (`⚠N held` when some are held back)."""
+    count = str(row.tools) if row.tools or row.state == "connected" else ""
+    if row.changed:
+        held = sum(row.changed.values())
+        mark = f"⚠{len(row.changed)}" + (f" {held} held" if held else "")
+        return f"{count} {mark}".strip(), "bold yellow"
+    return count, "" if row.state == "connected" else "dim"
 
 
 def log_cell(line: LogLine) -> Cell:

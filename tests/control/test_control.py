@@ -30,8 +30,9 @@ from manager.core.errors import (
     ServerUnavailable,
     UnknownServer,
 )
-from manager.core.events import Connected, Connecting, Event, Removed
+from manager.core.events import Connected, Connecting, Event, Removed, ToolChanged
 from manager.core.replies import (
+    ApproveReply,
     CallbackReply,
     CatalogRow,
     ConnectionDetails,
@@ -160,6 +161,16 @@ class FakeBackend:
     def logout(self, server: str) -> LogoutReply:
         self.logins.append(("logout", server, None))
         return LogoutReply(server=server, forgot=True)
+
+    def changes(self, server: str | None) -> list[ToolChanged]:
+        if server not in (None, "web"):
+            raise UnknownServer(f"no connection named {server!r}")
+        return [ToolChanged(name="web", item="fetch", diff="-a\n+b", held=True)]
+
+    def approve(self, server: str, items: list[str]) -> ApproveReply:
+        if server != "web":
+            raise UnknownServer(f"no connection named {server!r} (declared: web)")
+        return ApproveReply(server=server, approved=tuple(items) or ("fetch",))
 
 
 @pytest.fixture
@@ -868,3 +879,16 @@ async def test_requests_and_catalogs_cross_the_socket(sock_dir: Path) -> None:
             await anyio.to_thread.run_sync(
                 lambda: client.request({"cmd": "request", "server": "fs", "op": "x"})
             )
+
+
+@pytest.mark.anyio
+async def test_changes_and_approve_come_back_typed(sock_dir: Path) -> None:
+    path = sock_dir / "control.sock"
+    client = ControlClient(path)
+    async with serving(FakeBackend(), path):
+        changes = await anyio.to_thread.run_sync(client.changes)
+        approved = await anyio.to_thread.run_sync(lambda: client.approve("web", []))
+        with pytest.raises(UnknownServer, match="declared: web"):
+            await anyio.to_thread.run_sync(lambda: client.approve("nope", []))
+    assert changes == [ToolChanged(name="web", item="fetch", diff="-a\n+b", held=True)]
+    assert approved == ApproveReply(server="web", approved=("fetch",))

@@ -23,6 +23,10 @@ SENTENCES = [
     "a: disconnected after 2.50 s, exit code 1: EOF",
     "a: retry 2 in 0.10 s",
     "a: idle after 5m10s up: no request for 300 s; starts at the next one",
+    "a: tool 'echo' changed since it was approved (held back); suspicious: "
+    "description: text addressed to the model ('<IMPORTANT>'); review: mcp-manager "
+    "tools --changed; approve: mcp-manager approve a echo",
+    "a: approved echo, pid",
     "a: needs login (no token); run: mcp-manager login a",
     "a: oauth refresh ok HTTP 200 in 0.01 s",
     "a: tools added x; removed y, z (now 1)",

@@ -11,6 +11,7 @@ import pytest
 import manager.core.replies as replies_module
 from manager.core.replies import (
     AlreadyApplied,
+    ApproveReply,
     AttachedClient,
     CallbackReply,
     CatalogRow,
@@ -33,6 +34,7 @@ Reply = (
     | OtlpStatus
     | StartSlots
     | AttachedClient
+    | ApproveReply
     | LastReload
     | DaemonInfo
     | AlreadyApplied
@@ -56,6 +58,7 @@ FULL: list[Reply] = [
     ),
     StartSlots(slots=8, starting=2, waiting=30),
     AttachedClient(profile="coding", client="code", pid=99, since=1_700_000_001.25),
+    ApproveReply(server="github", approved=("create_issue", "list_repos")),
     LastReload(ok=True, time=1_700_000_000.5, file="startup.lua"),
     LastReload(ok=False, time=1.5, file="config/web.lua", line=12, message="bad URL"),
     DaemonInfo(

@@ -64,7 +64,8 @@ def shared_daemon(
     directory = Path(tempfile.mkdtemp(prefix="mm-attach-", dir="/tmp"))
     os.chmod(directory, 0o700)
     control = directory / "control.sock"
-    with DaemonProcess(script, control_socket=control) as daemon:
+    state = {"XDG_STATE_HOME": str(tmp_path_factory.mktemp("state"))}
+    with DaemonProcess(script, control_socket=control, env=state) as daemon:
         daemon.wait_event("connected", "a")
         daemon.wait_event("connected", "b")
         yield daemon, control

@@ -40,14 +40,16 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def shared(
-    no_leaked_children_after_module: None,
+    no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[Gateway, Manager, Recorder]]:
     """Two demo servers `a` and `b` behind one gateway, for every test here;
     each test declares the profiles it needs."""
-    async with running_gateway(
-        [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
-    ) as running:
-        yield running
+    with pytest.MonkeyPatch.context() as patch:  # its own state directory
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        async with running_gateway(
+            [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
+        ) as running:
+            yield running
 
 
 ONE = parse_profile(

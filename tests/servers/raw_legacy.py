@@ -21,6 +21,9 @@ Run as a script: `python tests/servers/raw_legacy.py [flags]`. Flags:
 - `--slow-start SECONDS`: sleep before reading stdin.
 - `--busy-start SECONDS`: burn CPU that long before reading stdin (a heavy
   start, like an SDK server's imports on a loaded machine).
+- `--tools-file PATH`: list the tools in that JSON file (read at every
+  `tools/list`, so a test can change them) plus `relist()`, which sends
+  `notifications/tools/list_changed` before its reply.
 """
 
 from __future__ import annotations
@@ -80,8 +83,28 @@ def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": is_error}
 
 
+_TOOLS_FILE: list[str] = []  # --tools-file, if given
+
+_RELIST = {
+    "name": "relist",
+    "description": "Tell the client that the tool list changed.",
+    "inputSchema": {"type": "object"},
+}
+
+
+def _tools() -> list[dict[str, Any]]:
+    if not _TOOLS_FILE:
+        return _TOOLS
+    with open(_TOOLS_FILE[0], encoding="utf-8") as file:
+        listed: list[dict[str, Any]] = json.load(file)
+    return [*listed, _RELIST]
+
+
 def _call_tool(params: dict[str, Any]) -> dict[str, Any]:
     name, args = params.get("name"), params.get("arguments") or {}
+    if name == "relist":
+        _send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        return _text("told")
     if name == "echo":
         return _text(str(args.get("text", "")))
     if name == "pid":
@@ -102,7 +125,7 @@ def _result(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     if method == "ping":
         return {}
     if method == "tools/list":
-        return {"tools": _TOOLS}
+        return {"tools": _tools()}
     if method == "tools/call":
         return _call_tool(params)
     return None
@@ -153,7 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ignore-sigterm", action="store_true")
     parser.add_argument("--slow-start", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--busy-start", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--tools-file", metavar="PATH")
     args = parser.parse_args(argv)
+    if args.tools_file:
+        _TOOLS_FILE.append(args.tools_file)
     if args.exit_immediately is not None:
         return int(args.exit_immediately)
     if args.ignore_sigterm:

@@ -1,0 +1,335 @@
+"""Pinned definitions: trust on first use for what reaches the model.
+
+A server (or a package update, or a compromised account) can change a tool's
+description or schema after the user approved it: the "rug pull" behind most
+tool-poisoning reports. The first time a connection lists its tools, prompts
+and resource templates, a digest of each definition as the model sees it
+(name, title, description, input and output schema, annotations; a prompt's
+arguments) is written to `pins/NAME.json` in the state directory (0600 in a
+0700 folder). A later listing is compared with it:
+
+- a **changed** definition, or a **new** item on a connection already pinned,
+  is news: one `tool_changed` event per item (kind, a readable diff with
+  secrets masked, suspicious text found in it) and a WARNING log line;
+- with `pin = "strict"` such an item is also **held back**: not listed, not
+  callable (a clear error naming the change and `mcp-manager approve`),
+  until approved. Text that carries instructions to the model
+  (`core.suspicious`) holds an item back under `strict` even on first sight;
+- `pin = "warn"` (the default) lists it all the same; `pin = "off"` skips
+  all of it.
+
+`mcp-manager approve NAME [ITEM...]` pins what the server lists now. A pin
+file that cannot be read is never taken as "trust everything": the daemon
+says so once and treats every item of that connection as changed (held under
+`strict`) until an approval rewrites the file. The connection's own
+`tools = {allow/deny}` filter applies first: hidden items are not pinned.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.events import ToolChanged
+from ..core.redact import SecretRegistry, redact
+from ..core.spec import ConnectionSpec
+from ..core.suspicious import describe_findings, scan_definition
+
+__all__ = ["DIFF_LIMIT", "PIN_KINDS", "PinBook", "Review", "pinned_view"]
+
+logger = logging.getLogger("manager.engine.pins")
+
+PIN_KINDS = ("tools", "prompts", "templates")
+"""What is pinned: tools, prompts and resource templates (by `uriTemplate`)."""
+
+DIFF_LIMIT = 4000
+"""Characters of a diff kept in an event (the rest is cut, and says so)."""
+
+_VIEW_KEYS = {
+    "tools": (
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+    ),
+    "prompts": ("name", "title", "description", "arguments"),
+    "templates": ("uriTemplate", "name", "title", "description", "mimeType"),
+}
+_KEY = {"tools": "name", "prompts": "name", "templates": "uriTemplate"}
+
+
+def pinned_view(kind: str, definition: Mapping[str, object]) -> dict[str, object]:
+    """What the model sees of one definition: the part that is pinned."""
+    return {k: definition[k] for k in _VIEW_KEYS[kind] if k in definition}
+
+
+def _digest(view: Mapping[str, object]) -> str:
+    text = json.dumps(view, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """What one listing of a connection looks like against its pins.
+
+    Attributes:
+        held: Per kind, the names held back (`strict` only).
+        pending: Per kind, the names changed or new and not approved yet.
+    """
+
+    held: Mapping[str, frozenset[str]]
+    pending: Mapping[str, frozenset[str]]
+
+
+_NOTHING = Review(held={}, pending={})
+
+
+class PinBook:
+    """The pins of every connection, one file each, and what changed.
+
+    Args:
+        directory: Where the pin files live (created on the first write).
+        publish: Where `tool_changed` events go (the bus).
+        secrets: Masked in every diff.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        publish: Callable[[ToolChanged], object],
+        secrets: SecretRegistry | None = None,
+    ) -> None:
+        self.directory = directory
+        self._publish = publish
+        self._secrets = secrets
+        self._told: dict[
+            tuple[str, str, str], str
+        ] = {}  # (server, kind, name) -> digest
+        self._broken: set[str] = set()  # servers whose pin file was unreadable, told
+        self._current: dict[str, dict[str, dict[str, dict[str, object]]]] = {}
+        self._changes: dict[str, dict[tuple[str, str], ToolChanged]] = {}
+
+    # --- files ---------------------------------------------------------------------
+
+    def _path(self, server: str) -> Path:
+        return self.directory / f"{server}.json"
+
+    def _load(self, server: str) -> dict[str, dict[str, dict[str, object]]] | None:
+        """The pins of `server` (kind -> name -> view); {} if never pinned;
+        None if the file exists but cannot be read (said once)."""
+        path = self._path(server)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            self._unreadable(server, path, str(exc))
+            return None
+        try:
+            data = json.loads(text)
+            pins = data["pins"]
+            if not isinstance(pins, dict) or not all(
+                isinstance(v, dict) for v in pins.values()
+            ):
+                raise ValueError("no pins table")
+        except (ValueError, KeyError, TypeError) as exc:
+            self._unreadable(server, path, f"not a pin file ({exc})")
+            return None
+        self._broken.discard(server)
+        return {kind: dict(pins.get(kind, {})) for kind in PIN_KINDS}
+
+    def _unreadable(self, server: str, path: Path, why: str) -> None:
+        if server not in self._broken:  # said once
+            self._broken.add(server)
+            logger.warning(
+                "%s: the pinned definitions in %s cannot be read: %s; every item "
+                "counts as changed until `mcp-manager approve %s` rewrites it",
+                server,
+                path,
+                why,
+                server,
+            )
+
+    def _save(self, server: str, pins: Mapping[str, Mapping[str, object]]) -> None:
+        path = self._path(server)
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump({"version": 1, "pins": pins}, out, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except OSError as exc:  # boundary: nothing pinned is safer than a crash
+            logger.warning("%s: cannot write its pins to %s: %s", server, path, exc)
+
+    # --- reviews -------------------------------------------------------------------
+
+    def review(
+        self, spec: ConnectionSpec, lists: Mapping[str, Iterable[Mapping[str, object]]]
+    ) -> Review:
+        """Compare what `spec`'s server lists now with its pins.
+
+        Args:
+            spec: The connection (its `pin` mode and filters).
+            lists: Per kind of `PIN_KINDS`, the definitions as listed.
+
+        Returns:
+            What is held back and what waits for an approval. News (a change
+            or new item not told before) is published as `tool_changed`.
+        """
+        if spec.pin == "off":
+            return _NOTHING
+        server = spec.name
+        current: dict[str, dict[str, dict[str, object]]] = {}
+        for kind in PIN_KINDS:
+            shown: dict[str, dict[str, object]] = {}
+            for item in lists.get(kind, ()):
+                name = str(item.get(_KEY[kind], ""))
+                if kind == "tools" and not spec.exposure.tools.allows(name):
+                    continue
+                if kind == "prompts" and not spec.exposure.prompts.allows(name):
+                    continue
+                shown[name] = pinned_view(kind, item)
+            current[kind] = shown
+        self._current[server] = current
+        pins = self._load(server)
+        first_sight = pins == {}
+        if first_sight:
+            pins = {kind: {} for kind in PIN_KINDS}
+        strict = spec.pin == "strict"
+        held: dict[str, set[str]] = {kind: set() for kind in PIN_KINDS}
+        pending: dict[str, set[str]] = {kind: set() for kind in PIN_KINDS}
+        trusted: dict[str, dict[str, object]] = {kind: {} for kind in PIN_KINDS}
+        changes = self._changes.setdefault(server, {})
+        for kind in PIN_KINDS:
+            for name, view in current[kind].items():
+                findings = scan_definition(view)
+                old = None if pins is None else pins[kind].get(name)
+                if first_sight:
+                    if findings and strict:
+                        change = "suspicious"
+                    else:
+                        trusted[kind][name] = {"digest": _digest(view), "view": view}
+                        continue
+                elif pins is None:
+                    change = "unverified"
+                elif old is None:
+                    change = "new"
+                elif old.get("digest") == _digest(view):
+                    changes.pop((kind, name), None)
+                    continue
+                else:
+                    change = "changed"
+                pending[kind].add(name)
+                if strict:
+                    held[kind].add(name)
+                self._tell(server, kind, name, change, old, view, findings, strict)
+        if first_sight:
+            self._save(server, trusted)
+        return Review(
+            held={k: frozenset(v) for k, v in held.items() if v},
+            pending={k: frozenset(v) for k, v in pending.items() if v},
+        )
+
+    def _tell(
+        self,
+        server: str,
+        kind: str,
+        name: str,
+        change: str,
+        old: Mapping[str, object] | None,
+        view: Mapping[str, object],
+        findings: tuple[object, ...],
+        held: bool,
+    ) -> None:
+        digest = _digest(view)
+        key = (server, kind, name)
+        before = old.get("view") if isinstance(old, Mapping) else None
+        event = ToolChanged(
+            name=server,
+            item=name,
+            item_kind=kind,
+            change=change,
+            diff=self._diff(before, view),
+            suspicious=describe_findings(findings),  # type: ignore[arg-type]
+            held=held,
+        )
+        self._changes.setdefault(server, {})[(kind, name)] = event
+        if self._told.get(key) == digest:
+            return  # said already for this very definition
+        self._told[key] = digest
+        self._publish(event)
+
+    def _diff(self, before: object, after: Mapping[str, object]) -> str:
+        def lines(value: object) -> list[str]:
+            if value is None:
+                return []
+            return json.dumps(value, indent=1, sort_keys=True, default=str).splitlines()
+
+        text = "\n".join(
+            difflib.unified_diff(
+                lines(before), lines(after), "pinned", "listed now", lineterm="", n=2
+            )
+        )
+        text = redact(text, self._secrets) if self._secrets is not None else text
+        if len(text) > DIFF_LIMIT:
+            text = (
+                text[:DIFF_LIMIT] + f"\n... ({len(text) - DIFF_LIMIT} more characters)"
+            )
+        return text
+
+    # --- what waits, approvals -----------------------------------------------------
+
+    def pending(self, server: str | None = None) -> list[ToolChanged]:
+        """The changes not approved yet (of `server`, or of every connection)."""
+        out: list[ToolChanged] = []
+        for name in sorted(self._changes):
+            if server is None or name == server:
+                out.extend(self._changes[name][k] for k in sorted(self._changes[name]))
+        return out
+
+    def approve(self, server: str, items: Iterable[str] = ()) -> list[str]:
+        """Pin what `server` lists now: every item, or only `items` (names,
+        or `uriTemplate`s). Returns the names approved.
+
+        Raises:
+            KeyError: `server` has listed nothing yet, or an item it does not
+                list (the message names what it lists).
+        """
+        current = self._current.get(server)
+        if current is None:
+            raise KeyError(f"{server} has listed nothing yet (is it connected?)")
+        wanted = set(items)
+        known = {name for kind in PIN_KINDS for name in current[kind]}
+        unknown = sorted(wanted - known)
+        if unknown:
+            shown = ", ".join(sorted(known)) or "nothing"
+            raise KeyError(
+                f"{server} lists no {', '.join(repr(u) for u in unknown)} "
+                f"(it lists: {shown})"
+            )
+        pins = self._load(server) or {kind: {} for kind in PIN_KINDS}
+        approved = []
+        for kind in PIN_KINDS:
+            for name, view in current[kind].items():
+                if wanted and name not in wanted:
+                    continue
+                pins[kind][name] = {"digest": _digest(view), "view": view}
+                self._changes.get(server, {}).pop((kind, name), None)
+                approved.append(name)
+        self._save(server, pins)
+        self._broken.discard(server)
+        return sorted(approved)
+
+    def forget(self, server: str) -> None:
+        """`server` was removed: drop what is only in memory (the file stays)."""
+        self._current.pop(server, None)
+        self._changes.pop(server, None)
