@@ -124,6 +124,17 @@ def test_cli_commands_talk_to_the_running_daemon(
         assert main(["call", "nope", "echo", *sock]) == 2
         assert "no connection named 'nope'" in capsys.readouterr().err
 
+        # Pins: nothing changed on first sight; approving what is not there
+        # names what is.
+        assert main(["tools", "--changed", *sock]) == 0
+        assert "no changed definitions" in capsys.readouterr().out
+        assert main(["approve", "nope", *sock]) == 2
+        assert "declared: fast" in capsys.readouterr().err
+        assert main(["approve", "fast", "ehco", *sock]) == 2
+        assert "it lists: crash, echo, pid" in capsys.readouterr().err
+        assert main(["approve", "fast", "echo", *sock]) == 0
+        assert capsys.readouterr().out == "fast: approved echo\n"
+
 
 def test_sighup_reloads_and_a_bad_reload_keeps_the_running_set(tmp_path: Path) -> None:
     script = write(tmp_path / "startup.lua", raw_server("a"))
