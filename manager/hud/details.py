@@ -104,6 +104,18 @@ def details_text(row: Row | None, details: ConnectionDetails, now: float) -> Tex
     tools = details.tools
     text.append(f"\ntools ({len(tools)})\n", style="bold")
     text.append(("  " + ", ".join(tools) if tools else "  none listed") + "\n")
+    if row is not None and row.changed:
+        text.append(
+            f"\nchanged since approved ({len(row.changed)})\n", style="bold yellow"
+        )
+        for item, held in sorted(row.changed.items()):
+            text.append(f"  ⚠ {item}", style="yellow")
+            text.append(" (held back)\n" if held else " (still listed)\n", style="dim")
+        text.append(
+            f"  review: mcp-manager tools --changed {row.name}; approve: "
+            f"mcp-manager approve {row.name}\n",
+            style="dim",
+        )
     lines = details.stderr
     text.append(f"\nlast stderr lines ({len(lines)})\n", style="bold")
     for line in lines or ["(none)"]:

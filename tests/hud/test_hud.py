@@ -54,6 +54,8 @@ from manager.core.events import (
     ResourceUpdated,
     ServerLog,
     ServerStderr,
+    ToolChanged,
+    ToolsApproved,
     ToolsChanged,
     Updated,
     event_from_dict,
@@ -84,7 +86,14 @@ from manager.hud.render import render_status
 from manager.hud.run import AttachedReader, run_inline
 from manager.hud.state import HudState
 from manager.hud.terminal import OutputCapture, TerminalFile, open_terminal
-from manager.hud.view import age, countdown, footer_lines, header_cells, layout
+from manager.hud.view import (
+    age,
+    countdown,
+    footer_lines,
+    header_cells,
+    layout,
+    tools_cell,
+)
 from manager.logs import LogSink
 
 
@@ -1351,3 +1360,20 @@ def test_the_footer_says_which_clients_are_attached_to_which_profile() -> None:
     )
     spans = footer_lines(hud)[1]
     assert ("attached 3: all ← claude; coding ← code, cursor", "cyan") in spans
+
+
+def test_a_changed_tool_marks_the_row_and_its_details_until_approved() -> None:
+    state = HudState()
+    state.apply(Added(name="gh", transport="stdio", endpoint="gh-server"), now=1.0)
+    state.apply(ToolChanged(name="gh", item="create_issue", held=True), now=2.0)
+    state.apply(ToolChanged(name="gh", item="list_repos"), now=2.0)
+    row = state.rows["gh"]
+    assert tools_cell(row) == ("⚠2 1 held", "bold yellow")
+    body = details_text(row, ConnectionDetails(), now=3.0).plain
+    assert (
+        "⚠ create_issue (held back)" in body and "⚠ list_repos (still listed)" in body
+    )
+    assert "mcp-manager approve gh" in body
+    approved = ToolsApproved(name="gh", items=("create_issue", "list_repos"))
+    state.apply(approved, now=4.0)
+    assert tools_cell(state.rows["gh"])[0] == ""
