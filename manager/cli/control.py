@@ -171,7 +171,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f", … ({len(names) - 20} more)" if len(names) > 20 else ""
     )
     noun = "connection" if len(names) == 1 else "connections"
-    print(f"{path}: OK, {len(names)} {noun}" + (f" ({shown})" if names else ""))
+    line = f"{path}: OK, {len(names)} {noun}" + (f" ({shown})" if names else "")
+    if result.profiles:
+        views = ", ".join(
+            p.name + (" (search)" if p.discovery == "search" else "")
+            for p in result.profiles
+        )
+        line += f"; profiles: {views}"
+    print(line)
     return 0
 
 

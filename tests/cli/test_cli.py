@@ -594,6 +594,10 @@ def test_check_accepts_a_good_script(
     )
     assert main(["check", str(script)]) == 0
     assert capsys.readouterr().out == f"{script}: OK, 2 connections (web, fs)\n"
+    with script.open("a") as more:
+        more.write('mcp_profile("agent", {servers = {"fs"}, discovery = "search"})\n')
+    assert main(["check", str(script)]) == 0
+    assert capsys.readouterr().out.endswith("; profiles: agent (search)\n")
 
 
 def test_check_reports_a_bad_script_with_its_line(
