@@ -28,6 +28,7 @@ __all__ = [
     "CatalogSource",
     "ResourceTable",
     "build_resource_table",
+    "is_rewrite",
     "template_pattern",
 ]
 
@@ -112,6 +113,13 @@ class ResourceTable:
         if owner is None or owner == (server, uri):
             return uri
         return rewritten(server, uri)
+
+
+def is_rewrite(problem_key: str) -> bool:
+    """Whether a problem (`ResourceTable.problem_keys`) is a URI two servers
+    share, rewritten for one of them: handled, and worth an INFO line (two
+    instances of one server do it), not a warning."""
+    return problem_key.startswith(("resource\0", "template\0"))
 
 
 def rewritten(server: str, uri: str, *, template: bool = False) -> str:

@@ -61,6 +61,7 @@ from ..engine.tracing import NO_TRACING
 from ..mcpserver.peers import ListChangedServer, Peers
 from ..transport.base import TASKS_EXTENSION
 from .attached import Attached
+from .catalog import is_rewrite
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .names import NameSource, ToolTable, build_name_table
 from .options import SESSION_IDLE_TIMEOUT, EndpointOptions
@@ -390,7 +391,8 @@ class Gateway:
         for key, problem in self.features.problems():
             if key not in self._reported:
                 self._reported.add(key)
-                logger.warning("gateway: %s", problem)
+                level = logging.INFO if is_rewrite(key) else logging.WARNING
+                logger.log(level, "gateway: %s", problem)
         return tools, prompts, resources
 
     def _refresh(self) -> bool:

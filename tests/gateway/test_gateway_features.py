@@ -29,7 +29,7 @@ from test_gateway import demo_stdio, running_gateway, text_of, wait_until
 from manager.cli import main
 from manager.core.spec import parse_spec
 from manager.gateway import Gateway
-from manager.gateway.catalog import CatalogSource, build_resource_table
+from manager.gateway.catalog import CatalogSource, build_resource_table, is_rewrite
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -461,6 +461,12 @@ def test_a_resource_clash_is_said_once_whoever_lists_it_first() -> None:
     assert "b lists the same URI" in a_away.problems[0]  # a new line, same clash
     assert set(a_away.problem_keys) <= set(every.problem_keys)
     assert len(set(every.problem_keys)) == 2
+    # Handled (a rewrite), so said at INFO: two instances of one server do it.
+    assert all(is_rewrite(key) for key in every.problem_keys)
+    invalid = build_resource_table(
+        [CatalogSource("d", [{"uri": "x://bad", "name": 5}], [])]
+    )
+    assert invalid.problems and not any(map(is_rewrite, invalid.problem_keys))
 
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "legacy"])
