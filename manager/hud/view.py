@@ -298,6 +298,8 @@ def header_cells(
         (f" · {clock(now)} · ", "dim"),
         (counts_text(hud, compact=True), ""),
     ]
+    if hud.attached:  # the footer has it too, but is often cut at the width
+        cells.append((f" · {attached_text(hud.attached, limit=2)}", "cyan"))
     if needle:
         cells.append((f" · filter '{needle}': {shown} of {len(hud.rows)}", "yellow"))
     if unreachable:

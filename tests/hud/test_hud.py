@@ -1360,6 +1360,8 @@ def test_the_footer_says_which_clients_are_attached_to_which_profile() -> None:
     )
     spans = footer_lines(hud)[1]
     assert ("attached 3: all ← claude; coding ← code, cursor", "cyan") in spans
+    header = "".join(text for text, _ in header_cells(hud, 0.0))
+    assert "attached 3: all ← claude; coding ← code, cursor" in header
 
 
 def test_a_changed_tool_marks_the_row_and_its_details_until_approved() -> None:
