@@ -18,6 +18,8 @@
   with its wire form both ways (`to_dict`, `from_dict`).
 - `wire`: forgiving readers for values coming back over the socket.
 - `state`: the connection state machine (`transition`).
+- `suspicious`: definitions whose text speaks to the model (`scan_definition`,
+  `Finding`): hidden characters, instructions, secrets, URLs to send data to.
 
 Nothing here imports anyio, mcp, lupa, rich or opentelemetry.
 """
