@@ -12,13 +12,14 @@
 - `exposure`: what the endpoint shows of a connection (prefix, filters, roots).
 - `oauth`: the `oauth = {...}` option, parsed.
 - `profile`: `mcp_profile` declarations (`Profile`), views of the endpoint.
-- `suspicious`: text in a definition that reads as instructions to the model.
 - `status`: `ConnectionStatus`, the typed status of one connection.
 - `replies`: the control socket's other replies, typed (`DaemonInfo`,
   `ReloadSummary`, `ConnectionDetails`, `LoginStart`, `CatalogRow`, ...), each
   with its wire form both ways (`to_dict`, `from_dict`).
 - `wire`: forgiving readers for values coming back over the socket.
 - `state`: the connection state machine (`transition`).
+- `suspicious`: definitions whose text speaks to the model (`scan_definition`,
+  `Finding`): hidden characters, instructions, secrets, URLs to send data to.
 
 Nothing here imports anyio, mcp, lupa, rich or opentelemetry.
 """

@@ -13,8 +13,10 @@ arguments) is written to `pins/NAME.json` in the state directory (0600 in a
   secrets masked, suspicious text found in it) and a WARNING log line;
 - with `pin = "strict"` such an item is also **held back**: not listed, not
   callable (a clear error naming the change and `mcp-manager approve`),
-  until approved. Text that carries instructions to the model
-  (`core.suspicious`) holds an item back under `strict` even on first sight;
+  until approved;
+- text that carries instructions to the model (`core.suspicious`) is told
+  the same way, with what was found, even on first sight: under `strict`
+  the item is held back, under `warn` it is pinned (and told once);
 - `pin = "warn"` (the default) lists it all the same; `pin = "off"` skips
   all of it.
 
@@ -39,7 +41,7 @@ from pathlib import Path
 from ..core.events import ToolChanged
 from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec
-from ..core.suspicious import describe_findings, scan_definition
+from ..core.suspicious import Finding, describe_findings, scan_definition
 
 __all__ = ["DIFF_LIMIT", "PIN_KINDS", "PinBook", "Review", "pinned_view"]
 
@@ -214,11 +216,11 @@ class PinBook:
                 findings = scan_definition(view)
                 old = None if pins is None else pins[kind].get(name)
                 if first_sight:
-                    if findings and strict:
-                        change = "suspicious"
-                    else:
+                    if not (findings and strict):  # trusted on first use
                         trusted[kind][name] = {"digest": _digest(view), "view": view}
+                    if not findings:
                         continue
+                    change = "suspicious"  # said even when trusted (warn)
                 elif pins is None:
                     change = "unverified"
                 elif old is None:
@@ -228,9 +230,10 @@ class PinBook:
                     continue
                 else:
                     change = "changed"
-                pending[kind].add(name)
-                if strict:
-                    held[kind].add(name)
+                if name not in trusted[kind]:
+                    pending[kind].add(name)
+                    if strict:
+                        held[kind].add(name)
                 self._tell(server, kind, name, change, old, view, findings, strict)
         if first_sight:
             self._save(server, trusted)
@@ -247,7 +250,7 @@ class PinBook:
         change: str,
         old: Mapping[str, object] | None,
         view: Mapping[str, object],
-        findings: tuple[object, ...],
+        findings: tuple[Finding, ...],
         held: bool,
     ) -> None:
         digest = _digest(view)
@@ -259,7 +262,7 @@ class PinBook:
             item_kind=kind,
             change=change,
             diff=self._diff(before, view),
-            suspicious=describe_findings(findings),  # type: ignore[arg-type]
+            suspicious=describe_findings(findings) if findings else "",
             held=held,
         )
         self._changes.setdefault(server, {})[(kind, name)] = event
