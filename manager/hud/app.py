@@ -23,12 +23,14 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
+from textual.worker import Worker
 
 from ..core.describe import describe, first_line
 from ..core.errors import ManagerError
@@ -192,7 +194,7 @@ class HudApp(App[str]):
         self.ingest(self.feed.poll(MAX_ITEMS_PER_FRAME), now)
         if self.hud.resync_needed and now >= self._resync_at:
             self._resync_at = now + RESYNC_RETRY
-            self._spawn("refresh after a lag", self._resync(), "resync")
+            self._spawn("refresh after a lag", self._resync, "resync")
         if terminal == "busy" or self._storm:
             # The terminal is behind (let it catch up), or the last frame
             # repainted most of the table (a flapping fleet): draw every other
@@ -320,13 +322,21 @@ class HudApp(App[str]):
         self._set_text("columns", column_titles(message.columns))
 
     def _spawn(
-        self, what: str, work: Coroutine[object, object, None], group: str = ""
-    ) -> None:
-        """Run `work` in the background; a failure is shown, never fatal."""
+        self,
+        what: str,
+        work: Callable[[], Coroutine[object, object, None]],
+        group: str = "",
+    ) -> Worker[None]:
+        """Run `work()` in the background; a failure is shown, never fatal.
+
+        `work` is called only once the worker starts: an exclusive worker
+        replaced before it started, or one spawned while the app closes,
+        leaves no coroutine that was never awaited.
+        """
 
         async def guarded() -> None:
             try:
-                await work
+                await work()
             except Exception:  # boundary: a HUD action must never end the HUD
                 logger.exception("HUD: %s failed", what)
                 self.notify(
@@ -335,8 +345,8 @@ class HudApp(App[str]):
                     markup=False,
                 )
 
-        self.run_worker(
-            guarded(), group=group or what, exclusive=bool(group), exit_on_error=False
+        return self.run_worker(
+            guarded, group=group or what, exclusive=bool(group), exit_on_error=False
         )
 
     # --- background work ------------------------------------------------------
@@ -353,7 +363,7 @@ class HudApp(App[str]):
 
     def _fetch_info(self) -> None:
         if self.unreachable is None:
-            self._spawn("fetching daemon info", self._info(), "info")
+            self._spawn("fetching daemon info", self._info, "info")
 
     async def _info(self) -> None:
         try:
@@ -389,7 +399,7 @@ class HudApp(App[str]):
     def action_reload(self) -> None:
         """Run startup.lua again; the result shows in the footer and the log."""
         self.notify("reloading startup.lua …", timeout=2, markup=False)
-        self._spawn("reload", self._reload(), "reload")
+        self._spawn("reload", self._reload, "reload")
 
     async def _reload(self) -> None:
         try:
@@ -414,7 +424,7 @@ class HudApp(App[str]):
 
     def reconnect(self, name: str) -> None:
         """Ask the daemon to try `name` now instead of after its backoff wait."""
-        self._spawn(f"reconnect {name}", self._reconnect(name))
+        self._spawn(f"reconnect {name}", partial(self._reconnect, name))
 
     async def _reconnect(self, name: str) -> None:
         try:
@@ -442,7 +452,7 @@ class HudApp(App[str]):
 
     def on_connection_table_selected(self, message: ConnectionTable.Selected) -> None:
         """Enter on a row: fetch and show its details."""
-        self._spawn("details", self._details(message.name), "details")
+        self._spawn("details", partial(self._details, message.name), "details")
 
     async def _details(self, name: str) -> None:
         try:
