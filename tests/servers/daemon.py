@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from manager.control.client import ControlClient
+from manager.control.paths import attach_socket_path
 from manager.core.errors import ManagerError
 
 __all__ = ["DaemonProcess"]
@@ -188,7 +189,8 @@ class DaemonProcess:
             self._reader.join(timeout=5)
         self._final_log = self.log()
         self._log.close()
-        for path in (self.socket, self.log_path):
+        # The attach socket too: a SIGKILLed daemon removes neither.
+        for path in (self.socket, attach_socket_path(self.socket), self.log_path):
             if path.parent == Path(self._dir):
                 path.unlink(missing_ok=True)
         os.rmdir(self._dir)
