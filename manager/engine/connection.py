@@ -120,6 +120,7 @@ class Connection:
         self.catalog = Catalog()
         if self._lists is not None:  # shown while idle, before any session
             self.tools, self.catalog = self._lists.recall(spec)
+            self.review_pins()  # what was held stays held while idle
         self.busy = 0
         """Requests to it under way (an on-demand connection stays up)."""
         self.last_used = time.monotonic()
