@@ -362,29 +362,10 @@ def _parse_options(
             out[key] = _string_map(prefix, "headers", value)
         elif key == "backoff":
             out[key] = _backoff(prefix, value)
-        elif key == "protocol":
-            if value not in PROTOCOLS:
-                raise ConfigError(
-                    f"{prefix}: protocol must be one of "
-                    f"{', '.join(repr(p) for p in PROTOCOLS)}, got {value_text(value)}"
-                )
-            out[key] = value
-        elif key == "start":
-            if value not in STARTS:
-                raise ConfigError(
-                    f"{prefix}: start must be one of "
-                    f"{', '.join(repr(p) for p in STARTS)}, got {value_text(value)}"
-                )
-            out[key] = value
+        elif key in _CHOICES:
+            out[key] = _choice(prefix, key, value, _CHOICES[key])
         elif key == "idle_stop":
             out[key] = _duration(prefix, key, value)
-        elif key == "pin":
-            if value not in PINS:
-                raise ConfigError(
-                    f"{prefix}: pin must be one of "
-                    f"{', '.join(repr(p) for p in PINS)}, got {value_text(value)}"
-                )
-            out[key] = value
         elif key == "roots":
             out[key] = parse_exposure_option(prefix, key, value)
         elif key == "oauth":
@@ -404,6 +385,19 @@ def _parse_options(
             'start = "on_demand", or remove idle_stop'
         )
     return out
+
+
+_CHOICES = {"protocol": PROTOCOLS, "start": STARTS, "pin": PINS}
+"""Options whose value is one of a few words."""
+
+
+def _choice(prefix: str, key: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(
+            f"{prefix}: {key} must be one of "
+            f"{', '.join(repr(c) for c in choices)}, got {value_text(value)}"
+        )
+    return str(value)
 
 
 def _backoff(prefix: str, value: object) -> BackoffPolicy:
