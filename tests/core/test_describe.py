@@ -24,6 +24,8 @@ SENTENCES = [
     "a: retry 2 in 0.10 s",
     "a: idle after 5m10s up: no request for 300 s; starts at the next one",
     "a: needs login (no token); run: mcp-manager login a",
+    "a: refused (no scope after 3 logins); not asked again by itself: to try "
+    "again run: mcp-manager login a (or mcp-manager reconnect a)",
     "a: oauth refresh ok HTTP 200 in 0.01 s",
     "a: tools added x; removed y, z (now 1)",
     "a: removed",
