@@ -72,7 +72,7 @@ from .compat_mcp import (
 )
 from .errors import describe_error
 from .login import CALLBACK_PATH, NO_LOGIN, LoginDesk
-from .tokens import FileTokens
+from .tokens import AuthServer, FileTokens
 
 __all__ = ["REFRESH_MARGIN", "ConnectionAuth", "oauth_auth", "uses_oauth"]
 
@@ -449,6 +449,23 @@ class ConnectionAuth(httpx2.Auth):
     async def _load(self) -> None:
         provider = self._sdk()
         await oauth_load(provider)  # tokens and client from our storage
+        context = provider.context
+        server = self.tokens.auth_server()
+        client = context.client_info
+        if (
+            server is not None
+            and context.oauth_metadata is None
+            and (
+                client is None
+                or client.issuer is None
+                or issuers_match(client.issuer, str(server.metadata.issuer))
+            )
+        ):
+            # Where the stored tokens came from: a refresh goes to its token
+            # endpoint (else the SDK guesses the resource server's /token).
+            context.oauth_metadata = server.metadata
+            context.auth_server_url = server.issuer
+            context.protected_resource_metadata = server.resource
         self._track()
 
     def _track(self) -> None:
@@ -638,6 +655,14 @@ class ConnectionAuth(httpx2.Auth):
             self._track()
             if exchanged:
                 self._authorized, self._accepted = context.current_tokens, False
+                if context.oauth_metadata is not None:
+                    await self.tokens.set_auth_server(
+                        AuthServer(
+                            context.auth_server_url,
+                            context.oauth_metadata,
+                            context.protected_resource_metadata,
+                        )
+                    )
             if retried is None:
                 return
             fresh = context.current_tokens is self._authorized

@@ -252,3 +252,29 @@ async def test_logins_whose_code_is_refused_stop_the_asking_too(
         assert isinstance(event, Refused) and logins == LOGIN_LIMIT
         assert event.reason.startswith("the login failed after 3 logins: ")
         assert server.hits["/token"] == LOGIN_LIMIT
+
+
+async def test_a_restarted_daemon_refreshes_at_the_issuer_it_logged_in_with(
+    tmp_path: Path,
+) -> None:
+    """The authorization server is not the resource server (issuer `BASE/as`):
+    a daemon started on stored tokens refreshes them at that issuer's token
+    endpoint, never at the resource server's `/token` (which would see the
+    refresh token, and refuse it)."""
+    async with oauth_demo(expires_in=2) as server:
+        server.as_path = "/as"
+        async with daemon_parts(tmp_path) as parts:
+            parts.manager.add(spec("tracker", server))
+            await parts.rec.wait_for("needs_login", "tracker")
+            await log_in(parts, server, "tracker")
+        assert server.hits["/as/token"] == 1 and server.issued == 1
+        async with daemon_parts(tmp_path) as parts:  # the token is due: refreshed
+            parts.manager.add(spec("tracker", server))
+            await parts.rec.wait_for("connected", "tracker")
+            await parts.manager.call("tracker", "echo", {"text": "again"})
+            assert not parts.rec.of("needs_login", "tracker")
+        assert server.hits["/as/token"] == 2 and server.issued == 2
+        assert (
+            server.hits["/token"] == 0
+            and server.hits["/.well-known/oauth-authorization-server/as"] == 1
+        )
