@@ -291,7 +291,6 @@ class Supervisor:
             exit_code = None
         if connected:
             return LossReport(message, exit_code, type(exc).__name__)
-        self._conn.settled(message)
         self._conn.signal(
             AttemptError(
                 now=self._clock(),
@@ -301,6 +300,9 @@ class Supervisor:
                 exit_code=exit_code,
             )
         )
+        # A login waiting for this try hears the state's words ("... after 3
+        # logins: ...", "(1 of 3 logins in a row refused)"), not only the error.
+        self._conn.settled(self._conn.state.error or message)
         return None
 
     def _signal_lost(self, report: LossReport) -> None:

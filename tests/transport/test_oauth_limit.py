@@ -90,6 +90,8 @@ async def test_a_server_refusing_the_scope_it_asks_for_gets_three_logins_then_no
         event, logins = await log_in_whenever_asked(parts, server, "tracker")
         assert isinstance(event, Refused)
         assert server.hits["/authorize"] == LOGIN_LIMIT == logins
+        last = parts.logins.last("tracker")  # what `mcp-manager login` says
+        assert last is not None and last.error == event.reason
         assert event.reason.startswith(
             "the server refused the scope it asked for after 3 logins: "
             "HTTP 403 insufficient_scope, it asks for scope 'tools admin'"
