@@ -81,6 +81,9 @@ class OAuthServer:
             scope (a server whose step-up never succeeds).
         refuse_refresh: Every refresh is refused (`invalid_grant`).
         refuse_code: Every authorization code is refused (`invalid_grant`).
+        refuse_tokens: The tokens it hands out never work at the resource
+            (401 `invalid_token`, as from a resource that trusts another
+            authorization server).
         prm_resource: The `resource` its protected resource metadata names
             (None: its own `/mcp`).
         metadata_issuer: The `issuer` its RFC 8414 metadata names (None: its
@@ -100,6 +103,7 @@ class OAuthServer:
     refuse_scope: bool = False
     refuse_refresh: bool = False
     refuse_code: bool = False
+    refuse_tokens: bool = False
     prm_resource: str | None = None
     metadata_issuer: str | None = None
     iss: str = "omit"
@@ -347,7 +351,8 @@ class OAuthServer:
     def _tokens(self, *, with_refresh: bool, scope: str) -> Response:
         n = next(self._counter)
         access = f"tok-{n}-{secrets.token_hex(8)}"
-        self.valid[access] = time.time() + self.expires_in
+        if not self.refuse_tokens:
+            self.valid[access] = time.time() + self.expires_in
         self.scopes[access] = scope or "tools"
         self.seen_secrets.add(access)
         self.issued += 1

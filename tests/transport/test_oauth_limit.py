@@ -280,3 +280,24 @@ async def test_a_restarted_daemon_refreshes_at_the_issuer_it_logged_in_with(
             server.hits["/token"] == 0
             and server.hits["/.well-known/oauth-authorization-server/as"] == 1
         )
+
+
+async def test_tokens_the_resource_never_takes_are_refused_logins_not_a_lack_of_them(
+    tmp_path: Path,
+) -> None:
+    """The token a login got is answered 401 at once: the connection says so
+    (never "we connected without credentials"), forgets that token, and
+    stops asking after 3 such logins."""
+    async with oauth_demo() as server, daemon_parts(tmp_path) as parts:
+        server.refuse_tokens = True
+        parts.manager.add(spec("tracker", server))
+        event, logins = await log_in_whenever_asked(parts, server, "tracker")
+        assert isinstance(event, Refused) and logins == LOGIN_LIMIT
+        assert event.reason == (
+            "the server refused the token the login got after 3 logins: HTTP 401"
+        )
+        assert server.hits["/authorize"] == server.issued == LOGIN_LIMIT
+        shown = json.dumps([event_to_dict(e) for e in parts.rec.events])
+        assert "without credentials" not in shown
+        stored = json.loads((tmp_path / "tokens" / "tracker.json").read_text())
+        assert "token" not in stored and "client" in stored  # registration kept
