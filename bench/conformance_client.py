@@ -13,15 +13,18 @@ a user of mcp-manager:
   PEM key the context hands out, for private_key_jwt), the issuer read from
   the server's protected resource metadata, as a user would copy it from
   their provider's page;
-* it runs `mcp-manager run` and waits until the connection is `connected` or
-  `needs_login`;
-* on `needs_login` it runs `mcp-manager login conf --no-browser` and stands in
-  for the browser: it GETs the authorization URL `login` prints without
-  following the redirect (the conformance authorization server approves at
-  once), then GETs the `Location`, which is the daemon's loopback callback;
+* it runs `mcp-manager run` and waits until the connection is `connected`,
+  `needs_login` or `refused`;
+* whenever it is `needs_login` it runs `mcp-manager login conf --no-browser`
+  and stands in for the browser: it GETs the authorization URL `login` prints
+  without following the redirect (the conformance authorization server
+  approves at once), then GETs the `Location`, which is the daemon's loopback
+  callback. It keeps no count of its own: the daemon stops asking
+  (`refused`) when logins keep being refused (`MAX_LOGINS` only guards against
+  a daemon that never does);
 * it lists the tools and calls `test-tool` through the control socket; a call
-  refused with `needs_login` (a server asking for more scope) gets one more
-  login and one more try, at most `TRIES` in all;
+  refused with `needs_login` (a server asking for more scope) is made again
+  after the next login;
 * it stops the daemon (SIGTERM) and keeps its log (stderr) in the work folder
   when the scenario failed (or with MM_CONF_KEEP=1); a passing one leaves nothing
   (`MM_CONF_LOG_LEVEL=DEBUG` for a detailed one).
@@ -56,8 +59,8 @@ WAIT = 20.0
 LOGIN_TIMEOUT = 30.0
 """`login --timeout`."""
 
-TRIES = 3
-"""Logins at most for one run (the first, then one per step-up)."""
+MAX_LOGINS = 10
+"""Logins at most for one run: a daemon asking for more never stops asking."""
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 """The client ID metadata document URL `auth/basic-cimd` expects."""
@@ -181,35 +184,44 @@ def login(sock: Path, env: dict[str, str]) -> bool:
     return code == 0
 
 
-def settle(client: ControlClient) -> str:
-    """Wait until the connection is connected or waits for a login."""
+SETTLED = ("connected", "needs_login", "refused")
+"""States the connection waits in (for a call, a login, the user)."""
+
+
+def settle(client: ControlClient, leave: str = "") -> tuple[str, str]:
+    """Wait until the connection is connected, waits for a login or stopped
+    asking (and is no longer in state `leave`). Returns its state and error."""
     deadline = time.monotonic() + WAIT
-    state = "unknown"
+    state, error = "unknown", ""
     while time.monotonic() < deadline:
         try:
             status = client.status()
         except ManagerError:
             status = []
         if status:
-            state = status[0].state
-            if state in ("connected", "needs_login"):
-                return state
+            state, error = status[0].state, status[0].error or ""
+            if state in SETTLED and state != leave:
+                return state, error
         time.sleep(0.1)
-    return state
+    return state, error
 
 
 def use(client: ControlClient, sock: Path, env: dict[str, str]) -> int:
-    """Log in when asked, list the tools and call `test-tool`."""
+    """Log in whenever asked, list the tools and call `test-tool`."""
     logins = 0
+    state, error = settle(client)
     while True:
-        state = settle(client)
         if state == "needs_login":
-            if logins >= TRIES:
-                log(f"still needs a login after {logins} logins; giving up")
+            if logins >= MAX_LOGINS:
+                log(f"the daemon still asks for a login after {logins}; giving up")
                 return 1
             logins += 1
-            login(sock, env)
+            login(sock, env)  # returns once the try that used it ended
+            state, error = settle(client)
             continue
+        if state == "refused":
+            log(f"the daemon stopped asking after {logins} logins: {error}")
+            return 1
         if state != "connected":
             log(f"the connection never settled (state {state})")
             return 1
@@ -230,9 +242,9 @@ def use(client: ControlClient, sock: Path, env: dict[str, str]) -> int:
             return 0
         except ManagerError as exc:
             log(f"the call failed: {exc}")
-            time.sleep(0.2)  # let the connection show needs_login
-            if settle(client) != "needs_login" or logins >= TRIES:
-                return 1
+            state, error = settle(client, leave="connected")
+            if state == "connected":
+                return 1  # failed for another reason: the suite judges it
 
 
 SAMPLES: dict[str, object] = {

@@ -58,20 +58,22 @@ class Recorder:
 
     async def wait_for(
         self,
-        kind: str,
+        kind: str | tuple[str, ...],
         name: str | None = None,
         *,
         where: Callable[[Event], bool] = lambda e: True,
         after: int = 0,
         within: float = WAIT_LIMIT,
     ) -> Event:
-        """The first event of `kind` (for `name`) after seq `after` matching `where`."""
+        """The first event of `kind` (or one of the kinds; for `name`) after
+        seq `after` matching `where`."""
+        kinds = (kind,) if isinstance(kind, str) else kind
         with anyio.fail_after(within):
             while True:
                 for event in self.events:
                     if (
                         event.seq > after
-                        and event.kind == kind
+                        and event.kind in kinds
                         and (name is None or event.name == name)
                         and where(event)
                     ):

@@ -30,6 +30,7 @@ from .events import (
     Lost,
     NeedsLogin,
     Reconnecting,
+    Refused,
     Removed,
     ResourceUpdated,
     ServerLog,
@@ -133,6 +134,12 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
         case NeedsLogin():
             why = first_line(event.reason)
             return f"{n}: needs login ({why}); run: {event.command}"
+        case Refused():
+            why = first_line(event.reason)
+            return (
+                f"{n}: refused ({why}); not asked again by itself: to try again "
+                f"run: {event.command} (or mcp-manager reconnect {n})"
+            )
         case AuthStep():
             took = duration(event.elapsed)
             status = f" HTTP {event.status}" if event.status else ""

@@ -6,7 +6,9 @@ ManagerError
 ├── TransportError         talking to an upstream failed; the reconnect loop retries
 │   ├── ConnectFailed      refused, missing executable, handshake rejected, garbage
 │   │   ├── AuthRefused    the server said 401/403: retried rarely, never hammered
-│   │   └── LoginRequired  OAuth wants the user: waits in needs_login for `login`
+│   │   ├── LoginRequired  OAuth wants the user: waits in needs_login for `login`
+│   │   │   └── AuthorizationRefused  ... because it refused what a login got it
+│   │   └── AuthMismatch   OAuth metadata or answer not for this server: refused
 │   ├── ConnectTimeout     connect + initialize + tool listing ran out of time
 │   └── Disconnected       an established session died (exit, EOF, ping, lost session)
 ├── CallError              a request could not be made or finished (never retried)
@@ -23,7 +25,9 @@ This module imports nothing from the package.
 from __future__ import annotations
 
 __all__ = [
+    "AuthMismatch",
     "AuthRefused",
+    "AuthorizationRefused",
     "CallError",
     "CallTimeout",
     "ConfigError",
@@ -108,6 +112,26 @@ class LoginRequired(ConnectFailed):
 
     Never retried on its own: the connection waits in `needs_login` until
     `mcp-manager login NAME`, a reload that changes it, or `reconnect`.
+    """
+
+
+class AuthorizationRefused(LoginRequired):
+    """The server refused what the last authorization got us: its token right
+    after the token exchange, the scope it asked for (a 403
+    `insufficient_scope` naming only scopes the login asked for), or the
+    refresh of its token.
+
+    Counted by the connection: after `LOGIN_LIMIT` of these in a row it stops
+    asking for logins (`refused`). The message reads `what: detail`.
+    """
+
+
+class AuthMismatch(ConnectFailed):
+    """The OAuth metadata or the authorization response is not for this server
+    (RFC 8707 resource, RFC 8414 issuer, RFC 9207 `iss`): nothing is sent on.
+
+    No login can fix it: the connection goes to `refused` at once and is tried
+    again only on `login`, `reconnect` or a changed config.
     """
 
 

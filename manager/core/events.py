@@ -35,6 +35,7 @@ __all__ = [
     "Lost",
     "NeedsLogin",
     "Reconnecting",
+    "Refused",
     "Idle",
     "Removed",
     "ResourceUpdated",
@@ -153,6 +154,18 @@ class NeedsLogin(Event):
     (or a reload that changes it, or `reconnect`)."""
 
     kind: ClassVar[str] = "needs_login"
+    reason: str
+    command: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Refused(Event):
+    """An OAuth connection stopped asking for logins: the server kept refusing
+    what they got (`LOGIN_LIMIT` in a row), or its OAuth metadata or answer was
+    not for this server. Nothing is tried until `command`, `reconnect` or a
+    changed config."""
+
+    kind: ClassVar[str] = "refused"
     reason: str
     command: str
 
@@ -378,6 +391,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Reconnecting,
         Idle,
         NeedsLogin,
+        Refused,
         AuthStep,
         ToolsChanged,
         ToolChanged,

@@ -11,7 +11,12 @@ session: declared, listing its last known tools, started by the next request.
 `disabled` is a declared connection with `enabled = false`: it never runs, and only
 leaves that state by being re-declared or removed. `needs_login`
 is an OAuth connection whose server wants the user (`LoginRequired`): no try
-is scheduled (`next_retry_at` is None) until a login, a reload or `reconnect`. `attempt`
+is scheduled (`next_retry_at` is None) until a login, a reload or `reconnect`.
+`refused` is an OAuth connection that stopped asking: `LOGIN_LIMIT` logins in a
+row ended in the server refusing what they got (`AuthorizationRefused`: the
+token, its scope, its refresh), or the server's OAuth metadata or answer was not
+for it (`AuthMismatch`); like `needs_login` it waits, but nobody is asked to log
+in until the user says so (`login`, `reconnect`, a changed config). `attempt`
 counts tries since the connection was last *stable* (connected for
 `stable_after`), so a server that dies right after each handshake climbs the
 backoff to the cap instead of being respawned every 100 ms.
@@ -33,31 +38,49 @@ from .events import (
     Lost,
     NeedsLogin,
     Reconnecting,
+    Refused,
     Removed,
     ToolsChanged,
 )
 
 __all__ = [
+    "AUTH_MISMATCH",
     "AUTH_RETRY_DELAY",
+    "AUTHORIZATION_REFUSED",
     "AttemptBegan",
     "AttemptError",
     "ConnectionState",
     "HandshakeDone",
+    "LOGIN_LIMIT",
     "LOGIN_REQUIRED",
     "Phase",
     "ProcessSpawned",
+    "RefusalsCleared",
     "SessionLost",
     "Signal",
     "StopRequested",
     "ToolsListed",
     "WentIdle",
     "login_command",
+    "refused_after",
     "transition",
 ]
 
 LOGIN_REQUIRED = "LoginRequired"
 """The `error_type` (`core.errors.LoginRequired`) that sends a connection to
 `needs_login` instead of a retry."""
+
+AUTHORIZATION_REFUSED = "AuthorizationRefused"
+"""The `error_type` (`core.errors.AuthorizationRefused`) of a login the server
+refused: `needs_login`, counted towards `LOGIN_LIMIT`."""
+
+AUTH_MISMATCH = "AuthMismatch"
+"""The `error_type` (`core.errors.AuthMismatch`) of OAuth metadata or an
+authorization response that is not for this server: `refused` at once."""
+
+LOGIN_LIMIT = 3
+"""Logins in a row that may end in the server refusing what they got before
+the connection stops asking (`refused`)."""
 
 AUTH_RETRY_DELAY = 300.0
 """Seconds before trying again a server that refused our credentials (401/403):
@@ -74,6 +97,7 @@ class Phase(StrEnum):
     REMOVED = "removed"
     DISABLED = "disabled"
     NEEDS_LOGIN = "needs_login"
+    REFUSED = "refused"
     IDLE = "idle"
 
 
@@ -97,6 +121,9 @@ class ConnectionState:
         connected_before: Some earlier session got connected (so a reconnect
             whose tools differ reports `tools_changed`).
         protocol: The protocol revision of the current (or last) session.
+        refusals: Logins in a row whose token, scope or refresh the server
+            refused (reset by a refresh it accepts, `login` after `refused`,
+            `reconnect`).
     """
 
     name: str
@@ -113,6 +140,7 @@ class ConnectionState:
     outage_since: float | None = None
     connected_before: bool = False
     protocol: str = ""
+    refusals: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +209,15 @@ class WentIdle:
 
 
 @dataclass(frozen=True, slots=True)
+class RefusalsCleared:
+    """Count no earlier refused login: the user asked for another try
+    (`login` of a `refused` connection, `reconnect`), or the authorization
+    server refreshed a token."""
+
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
 class StopRequested:
     """The connection is being removed."""
 
@@ -195,6 +232,7 @@ Signal = (
     | SessionLost
     | ToolsListed
     | WentIdle
+    | RefusalsCleared
     | StopRequested
 )
 
@@ -261,22 +299,23 @@ def transition(
             return replace(nxt, connected_before=True), events
         case AttemptError(now=now):
             # A server that wants the user waits for a login, not a retry.
-            login = signal.error_type == LOGIN_REQUIRED
-            phase = Phase.NEEDS_LOGIN if login else Phase.RECONNECTING
+            waits = _waiting(state, signal.error, signal.error_type)
             wait = aligned_delay(policy, max(state.attempt, 1), signal.rand, now)
             if signal.error_type == "AuthRefused":
                 wait = max(wait, AUTH_RETRY_DELAY)  # a refusal is not an outage
+            phase = Phase.RECONNECTING if waits is None else waits[0].phase
             nxt = replace(
                 state,
                 phase=phase,
-                error=signal.error,
+                error=signal.error if waits is None else waits[0].error,
                 error_type=signal.error_type,
                 since=state.since if state.phase is phase else now,
-                next_retry_at=None if login else now + wait,
+                next_retry_at=None if waits else now + wait,
                 exit_code=signal.exit_code,
                 pid=None,
                 # `is not None`: 0.0 is a valid time (e.g. a test clock's start).
                 outage_since=now if state.outage_since is None else state.outage_since,
+                refusals=state.refusals if waits is None else waits[0].refusals,
             )
             return nxt, [
                 AttemptFailed(
@@ -286,28 +325,29 @@ def transition(
                     error_type=signal.error_type,
                     exit_code=signal.exit_code,
                 ),
-                _needs_login(name, signal.error)
-                if login
-                else Reconnecting(name=name, attempt=state.attempt + 1, delay=wait),
+                Reconnecting(name=name, attempt=state.attempt + 1, delay=wait)
+                if waits is None
+                else waits[1],
             ]
         case SessionLost(now=now):
-            login = signal.error_type == LOGIN_REQUIRED
+            waits = _waiting(state, signal.reason, signal.error_type)
             connected_at = state.connected_at
             uptime = 0.0 if connected_at is None else now - connected_at
             attempt = 0 if uptime >= stable_after else state.attempt
             wait = aligned_delay(policy, max(attempt, 1), signal.rand, now)
             nxt = replace(
                 state,
-                phase=Phase.NEEDS_LOGIN if login else Phase.RECONNECTING,
+                phase=Phase.RECONNECTING if waits is None else waits[0].phase,
                 attempt=attempt,
-                error=signal.reason,
+                error=signal.reason if waits is None else waits[0].error,
                 error_type=signal.error_type,
                 since=now,
-                next_retry_at=None if login else now + wait,
+                next_retry_at=None if waits else now + wait,
                 exit_code=signal.exit_code,
                 pid=None,
                 connected_at=None,
                 outage_since=now,
+                refusals=state.refusals if waits is None else waits[0].refusals,
             )
             return nxt, [
                 Lost(
@@ -316,10 +356,12 @@ def transition(
                     exit_code=signal.exit_code,
                     uptime=uptime,
                 ),
-                _needs_login(name, signal.reason)
-                if login
-                else Reconnecting(name=name, attempt=attempt + 1, delay=wait),
+                Reconnecting(name=name, attempt=attempt + 1, delay=wait)
+                if waits is None
+                else waits[1],
             ]
+        case RefusalsCleared():
+            return (state if not state.refusals else replace(state, refusals=0)), []
         case ToolsListed(tools=tools):
             tools = tuple(sorted(tools))
             old, new = set(state.tools), set(tools)
@@ -358,8 +400,46 @@ def login_command(name: str) -> str:
     return f"mcp-manager login {name}"
 
 
-def _needs_login(name: str, reason: str) -> NeedsLogin:
-    return NeedsLogin(name=name, reason=reason, command=login_command(name))
+def refused_after(reason: str, logins: int) -> str:
+    """`reason` ("what: detail") as the error of a connection that stopped
+    asking after `logins` refused logins ("what after 3 logins: detail")."""
+    what, colon, detail = reason.partition(": ")
+    return f"{what} after {logins} logins{colon}{detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    phase: Phase
+    error: str
+    refusals: int
+
+
+def _waiting(
+    state: ConnectionState, error: str, error_type: str
+) -> tuple[_Wait, Event] | None:
+    """Where a try or session that ended with `error_type` waits for the user
+    (`needs_login` or `refused`, and the event saying so), or None: it is
+    retried."""
+    name = state.name
+    refusals = state.refusals
+    if error_type == AUTHORIZATION_REFUSED:
+        refusals += 1
+        if refusals >= LOGIN_LIMIT:
+            error = refused_after(error, refusals)
+        else:
+            reason = f"{error} ({refusals} of {LOGIN_LIMIT} logins in a row refused)"
+            wait = _Wait(Phase.NEEDS_LOGIN, reason, refusals)
+            return wait, NeedsLogin(
+                name=name, reason=reason, command=login_command(name)
+            )
+    elif error_type == LOGIN_REQUIRED:
+        wait = _Wait(Phase.NEEDS_LOGIN, error, refusals)
+        return wait, NeedsLogin(name=name, reason=error, command=login_command(name))
+    elif error_type != AUTH_MISMATCH:
+        return None
+    return _Wait(Phase.REFUSED, error, refusals), Refused(
+        name=name, reason=error, command=login_command(name)
+    )
 
 
 def _tools_changed(

@@ -37,7 +37,8 @@ class ConnectionStatus:
         resources: Resources and resource templates of it.
         hidden: Tools, prompts and resources its filters hide from the endpoint.
         auth: `none`, `oauth` (the connection has or gets its tokens) or
-            `needs_login` (it waits for `mcp-manager login NAME`).
+            `needs_login` (it waits for `mcp-manager login NAME`) or `refused`
+            (it stopped asking for logins; `login` or `reconnect` try again).
         auth_expires_in: Seconds until its stored access token expires, if known.
         protocol: The MCP revision of the current (or last) session ("" before
             the first); `era` says which era that is.

@@ -60,7 +60,7 @@ async def ready(conn: Connection, clock: Callable[[], float]) -> Upstream:
         raise ServerUnavailable(
             f"{conn.name} is disabled (enabled = false in the config)"
         )
-    if conn.phase is Phase.NEEDS_LOGIN:
+    if conn.phase in (Phase.NEEDS_LOGIN, Phase.REFUSED):
         raise ServerUnavailable(unavailable_message(conn, clock()))
     state = conn.state
     young = (
@@ -94,6 +94,12 @@ def unavailable_message(conn: Connection, now: float) -> str:
     if state.phase is Phase.NEEDS_LOGIN:
         reason = state.error or NO_LOGIN
         return f"{conn.name} needs a login ({reason}); run `{login_command(conn.name)}`"
+    if state.phase is Phase.REFUSED:
+        return (
+            f"{conn.name} is refused ({state.error}); it is not asked again by "
+            f"itself: to try again run `{login_command(conn.name)}` or "
+            f"`mcp-manager reconnect {conn.name}`"
+        )
     parts = [f"attempt {state.attempt}"]
     if state.next_retry_at is not None:
         parts.append(f"next retry in {max(0.0, state.next_retry_at - now):.1f} s")

@@ -38,6 +38,7 @@ from ..core.state import (
     HandshakeDone,
     Phase,
     ProcessSpawned,
+    RefusalsCleared,
     Signal,
     StopRequested,
     transition,
@@ -173,6 +174,10 @@ class Connection:
         """Cut the current backoff wait short. Returns whether one was cut."""
         return self.supervisor.retry_now()
 
+    def forgive_refusals(self) -> None:
+        """Count no earlier refused login (the user asks for another try)."""
+        self.signal(RefusalsCleared(now=self._clock()))
+
     def try_for_login(self) -> None:
         """A login began: try now, or right after the try in flight (whose end
         is not the login's: `on_settled` waits for a try that began after)."""
@@ -270,6 +275,9 @@ class Connection:
     def _on_auth(
         self, step: str, outcome: str, status: int, elapsed: float, error: str
     ) -> None:
+        if step == "refresh" and outcome == "ok":
+            # The server renews what a login got: those logins were not refused.
+            self.signal(RefusalsCleared(now=self._clock()))
         self._bus.publish(
             AuthStep(
                 name=self.name,

@@ -6,7 +6,8 @@
 user (`first_answer`), then whether the connection got connected (`Login.done`,
 set when the try that used the login ended). `logout` forgets the stored tokens
 and the client registration and restarts the connection, which then waits in
-`needs_login`.
+`needs_login`. A login of a `refused` connection (one that stopped asking)
+starts the count of refused logins again.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class Logins:
         conn = self._interactive(name)
         if conn.phase is Phase.CONNECTED:
             return None
+        if conn.phase is Phase.REFUSED:
+            conn.forgive_refusals()  # the user asks again: LOGIN_LIMIT more
         desk = self._desk()
         port = conn.spec.oauth.callback_port if conn.spec.oauth is not None else None
         try:

@@ -309,6 +309,7 @@ class Manager:
         conn = self._conns.get(name)
         if conn is None:
             raise UnknownServer(f"no connection named {name!r}")
+        conn.forgive_refusals()  # the user asks: the login limit starts again
         return conn.retry_now()
 
     # --- reading ----------------------------------------------------------------
@@ -342,8 +343,8 @@ class Manager:
         self._tg.start_soon(fn, *args)
 
     def _auth(self, conn: Connection, now: float) -> tuple[str, float | None]:
-        if conn.phase is Phase.NEEDS_LOGIN:
-            return "needs_login", None
+        if conn.phase in (Phase.NEEDS_LOGIN, Phase.REFUSED):
+            return conn.phase.value, None
         if not uses_oauth(conn.spec):
             return "none", None
         expiry = getattr(self._transport, "token_expiry", None)

@@ -104,7 +104,8 @@ class Supervisor:
         The first try starts at once; after a failure or a loss the state
         machine decides the delay (100 ms doubling, capped, jittered; the
         counter resets only after `stable_after` seconds connected). A
-        connection in `needs_login` waits until `try_for_login` or `retry_now`.
+        connection in `needs_login` or `refused` waits until `try_for_login`
+        or `retry_now`.
         An on-demand connection waits, idle, for a request (`want`) before
         each session, and goes idle again after `idle_stop` seconds unused,
         connected or not.
@@ -132,7 +133,7 @@ class Supervisor:
                 self._signal_lost(report)
             next_at = self._conn.state.next_retry_at
             wait = max(0.0, next_at - self._clock()) if next_at is not None else 0.0
-            if self._conn.phase is Phase.NEEDS_LOGIN:
+            if self._conn.phase in (Phase.NEEDS_LOGIN, Phase.REFUSED):
                 wait = math.inf  # until a login, a reload or `reconnect`
             if self._login_wanted:
                 wait = 0.0  # a login began during the try
@@ -291,7 +292,6 @@ class Supervisor:
             exit_code = None
         if connected:
             return LossReport(message, exit_code, type(exc).__name__)
-        self._conn.settled(message)
         self._conn.signal(
             AttemptError(
                 now=self._clock(),
@@ -301,6 +301,9 @@ class Supervisor:
                 exit_code=exit_code,
             )
         )
+        # A login waiting for this try hears the state's words ("... after 3
+        # logins: ...", "(1 of 3 logins in a row refused)"), not only the error.
+        self._conn.settled(self._conn.state.error or message)
         return None
 
     def _signal_lost(self, report: LossReport) -> None:

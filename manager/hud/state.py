@@ -43,6 +43,7 @@ from ..core.events import (
     Lost,
     NeedsLogin,
     Reconnecting,
+    Refused,
     Removed,
     ResourceUpdated,
     ServerLog,
@@ -60,7 +61,12 @@ from ..core.replies import (
     OtlpStatus,
     StartSlots,
 )
-from ..core.state import LOGIN_REQUIRED, login_command
+from ..core.state import (
+    AUTH_MISMATCH,
+    AUTHORIZATION_REFUSED,
+    LOGIN_REQUIRED,
+    login_command,
+)
 from ..core.status import ConnectionStatus
 
 __all__ = [
@@ -78,6 +84,7 @@ LOG_LINES = 2000
 
 STATE_RANK = {
     "needs_login": 0,
+    "refused": 0,
     "reconnecting": 0,
     "connecting": 1,
     "connected": 2,
@@ -88,6 +95,9 @@ STATE_RANK = {
 
 _UNKNOWN_RANK = 1
 
+_WAITS_FOR_USER = frozenset({LOGIN_REQUIRED, AUTHORIZATION_REFUSED, AUTH_MISMATCH})
+"""`error_type`s after which a connection waits for the user."""
+
 
 @dataclass(slots=True)
 class Row:
@@ -97,8 +107,8 @@ class Row:
         name: Connection name.
         transport: `stdio`, `http` or `sse` ("" until known).
         endpoint: The endpoint as the daemon displays it (secrets masked).
-        state: `connecting`, `connected`, `reconnecting`, `needs_login` or
-            `disabled`.
+        state: `connecting`, `connected`, `reconnecting`, `needs_login`,
+            `refused`, `idle` or `disabled`.
         attempt: Tries since the connection was last stable.
         tools: Tool count of the current (or last) session.
         error: First line of the last error; "" once connected.
@@ -151,7 +161,14 @@ def _row_error(item: ConnectionStatus) -> str:
     """The error column: for a connection waiting for the user, what to run."""
     if item.state == "needs_login":
         return f"run: {login_command(item.name)} ({first_line(item.error)})"
+    if item.state == "refused":
+        return _refused_error(item.name, item.error)
     return first_line(item.error)
+
+
+def _refused_error(name: str, error: object) -> str:
+    """The error column of a connection that stopped asking for logins."""
+    return f"{first_line(error)} (to try again run: {login_command(name)})"
 
 
 def matches(row: Row, needle: str) -> bool:
@@ -361,8 +378,8 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             # new error are news; the same error again is retry detail (`debug`).
             news = row.state != "reconnecting" or error != row.error
             level = "error" if news else "debug"
-            if event.error_type == LOGIN_REQUIRED:
-                level = "debug"  # the needs_login line that follows says it all
+            if event.error_type in _WAITS_FOR_USER:
+                level = "debug"  # the needs_login/refused line that follows says it
             if row.state != "reconnecting":
                 row.since = at
             row.state = "reconnecting"
@@ -406,6 +423,15 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             row.trying = False
             row.pid = None
             level = "warn"
+        case Refused():
+            row = hud.row(name, at)
+            row.state = "refused"
+            row.since = at
+            row.error = _refused_error(name, event.reason)
+            row.next_retry_at = None
+            row.trying = False
+            row.pid = None
+            level = "error"
         case AuthStep():
             level = "warn" if event.outcome == "failed" else "debug"
         case ToolsChanged():

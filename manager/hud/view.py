@@ -66,6 +66,7 @@ STATE_LOOK: dict[str, tuple[str, str]] = {
     "connecting": ("◌", "yellow"),
     "reconnecting": ("↻", "bold red"),
     "needs_login": ("⚿", "bold magenta"),
+    "refused": ("⊘", "bold red"),
     "disabled": ("○", "dim"),
     "idle": ("◇", "cyan"),
 }
@@ -185,7 +186,7 @@ def _attempt_style(row: Row) -> str:
 
 def cells(row: Row, now: float) -> dict[str, Cell]:
     """Every cell of `row` at time `now`, by column key."""
-    trouble = row.state in ("reconnecting", "needs_login")
+    trouble = row.state in ("reconnecting", "needs_login", "refused")
     retry = countdown(row, now)
     exit_code = "" if row.exit_code is None else str(row.exit_code)
     return {
@@ -321,6 +322,7 @@ def counts_text(hud: HudState, *, compact: bool = False) -> str:
             "connecting",
             "reconnecting",
             "needs_login",
+            "refused",
             "idle",
             "disabled",
         )

@@ -6,7 +6,8 @@ line came from an event). Its filter passes every message, argument, exception
 traceback and stack through `core.redact.redact`, so a registered secret never
 reaches a log line, whoever logged it. Chatty third-party loggers are held at
 WARNING unless the level is DEBUG; the SDK's teardown tracebacks become one
-DEBUG line (`TeardownNoiseFilter`).
+DEBUG line (`TeardownNoiseFilter`), and so do the tracebacks of its OAuth flow
+(`OAUTH_FLOW_NOISE`): the connection says what failed in a sentence.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..core.redact import SecretRegistry, redact
 __all__ = [
     "EVENT_ATTR",
     "NOISY_LOGGERS",
+    "OAUTH_FLOW_NOISE",
     "RedactingFilter",
     "TEARDOWN_NOISE",
     "TEARDOWN_NOISE_LOGGERS",
@@ -138,6 +140,28 @@ TEARDOWN_NOISE = TeardownNoiseFilter()
 TEARDOWN_NOISE_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse")
 
 
+class _OAuthFlowNoise(logging.Filter):
+    """The SDK logs `OAuth flow error` with a traceback for every login that
+    fails (a refused code, a mismatched issuer...), then raises: the
+    connection reports the failure itself (its error, `needs_login` or
+    `refused`), so the record becomes one DEBUG line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR or not record.exc_info:
+            return True
+        exc = record.exc_info[1]
+        record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
+        record.args = None
+        record.exc_info = None
+        record.exc_text = None
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+OAUTH_FLOW_NOISE = _OAuthFlowNoise()
+"""The filter on the SDK's OAuth logger (`mcp.client.auth.oauth2`)."""
+
+
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
@@ -233,3 +257,6 @@ def setup_logging(
         sdk_logger = logging.getLogger(name)
         if TEARDOWN_NOISE not in sdk_logger.filters:
             sdk_logger.addFilter(TEARDOWN_NOISE)
+    oauth_logger = logging.getLogger("mcp.client.auth.oauth2")
+    if OAUTH_FLOW_NOISE not in oauth_logger.filters:
+        oauth_logger.addFilter(OAUTH_FLOW_NOISE)

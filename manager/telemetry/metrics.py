@@ -60,6 +60,7 @@ STATES: Final = (
     "connected",
     "reconnecting",
     "needs_login",
+    "refused",
     "idle",
     "disabled",
 )

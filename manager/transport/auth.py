@@ -17,7 +17,15 @@ daemon needs on top:
   (the stored token is dropped).
 * **Never hammer.** A 401 on an interactive connection with no login under way
   raises `LoginRequired` at once: nothing is sent to the authorization server
-  until the user runs `mcp-manager login NAME` (`login.LoginDesk`).
+  until the user runs `mcp-manager login NAME` (`login.LoginDesk`). One login
+  authorizes once; when the server refuses what it got (the fresh token, the
+  scope it asked for, the token's refresh) the error is `AuthorizationRefused`,
+  which the connection counts (`core.state.LOGIN_LIMIT`).
+* **Only this server's answers.** Protected resource metadata naming another
+  resource (RFC 8707), authorization server metadata naming another issuer
+  (RFC 8414) and an authorization response from another issuer, or without the
+  `iss` its server promised (RFC 9207), end the flow with `AuthMismatch`: the
+  SDK checks them, we say which in a sentence.
 * **Observable, never shown.** Each step (discovery, registration, authorize,
   token, refresh) is reported through `Hooks.on_auth` with its status and
   duration; tokens, secrets, codes and verifiers are never part of a report.
@@ -28,21 +36,32 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
-from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.utils import (
+    extract_scope_from_www_auth,
+    issuers_match,
+    validate_authorization_response_iss,
+)
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from pydantic import AnyUrl
 
-from ..core.errors import ConfigError, LoginRequired
+from ..core.errors import (
+    AuthMismatch,
+    AuthorizationRefused,
+    ConfigError,
+    LoginRequired,
+)
 from ..core.oauth import OAUTH_OFF, OAuthSpec
 from ..core.spec import ConnectionSpec
 from .compat_mcp import (
@@ -53,7 +72,7 @@ from .compat_mcp import (
 )
 from .errors import describe_error
 from .login import CALLBACK_PATH, NO_LOGIN, LoginDesk
-from .tokens import FileTokens
+from .tokens import AuthServer, FileTokens
 
 __all__ = ["REFRESH_MARGIN", "ConnectionAuth", "oauth_auth", "uses_oauth"]
 
@@ -142,10 +161,11 @@ def oauth_auth(
         auth.authorize_began = time.monotonic()
         await desk.redirect(name, url)
 
-    async def callback() -> Any:
+    async def callback() -> AuthorizationCodeResult:
         try:
             result = await desk.callback(name)
-        except LoginRequired as exc:
+            auth.check_issuer(result)
+        except (LoginRequired, AuthMismatch) as exc:
             auth.report("authorize", "failed", 0, auth.since_authorize(), str(exc))
             raise
         auth.report("authorize", "ok", 0, auth.since_authorize(), "")
@@ -158,8 +178,75 @@ def oauth_auth(
         redirect_handler=redirect,
         callback_handler=callback,
         client_metadata_url=oauth.client_metadata_url,
+        validate_resource_url=check_resource,
     )
     return auth
+
+
+async def check_resource(server_url: str, resource: str | None) -> None:
+    """The SDK's `validate_resource_url`: the protected resource metadata must
+    name this server (RFC 8707, RFC 9728 section 3.3), or a parent of it.
+
+    Raises:
+        AuthMismatch: It names another resource.
+    """
+    if not resource:
+        return
+    expected = resource_url_from_server_url(server_url)
+    if not check_resource_allowed(
+        requested_resource=expected, configured_resource=resource
+    ):
+        raise AuthMismatch(
+            "the server's protected resource metadata is for another resource "
+            f"({_shown(resource)}, not {expected}): refused, so no token is asked "
+            "for it; check the connection's URL, or tell the server's operator"
+        )
+
+
+def _shown(value: object, limit: int = 200) -> str:
+    """A value a server sent, quoted and cut for a message."""
+    text = repr(str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _scopes(value: str | None) -> frozenset[str]:
+    return frozenset((value or "").split())
+
+
+_METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid")
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _issuer_mismatch(
+    exc: Exception,
+    last: tuple[str, httpx2.Request, httpx2.Response] | None,
+    expected: str,
+) -> AuthMismatch | None:
+    """The SDK refused the authorization server metadata it was just given
+    (RFC 8414 section 3.3: its `issuer` is not `expected`, the server it was
+    asked of), as our sentence; None if the flow failed otherwise."""
+    if not isinstance(exc, OAuthFlowError) or last is None:
+        return None
+    step, request, answer = last
+    if step != "discovery" or answer.status_code != 200:
+        return None
+    if not request.url.path.startswith(_METADATA_PATHS):
+        return None
+    try:
+        issuer = answer.json().get("issuer")
+    except (ValueError, AttributeError):
+        return None
+    if issuer is None or issuers_match(str(issuer), expected):
+        return None
+    return AuthMismatch(
+        f"the authorization server's metadata names another issuer "
+        f"({_shown(issuer)}, not {expected}): refused (RFC 8414), nothing is "
+        "sent to its endpoints"
+    )
 
 
 def signing_key(name: str, oauth: OAuthSpec) -> tuple[str, str]:
@@ -268,7 +355,79 @@ class ConnectionAuth(httpx2.Auth):
         self._on_step = on_step
         self._expires_at: float | None = None
         self._lifetime: float | None = None
-        self._why: str | None = None  # why a login is needed, once known
+        self._why: LoginRequired | None = None  # a refused refresh, once seen
+        # This try's authorization (one per login): its token, whether the
+        # server took it once, whether its refusal was told (counted once).
+        self._authorized: object | None = None
+        self._accepted = False
+        self._counted = False
+
+    # --- what the server says ------------------------------------------------------
+
+    def check_issuer(self, result: AuthorizationCodeResult) -> None:
+        """The authorization response comes from the server the login went to
+        (RFC 9207: its `iss`, compared as a string; absent only where the
+        server's metadata does not promise it).
+
+        Raises:
+            AuthMismatch: Another issuer, or none where one was promised.
+        """
+        metadata = self._sdk().context.oauth_metadata
+        try:
+            validate_authorization_response_iss(result.iss, metadata)
+        except OAuthFlowError:
+            expected = str(metadata.issuer) if metadata is not None else "none known"
+            if result.iss is not None:
+                raise AuthMismatch(
+                    "the authorization response names another issuer (iss "
+                    f"{_shown(result.iss)}, not {expected}): refused (RFC 9207), "
+                    "the code is not exchanged; a mix-up of authorization "
+                    "servers looks like this"
+                ) from None
+            raise AuthMismatch(
+                f"the authorization server {expected} promises an iss in its "
+                "answers (authorization_response_iss_parameter_supported) and "
+                "sent none: refused (RFC 9207), the code is not exchanged"
+            ) from None
+
+    def _refused(self, response: httpx2.Response) -> LoginRequired:
+        """The server refuses the token a login got (or its scope)."""
+        if response.status_code == 403:
+            scope = extract_scope_from_www_auth(response)
+            wants = f", it asks for scope {_shown(scope, 120)}" if scope else ""
+            return self._counts(
+                "the server refused the scope it asked for: HTTP 403 "
+                f"insufficient_scope{wants}"
+            )
+        return self._counts(
+            f"the server refused the token the login got: HTTP {response.status_code}"
+        )
+
+    def _counts(self, why: str) -> LoginRequired:
+        """`AuthorizationRefused(why)`, counted by the connection, for the first
+        refusal of this try's authorization; a plain `LoginRequired` otherwise
+        (no authorization in this try, or its refusal was told already)."""
+        if self._authorized is None or self._counted:
+            return LoginRequired(why)
+        self._counted = True
+        return AuthorizationRefused(why)
+
+    def _asked_already(self, response: httpx2.Response) -> bool:
+        """A 403 `insufficient_scope` names only scopes the last authorization
+        asked for (or the token has): asking again cannot help."""
+        wanted = _scopes(extract_scope_from_www_auth(response))
+        context = self._sdk().context
+        token = context.current_tokens
+        asked = _scopes(context.client_metadata.scope)
+        asked |= _scopes(token.scope if token is not None else None)
+        return bool(wanted) and wanted <= asked
+
+    async def _drop_refused(self) -> None:
+        """Forget a token the server refused right after issuing it (keeping
+        the registration): the next login asks for a new one."""
+        self._sdk().context.clear_tokens()
+        self._expires_at = None
+        await self.tokens.drop_tokens()
 
     # --- reports -------------------------------------------------------------------
 
@@ -290,6 +449,23 @@ class ConnectionAuth(httpx2.Auth):
     async def _load(self) -> None:
         provider = self._sdk()
         await oauth_load(provider)  # tokens and client from our storage
+        context = provider.context
+        server = self.tokens.auth_server()
+        client = context.client_info
+        if (
+            server is not None
+            and context.oauth_metadata is None
+            and (
+                client is None
+                or client.issuer is None
+                or issuers_match(client.issuer, str(server.metadata.issuer))
+            )
+        ):
+            # Where the stored tokens came from: a refresh goes to its token
+            # endpoint (else the SDK guesses the resource server's /token).
+            context.oauth_metadata = server.metadata
+            context.auth_server_url = server.issuer
+            context.protected_resource_metadata = server.resource
         self._track()
 
     def _track(self) -> None:
@@ -351,6 +527,8 @@ class ConnectionAuth(httpx2.Auth):
             basis = context.current_tokens  # what the answer below refused
             response = yield request
             if not _challenged(response) or not _bearer(response):
+                if sent and basis is self._authorized:
+                    self._accepted = True
                 return
             token = context.current_tokens
             if sent and response.status_code == 401 and context.can_refresh_token():
@@ -374,11 +552,18 @@ class ConnectionAuth(httpx2.Auth):
                 if response.status_code == 403:
                     challenge = response.headers.get("www-authenticate", "")
                     self._desk.hold_step_up(self.name, context.server_url, challenge)
-                    why = "the server asks for more scope"
-                else:
-                    # A refused refresh seen by another request says more.
-                    why = self._why or NO_LOGIN
-                raise LoginRequired(why)
+                fresh = sent and basis is self._authorized and not self._accepted
+                if fresh:  # right after the token exchange: refused
+                    refusal = self._refused(response)
+                    if response.status_code == 401:
+                        await self._drop_refused()
+                    raise refusal
+                if response.status_code == 403:
+                    if self._asked_already(response):
+                        raise self._refused(response)
+                    raise LoginRequired("the server asks for more scope")
+                # A refused refresh seen by another request says more.
+                raise LoginRequired(str(self._why) if self._why else NO_LOGIN)
         # The SDK's flow, driven by hand: `async for` would not pass the
         # responses httpx sends back into it.
         flow = self._full_flow(request, response, basis)
@@ -410,11 +595,11 @@ class ConnectionAuth(httpx2.Auth):
         if self.interactive:
             # Other requests of this session may hit the same wall meanwhile:
             # they give the same reason, not a vaguer one.
-            self._why = (
-                "the authorization server refused to refresh the token "
-                f"(HTTP {response.status_code})"
+            self._why = LoginRequired(
+                "the authorization server refused to refresh the token: "
+                f"HTTP {response.status_code}"
             )
-            raise LoginRequired(self._why)
+            raise self._counts(str(self._why))
 
     async def _full_flow(
         self, request: httpx2.Request, response: httpx2.Response, basis: object
@@ -430,6 +615,8 @@ class ConnectionAuth(httpx2.Auth):
             context.client_info = await self.tokens.get_client_info()
         flow = provider.async_auth_flow(request)
         retried: httpx2.Response | None = None
+        exchanged = False  # this flow got a token
+        last: tuple[str, httpx2.Request, httpx2.Response] | None = None
         try:
             outgoing = await flow.__anext__()  # under the SDK's lock from here
             if outgoing is request and context.current_tokens is basis:
@@ -449,6 +636,8 @@ class ConnectionAuth(httpx2.Auth):
                         self.report(step, "failed", 0, took, "no answer")
                     raise
                 if step:
+                    last = (step, outgoing, answer)
+                    exchanged = exchanged or (step == "token" and answer.is_success)
                     ok = answer.status_code < 400
                     # A 404 in discovery is the next fallback URL, not a failure.
                     absent = step == "discovery" and answer.status_code == 404
@@ -464,23 +653,51 @@ class ConnectionAuth(httpx2.Auth):
                 outgoing = await flow.asend(answer)
         except StopAsyncIteration:
             self._track()
-            if self.interactive and retried is not None and _challenged(retried):
+            if exchanged:
+                self._authorized, self._accepted = context.current_tokens, False
+                if context.oauth_metadata is not None:
+                    await self.tokens.set_auth_server(
+                        AuthServer(
+                            context.auth_server_url,
+                            context.oauth_metadata,
+                            context.protected_resource_metadata,
+                        )
+                    )
+            if retried is None:
+                return
+            fresh = context.current_tokens is self._authorized
+            if not _challenged(retried):
+                self._accepted = self._accepted or fresh
+                return
+            if self.interactive:
                 # The server refuses even the token this login got: end here
                 # (no second authorization in one try) and wait for the user.
-                refusal = retried.status_code
-                if refusal == 403:
+                if retried.status_code == 403:
                     challenge = retried.headers.get("www-authenticate", "")
                     self._desk.hold_step_up(self.name, context.server_url, challenge)
-                raise LoginRequired(
-                    f"the server refused the token the login got (HTTP {refusal}"
-                    f"{', it asks for more scope' if refusal == 403 else ''})"
-                ) from None
+                if not fresh or self._accepted:
+                    raise LoginRequired(
+                        f"the server refused the token (HTTP {retried.status_code})"
+                    ) from None
+                refusal = self._refused(retried)
+                if retried.status_code == 401:
+                    await self._drop_refused()
+                raise refusal from None
             return
-        except LoginRequired:
+        except (LoginRequired, AuthMismatch):
             raise
         except Exception as exc:
+            expected = context.auth_server_url or _origin(context.server_url)
+            mismatch = _issuer_mismatch(exc, last, expected)
+            if mismatch is not None:
+                raise mismatch from None
             if not self.interactive:
                 raise
-            raise LoginRequired(f"the login failed: {describe_error(exc)}") from exc
+            # A login's flow that failed (registration, code or token refused,
+            # garbage): counted like a refused token, so a script logging in
+            # whenever asked cannot loop on it.
+            raise AuthorizationRefused(
+                f"the login failed: {describe_error(exc)}"
+            ) from exc
         finally:
             await flow.aclose()

@@ -26,6 +26,7 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from .. import __version__
 from ..core.errors import (
+    AuthMismatch,
     ConfigError,
     Disconnected,
     LoginRequired,
@@ -210,8 +211,8 @@ class McpTransport:
                         finally:
                             outer.deadline = anyio.current_time() + TEARDOWN_TIMEOUT
                             await upstream.aclose()
-            except (ConfigError, LoginRequired):
-                raise
+            except (ConfigError, LoginRequired, AuthMismatch):
+                raise  # ours, and not a refusal of the credentials we sent
             except TransportError as exc:
                 if upstream is None and lost.refusals:
                     raise refused(resolved, lost.refusals[-1]) from exc
@@ -222,7 +223,7 @@ class McpTransport:
                 ):
                     raise
                 for leaf in flatten(exc):
-                    if isinstance(leaf, LoginRequired):
+                    if isinstance(leaf, LoginRequired | AuthMismatch):
                         raise leaf from exc
                 refusal = lost.refusals[-1] if lost.refusals else http_refusal(exc)
                 if upstream is None and refusal is not None:

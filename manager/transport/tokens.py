@@ -14,6 +14,14 @@ the redirect URI it was registered for: a login on another loopback port
 registers afresh rather than presenting a redirect URI the server would refuse.
 A pre-registered client (`oauth.client_id`) comes from the config, never from
 the file.
+
+The authorization server the tokens came from is kept with them (its issuer
+and metadata, `AuthServer`): a daemon started on stored tokens refreshes them
+at that server's token endpoint, not at a guess (the SDK, knowing no metadata
+yet, would send the refresh token to the resource server's own `/token`). The
+client registration carries its issuer too, so one made with another
+authorization server is never presented to a new one (the SDK registers
+again).
 """
 
 from __future__ import annotations
@@ -22,15 +30,23 @@ import json
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.client.auth import TokenStorage
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import (
+    OAuthClientInformationFull,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
+from pydantic import ValidationError
 
 from ..core.redact import SecretRegistry
 
 __all__ = [
     "EXPIRY_MARGIN",
+    "AuthServer",
     "FileTokens",
     "default_state_dir",
     "forget_tokens",
@@ -70,6 +86,22 @@ def stored_expiry(path: Path) -> float | None:
         return None
     value = data.get("expires_at") if isinstance(data, dict) else None
     return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass(frozen=True, slots=True)
+class AuthServer:
+    """The authorization server stored tokens came from.
+
+    Attributes:
+        issuer: The issuer the protected resource metadata named (None on the
+            2025-03-26 path without that metadata).
+        metadata: Its RFC 8414 metadata, as discovered (issuer checked).
+        resource: The protected resource metadata that named it, if any.
+    """
+
+    issuer: str | None
+    metadata: OAuthMetadata
+    resource: ProtectedResourceMetadata | None = None
 
 
 class FileTokens(TokenStorage):
@@ -180,6 +212,38 @@ class FileTokens(TokenStorage):
         if self.redirect_uri is not None and uris and self.redirect_uri not in uris:
             return None  # registered for another callback port: register again
         return client
+
+    def auth_server(self) -> AuthServer | None:
+        """The authorization server the stored tokens came from, if known."""
+        data = self._read()
+        raw = data.get("auth_server")
+        if not isinstance(raw, dict) or data.get("issuer") != self.issuer:
+            return None
+        try:
+            metadata = OAuthMetadata.model_validate(raw.get("metadata"))
+            resource = raw.get("resource")
+            prm = (
+                ProtectedResourceMetadata.model_validate(resource)
+                if resource is not None
+                else None
+            )
+        except ValidationError:
+            return None
+        issuer = raw.get("issuer")
+        return AuthServer(issuer if isinstance(issuer, str) else None, metadata, prm)
+
+    async def set_auth_server(self, server: AuthServer) -> None:
+        """Keep the authorization server the tokens just came from."""
+        data = self._read()
+        data["auth_server"] = {
+            "issuer": server.issuer,
+            "metadata": server.metadata.model_dump(mode="json", exclude_none=True),
+            "resource": server.resource.model_dump(mode="json", exclude_none=True)
+            if server.resource is not None
+            else None,
+        }
+        data["issuer"] = self.issuer
+        self._write(data)
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self._register(client_info.client_secret)

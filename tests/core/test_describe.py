@@ -28,6 +28,8 @@ SENTENCES = [
     "tools --changed; approve: mcp-manager approve a echo",
     "a: approved echo, pid",
     "a: needs login (no token); run: mcp-manager login a",
+    "a: refused (no scope after 3 logins); not asked again by itself: to try "
+    "again run: mcp-manager login a (or mcp-manager reconnect a)",
     "a: oauth refresh ok HTTP 200 in 0.01 s",
     "a: tools added x; removed y, z (now 1)",
     "a: removed",

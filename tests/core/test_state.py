@@ -632,3 +632,103 @@ def test_a_server_that_wants_a_login_waits_for_it_instead_of_a_retry() -> None:
     )
     assert s5.phase is Phase.NEEDS_LOGIN and s5.next_retry_at is None
     assert [type(e) for e in events] == [Lost, NeedsLogin]
+
+
+def _refused_login(
+    state: ConnectionState, now: float
+) -> tuple[ConnectionState, list[Event]]:
+    """A login's try that ends with the server refusing what the login got."""
+    state, _ = step(state, AttemptBegan(now=now))
+    return step(
+        state,
+        AttemptError(
+            now=now,
+            error=(
+                "the server refused the scope it asked for: HTTP 403 insufficient_scope"
+            ),
+            error_type="AuthorizationRefused",
+            rand=0.5,
+        ),
+    )
+
+
+def test_three_refused_logins_in_a_row_stop_the_asking() -> None:
+    from manager.core.events import NeedsLogin, Refused
+
+    state = dataclasses.replace(FRESH, phase=Phase.NEEDS_LOGIN)
+    for n in (1, 2):
+        state, events = _refused_login(state, float(n))
+        assert state.phase is Phase.NEEDS_LOGIN and state.refusals == n
+        assert isinstance(events[-1], NeedsLogin)
+        assert f"({n} of 3 logins in a row refused)" in events[-1].reason
+    state, events = _refused_login(state, 3.0)
+    assert state.phase is Phase.REFUSED and state.next_retry_at is None
+    assert state.error == (
+        "the server refused the scope it asked for after 3 logins: "
+        "HTTP 403 insufficient_scope"
+    )
+    assert [e.kind for e in events] == ["connect_failed", "refused"]
+    assert isinstance(events[-1], Refused) and events[-1].reason == state.error
+
+
+def test_a_plain_login_requirement_does_not_count_and_a_retry_allowed_resets() -> None:
+    from manager.core.state import RefusalsCleared
+
+    state = dataclasses.replace(FRESH, phase=Phase.NEEDS_LOGIN, refusals=2)
+    state, _ = step(state, AttemptBegan(now=1.0))
+    state, _ = step(
+        state,
+        AttemptError(now=1.0, error="no token", error_type="LoginRequired", rand=0.5),
+    )
+    assert (state.phase, state.refusals) == (Phase.NEEDS_LOGIN, 2)
+    state, events = step(state, RefusalsCleared(now=2.0))
+    assert state.refusals == 0 and events == []
+    state, _ = _refused_login(state, 3.0)
+    assert (state.phase, state.refusals) == (Phase.NEEDS_LOGIN, 1)
+
+
+def test_a_session_lost_to_a_refusal_counts_too_and_connecting_does_not_reset() -> None:
+    state = dataclasses.replace(CONNECTED, refusals=2)
+    state, events = step(
+        state,
+        SessionLost(
+            now=200.0,
+            reason="the authorization server refused to refresh the token: HTTP 400",
+            rand=0.5,
+            error_type="AuthorizationRefused",
+        ),
+    )
+    assert state.phase is Phase.REFUSED and state.refusals == 3
+    assert state.error is not None and state.error.startswith(
+        "the authorization server refused to refresh the token after 3 logins: "
+    )
+    assert [e.kind for e in events] == ["disconnected", "refused"]
+
+
+def test_oauth_answers_for_another_server_are_refused_at_once() -> None:
+    state, _ = step(FRESH, AttemptBegan(now=1.0))
+    state, events = step(
+        state,
+        AttemptError(
+            now=1.0,
+            error="the server's protected resource metadata is for another resource",
+            error_type="AuthMismatch",
+            rand=0.5,
+        ),
+    )
+    assert state.phase is Phase.REFUSED and state.refusals == 0
+    assert state.next_retry_at is None
+    assert [e.kind for e in events] == ["connect_failed", "refused"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "shown"),
+    [
+        ("what: detail: more", "what after 3 logins: detail: more"),
+        ("no detail", "no detail after 3 logins"),
+    ],
+)
+def test_the_refused_message_names_the_logins(reason: str, shown: str) -> None:
+    from manager.core.state import refused_after
+
+    assert refused_after(reason, 3) == shown

@@ -1332,6 +1332,39 @@ def test_the_header_says_the_filter_an_unreachable_daemon_and_needs_login() -> N
     assert row.error == "run: mcp-manager login b (no token)"
 
 
+def test_a_refused_connection_sorts_first_and_says_how_to_try_again() -> None:
+    from manager.core.events import AttemptFailed, Refused
+    from manager.hud.view import cells
+
+    hud = HudState()
+    hud.seed(
+        typed(
+            [
+                {"name": "a", "state": "connected"},
+                {"name": "b", "state": "refused", "error": "no scope after 3 logins"},
+            ]
+        ),
+        T0,
+    )
+    assert [row.name for row in hud.sorted_rows()] == ["b", "a"]
+    text = "".join(part for part, _ in header_cells(hud, T0))
+    assert "⊘ 1" in text
+    expected = "no scope after 3 logins (to try again run: mcp-manager login b)"
+    assert hud.rows["b"].error == expected
+    hud.apply(
+        AttemptFailed(name="a", attempt=1, error="x", error_type="AuthMismatch"),
+        T0,
+    )
+    hud.apply(
+        Refused(name="a", reason="metadata for another resource", command="c"), T0
+    )
+    assert hud.rows["a"].state == "refused"
+    assert "to try again run: mcp-manager login a" in hud.rows["a"].error
+    assert cells(hud.rows["a"], T0)["state"][0].startswith("⊘")
+    levels = [line.level for line in hud.log]
+    assert levels[-2:] == ["debug", "error"]  # the refused line says it all
+
+
 def test_details_name_the_protocol_revision_and_its_era() -> None:
     state = HudState()
     state.apply(

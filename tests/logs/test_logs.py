@@ -520,3 +520,26 @@ def test_other_sdk_errors_keep_their_level_and_traceback(root_logging: None) -> 
     _sdk_error(ValueError("a real parse error"))
     text = out.getvalue()
     assert " ERROR " in text and "Traceback" in text and "a real parse error" in text
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_the_sdks_oauth_flow_tracebacks_become_one_debug_line(
+    root_logging: None, level: str
+) -> None:
+    """The connection says why a login failed; the SDK's own ERROR traceback
+    of the same failure is detail."""
+    out = io.StringIO()
+    setup_logging(level, "text", out, secrets=SecretRegistry())
+    try:
+        raise RuntimeError("Authorization response iss mismatch: a != b")
+    except RuntimeError:
+        logging.getLogger("mcp.client.auth.oauth2").exception("OAuth flow error")
+    lines = out.getvalue().splitlines()
+    if level == "INFO":
+        assert lines == []
+    else:
+        (line,) = lines
+        assert " DEBUG " in line and line.endswith(
+            "OAuth flow error: RuntimeError: "
+            "Authorization response iss mismatch: a != b"
+        )

@@ -76,12 +76,38 @@ class OAuthServer:
             (to make concurrent refreshes visible).
         admin_tools: Tools whose calls need scope `admin` too: a token
             without it is refused with 403 `insufficient_scope` (step-up).
+        refuse_scope: Every request with a valid token is refused with 403
+            `insufficient_scope` asking for `tools admin`, whatever the token's
+            scope (a server whose step-up never succeeds).
+        refuse_refresh: Every refresh is refused (`invalid_grant`).
+        refuse_code: Every authorization code is refused (`invalid_grant`).
+        refuse_tokens: The tokens it hands out never work at the resource
+            (401 `invalid_token`, as from a resource that trusts another
+            authorization server).
+        prm_resource: The `resource` its protected resource metadata names
+            (None: its own `/mcp`).
+        metadata_issuer: The `issuer` its RFC 8414 metadata names (None: its
+            own base URL).
+        as_path: The authorization server's issuer is the base URL plus this
+            path (say `/as`), and its endpoints live under it only: a client
+            that sends anything to the resource's own `/token` gets a 404.
+        iss: RFC 9207: `omit` (no `iss` in the redirect, none promised),
+            `correct`, `wrong` or `missing` (promised in the metadata; the
+            redirect carries its issuer, another one, or none).
     """
 
     inner: ASGIApp
     expires_in: int = 3600
     refresh_delay: float = 0.0
     admin_tools: frozenset[str] = frozenset()
+    refuse_scope: bool = False
+    refuse_refresh: bool = False
+    refuse_code: bool = False
+    refuse_tokens: bool = False
+    prm_resource: str | None = None
+    metadata_issuer: str | None = None
+    iss: str = "omit"
+    as_path: str = ""
     base: str = ""
     clients: dict[str, _Client] = field(default_factory=dict)
     valid: dict[str, float] = field(default_factory=dict)  # access token -> expiry
@@ -99,6 +125,11 @@ class OAuthServer:
 
     def __post_init__(self) -> None:
         self.clients[CLIENT_ID] = _Client(CLIENT_ID, SECRET, [], "client_secret_basic")
+
+    @property
+    def issuer(self) -> str:
+        """The authorization server's issuer identifier."""
+        return f"{self.base}{self.as_path}"
 
     # --- what tests do to it ---------------------------------------------------
 
@@ -129,12 +160,16 @@ class OAuthServer:
         request = Request(scope, receive)
         path = request.url.path
         self.hits[path] += 1
+        if self.as_path and path.startswith(f"{self.as_path}/"):
+            path = path.removeprefix(self.as_path)  # the authorization server's
+        elif self.as_path and path in ("/register", "/authorize", "/token"):
+            path = "/not-here"  # the resource server has no such endpoints
         response: Response
         if path.startswith("/.well-known/oauth-protected-resource"):
             response = JSONResponse(
                 {
-                    "resource": f"{self.base}/mcp",
-                    "authorization_servers": [self.base],
+                    "resource": self.prm_resource or f"{self.base}/mcp",
+                    "authorization_servers": [self.issuer],
                     "scopes_supported": ["tools"],
                 }
             )
@@ -155,22 +190,15 @@ class OAuthServer:
                     status_code=401,
                     headers={"WWW-Authenticate": f'Bearer resource_metadata="{meta}"'},
                 )
+            elif self.refuse_scope:
+                response = self._insufficient_scope()
             elif not self.admin_tools or request.method != "POST":
                 await self.inner(scope, receive, send)
                 return
             else:
                 body = await request.body()
                 if self._needs_admin(body) and "admin" not in self.scopes[token]:
-                    meta = f"{self.base}/.well-known/oauth-protected-resource/mcp"
-                    challenge = (
-                        'Bearer error="insufficient_scope", scope="tools admin", '
-                        f'resource_metadata="{meta}"'
-                    )
-                    response = Response(
-                        "insufficient scope",
-                        status_code=403,
-                        headers={"WWW-Authenticate": challenge},
-                    )
+                    response = self._insufficient_scope()
                     await response(scope, receive, send)
                     return
                 await self.inner(scope, _replay(body), send)
@@ -178,6 +206,18 @@ class OAuthServer:
         else:
             response = Response("not found", status_code=404)
         await response(scope, receive, send)
+
+    def _insufficient_scope(self) -> Response:
+        meta = f"{self.base}/.well-known/oauth-protected-resource/mcp"
+        challenge = (
+            'Bearer error="insufficient_scope", scope="tools admin", '
+            f'resource_metadata="{meta}"'
+        )
+        return Response(
+            "insufficient scope",
+            status_code=403,
+            headers={"WWW-Authenticate": challenge},
+        )
 
     def _needs_admin(self, body: bytes) -> bool:
         if not self.admin_tools or b"tools/call" not in body:
@@ -189,11 +229,14 @@ class OAuthServer:
             return False
 
     def _metadata(self) -> dict[str, object]:
-        return {
-            "issuer": self.base,
-            "authorization_endpoint": f"{self.base}/authorize",
-            "token_endpoint": f"{self.base}/token",
-            "registration_endpoint": f"{self.base}/register",
+        extra: dict[str, object] = {}
+        if self.iss != "omit":
+            extra["authorization_response_iss_parameter_supported"] = True
+        return extra | {
+            "issuer": self.metadata_issuer or self.issuer,
+            "authorization_endpoint": f"{self.issuer}/authorize",
+            "token_endpoint": f"{self.issuer}/token",
+            "registration_endpoint": f"{self.issuer}/register",
             "grant_types_supported": [
                 "authorization_code",
                 "refresh_token",
@@ -241,11 +284,12 @@ class OAuthServer:
             query.get("code_challenge", ""),
             query.get("scope", ""),
         )
-        target = (
-            redirect_uri
-            + "?"
-            + urllib.parse.urlencode({"code": code, "state": query.get("state", "")})
-        )
+        answer = {"code": code, "state": query.get("state", "")}
+        if self.iss in ("correct", "wrong"):
+            answer["iss"] = (
+                self.issuer if self.iss == "correct" else "https://evil.test"
+            )
+        target = redirect_uri + "?" + urllib.parse.urlencode(answer)
         return RedirectResponse(target, status_code=302)
 
     def _client(self, request: Request, form: dict[str, str]) -> _Client | None:
@@ -277,6 +321,7 @@ class OAuthServer:
             challenge = base64.urlsafe_b64encode(digest).decode().rstrip("=")
             if (
                 held is None
+                or self.refuse_code
                 or held.client_id != client.client_id
                 or held.redirect_uri != form.get("redirect_uri")
                 or held.challenge != challenge
@@ -292,7 +337,7 @@ class OAuthServer:
                 if self.refresh_delay:
                     await anyio.sleep(self.refresh_delay)
                 old = form.get("refresh_token", "")
-                if old not in self.refresh_tokens:
+                if old not in self.refresh_tokens or self.refuse_refresh:
                     self.refused_refreshes += 1
                     return JSONResponse({"error": "invalid_grant"}, status_code=400)
                 kept = self.refresh_tokens.pop(old)  # rotating: used once
@@ -306,7 +351,8 @@ class OAuthServer:
     def _tokens(self, *, with_refresh: bool, scope: str) -> Response:
         n = next(self._counter)
         access = f"tok-{n}-{secrets.token_hex(8)}"
-        self.valid[access] = time.time() + self.expires_in
+        if not self.refuse_tokens:
+            self.valid[access] = time.time() + self.expires_in
         self.scopes[access] = scope or "tools"
         self.seen_secrets.add(access)
         self.issued += 1
@@ -344,12 +390,20 @@ async def oauth_demo(
     expires_in: int = 3600,
     refresh_delay: float = 0.0,
     admin_tools: frozenset[str] = frozenset(),
+    *,
+    refuse_scope: bool = False,
+    refuse_refresh: bool = False,
 ) -> AsyncIterator[OAuthServer]:
     """The demo server behind `OAuthServer`, served on 127.0.0.1 until exit."""
     demo = DemoServer()
     app = demo.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     auth = OAuthServer(
-        app, expires_in=expires_in, refresh_delay=refresh_delay, admin_tools=admin_tools
+        app,
+        expires_in=expires_in,
+        refresh_delay=refresh_delay,
+        admin_tools=admin_tools,
+        refuse_scope=refuse_scope,
+        refuse_refresh=refuse_refresh,
     )
     # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on accepted
     # sockets that say so, and without it every answer waited ~40 ms (Nagle

@@ -501,6 +501,7 @@ async def test_metrics_count_states_reconnects_and_dropped_events(
         "connected": 1,
         "reconnecting": 0,
         "needs_login": 0,
+        "refused": 0,
         "idle": 0,
         "disabled": 1,
     }

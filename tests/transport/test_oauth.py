@@ -163,6 +163,38 @@ async def test_a_stored_token_past_its_expiry_is_not_sent(tmp_path: Path) -> Non
     assert await other.get_tokens() is None  # another issuer's token is not used
 
 
+async def test_the_authorization_server_is_kept_with_the_tokens(tmp_path: Path) -> None:
+    from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
+
+    from manager.transport.tokens import AuthServer, FileTokens
+
+    tokens = FileTokens(tmp_path / "t.json", None)
+    assert tokens.auth_server() is None
+    metadata = OAuthMetadata.model_validate(
+        {
+            "issuer": "https://as.test/tenant",
+            "authorization_endpoint": "https://as.test/tenant/authorize",
+            "token_endpoint": "https://as.test/tenant/token",
+        }
+    )
+    resource = ProtectedResourceMetadata.model_validate(
+        {
+            "resource": "https://mcp.test/mcp",
+            "authorization_servers": ["https://as.test/tenant"],
+        }
+    )
+    await tokens.set_auth_server(
+        AuthServer("https://as.test/tenant", metadata, resource)
+    )
+    kept = tokens.auth_server()
+    assert kept is not None and kept.issuer == "https://as.test/tenant"
+    assert str(kept.metadata.token_endpoint) == "https://as.test/tenant/token"
+    assert kept.resource is not None
+    assert str(kept.resource.resource) == "https://mcp.test/mcp"
+    # A connection declared for another issuer ignores it, like its tokens.
+    assert FileTokens(tmp_path / "t.json", "https://other.test").auth_server() is None
+
+
 async def test_no_oauth_secret_reaches_any_surface_of_the_daemon(
     tmp_path: Path,
 ) -> None:
