@@ -70,6 +70,7 @@ from .routing import Features
 from .stdio import stdio_streams
 from .tasks import TASK_METHODS, TaskParams, Tasks
 from .tools import ToolCalls
+from .views import current_profile
 
 if TYPE_CHECKING:
     from .http import HttpEndpoint
@@ -461,9 +462,13 @@ class Gateway:
 
     def _offered(self) -> set[str]:
         """Capabilities some upstream offers (all while one is on its first try:
-        what it will offer is not known yet)."""
+        what it will offer is not known yet); of a profile's servers only, for
+        a client of that profile."""
         out: set[str] = set()
+        profile = current_profile(self.manager.profiles)
         for conn in self.manager.connections():
+            if profile is not None and not profile.shows_server(conn.name):
+                continue
             upstream = conn.upstream
             if upstream is None:
                 if conn.phase == "connecting":

@@ -20,9 +20,11 @@ import pytest
 from fakes import Recorder
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from servers import raw_command
 from test_gateway import demo_stdio, running_gateway
 
 from manager.core.profile import parse_profile
+from manager.core.spec import parse_spec
 from manager.engine.manager import Manager
 from manager.gateway import Gateway
 
@@ -42,12 +44,15 @@ def anyio_backend() -> str:
 async def shared(
     no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[Gateway, Manager, Recorder]]:
-    """Two demo servers `a` and `b` behind one gateway, for every test here;
-    each test declares the profiles it needs."""
+    """Two demo servers `a` and `b` and the stdlib server `r` (tools only)
+    behind one gateway, for every test here; each test declares the profiles
+    it needs."""
     with pytest.MonkeyPatch.context() as patch:  # its own state directory
         patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        command, args = raw_command()
+        raw = parse_spec("r", {"command": command, "args": args}, {"ping_interval": 0})
         async with running_gateway(
-            [demo_stdio("a"), demo_stdio("b")], wait_for=["a", "b"]
+            [demo_stdio("a"), demo_stdio("b"), raw], wait_for=["a", "b", "r"]
         ) as running:
             yield running
 
@@ -210,3 +215,18 @@ async def test_log_messages_of_a_server_outside_a_profile_stay_outside(
             await got_a["all"].wait()
     assert heard["all"] == ["b/x", "a/x"]
     assert heard["one"] == ["a/x"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_profile_advertises_what_its_own_servers_offer(
+    mode: Any, shared: tuple[Gateway, Manager, Recorder]
+) -> None:
+    gateway, manager, _ = shared
+    manager.profiles = {"raw": parse_profile("raw", {"servers": ["r"]})}
+    async with Client(f"{gateway.url}/raw", mode=mode) as client:
+        caps = client.server_capabilities
+        assert caps.tools is not None
+        assert caps.prompts is None and caps.resources is None
+        assert {t.name for t in (await client.list_tools()).tools} >= {"r__echo"}
+    async with Client(str(gateway.url), mode=mode) as everything:
+        assert everything.server_capabilities.prompts is not None
