@@ -60,7 +60,7 @@ from ..transport.base import (
 from ..transport.connect import McpTransport
 from ..transport.lists import ListMemory
 from ..transport.starts import StartSlots
-from ..transport.tokens import default_state_dir
+from ..transport.state_files import default_state_dir
 from .bus import EventBus
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests

@@ -33,7 +33,6 @@ import difflib
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,7 @@ from ..core.events import ToolChanged
 from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec
 from ..core.suspicious import Finding, describe_findings, scan_definition
+from ..transport.state_files import write_private_json
 
 __all__ = ["DIFF_LIMIT", "PIN_KINDS", "PinBook", "Review", "pinned_view"]
 
@@ -92,6 +92,18 @@ class Review:
 
 
 _NOTHING = Review(held={}, pending={})
+
+
+@dataclass(frozen=True, slots=True)
+class _Told:
+    """One item that differs from its pin, as `review` found it."""
+
+    kind: str
+    name: str
+    change: str
+    digest: str
+    findings: tuple[Finding, ...]
+    held: bool
 
 
 class PinBook:
@@ -163,13 +175,12 @@ class PinBook:
     def _save(self, server: str, pins: Mapping[str, Mapping[str, object]]) -> None:
         path = self._path(server)
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as out:
-                json.dump({"version": 1, "pins": pins}, out, indent=1, sort_keys=True)
-            os.replace(tmp, path)
-        except OSError as exc:  # boundary: nothing pinned is safer than a crash
+            write_private_json(path, {"version": 1, "pins": pins}, indent=1)
+        except (
+            OSError,
+            TypeError,
+            ValueError,
+        ) as exc:  # boundary: nothing pinned is safer than a crash
             logger.warning("%s: cannot write its pins to %s: %s", server, path, exc)
 
     # --- reviews -------------------------------------------------------------------
@@ -213,28 +224,28 @@ class PinBook:
         changes = self._changes.setdefault(server, {})
         for kind in PIN_KINDS:
             for name, view in current[kind].items():
-                findings = scan_definition(view)
+                digest = _digest(view)
                 old = None if pins is None else pins[kind].get(name)
+                if old is not None and old.get("digest") == digest:
+                    changes.pop((kind, name), None)
+                    continue  # as approved: nothing to scan or tell
+                findings = scan_definition(view)
                 if first_sight:
                     if not (findings and strict):  # trusted on first use
-                        trusted[kind][name] = {"digest": _digest(view), "view": view}
+                        trusted[kind][name] = {"digest": digest, "view": view}
                     if not findings:
                         continue
                     change = "suspicious"  # said even when trusted (warn)
                 elif pins is None:
                     change = "unverified"
-                elif old is None:
-                    change = "new"
-                elif old.get("digest") == _digest(view):
-                    changes.pop((kind, name), None)
-                    continue
                 else:
-                    change = "changed"
+                    change = "new" if old is None else "changed"
                 if name not in trusted[kind]:
                     pending[kind].add(name)
                     if strict:
                         held[kind].add(name)
-                self._tell(server, kind, name, change, old, view, findings, strict)
+                told = _Told(kind, name, change, digest, findings, strict)
+                self._tell(server, told, old, view)
         if first_sight:
             self._save(server, trusted)
         return Review(
@@ -245,30 +256,25 @@ class PinBook:
     def _tell(
         self,
         server: str,
-        kind: str,
-        name: str,
-        change: str,
+        told: _Told,
         old: Mapping[str, object] | None,
         view: Mapping[str, object],
-        findings: tuple[Finding, ...],
-        held: bool,
     ) -> None:
-        digest = _digest(view)
-        key = (server, kind, name)
         before = old.get("view") if isinstance(old, Mapping) else None
         event = ToolChanged(
             name=server,
-            item=name,
-            item_kind=kind,
-            change=change,
+            item=told.name,
+            item_kind=told.kind,
+            change=told.change,
             diff=self._diff(before, view),
-            suspicious=describe_findings(findings) if findings else "",
-            held=held,
+            suspicious=describe_findings(told.findings) if told.findings else "",
+            held=told.held,
         )
-        self._changes.setdefault(server, {})[(kind, name)] = event
-        if self._told.get(key) == digest:
+        self._changes.setdefault(server, {})[(told.kind, told.name)] = event
+        key = (server, told.kind, told.name)
+        if self._told.get(key) == told.digest:
             return  # said already for this very definition
-        self._told[key] = digest
+        self._told[key] = told.digest
         self._publish(event)
 
     def _diff(self, before: object, after: Mapping[str, object]) -> str:

@@ -6,6 +6,7 @@
 - `session`: an initialized session: handshake, calls, pings, loss signals.
 - `eras`: which protocol era each upstream speaks, learned once, remembered.
 - `lists`: what on-demand servers listed, kept between their sessions.
+- `state_files`: the state directory, and its private JSON files' one writer.
 - `relay`: the lean `tools/call` relay of a handshake-era session.
 - `requests`: what an upstream asks of us (sampling, elicitation, roots, logs).
 - `stdio`, `http`: the two ways bytes reach a server; `children`: the process

@@ -47,11 +47,11 @@ from .requests import server_request_callbacks
 from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .starts import Slot, StartSlots
+from .state_files import default_state_dir
 from .stdio import stdio_streams
 from .tasks import task_claims
 from .tokens import (
     FileTokens,
-    default_state_dir,
     forget_tokens,
     stored_expiry,
     token_path,
@@ -88,7 +88,7 @@ class McpTransport:
         secrets: Where the values `${env:...}`, headers and stdio env resolve
             to are registered, so they are masked wherever they would show
             (a registry of its own if None).
-        state_dir: Where OAuth tokens are kept (`tokens.default_state_dir()`
+        state_dir: Where OAuth tokens are kept (`state_files.default_state_dir()`
             if None).
         send_span: The SDK's span around a `tools/call` the stdio relay
             sends itself (`Tracing.send_span`; none by default).

@@ -28,10 +28,10 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 
 from ..core.spec import ConnectionSpec
+from .state_files import write_private_json
 
 __all__ = ["MODERN", "EraMemory", "endpoint_key"]
 
@@ -74,12 +74,7 @@ class EraMemory:
             return
         eras[spec.name] = entry
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as out:
-                json.dump(eras, out, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
+            write_private_json(self.path, eras, indent=1)
         except OSError as exc:  # boundary: a read-only home costs a probe, no more
             logger.warning("cannot remember protocol eras in %s: %s", self.path, exc)
 

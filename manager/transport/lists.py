@@ -14,13 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.spec import ConnectionSpec
 from .base import CATALOG_KINDS, Catalog, ToolInfo
 from .eras import endpoint_key
+from .state_files import write_private_json
 
 __all__ = ["ListMemory"]
 
@@ -76,12 +76,7 @@ class ListMemory:
         }
         path = self._path(spec.name)
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as out:
-                json.dump(data, out)
-            os.replace(tmp, path)
+            write_private_json(path, data)
         except (OSError, TypeError, ValueError) as exc:  # boundary: costs a listing
             logger.warning(
                 "%s: cannot remember its lists in %s: %s", spec.name, path, exc

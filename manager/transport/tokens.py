@@ -27,7 +27,6 @@ again).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,12 +42,12 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from ..core.redact import SecretRegistry
+from .state_files import write_private_json
 
 __all__ = [
     "EXPIRY_MARGIN",
     "AuthServer",
     "FileTokens",
-    "default_state_dir",
     "forget_tokens",
     "stored_expiry",
     "token_path",
@@ -56,12 +55,6 @@ __all__ = [
 
 EXPIRY_MARGIN = 30.0
 """Seconds before its expiry a stored token is treated as expired."""
-
-
-def default_state_dir() -> Path:
-    """`$XDG_STATE_HOME/mcp-manager`, else `~/.local/state/mcp-manager`."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "mcp-manager"
 
 
 def token_path(state_dir: Path, name: str) -> Path:
@@ -158,15 +151,7 @@ class FileTokens(TokenStorage):
         return data if isinstance(data, dict) else {}
 
     def _write(self, data: dict[str, object]) -> None:
-        # Our state directory and its tokens/ are both private (0700).
-        self.path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.path.parent, 0o700)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            json.dump(data, out)
-        os.replace(tmp, self.path)
+        write_private_json(self.path, data)  # tokens/ and the state dir 0700
 
     def _now(self) -> float:
         return self._clock()
