@@ -31,6 +31,7 @@ import selectors
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,9 @@ RETRY_FIRST, RETRY_CAP = 0.05, 1.0
 
 REPLAY_ID = "mcp-manager-attach-replay"
 """The id of a replayed `initialize`, whose answer the client never sees."""
+
+DRAIN_LIMIT = 2.0
+"""Seconds a blocking flush (at the end, or stdin closed) may take."""
 
 INTERNAL_ERROR = -32603
 
@@ -287,15 +291,7 @@ class Bridge:
         # or an answer to the old daemon's question has nobody to go to.
 
     def _flush_client(self, *, blocking: bool = False) -> None:
-        while self.to_client:
-            try:
-                written = os.write(self.stdout_fd, self.to_client)
-            except BlockingIOError:
-                if not blocking:
-                    return
-                time.sleep(0.001)
-                continue
-            del self.to_client[:written]
+        _send(lambda data: os.write(self.stdout_fd, data), self.to_client, blocking)
 
     def _answer_error(self, line: bytes, down: float) -> None:
         message = _parsed(line)
@@ -346,19 +342,12 @@ class Bridge:
         self._flush_client()
 
     def _flush_daemon(self, *, blocking: bool = False) -> None:
-        deadline = time.monotonic() + 2.0
-        while self.sock is not None and self.to_daemon:
-            try:
-                sent = self.sock.send(self.to_daemon)
-            except BlockingIOError:
-                if not blocking or time.monotonic() > deadline:
-                    return
-                time.sleep(0.001)
-                continue
-            except OSError:
-                self._lost()
-                return
-            del self.to_daemon[:sent]
+        if self.sock is None:
+            return
+        try:
+            _send(self.sock.send, self.to_daemon, blocking)
+        except OSError:  # the daemon went away: reconnect, send again
+            self._lost()
 
     def _lost(self) -> None:
         if self.sock is not None:
@@ -397,6 +386,22 @@ class Bridge:
             changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
             self.to_client += json.dumps(changed).encode() + b"\n"
         self._flush_daemon()
+
+
+def _send(write: Callable[[bytes], int], buffer: bytearray, blocking: bool) -> None:
+    """Write what `buffer` holds; what was written leaves it. Blocking, keep
+    trying for at most `DRAIN_LIMIT` seconds: a peer that stopped reading
+    never holds `attach` forever."""
+    deadline = time.monotonic() + DRAIN_LIMIT
+    while buffer:
+        try:
+            sent = write(bytes(buffer))
+        except BlockingIOError:
+            if not blocking or time.monotonic() > deadline:
+                return
+            time.sleep(0.001)
+            continue
+        del buffer[:sent]
 
 
 def _parsed(line: bytes) -> object:
