@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from manager.cli import build_parser
+from manager.cli.commands import build_parser
 from manager.core.errors import ConfigError
 from manager.lua import run_script
 

@@ -33,12 +33,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import argparse
-
-__all__ = ["build_parser", "hud_wanted", "main"]
+__all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,17 +58,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .commands import main as run_command
 
     return run_command(arguments)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line (`mcp-manager --help`): `commands.build_parser`."""
-    from .commands import build_parser as build
-
-    return build()
-
-
-def hud_wanted(args: argparse.Namespace) -> bool:
-    """Whether `run` shows the HUD: `commands.hud_wanted`."""
-    from .commands import hud_wanted as wanted
-
-    return wanted(args)

@@ -21,6 +21,7 @@ The profile holds for the whole connection (`views.PROFILE`).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -74,7 +75,7 @@ class Attached:
         self._run_session = run_session
         self._profiles = profiles
         self._clients: dict[int, AttachedClient] = {}
-        self._ids = iter(range(1, 1 << 62))
+        self._ids = itertools.count(1)
         self.path: Path | None = None
 
     @property

@@ -1174,7 +1174,7 @@ def test_run_shows_the_hud_only_on_a_terminal(
     term: str,
     shown: bool,
 ) -> None:
-    from manager import cli
+    from manager.cli import commands as cli
 
     monkeypatch.setattr(sys.stdin, "isatty", lambda: tty)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: tty)

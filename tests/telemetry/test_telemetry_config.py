@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from opentelemetry.sdk.resources import Resource
 
-from manager.cli import build_parser
+from manager.cli.commands import build_parser
 from manager.telemetry import SignalConfig, TelemetryConfig
 from manager.telemetry.export import build_resource
 
