@@ -153,6 +153,25 @@ def test_the_mcp_sdk_still_has_what_compat_mcp_uses() -> None:
             )
 
 
+def test_the_mcp_sdk_server_side_still_has_what_compat_mcp_server_uses() -> None:
+    """The session manager still keeps its transports by session id, and a
+    transport still has the public names the door reads."""
+    compat = door("gateway.compat_mcp_server")
+    import inspect
+
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
+
+    for cls, names in compat.PRIVATE_NAMES.items():
+        source = inspect.getsource(cls)
+        for name in names:
+            assert hasattr(cls, name) or f"self.{name}" in source, (
+                f"{compat.WHY} (no {cls.__qualname__}.{name})"
+            )
+    transport = StreamableHTTPServerTransport(mcp_session_id="s", idle_timeout=1)
+    for name in ("is_terminated", "idle_scope"):
+        has(transport, name, compat.WHY)
+
+
 @pytest.mark.anyio
 async def test_a_2026_session_still_stamps_through_the_wrapped_door() -> None:
     """`speak_for_the_caller` changes what the session sends: the caller's

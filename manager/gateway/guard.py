@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from .views import PROFILE
 
-__all__ = ["Guard"]
+__all__ = ["Guard", "Lean"]
+
+Lean = Callable[[Any, Any, Any, Any], Awaitable[None]]
+"""`(scope, receive, send, endpoint)`: serves a POST, or passes it to `endpoint`."""
 
 
 class Guard:
@@ -28,6 +31,11 @@ class Guard:
             (the MCP endpoint itself, past Starlette's routing and error
             middleware: a few layers less per request). Lifespan and every
             other path still go to `app`.
+        profiles: The declared profiles' names (`/mcp/NAME`).
+        endpoint_path: Where the endpoint is (profiles are below it).
+        lean: Gets each POST to the endpoint (and its profiles) first, with
+            the endpoint to pass it to when it does not serve it itself
+            (`exchange.Exchange`).
     """
 
     def __init__(
@@ -41,6 +49,7 @@ class Guard:
         direct: Mapping[str, Any] | None = None,
         profiles: Callable[[], Collection[str]] = frozenset,
         endpoint_path: str = "/mcp",
+        lean: Lean | None = None,
     ) -> None:
         self.app = app
         self._direct = dict(direct or {})
@@ -51,6 +60,7 @@ class Guard:
         self.origins = origins
         self._token = f"Bearer {token}".encode() if token else None
         self._on_delete = on_delete
+        self._lean = lean
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -98,13 +108,21 @@ class Guard:
                 return
             token = PROFILE.set(name)
             try:
-                await self._endpoint(scope, receive, send)
+                await self._serve(scope, receive, send, self._endpoint)
             finally:
                 PROFILE.reset(token)
+        elif path in self._direct:
+            await self._serve(scope, receive, send, self._direct[path])
         else:
-            await self._direct.get(path, self.app)(scope, receive, send)
+            await self.app(scope, receive, send)
         if scope["method"] == "DELETE" and session is not None:
             self._on_delete(session.decode("latin-1"))
+
+    async def _serve(self, scope: Any, receive: Any, send: Any, endpoint: Any) -> None:
+        if self._lean is not None and scope["method"] == "POST":
+            await self._lean(scope, receive, send, endpoint)
+        else:
+            await endpoint(scope, receive, send)
 
     def _check(
         self, host: bytes | None, origin: bytes | None, auth: bytes | None

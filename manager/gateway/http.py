@@ -21,6 +21,7 @@ from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
+from .exchange import Exchange, HandshakeSessions
 from .guard import Guard
 from .options import SESSION_IDLE_TIMEOUT, EndpointError, EndpointOptions
 
@@ -67,11 +68,15 @@ class _Uvicorn(uvicorn.Server):
 
 
 class Served(Protocol):
-    """What the endpoint serves (the `Gateway`): its SDK server, and who forgets
-    a downstream session the client closed (`DELETE`)."""
+    """What the endpoint serves (the `Gateway`): its SDK server, its
+    handshake-era sessions (for the hot path), and who forgets a downstream
+    session the client closed (`DELETE`)."""
 
     @property
     def server(self) -> Server[Any]: ...
+
+    @property
+    def http_sessions(self) -> HandshakeSessions: ...
 
     def forget_session(self, key: str) -> None: ...
 
@@ -93,6 +98,8 @@ class HttpEndpoint:
         self._server: _Uvicorn | None = None
         self._done = anyio.Event()
         self.port = options.port
+        self.exchange: Exchange | None = None
+        """The hot path, once serving."""
 
     @property
     def url(self) -> str:
@@ -166,6 +173,14 @@ class HttpEndpoint:
             for route in app.routes
             if isinstance(route, Route) and route.path == HTTP_PATH
         }
+        server = self.gateway.server
+        lean = Exchange(
+            server,
+            self.gateway.http_sessions,
+            lambda: server.session_manager,
+            SESSION_IDLE_TIMEOUT,
+        )
+        self.exchange = lean
         return Guard(
             app,
             hosts=hosts,
@@ -175,6 +190,7 @@ class HttpEndpoint:
             direct=endpoint,
             profiles=self.gateway.profile_names,
             endpoint_path=HTTP_PATH,
+            lean=lean,
         )
 
     async def run(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,9 @@ NOTES_LIMIT = 1000
 """Notifications of one request waiting to reach its client; beyond it they are
 dropped and counted (a client that does not read its stream)."""
 
+
+Starter = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
+"""Starts a task (`TaskGroup.start_soon`)."""
 
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 """Reserved `_meta` keys that describe the downstream request's envelope (its
@@ -125,6 +128,8 @@ class CallNotes:
         token = ctx.meta.get("progress_token") if ctx.meta is not None else None
         self._token = token if isinstance(token, str | int) else None
         self.dropped = 0
+        self._start: Starter | None = None
+        self._started = False
 
     @property
     def progress(self) -> ProgressCallback | None:
@@ -160,13 +165,21 @@ class CallNotes:
             )
         )
 
+    def deliver_with(self, start: Starter) -> None:
+        """Have `start(self.deliver)` called when the first note comes: most
+        requests bring none, and then no task is started for them."""
+        self._start = start
+
     def _put(self, note: types.ServerNotification) -> None:
         try:
             self._send.send_nowait(note)
         except anyio.WouldBlock:
             self.dropped += 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # after the result: the request's stream is gone
+            return  # after the result: the request's stream is gone
+        if not self._started and self._start is not None:
+            self._started = True
+            self._start(self.deliver)
 
     async def deliver(self) -> None:
         """Send every note on the request's stream until `close()`; a client
@@ -187,6 +200,8 @@ class CallNotes:
     def close(self) -> None:
         """No more notes: `deliver` ends once it has sent what is queued."""
         self._send.close()
+        if not self._started:
+            self._receive.close()  # nobody will read it
 
 
 @dataclass(slots=True)
@@ -242,7 +257,7 @@ class ClientRequests:
         waiting = self._waiting.setdefault(server, [])
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(notes.deliver)
+                notes.deliver_with(tg.start_soon)
                 waiting.append(item)
                 try:
                     yield

@@ -63,6 +63,7 @@ from ..transport.base import TASKS_EXTENSION
 from .attached import Attached
 from .catalog import is_rewrite
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
+from .exchange import HandshakeSessions
 from .names import NameSource, ToolTable, build_name_table
 from .options import SESSION_IDLE_TIMEOUT, EndpointOptions
 from .replay import replayed
@@ -236,6 +237,9 @@ class Gateway:
         ):
             self.server.add_request_handler(method, TaskParams, handler)
         self.server.middleware.append(self._peers.track)
+        self.http_sessions = HandshakeSessions()
+        """Handshake-era HTTP sessions, for the endpoint's hot path (`exchange`)."""
+        self.server.middleware.append(self.http_sessions.track)
         self.server.middleware.append(self.tools.relay)
         self.attached = Attached(self._run_session, self.profile_names)
 
@@ -431,6 +435,7 @@ class Gateway:
     def forget_session(self, key: str) -> None:
         """Stop notifying a downstream session (it was closed)."""
         self._peers.forget(key)
+        self.http_sessions.forget(key)
         self.features.forget(key)
 
     def profile_names(self) -> Collection[str]:

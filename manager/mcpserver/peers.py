@@ -126,7 +126,8 @@ class Peers:
             key = session_key(ctx)
             peer = self._peers.get(key)
             if peer is None:
-                self._peers[key] = _Peer(ctx.session, self._clock())
+                if ctx.session.can_send_request:  # the session's own channel
+                    self._peers[key] = _Peer(ctx.session, self._clock())
             else:
                 peer.last_seen = self._clock()
         return await call_next(ctx)

@@ -1,0 +1,517 @@
+"""The HTTP endpoint's hot path: a plain request answered in the request's own task.
+
+Through the SDK's streamable HTTP transport, a `tools/call` of an initialized
+session crosses the transport's memory streams, the session's read loop, a
+task spawned per request and an SSE response with tasks of its own, before
+and after the handler runs. `Exchange` serves such a request itself: the POST
+body is read in the ASGI task, the request goes through the same SDK request
+pipeline (`ServerRunner`: the server middleware, with its spans, our relay and
+session tracking, the handlers, the result's serialization), and the answer
+goes back on the same task:
+
+* as one `application/json` response when nothing was said about the request
+  before its result (the common case);
+* as `text/event-stream` from the first notification the request brings
+  (progress, an upstream's log message), which is sent at once, the result
+  following as the last event. The decision is made when the first byte has to
+  go out, as the SDK's own 2026-07-28 entry does; a client must accept both.
+
+What is served here (`_LEAN_METHODS`), and when:
+
+* **2026-07-28** (no session): every POST whose envelope passes the SDK's own
+  classification ladder (`classify_inbound_request`, the duplicated routing
+  headers). What fails it, carries `Mcp-Param-*` headers, or asks for
+  anything else goes to the SDK, which answers as before. Closing the response
+  stream cancels the request, as the revision says.
+* **handshake era** (2025-11-25 and before): requests on a session the SDK
+  opened and still holds (`compat_mcp_server.http_session_alive`), of a client that
+  cannot be asked anything mid-call (no sampling, elicitation or roots: those
+  questions travel on the request's stream, which the SDK's session owns).
+  `notifications/cancelled` for a request served here cancels it. The SDK's
+  idle timer of the session is kept from expiring while it is used here.
+
+Everything else (initialize, GET streams, DELETE, subscriptions, log levels,
+responses to the server's requests, malformed bodies) goes to the SDK as
+before, with the body as it was read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server import Server
+from mcp.server.connection import Connection
+from mcp.server.runner import ServerRunner, modern_error_data, serve_one
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_PARAM_HEADER_PREFIX,
+    InboundModernRoute,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.transport_context import TransportContext
+from mcp_types import ErrorData
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import Request
+
+from .compat_mcp_server import http_session_alive
+
+__all__ = ["LEAN_BODY_LIMIT", "Exchange", "HandshakeSessions"]
+
+logger = logging.getLogger("manager.gateway")
+
+LEAN_BODY_LIMIT = 4 * 1024 * 1024
+"""Bytes of a body read here; a longer one goes to the SDK (which answers 413)."""
+
+_LEAN_METHODS = frozenset(
+    {
+        "tools/call",
+        "tools/list",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "completion/complete",
+        "ping",
+    }
+)
+"""Plain request/response methods: nothing of the session is kept by them
+(`resources/subscribe` and `logging/setLevel` keep the session to write to
+later, so the SDK serves those)."""
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"connection", b"keep-alive"),
+    (b"x-accel-buffering", b"no"),
+]
+
+_PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower().encode()
+
+Asgi = Callable[[Any, Any, Any], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Session:
+    """A handshake-era session the SDK opened, as the hot path needs it."""
+
+    protocol_version: str
+    client_info: Any
+    capabilities: Any
+    askable: bool
+    """The client can be asked things mid-call (sampling, elicitation, roots)."""
+    in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
+    connection: Connection | None = None
+    """What the SDK's request pipeline knows of the client, made once."""
+
+    def envelope(self) -> Connection:
+        """A connection born ready, with the session's version and client."""
+        if self.connection is None:
+            self.connection = Connection.from_envelope(
+                self.protocol_version, self.client_info, self.capabilities
+            )
+        return self.connection
+
+
+class HandshakeSessions:
+    """The handshake-era sessions seen by the SDK, by their `Mcp-Session-Id`.
+
+    `track` is server middleware: it records a session once it is
+    initialized (its first request or notification after `initialize`).
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _Session] = {}
+
+    def get(self, key: str) -> _Session | None:
+        return self._sessions.get(key)
+
+    def forget(self, key: str) -> None:
+        """The session ended (DELETE, or the SDK no longer holds it)."""
+        self._sessions.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    async def track(self, ctx: Any, call_next: Any) -> Any:
+        """Server middleware: remember an initialized handshake-era session."""
+        request = ctx.request
+        if (
+            ctx.method != "initialize"
+            and isinstance(request, Request)
+            and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+        ):
+            key = request.headers.get("mcp-session-id")
+            params = ctx.session.client_params
+            if key and params is not None and key not in self._sessions:
+                caps = params.capabilities
+                self._sessions[key] = _Session(
+                    protocol_version=ctx.protocol_version,
+                    client_info=params.client_info.model_dump(
+                        by_alias=True, mode="json", exclude_none=True
+                    ),
+                    capabilities=caps.model_dump(
+                        by_alias=True, mode="json", exclude_none=True
+                    ),
+                    askable=bool(caps.sampling or caps.elicitation or caps.roots),
+                )
+        return await call_next(ctx)
+
+
+@dataclass(slots=True)
+class _Answer:
+    """The response of one request: JSON unless a notification came first."""
+
+    send: Any
+    headers: list[tuple[bytes, bytes]]
+    streaming: bool = False
+    gone: bool = False
+
+    async def event(self, message: Mapping[str, Any]) -> None:
+        data = json.dumps(message, separators=(",", ":"))
+        frame = f"event: message\r\ndata: {data}\r\n\r\n".encode()
+        if self.gone:
+            return
+        try:
+            if not self.streaming:
+                self.streaming = True
+                await self.send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [*_SSE_HEADERS, *self.headers],
+                    }
+                )
+            await self.send(
+                {"type": "http.response.body", "body": frame, "more_body": True}
+            )
+        except OSError:  # the client went away: its notes are lost with it
+            self.gone = True
+
+    async def finish(self, message: Mapping[str, Any] | None, status: int) -> None:
+        """Send the answer (None: the request was cancelled, nothing to say)."""
+        if self.gone:
+            return
+        if self.streaming:
+            body = b""
+            if message is not None:
+                data = json.dumps(message, separators=(",", ":"))
+                body = f"event: message\r\ndata: {data}\r\n\r\n".encode()
+            await self.send({"type": "http.response.body", "body": body})
+            return
+        if message is None:  # cancelled before a word was said: an empty stream
+            await self.send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [*_SSE_HEADERS, *self.headers],
+                }
+            )
+            await self.send({"type": "http.response.body", "body": b""})
+            return
+        body = json.dumps(message, separators=(",", ":")).encode()
+        await self.send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    *self.headers,
+                ],
+            }
+        )
+        await self.send({"type": "http.response.body", "body": body})
+
+
+@dataclass(slots=True)
+class _DispatchContext:
+    """The SDK's `DispatchContext` for one request served here: notifications
+    about it go on its own response; it cannot send the client requests
+    (`_Session.askable` clients are not served here)."""
+
+    transport: TransportContext
+    request_id: Any
+    message_metadata: ServerMessageMetadata
+    answer: _Answer
+    progress_token: Any = None
+    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
+    can_send_request: bool = False
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
+    ) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(
+        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
+    ) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self.answer.event(message)
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        if self.progress_token is None:
+            return
+        params: dict[str, Any] = {
+            "progressToken": self.progress_token,
+            "progress": progress,
+        }
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.notify("notifications/progress", params)
+
+
+class Exchange:
+    """Serves what it can of a POST to the endpoint; the rest goes to the SDK.
+
+    Args:
+        server: The endpoint's SDK server (its middleware and handlers).
+        sessions: The handshake-era sessions (`HandshakeSessions.track` must
+            be among the server's middleware).
+        session_manager: Returns the SDK's session manager once the
+            streamable HTTP app exists.
+        idle_timeout: The SDK sessions' idle timeout (kept from expiring
+            while a session is used here).
+    """
+
+    def __init__(
+        self,
+        server: Server[Any],
+        sessions: HandshakeSessions,
+        session_manager: Callable[[], Any],
+        idle_timeout: float | None,
+    ) -> None:
+        self._server = server
+        self._sessions = sessions
+        self._manager = session_manager
+        self._idle_timeout = idle_timeout
+        self._lifespan: dict[str, Any] = {}
+        self.served = 0
+        """Requests answered here (for tests and benches)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any, sdk: Asgi) -> None:
+        """Serve a POST here when it qualifies, else pass it (as read) to `sdk`."""
+        version = session = None
+        json_accept = sse_accept = json_body = False
+        for key, value in scope["headers"]:
+            if key == b"mcp-protocol-version":
+                version = value
+            elif key == b"mcp-session-id":
+                session = value
+            elif key == b"accept":
+                accept = value.lower()
+                json_accept = b"application/json" in accept or b"*/*" in accept
+                sse_accept = b"text/event-stream" in accept or b"*/*" in accept
+            elif key == b"content-type":
+                json_body = value.lower().startswith(b"application/json")
+        if not (json_accept and sse_accept and json_body and version is not None):
+            await sdk(scope, receive, send)
+            return
+        body, more = await _read_body(receive)
+        if more:
+            await sdk(scope, _replay(body, receive, more=True), send)
+            return
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            message = None
+        handled = False
+        if isinstance(message, dict) and message.get("jsonrpc") == "2.0":
+            era = version.decode("latin-1")
+            if era in HANDSHAKE_PROTOCOL_VERSIONS:
+                if session is not None:
+                    handled = await self._handshake(
+                        scope, send, message, session.decode("latin-1")
+                    )
+            else:
+                handled = await self._modern(scope, receive, send, message)
+        if not handled:
+            await sdk(scope, _replay(body, receive), send)
+
+    # --- handshake era ------------------------------------------------------------
+
+    async def _handshake(
+        self, scope: Any, send: Any, message: dict[str, Any], key: str
+    ) -> bool:
+        known = self._sessions.get(key)
+        if known is None or known.askable:
+            return False
+        if not http_session_alive(self._manager(), key, self._idle_timeout):
+            self._sessions.forget(key)
+            return False  # the SDK answers 404 for it
+        method = message.get("method")
+        if method == "notifications/cancelled" and "id" not in message:
+            return self._cancel(known, message.get("params"))
+        request_id = message.get("id")
+        if (
+            method not in _LEAN_METHODS
+            or not isinstance(request_id, str | int)
+            or isinstance(request_id, bool)
+            or not isinstance(message.get("params", {}), dict)
+        ):
+            return False
+        answer = _Answer(send, [(b"mcp-session-id", key.encode("latin-1"))])
+        dctx = _dispatch_context(scope, message, answer)
+        runner = ServerRunner(self._server, known.envelope(), self._lifespan)
+        self.served += 1
+        reply: dict[str, Any] | None = None
+        status = 200
+        with anyio.CancelScope() as cancel:
+            known.in_flight[request_id] = cancel
+            try:
+                result = await runner.on_request(dctx, method, message.get("params"))
+                reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            except Exception as exc:  # the dispatcher's boundary, as the SDK's
+                error = handler_exception_to_error_data(exc)
+                if error is None:
+                    logger.exception("gateway: handler for %r raised", method)
+                    error = ErrorData(code=0, message=str(exc))
+                reply = _error(request_id, error)
+            finally:
+                known.in_flight.pop(request_id, None)
+                http_session_alive(self._manager(), key, self._idle_timeout)
+        if cancel.cancelled_caught:
+            reply = None  # the client cancelled it: never answered (JSON-RPC)
+        await answer.finish(reply, status)
+        return True
+
+    def _cancel(self, known: _Session, params: Any) -> bool:
+        """`notifications/cancelled` of a request served here: cancel it."""
+        if not isinstance(params, dict):
+            return False
+        scope = known.in_flight.get(params.get("requestId"))
+        if scope is None:
+            return False
+        scope.cancel()
+        return False  # still passed on: the SDK acknowledges it (202)
+
+    # --- 2026-07-28 ---------------------------------------------------------------
+
+    async def _modern(
+        self, scope: Any, receive: Any, send: Any, message: dict[str, Any]
+    ) -> bool:
+        method = message.get("method")
+        request_id = message.get("id")
+        if (
+            method not in _LEAN_METHODS
+            or not isinstance(request_id, str | int)
+            or isinstance(request_id, bool)
+            or any(key.startswith(_PARAM_PREFIX) for key, _ in scope["headers"])
+        ):
+            return False
+        raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        if find_duplicated_routing_header(raw) is not None:
+            return False
+        verdict = classify_inbound_request(message, headers=dict(raw))
+        if not isinstance(verdict, InboundModernRoute):
+            return False  # the SDK answers with the rejection
+        connection = Connection.from_envelope(
+            verdict.protocol_version,
+            verdict.client_info,
+            verdict.client_capabilities,
+        )
+        answer = _Answer(send, [])
+        dctx = _dispatch_context(scope, message, answer)
+        self.served += 1
+        reply: dict[str, Any] | None = None
+        async with anyio.create_task_group() as tg:
+            # 2026-07-28: closing the response stream cancels the request.
+            tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+            try:
+                result = await serve_one(
+                    self._server,
+                    dctx,
+                    method,
+                    message.get("params"),
+                    connection=connection,
+                    lifespan_state=self._lifespan,
+                )
+                reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            except Exception as exc:  # the SDK's modern boundary
+                reply = _error(request_id, modern_error_data(exc))
+            tg.cancel_scope.cancel()
+        if reply is None:
+            return True  # the client left: nobody to answer
+        status = 200
+        if "error" in reply and not answer.streaming:
+            status = ERROR_CODE_HTTP_STATUS.get(reply["error"]["code"], 200)
+        await answer.finish(reply, status)
+        return True
+
+
+def _dispatch_context(
+    scope: Any, message: dict[str, Any], answer: _Answer
+) -> _DispatchContext:
+    request = Request(scope)
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return _DispatchContext(
+        transport=TransportContext(
+            kind="streamable-http", can_send_request=False, headers=request.headers
+        ),
+        request_id=message["id"],
+        message_metadata=ServerMessageMetadata(request_context=request),
+        answer=answer,
+        progress_token=token if isinstance(token, str | int) else None,
+    )
+
+
+def _error(request_id: Any, error: ErrorData) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": error.model_dump(by_alias=True, mode="json", exclude_none=True),
+    }
+
+
+async def _cancel_on_disconnect(receive: Any, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
+async def _read_body(receive: Any) -> tuple[bytes, bool]:
+    """The request body, up to `LEAN_BODY_LIMIT`; True when more is left unread."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), False
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), False
+        if size > LEAN_BODY_LIMIT:
+            return b"".join(chunks), True
+
+
+def _replay(body: bytes, receive: Any, *, more: bool = False) -> Any:
+    """`receive` for the SDK: the body read so far first, then the rest."""
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": more}
+        return await receive()
+
+    return replay

@@ -1,0 +1,238 @@
+"""The HTTP endpoint's hot path (`gateway.exchange`), seen on the wire.
+
+A plain request of an initialized session is answered in its own task, as one
+`application/json` response, or as `text/event-stream` from the first
+notification it brings; what the hot path does not serve reaches the SDK as
+before. Each answer is compared with the SDK's own answer to the same request
+in the same run (a client that declares `roots` is served by the SDK).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp_types import HEADER_MISMATCH
+from servers import stdio_command
+from test_gateway import FAST, running_gateway
+
+from manager.core.spec import parse_spec
+from manager.gateway import Gateway
+from manager.gateway.http import HttpEndpoint
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+HANDSHAKE = "2025-11-25"
+MODERN = "2026-07-28"
+ACCEPT = "application/json, text/event-stream"
+
+
+def exchange_of(gateway: Gateway) -> Any:
+    http = gateway._http
+    assert isinstance(http, HttpEndpoint) and http.exchange is not None
+    return http.exchange
+
+
+@asynccontextmanager
+async def demo_gateway() -> AsyncIterator[Gateway]:
+    command, args = stdio_command()
+    spec = parse_spec("demo", {"command": command, "args": args}, FAST)
+    async with running_gateway([spec], wait_for=["demo"]) as (gateway, _, rec):
+        gateway.recorder = rec  # type: ignore[attr-defined]
+        yield gateway
+
+
+class Wire:
+    """A raw HTTP client of the endpoint: JSON-RPC as sent and as answered."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str) -> None:
+        self.http = http
+        self.url = url
+        self.session: str | None = None
+        self.version = HANDSHAKE
+
+    async def post(
+        self, message: dict[str, Any], **headers: str
+    ) -> tuple[httpx2.Response, list[dict[str, Any]]]:
+        sent = {"accept": ACCEPT, "mcp-protocol-version": self.version, **headers}
+        if self.session is not None:
+            sent["mcp-session-id"] = self.session
+        response = await self.http.post(self.url, json=message, headers=sent)
+        return response, messages_of(response)
+
+    async def initialize(self, capabilities: dict[str, Any]) -> None:
+        response, _ = await self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": HANDSHAKE,
+                    "capabilities": capabilities,
+                    "clientInfo": {"name": "wire", "version": "1"},
+                },
+            }
+        )
+        assert response.status_code == 200
+        self.session = response.headers["mcp-session-id"]
+        done, _ = await self.post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        )
+        assert done.status_code == 202
+
+
+def messages_of(response: httpx2.Response) -> list[dict[str, Any]]:
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("application/json"):
+        return [response.json()] if response.content else []
+    return [
+        json.loads(line[len("data: ") :])
+        for line in response.text.splitlines()
+        if line.startswith("data: ") and line[len("data: ") :].strip()
+    ]
+
+
+def call(rid: int, tool: str, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    if meta:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+@asynccontextmanager
+async def wires(gateway: Gateway) -> AsyncIterator[tuple[Wire, Wire]]:
+    """Two handshake sessions: one served by the hot path, one (a client
+    that declares roots, so it may be asked mid-call) by the SDK."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        lean, sdk = Wire(http, str(gateway.url)), Wire(http, str(gateway.url))
+        await lean.initialize({})
+        await sdk.initialize({"roots": {"listChanged": True}})
+        yield lean, sdk
+
+
+async def test_a_plain_call_is_one_json_answer_the_same_as_the_sdks() -> None:
+    async with demo_gateway() as gateway, wires(gateway) as (lean, sdk):
+        exchange = exchange_of(gateway)
+        requests = [
+            call(1, "demo__echo", {"text": "hi"}),
+            call(2, "demo__echo", {}),  # empty arguments stay an object
+            call(3, "demo__nope", {}),  # unknown tool: a JSON-RPC error
+            call(4, "demo__error", {"code": -32042, "message": "m", "data": "[1]"}),
+            call(5, "demo__fail", {"message": "boom"}),
+            {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 7, "method": "ping"},
+        ]
+        for request in requests:
+            before = exchange.served
+            response, answer = await lean.post(request)
+            assert exchange.served == before + 1, request
+            assert response.headers["content-type"] == "application/json"
+            assert response.headers["mcp-session-id"] == lean.session
+            reference, expected = await sdk.post(request)
+            assert exchange.served == before + 1  # the SDK served that one
+            assert reference.headers["content-type"].startswith("text/event-stream")
+            assert answer == expected, request
+            assert response.status_code == reference.status_code == 200
+
+
+async def test_notifications_of_a_call_turn_its_answer_into_a_stream() -> None:
+    async with demo_gateway() as gateway, wires(gateway) as (lean, sdk):
+        exchange = exchange_of(gateway)
+        request = call(9, "demo__sleep", {"seconds": 0.05}, progressToken="p1")
+        response, answer = await lean.post(request)
+        assert exchange.served == 1
+        assert response.headers["content-type"] == "text/event-stream"
+        _, expected = await sdk.post(request)
+        assert answer == expected
+        assert answer[0]["method"] == "notifications/progress"
+        assert answer[0]["params"]["progressToken"] == "p1"
+        assert answer[-1]["result"]["content"][0]["text"] == "slept 0.05"
+
+
+async def test_what_the_hot_path_does_not_serve_reaches_the_sdk() -> None:
+    async with demo_gateway() as gateway, wires(gateway) as (lean, _):
+        exchange = exchange_of(gateway)
+        before = exchange.served
+        level = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "logging/setLevel",
+            "params": {"level": "info"},
+        }
+        response, answer = await lean.post(level)
+        assert answer == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+        response, answer = await lean.post({"jsonrpc": "2.0", "id": 2})  # malformed
+        assert response.status_code == 400
+        assert exchange.served == before
+        # A session the client ended is the SDK's 404, not ours.
+        assert lean.session is not None
+        await lean.http.delete(
+            lean.url,
+            headers={"mcp-session-id": lean.session, "mcp-protocol-version": HANDSHAKE},
+        )
+        response, _ = await lean.post(call(3, "demo__echo", {"text": "x"}))
+        assert response.status_code == 404
+        assert exchange.served == before
+
+
+async def test_a_cancelled_call_is_cancelled_upstream_and_never_answered() -> None:
+    async with demo_gateway() as gateway, wires(gateway) as (lean, _):
+        answers: list[list[dict[str, Any]]] = []
+
+        async def slow() -> None:
+            answers.append(
+                (await lean.post(call(5, "demo__sleep", {"seconds": 30})))[1]
+            )
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow)
+                await gateway.recorder.wait_for("call_started", "demo")  # type: ignore[attr-defined]
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 5, "reason": "changed my mind"},
+                }
+                response, _ = await lean.post(cancel)
+                assert response.status_code == 202
+        assert answers == [[]]
+        _, answer = await lean.post(call(6, "demo__echo", {"text": "ok"}))
+        assert answer[0]["result"]["content"][0]["text"] == "ok"
+
+
+def envelope(**extra: Any) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "wire", "version": "1"},
+        **extra,
+    }
+
+
+async def test_a_2026_call_is_served_here_and_a_bad_envelope_by_the_sdk() -> None:
+    async with demo_gateway() as gateway, httpx2.AsyncClient(timeout=30) as http:
+        exchange = exchange_of(gateway)
+        wire = Wire(http, str(gateway.url))
+        wire.version = MODERN
+        before = exchange.served
+        request = call(1, "demo__echo", {"text": "hi"}, **envelope())
+        headers = {"mcp-method": "tools/call", "mcp-name": "demo__echo"}
+        response, answer = await wire.post(request, **headers)
+        assert exchange.served == before + 1
+        assert response.headers["content-type"] == "application/json"
+        result = answer[0]["result"]
+        assert result["resultType"] == "complete"
+        assert result["content"][0]["text"] == "hi"
+        assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
+        # A header that disagrees with the body: the SDK's own rejection.
+        response, answer = await wire.post(
+            request, **{**headers, "mcp-name": "demo__other"}
+        )
+        assert response.status_code == 400
+        assert answer[0]["error"]["code"] == HEADER_MISMATCH
+        assert exchange.served == before + 1
