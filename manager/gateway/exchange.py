@@ -20,8 +20,9 @@ What is served here (`_LEAN_METHODS`), and when:
 
 * **2026-07-28** (no session): every POST whose envelope passes the SDK's own
   classification ladder (`classify_inbound_request`, the duplicated routing
-  headers). What fails it, carries `Mcp-Param-*` headers, or asks for
-  anything else goes to the SDK, which answers as before. Closing the response
+  headers). What fails it, carries `Mcp-Param-*` headers or calls a tool
+  whose schema binds arguments to them, or asks for anything else goes to the
+  SDK, which answers as before. Closing the response
   stream cancels the request, as the revision says.
 * **handshake era** (2025-11-25 and before): requests on a session the SDK
   opened and still holds (`compat_mcp_server.http_session_alive`), of a client that
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -287,6 +288,9 @@ class Exchange:
             streamable HTTP app exists.
         idle_timeout: The SDK sessions' idle timeout (kept from expiring
             while a session is used here).
+        header_tools: The tools whose arguments are bound to `Mcp-Param-*`
+            headers (SEP-2243): a 2026-07-28 call of one goes to the SDK,
+            which checks the headers against the arguments.
     """
 
     def __init__(
@@ -295,8 +299,10 @@ class Exchange:
         sessions: HandshakeSessions,
         session_manager: Callable[[], Any],
         idle_timeout: float | None,
+        header_tools: Callable[[], Collection[str]] = frozenset,
     ) -> None:
         self._server = server
+        self._header_tools = header_tools
         self._sessions = sessions
         self._manager = session_manager
         self._idle_timeout = idle_timeout
@@ -414,6 +420,13 @@ class Exchange:
             or any(key.startswith(_PARAM_PREFIX) for key, _ in scope["headers"])
         ):
             return False
+        params = message.get("params")
+        if (
+            method == "tools/call"
+            and isinstance(params, dict)
+            and params.get("name") in self._header_tools()
+        ):
+            return False  # its headers are checked against its arguments there
         raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         if find_duplicated_routing_header(raw) is not None:
             return False

@@ -78,6 +78,9 @@ class Served(Protocol):
     @property
     def http_sessions(self) -> HandshakeSessions: ...
 
+    @property
+    def header_tools(self) -> frozenset[str]: ...
+
     def forget_session(self, key: str) -> None: ...
 
     def profile_names(self) -> Collection[str]: ...
@@ -179,6 +182,7 @@ class HttpEndpoint:
             self.gateway.http_sessions,
             lambda: server.session_manager,
             SESSION_IDLE_TIMEOUT,
+            lambda: self.gateway.header_tools,
         )
         self.exchange = lean
         return Guard(

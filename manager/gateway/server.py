@@ -31,6 +31,7 @@ the only ones in the manager that import the server side of the SDK.
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from collections.abc import Callable, Collection
@@ -95,6 +96,9 @@ NOTICE_QUEUE = 1000
 """Upstream notices (resource updates, log messages) waiting to be passed on;
 beyond it they are dropped and counted (`notices_dropped`)."""
 
+
+_HEADER_KEY = '"x-mcp-header"'
+"""How an input schema binds an argument to an `Mcp-Param-*` header."""
 
 _TABLE_EVENTS = frozenset(
     {
@@ -181,6 +185,9 @@ class Gateway:
         self._debounce = debounce
         self._list_wait = list_wait
         self._table = ToolTable()
+        self.header_tools: frozenset[str] = frozenset()
+        """Exposed tools whose input schema binds arguments to `Mcp-Param-*`
+        headers (SEP-2243): the SDK checks those calls' headers."""
         self._dirty = anyio.Event()
         self._refreshed = anyio.Event()
         self._settle_until = 0.0
@@ -421,6 +428,11 @@ class Gateway:
                 logger.warning("gateway: %s", problem)
         changed = not table.same_tools(self._table)
         self._table = table
+        self.header_tools = frozenset(
+            tool.name
+            for tool in table.tools
+            if _HEADER_KEY in json.dumps(tool.input_schema)
+        )
         self._refreshed.set()
         self._refreshed = anyio.Event()
         if changed:
