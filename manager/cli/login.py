@@ -5,7 +5,10 @@ line of its own (and opens a browser when there is one, unless `--no-browser`).
 The daemon takes the browser's redirect on its one-shot loopback callback;
 `login` exits 0 once the connection is connected, 1 with the reason otherwise.
 For a daemon on another machine: forward the callback port (`ssh -L`), or
-`--manual` and paste the address the browser ends on.
+`--manual` and paste the address the browser ends on, or `--device` (RFC 8628,
+where the authorization server offers it): open the address it prints on any
+device and enter the code; the daemon polls until it is approved. A server
+without device login: exit 2 with the sentence saying what to use instead.
 """
 
 from __future__ import annotations
@@ -46,8 +49,28 @@ def _ended(result: LoginResult, name: str) -> int:
         print(f"{name}: connected", flush=True)
         return 0
     error = result.error or f"the connection is {result.state}"
+    if result.unsupported:
+        return fail(f"{name}: {error}")
     print(f"mcp-manager: login of {name} failed: {error}", file=sys.stderr)
     return 1
+
+
+def _device_login(client: ControlClient, name: str, timeout: float) -> int:
+    """`login --device`: print the address and the code, wait for the end."""
+    started = client.login(name, timeout, device=True)
+    if started.url is None or started.user_code is None:
+        if started.connected:
+            print(f"{name}: connected (no login needed)", flush=True)
+            return 0
+        return _ended(started, name)
+    print(f"To log {name} in, open this address on any device:", file=sys.stderr)
+    print(started.url, flush=True)
+    print(f"and enter the code: {started.user_code}", flush=True)
+    if started.url_complete:
+        print("or open this address, which carries the code:", file=sys.stderr)
+        print(started.url_complete, flush=True)
+    print(f"waiting for the approval (at most {timeout:g} s)...", file=sys.stderr)
+    return _ended(client.login_wait(name, timeout + 30.0), name)
 
 
 def _cmd_login(args: argparse.Namespace) -> int:
@@ -55,6 +78,10 @@ def _cmd_login(args: argparse.Namespace) -> int:
     name = args.server
     if args.timeout <= 0:
         return fail("--timeout must be a positive number of seconds")
+    if args.device:
+        if args.manual:
+            return fail("--device and --manual are two ways of one login: pick one")
+        return _device_login(client, name, args.timeout)
     started = client.login(name, args.timeout)
     url = started.url
     if url is None:
@@ -108,11 +135,18 @@ def add_parsers(
         "ends on instead of reaching the daemon's loopback callback",
     )
     login.add_argument(
+        "--device",
+        action="store_true",
+        help="no browser here: print an address and a code to enter on any "
+        "device (RFC 8628, where the authorization server offers it)",
+    )
+    login.add_argument(
         "--timeout",
         type=float,
         default=LOGIN_DEFAULT_TIMEOUT,
         metavar="S",
-        help=f"seconds to wait for the browser (default {LOGIN_DEFAULT_TIMEOUT:g})",
+        help="seconds to wait for the browser or the device approval "
+        f"(default {LOGIN_DEFAULT_TIMEOUT:g})",
     )
     login.set_defaults(handler=_cmd_login)
 

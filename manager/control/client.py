@@ -196,10 +196,16 @@ class ControlClient:
         result = self.request({"cmd": "details", "server": server})
         return ConnectionDetails.from_dict(_as_dict(result))
 
-    def login(self, server: str, timeout: float) -> LoginStart:
+    def login(self, server: str, timeout: float, device: bool = False) -> LoginStart:
         """Begin an OAuth login of `server`: the authorization URL once the
         daemon has it (`url`), or how it ended (`done`, `connected`, `error`)."""
-        request = {"cmd": "login", "server": server, "timeout": timeout}
+        request: dict[str, object] = {
+            "cmd": "login",
+            "server": server,
+            "timeout": timeout,
+        }
+        if device:  # an older daemon refuses the key: no browser login instead
+            request["device"] = True
         return LoginStart.from_dict(
             _as_dict(self.request(request, timeout + CALL_SLACK))
         )

@@ -120,8 +120,14 @@ class ControlBackend(Protocol):
         name the endpoint exposes and whether its filter hides it."""
         ...
 
-    async def login(self, server: str, timeout: float) -> LoginStart:  # noqa: ASYNC109
-        """Begin an OAuth login: the authorization URL once known, or the end."""
+    async def login(
+        self,
+        server: str,
+        timeout: float,  # noqa: ASYNC109
+        device: bool = False,
+    ) -> LoginStart:
+        """Begin an OAuth login (`device`: RFC 8628): the authorization URL (or
+        the device login's address and user code) once known, or the end."""
         ...
 
     async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109
@@ -188,7 +194,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "call": frozenset({"server", "tool", "args", "timeout", "answer"}),
     "request": frozenset({"server", "op", "target", "args", "timeout"}),
     "catalog": frozenset({"kind", "server"}),
-    "login": frozenset({"server", "timeout"}),
+    "login": frozenset({"server", "timeout", "device"}),
     "login_wait": frozenset({"server", "timeout"}),
     "login_callback": frozenset({"server", "url"}),
     "logout": frozenset({"server"}),
@@ -249,7 +255,10 @@ async def _login_command(
     ):
         raise BadRequest(f'{cmd}: "timeout" must be a positive number')
     if cmd == "login":
-        return (await backend.login(server, float(timeout))).to_dict()
+        device = req.get("device", False)
+        if not isinstance(device, bool):
+            raise BadRequest('login: "device" must be true or false')
+        return (await backend.login(server, float(timeout), device)).to_dict()
     return (await backend.login_wait(server, float(timeout))).to_dict()
 
 

@@ -37,13 +37,18 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
                                                              ...
   events   `json` bool (accepted, ignored: always JSON)      a stream, see below
   login    `server` str, `timeout` number > 0 (the login's   `{"server", "done",
-           deadline; default 300)                            "connected", "state",
-                                                             "error", "url": str or
-                                                             null, "redirect_uri"}`
-                                                             once the URL is known
-                                                             or it ended
+           deadline; default 300), `device` bool (default    "connected", "state",
+           false: RFC 8628, an address and a user code       "error", "unsupported",
+           instead of a browser's redirect)                  "url": str or null,
+                                                             "redirect_uri",
+                                                             "user_code",
+                                                             "url_complete"}` once
+                                                             the URL (and code) is
+                                                             known or it ended
   login_wait `server` str, `timeout` number > 0              as `login` but no `url`,
-                                                             `redirect_uri`, once
+                                                             `redirect_uri`,
+                                                             `user_code`,
+                                                             `url_complete`, once
                                                              the login ended (or
                                                              timeout)
   login_callback `server` str, `url` str (the pasted         `{"server", "message":

@@ -174,7 +174,8 @@ class Refused(Event):
 class AuthStep(Event):
     """One step of an OAuth flow finished (`mcp.auth` spans and metrics).
 
-    `step` is `discovery`, `registration`, `authorize` (the user's browser),
+    `step` is `discovery`, `registration`, `device` (a device login's code,
+    RFC 8628), `authorize` (the user's browser, or approval of a device login),
     `token` or `refresh`; `outcome` is `ok`, `failed` or `absent` (a discovery
     URL that is not there: the next fallback is tried); `status` the HTTP
     status (0: none); `error` is

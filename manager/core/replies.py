@@ -528,6 +528,8 @@ class LoginResult:
         connected: The connection is connected.
         state: Its state (`removed` if it is gone).
         error: Why the login failed, if it did.
+        unsupported: The authorization server does not offer the kind of
+            login asked for (`--device` without RFC 8628).
     """
 
     server: str = ""
@@ -535,6 +537,7 @@ class LoginResult:
     connected: bool = False
     state: str = ""
     error: str | None = None
+    unsupported: bool = False
 
     def to_dict(self) -> dict[str, object]:
         """The wire form: every field, by name."""
@@ -544,6 +547,7 @@ class LoginResult:
             "connected": self.connected,
             "state": self.state,
             "error": self.error,
+            "unsupported": self.unsupported,
         }
 
     @classmethod
@@ -555,6 +559,7 @@ class LoginResult:
             connected=data.get("connected") is True,
             state=read_str(data.get("state")) or "",
             error=read_str(data.get("error")),
+            unsupported=data.get("unsupported") is True,
         )
 
 
@@ -567,21 +572,33 @@ class LoginStart(LoginResult):
         url: The address the user opens; None if there is none (the login
             ended, or none was needed).
         redirect_uri: Where the browser is sent back (for `login --manual`).
+        user_code: A device login's code, for the user to enter at `url`.
+        url_complete: A device login's address with the code in it, if any.
     """
 
     url: str | None = None
     redirect_uri: str | None = None
+    user_code: str | None = None
+    url_complete: str | None = None
 
     def to_dict(self) -> dict[str, object]:
-        """The wire form: `login_wait`'s, then `"url"` and `"redirect_uri"`."""
+        """The wire form: `login_wait`'s, then `"url"`, `"redirect_uri"`,
+        `"user_code"` and `"url_complete"`."""
         out = LoginResult.to_dict(self)
         out["url"] = self.url
         out["redirect_uri"] = self.redirect_uri
+        out["user_code"] = self.user_code
+        out["url_complete"] = self.url_complete
         return out
 
     @classmethod
     def of(
-        cls, ended: LoginResult, url: str | None, redirect_uri: str | None
+        cls,
+        ended: LoginResult,
+        url: str | None,
+        redirect_uri: str | None,
+        user_code: str | None = None,
+        url_complete: str | None = None,
     ) -> LoginStart:
         """How the login stands (`ended`), with where the user goes."""
         return cls(
@@ -590,8 +607,11 @@ class LoginStart(LoginResult):
             connected=ended.connected,
             state=ended.state,
             error=ended.error,
+            unsupported=ended.unsupported,
             url=url,
             redirect_uri=redirect_uri,
+            user_code=user_code,
+            url_complete=url_complete,
         )
 
     @classmethod
@@ -601,6 +621,8 @@ class LoginStart(LoginResult):
             LoginResult.from_dict(data),
             read_str(data.get("url")),
             read_str(data.get("redirect_uri")),
+            read_str(data.get("user_code")),
+            read_str(data.get("url_complete")),
         )
 
 

@@ -170,10 +170,16 @@ class Daemon:
             tools=tuple(tool.name for tool in conn.tools),
         )
 
-    async def login(self, server: str, timeout: float) -> LoginStart:  # noqa: ASYNC109 - the login's own deadline
-        """Begin a login; answer with the authorization URL once the flow has
-        it (or how it ended, if it ended first)."""
-        login = await self.logins.begin(server, timeout)
+    async def login(
+        self,
+        server: str,
+        timeout: float,  # noqa: ASYNC109 - the login's own deadline
+        device: bool = False,
+    ) -> LoginStart:
+        """Begin a login (`device`: RFC 8628); answer with the authorization URL
+        (a device login: the address and the user code) once the flow has it,
+        or how it ended, if it ended first."""
+        login = await self.logins.begin(server, timeout, device=device)
         if login is None:  # connected already: nothing to log in
             return LoginStart(
                 server=server, done=True, connected=True, state="connected"
@@ -181,7 +187,13 @@ class Daemon:
         conn = self.manager.connection(server)
         limit = (conn.spec.connect_timeout if conn is not None else 30.0) + 5.0
         await self.logins.first_answer(login, limit)
-        return LoginStart.of(self._login_result(server), login.url, login.redirect_uri)
+        return LoginStart.of(
+            self._login_result(server),
+            login.url,
+            login.redirect_uri,
+            login.user_code,
+            login.url_complete,
+        )
 
     async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109 - how long the caller waits
         """Wait until the login of `server` ended (at most `timeout`)."""
@@ -205,6 +217,7 @@ class Daemon:
             connected=state == "connected",
             state=state,
             error=error,
+            unsupported=login is not None and login.unsupported,
         )
 
     def login_callback(self, server: str, url: str) -> CallbackReply:

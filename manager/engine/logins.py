@@ -4,7 +4,9 @@
 (`transport.login`), makes the connection try again at once, and returns the
 `Login`; the first thing the caller learns is the authorization URL to show the
 user (`first_answer`), then whether the connection got connected (`Login.done`,
-set when the try that used the login ended). `logout` forgets the stored tokens
+set when the try that used the login ended). A device login (`device`, RFC
+8628) opens no callback: its first answer is the address and the user code.
+`logout` forgets the stored tokens
 and the client registration and restarts the connection, which then waits in
 `needs_login`. A login of a `refused` connection (one that stopped asking)
 starts the count of refused logins again.
@@ -66,8 +68,15 @@ class Logins:
             raise CallError(f"{name} does not log in with OAuth: {why}")
         return conn
 
-    async def begin(self, name: str, timeout: float = LOGIN_TIMEOUT) -> Login | None:  # noqa: ASYNC109
-        """Start a login for `name`; None when it is connected already.
+    async def begin(
+        self,
+        name: str,
+        timeout: float = LOGIN_TIMEOUT,  # noqa: ASYNC109 - the login's own deadline
+        *,
+        device: bool = False,
+    ) -> Login | None:
+        """Start a login for `name` (a `device` login: RFC 8628, no browser
+        on this machine); None when it is connected already.
 
         Raises:
             UnknownServer: No such connection.
@@ -82,7 +91,7 @@ class Logins:
         desk = self._desk()
         port = conn.spec.oauth.callback_port if conn.spec.oauth is not None else None
         try:
-            login = await desk.begin(name, port, timeout)
+            login = await desk.begin(name, port, timeout, device=device)
         except OSError as exc:
             raise CallError(
                 f"{name}: cannot listen for the login's redirect on 127.0.0.1:"
@@ -95,7 +104,8 @@ class Logins:
         return login
 
     async def first_answer(self, login: Login, limit: float) -> None:
-        """Wait until the login has its authorization URL or ended (at most `limit`)."""
+        """Wait until the login has its authorization URL (a device login: its
+        address and user code) or ended (at most `limit`)."""
         with anyio.move_on_after(limit):
             async with anyio.create_task_group() as tg:
 
@@ -119,6 +129,8 @@ class Logins:
         login = self._last.get(name)
         if login is None or login.done.is_set():
             raise CallError(f"no login of {name} is under way; run login again")
+        if login.device:
+            raise CallError(f"{name}: a device login takes no pasted address")
         try:
             return login.feed(url)
         except ValueError as exc:

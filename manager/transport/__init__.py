@@ -18,7 +18,8 @@
 - `probe`: the cheap TCP pre-check; `liveness`: the idle TCP sentinel.
 - `starts`: bounded, paced stdio starts (fleets converge).
 - `tasks`: the tasks extension's task result, claimed for `tools/call`.
-- `auth`, `login`, `tokens`: the OAuth client, the login desk, stored tokens.
+- `auth`, `login`, `tokens`: the OAuth client, the login desk, stored tokens;
+  `device`: the device authorization grant (RFC 8628), which the SDK lacks.
 - `compat_mcp`, `compat_anyio`: the only places that use those libraries'
   private names, each saying why and what public API would replace it.
 

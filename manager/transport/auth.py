@@ -26,6 +26,13 @@ daemon needs on top:
   (RFC 8414) and an authorization response from another issuer, or without the
   `iss` its server promised (RFC 9207), end the flow with `AuthMismatch`: the
   SDK checks them, we say which in a sentence.
+* **A login without a browser.** `login --device` (RFC 8628): where the
+  authorization server metadata names a `device_authorization_endpoint`, the
+  SDK's discovery, registration and scope selection run as for a browser
+  login, then `device.DeviceGrant` asks for a device code and polls the token
+  endpoint through this same flow, and the SDK takes the tokens as it takes a
+  browser login's. Without that endpoint the login ends at the metadata, with
+  the sentence to use another kind of login (`DeviceLoginUnsupported`).
 * **Observable, never shown.** Each step (discovery, registration, authorize,
   token, refresh) is reported through `Hooks.on_auth` with its status and
   duration; tokens, secrets, codes and verifiers are never part of a report.
@@ -65,13 +72,22 @@ from ..core.errors import (
 from ..core.oauth import OAUTH_OFF, OAuthSpec
 from ..core.spec import ConnectionSpec
 from .compat_mcp import (
+    DeviceAwareProvider,
     oauth_load,
     oauth_loaded,
     oauth_refresh_request,
     oauth_take_refresh,
+    waiting_on_the_user,
+)
+from .device import (
+    DEVICE_GRANT,
+    DEVICE_HTTP_TIMEOUT,
+    DeviceGrant,
+    device_endpoint,
+    unsupported,
 )
 from .errors import describe_error
-from .login import CALLBACK_PATH, NO_LOGIN, LoginDesk
+from .login import CALLBACK_PATH, NO_LOGIN, Login, LoginDesk
 from .tokens import AuthServer, FileTokens
 
 __all__ = ["REFRESH_MARGIN", "ConnectionAuth", "oauth_auth", "uses_oauth"]
@@ -171,7 +187,7 @@ def oauth_auth(
         auth.report("authorize", "ok", 0, auth.since_authorize(), "")
         return result
 
-    auth.provider = OAuthClientProvider(
+    provider = DeviceAwareProvider(
         server_url=spec.url,
         client_metadata=metadata,
         storage=tokens,
@@ -180,6 +196,8 @@ def oauth_auth(
         client_metadata_url=oauth.client_metadata_url,
         validate_resource_url=check_resource,
     )
+    provider.device_turn = auth.device_turn
+    auth.provider = provider
     return auth
 
 
@@ -214,6 +232,30 @@ def _scopes(value: str | None) -> frozenset[str]:
 
 
 _METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid")
+
+_METADATA_NAMES = (
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+)
+"""What an authorization server metadata URL holds, wherever in its path
+(RFC 8414 inserts it before the issuer's path, OpenID discovery after)."""
+
+
+async def _server_metadata(
+    request: httpx2.Request, answer: httpx2.Response
+) -> dict[str, object] | None:
+    """The raw authorization server metadata a discovery step got, if it is
+    one (a 200 from a metadata URL, a JSON object)."""
+    if answer.status_code != 200 or request.method != "GET":
+        return None
+    if not any(name in request.url.path for name in _METADATA_NAMES):
+        return None
+    try:
+        await answer.aread()  # the SDK reads it too: read once, kept
+        body = answer.json()
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def _origin(url: str) -> str:
@@ -361,6 +403,11 @@ class ConnectionAuth(httpx2.Auth):
         self._authorized: object | None = None
         self._accepted = False
         self._counted = False
+        # RFC 8628: the device endpoint the authorization server metadata
+        # names (the SDK's model drops it), and a device login's grant.
+        self._device_endpoint: str | None = None
+        self._device: DeviceGrant | None = None
+        self._device_request: httpx2.Request | None = None
 
     # --- what the server says ------------------------------------------------------
 
@@ -429,6 +476,35 @@ class ConnectionAuth(httpx2.Auth):
         self._expires_at = None
         await self.tokens.drop_tokens()
 
+    # --- device login (RFC 8628) ---------------------------------------------------
+
+    async def device_turn(self) -> httpx2.Request | None:
+        """The provider's authorization step: for a device login under way,
+        the device authorization request (None: the browser's turn).
+
+        Raises:
+            DeviceLoginUnsupported: The authorization server names no device
+                authorization endpoint.
+        """
+        login = self._desk.pending(self.name) if self.interactive else None
+        if login is None or not login.device:
+            return None
+        if self._device_endpoint is None:
+            raise self._no_device(login, None)
+        self.authorize_began = time.monotonic()
+        context = self._sdk().context
+        self._device = DeviceGrant(context, self._device_endpoint, login, self.report)
+        self._device_request = self._device.first_request()
+        return self._device_request
+
+    def _no_device(self, login: Login, issuer: object) -> LoginRequired:
+        """End `login` (a device login): its server does not offer one."""
+        context = self._sdk().context
+        where = str(issuer or context.auth_server_url or _origin(context.server_url))
+        error = unsupported(self.name, where)
+        login.cannot(str(error))
+        return error
+
     # --- reports -------------------------------------------------------------------
 
     def report(
@@ -452,6 +528,8 @@ class ConnectionAuth(httpx2.Auth):
         context = provider.context
         server = self.tokens.auth_server()
         client = context.client_info
+        if server is not None:
+            self._device_endpoint = server.device_endpoint
         if (
             server is not None
             and context.oauth_metadata is None
@@ -609,9 +687,15 @@ class ConnectionAuth(httpx2.Auth):
         provider = self._sdk()
         context = provider.context
         login = self._desk.pending(self.name) if self.interactive else None
-        if login is not None:
+        if login is not None and login.redirect_uri is not None:
             context.client_metadata.redirect_uris = [AnyUrl(login.redirect_uri)]
             self.tokens.redirect_uri = login.redirect_uri
+            context.client_info = await self.tokens.get_client_info()
+        elif login is not None:  # a device login: any registration will do
+            grants = context.client_metadata.grant_types
+            if DEVICE_GRANT not in grants:
+                context.client_metadata.grant_types = [*grants, DEVICE_GRANT]
+            self.tokens.redirect_uri = None
             context.client_info = await self.tokens.get_client_info()
         flow = provider.async_auth_flow(request)
         retried: httpx2.Response | None = None
@@ -626,6 +710,19 @@ class ConnectionAuth(httpx2.Auth):
                 # authorization, not two racing for the same login.)
                 outgoing = await flow.asend(response)
             while True:
+                grant = self._device
+                if grant is not None and outgoing is self._device_request:
+                    # The SDK's authorization step, as a device login: ask for
+                    # a code, show it, poll; the SDK takes the granted tokens.
+                    self._device = self._device_request = None
+                    async with httpx2.AsyncClient(
+                        timeout=DEVICE_HTTP_TIMEOUT, follow_redirects=False
+                    ) as client:
+                        with waiting_on_the_user():
+                            granted = await grant.run(outgoing, client.send)
+                    exchanged, last = True, None
+                    outgoing = await flow.asend(granted)
+                    continue
                 step = _step(outgoing) if outgoing is not request else ""
                 began = time.monotonic()
                 try:
@@ -650,6 +747,12 @@ class ConnectionAuth(httpx2.Auth):
                     )
                 else:
                     retried = answer
+                found = await _server_metadata(outgoing, answer) if step else None
+                if found is not None:
+                    self._device_endpoint = device_endpoint(found)
+                    if login is not None and login.device and not self._device_endpoint:
+                        # Before registering: nothing more to ask of it.
+                        raise self._no_device(login, found.get("issuer"))
                 outgoing = await flow.asend(answer)
         except StopAsyncIteration:
             self._track()
@@ -661,6 +764,7 @@ class ConnectionAuth(httpx2.Auth):
                             context.auth_server_url,
                             context.oauth_metadata,
                             context.protected_resource_metadata,
+                            self._device_endpoint,
                         )
                     )
             if retried is None:

@@ -15,28 +15,44 @@ Why each is used, and which public API would replace it:
   answer through the SDK's own code. Replace with public load/refresh hooks on
   `OAuthClientProvider` (2.3 has `TokenStorage`, used for storage, but no
   public refresh step).
+* `OAuthClientProvider._perform_authorization` (`DeviceAwareProvider`): the
+  SDK has no device authorization grant (RFC 8628); for a device login the
+  step that would send the user's browser to the authorization endpoint
+  returns the device authorization request instead, which the daemon's flow
+  recognises and carries on with (`transport.device`), after the SDK's own
+  discovery, registration and scope selection, and before its own handling of
+  the token response. Replace with a public grant hook on
+  `OAuthClientProvider` (or the SDK's own device grant).
+* `mcp.shared._request_clock.waiting_on_a_person` (`waiting_on_the_user`):
+  the SDK stops the clock of the MCP request a login serves while the
+  browser is out; a device login's polling waits on a person too. Replace
+  with the public form of that clock (none in 2.3).
 
 `tests/test_compat.py` fails with `WHY` when the installed SDK lacks one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx2
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
+from mcp.shared._request_clock import waiting_on_a_person
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
 __all__ = [
     "PRIVATE_NAMES",
     "WHY",
+    "DeviceAwareProvider",
     "oauth_load",
     "oauth_loaded",
     "oauth_refresh_request",
     "oauth_take_refresh",
     "speak_for_the_caller",
+    "waiting_on_the_user",
 ]
 
 WHY = (
@@ -52,6 +68,7 @@ PRIVATE_NAMES: dict[type, tuple[str, ...]] = {
         "_initialized",
         "_refresh_token",
         "_handle_refresh_response",
+        "_perform_authorization",
     ),
 }
 """Each class and the private names of its instances used here."""
@@ -122,3 +139,30 @@ async def oauth_take_refresh(
     """Take the answer to a refresh request (stores new tokens). Returns
     whether it gave new tokens."""
     return bool(await provider._handle_refresh_response(response))
+
+
+class DeviceAwareProvider(OAuthClientProvider):
+    """The SDK's provider, whose authorization step may be a device login.
+
+    `device_turn` (set by the daemon) is asked first when the flow reaches the
+    authorization step: a request it returns (the device authorization
+    request) is what the flow sends instead of the authorization code's token
+    request; None lets the SDK send the browser as usual.
+    """
+
+    device_turn: Callable[[], Awaitable[httpx2.Request | None]] | None = None
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        if self.device_turn is not None:
+            request = await self.device_turn()
+            if request is not None:
+                return request
+        return await super()._perform_authorization()
+
+
+@contextmanager
+def waiting_on_the_user() -> Iterator[None]:
+    """Stop the clock of the MCP request this login serves while the block
+    is open (the user is approving a device login)."""
+    with waiting_on_a_person():
+        yield

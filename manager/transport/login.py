@@ -14,6 +14,11 @@ Without a login under way, `redirect` raises `LoginRequired`: the connection
 waits in `needs_login` and nothing is sent to the authorization server.
 For a daemon on another machine, `feed(url)` takes the final redirect URL the
 user pasted (`login --manual`), checked the same way.
+
+A device login (`login --device`, RFC 8628, `device`) has no listener: the
+flow shows the address and the user code (`show_device`) and polls the
+authorization server, pausing between polls on the login (`pause`), so its end
+or its deadline stops the polling too.
 """
 
 from __future__ import annotations
@@ -58,15 +63,23 @@ class Login:
 
     Attributes:
         name: The connection.
-        redirect_uri: Where the authorization server sends the browser back.
-        url: The authorization URL once the flow reached it (`url_ready`).
+        redirect_uri: Where the authorization server sends the browser back
+            (None for a device login).
+        url: The authorization URL once the flow reached it (`url_ready`); for
+            a device login, the verification URI.
+        user_code: A device login's code for the user to enter at `url`.
+        url_complete: A device login's verification URI with the code in it,
+            if the server gave one.
+        device: A device login (RFC 8628): no listener, no redirect.
+        unsupported: The authorization server does not offer this kind of
+            login (a device login where it has no device endpoint).
         error: Why the login failed, once `done` is set; None if it succeeded.
     """
 
     def __init__(
         self,
         name: str,
-        listener: anyio.abc.Listener[anyio.abc.SocketStream],
+        listener: anyio.abc.Listener[anyio.abc.SocketStream] | None,
         port: int,
         timeout: float = LOGIN_TIMEOUT,
     ) -> None:
@@ -74,9 +87,15 @@ class Login:
         self.timeout = timeout
         self.deadline = anyio.current_time() + timeout
         """When the login gives up waiting for the browser (event-loop time)."""
-        self.redirect_uri = f"http://127.0.0.1:{port}{CALLBACK_PATH}"
+        self.device = listener is None
+        self.redirect_uri = (
+            None if self.device else f"http://127.0.0.1:{port}{CALLBACK_PATH}"
+        )
         self.url: str | None = None
         self.url_ready = anyio.Event()
+        self.user_code: str | None = None
+        self.url_complete: str | None = None
+        self.unsupported = False
         self.error: str | None = None
         self.done = anyio.Event()
         self._listener = listener
@@ -92,6 +111,27 @@ class Login:
         self._state = _first(parse_qs(urlsplit(url).query), "state")
         self.url = url
         self.url_ready.set()
+
+    def show_device(self, url: str, user_code: str, complete: str | None) -> None:
+        """A device login got its codes: hand the address and the user code to
+        the user (the device code stays with the flow)."""
+        self.url, self.user_code, self.url_complete = url, user_code, complete
+        self.url_ready.set()
+
+    def cannot(self, reason: str) -> None:
+        """The authorization server does not offer this kind of login."""
+        self.unsupported = True
+        self.fail(reason)
+
+    async def pause(self, seconds: float) -> bool:
+        """Wait `seconds` between a device login's polls.
+
+        Returns:
+            False if the login ended meanwhile (or had ended): stop polling.
+        """
+        with anyio.move_on_after(seconds):
+            await self._answered.wait()
+        return not self._answered.is_set()
 
     async def code(self) -> AuthorizationCodeResult:
         """Wait for the browser's redirect (until the login's deadline).
@@ -147,25 +187,34 @@ class Login:
         """The connection's try that used this login ended (None: connected)."""
         if self.done.is_set():
             return
-        self.error = error
-        self.fail(error or "finished")
+        if not self.unsupported:  # that sentence says it best
+            self.error = error
+        self._answered.set()  # a wait for the browser (or a poll) ends too
         self.done.set()
         self._scope.cancel()
 
     # --- the loopback listener --------------------------------------------------
 
     async def serve(self) -> None:
-        """Answer the browser's redirect until the login ends or its deadline."""
+        """Answer the browser's redirect until the login ends or its deadline
+        (a device login: only wait for either)."""
         timeout = self.timeout
         with self._scope:
             self._scope.deadline = self.deadline
-            try:
-                await self._listener.serve(self._answer)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self._listener.aclose()
+            if self._listener is None:
+                await anyio.sleep_forever()
+            else:
+                try:
+                    await self._listener.serve(self._answer)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._listener.aclose()
         if not self._answered.is_set():
-            self.fail(f"no answer from the browser within {timeout:g} s")
+            self.fail(
+                f"the device login was not approved within {timeout:g} s"
+                if self.device
+                else f"no answer from the browser within {timeout:g} s"
+            )
         if not self.done.is_set() and self._result is None:
             self.finish(self.error)
 
@@ -228,9 +277,12 @@ class LoginDesk:
         name: str,
         port: int | None = None,
         timeout: float = LOGIN_TIMEOUT,  # noqa: ASYNC109 - the login's own deadline
+        *,
+        device: bool = False,
     ) -> Login:
         """Open a login for `name` (ending one already under way) that waits
-        `timeout` seconds for the browser; `serve()` it.
+        `timeout` seconds for the browser (or the user's approval of a
+        `device` login, which listens on no port); `serve()` it.
 
         Raises:
             OSError: The callback port cannot be bound.
@@ -238,6 +290,10 @@ class LoginDesk:
         old = self._logins.pop(name, None)
         if old is not None:
             old.finish("replaced by a new login")
+        if device:
+            login = Login(name, None, 0, timeout)
+            self._logins[name] = login
+            return login
         listener = await anyio.create_tcp_listener(
             local_host="127.0.0.1", local_port=port or 0
         )

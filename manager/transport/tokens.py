@@ -90,11 +90,14 @@ class AuthServer:
             2025-03-26 path without that metadata).
         metadata: Its RFC 8414 metadata, as discovered (issuer checked).
         resource: The protected resource metadata that named it, if any.
+        device_endpoint: Its RFC 8628 `device_authorization_endpoint`, if
+            its metadata names one (the SDK's metadata model drops it).
     """
 
     issuer: str | None
     metadata: OAuthMetadata
     resource: ProtectedResourceMetadata | None = None
+    device_endpoint: str | None = None
 
 
 class FileTokens(TokenStorage):
@@ -214,8 +217,13 @@ class FileTokens(TokenStorage):
             )
         except ValidationError:
             return None
-        issuer = raw.get("issuer")
-        return AuthServer(issuer if isinstance(issuer, str) else None, metadata, prm)
+        issuer, device = raw.get("issuer"), raw.get("device_endpoint")
+        return AuthServer(
+            issuer if isinstance(issuer, str) else None,
+            metadata,
+            prm,
+            device if isinstance(device, str) else None,
+        )
 
     async def set_auth_server(self, server: AuthServer) -> None:
         """Keep the authorization server the tokens just came from."""
@@ -226,6 +234,7 @@ class FileTokens(TokenStorage):
             "resource": server.resource.model_dump(mode="json", exclude_none=True)
             if server.resource is not None
             else None,
+            "device_endpoint": server.device_endpoint,
         }
         data["issuer"] = self.issuer
         self._write(data)

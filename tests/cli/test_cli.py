@@ -85,6 +85,7 @@ class FakeBackend:
         self.login_end = LoginResult(
             server="api", done=True, connected=True, state="connected"
         )
+        self.device_asked = False
 
     def status(self) -> list[ConnectionStatus]:
         return [ConnectionStatus.from_dict(row) for row in STATUS]
@@ -154,7 +155,13 @@ class FakeBackend:
         }[kind]
         return [row for row in rows if server is None or row.server == server]
 
-    async def login(self, server: str, timeout: float) -> LoginStart:  # noqa: ASYNC109
+    async def login(
+        self,
+        server: str,
+        timeout: float,  # noqa: ASYNC109
+        device: bool = False,
+    ) -> LoginStart:
+        self.device_asked = device
         return self.login_start
 
     async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109
@@ -557,6 +564,50 @@ def test_a_login_that_ends_before_its_address_says_how(
     assert main(["login", "api", "--no-browser", "--socket", daemon.socket]) == code
     out, err = capsys.readouterr()
     assert said in (out if code == 0 else err)
+
+
+def test_login_device_prints_the_address_and_the_code_then_waits(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.backend.login_start = LoginStart(
+        server="api",
+        state="needs_login",
+        url="https://auth.example/device",
+        user_code="WDJB-MJHT",
+        url_complete="https://auth.example/device?user_code=WDJB-MJHT",
+    )
+    assert main(["login", "api", "--device", "--socket", daemon.socket]) == 0
+    out, err = capsys.readouterr()
+    assert daemon.backend.device_asked
+    assert out.splitlines() == [
+        "https://auth.example/device",
+        "and enter the code: WDJB-MJHT",
+        "https://auth.example/device?user_code=WDJB-MJHT",
+        "api: connected",
+    ]
+    assert "open this address on any device" in err
+    assert "waiting for the approval" in err
+
+
+def test_login_device_where_the_server_offers_none_exits_2_with_the_sentence(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sentence = (
+        "the authorization server at https://auth.example does not offer "
+        "device login (RFC 8628); use `mcp-manager login api` (browser) or "
+        "`--manual`"
+    )
+    daemon.backend.login_start = LoginStart(
+        server="api",
+        done=True,
+        state="needs_login",
+        error=sentence,
+        unsupported=True,
+    )
+    assert main(["login", "api", "--device", "--socket", daemon.socket]) == 2
+    assert capsys.readouterr().err == f"mcp-manager: api: {sentence}\n"
+    assert main(["login", "api", "--device", "--manual"]) == 2
+    assert "pick one" in capsys.readouterr().err
 
 
 def test_logout_says_whether_tokens_were_forgotten(

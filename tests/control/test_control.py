@@ -141,8 +141,22 @@ class FakeBackend:
     def catalog(self, kind: str, server: str | None) -> list[CatalogRow]:
         return [CatalogRow(kind, server=server or "fs", name=f"one of the {kind}")]
 
-    async def login(self, server: str, timeout: float) -> LoginStart:  # noqa: ASYNC109
+    async def login(
+        self,
+        server: str,
+        timeout: float,  # noqa: ASYNC109
+        device: bool = False,
+    ) -> LoginStart:
         self.logins.append(("login", server, timeout))
+        if device:
+            self.logins.append(("device", server, timeout))
+            return LoginStart(
+                server=server,
+                state="needs_login",
+                url="https://auth.example/device",
+                user_code="WDJB-MJHT",
+                url_complete="https://auth.example/device?user_code=WDJB-MJHT",
+            )
         return LoginStart(
             server=server,
             state="needs_login",
@@ -558,8 +572,26 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "connected": False,
             "state": "needs_login",
             "error": None,
+            "unsupported": False,
             "url": "https://auth.example/authorize?x=1",
             "redirect_uri": "http://127.0.0.1:33418/callback",
+            "user_code": None,
+            "url_complete": None,
+        },
+    ),
+    (
+        {"cmd": "login", "server": "api", "timeout": 30, "device": True},
+        {
+            "server": "api",
+            "done": False,
+            "connected": False,
+            "state": "needs_login",
+            "error": None,
+            "unsupported": False,
+            "url": "https://auth.example/device",
+            "redirect_uri": None,
+            "user_code": "WDJB-MJHT",
+            "url_complete": "https://auth.example/device?user_code=WDJB-MJHT",
         },
     ),
     (
@@ -570,6 +602,7 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "connected": True,
             "state": "connected",
             "error": None,
+            "unsupported": False,
         },
     ),
     (
@@ -608,6 +641,9 @@ async def test_the_login_commands_come_back_typed(sock_dir: Path) -> None:
     client = ControlClient(path)
     async with serving(backend, path):
         started = await anyio.to_thread.run_sync(lambda: client.login("api", 30))
+        device = await anyio.to_thread.run_sync(
+            lambda: client.login("api", 30, device=True)
+        )
         pasted = await anyio.to_thread.run_sync(
             lambda: client.login_callback("api", "http://x/cb?code=1")
         )
@@ -619,6 +655,11 @@ async def test_the_login_commands_come_back_typed(sock_dir: Path) -> None:
         url="https://auth.example/authorize?x=1",
         redirect_uri="http://127.0.0.1:33418/callback",
     )
+    assert (device.url, device.user_code, device.redirect_uri) == (
+        "https://auth.example/device",
+        "WDJB-MJHT",
+        None,
+    )
     assert pasted == CallbackReply(server="api", message="Logged in.")
     assert ended == LoginResult(
         server="api", done=True, connected=True, state="connected"
@@ -626,6 +667,8 @@ async def test_the_login_commands_come_back_typed(sock_dir: Path) -> None:
     assert gone == LogoutReply(server="api", forgot=True)
     assert [(cmd, server) for cmd, server, _ in backend.logins] == [
         ("login", "api"),
+        ("login", "api"),
+        ("device", "api"),
         ("login_callback", "api"),
         ("login_wait", "api"),
         ("logout", "api"),

@@ -99,11 +99,19 @@ FULL: list[Reply] = [
         tools=("read", "write"),
     ),
     LoginResult(server="api", done=True, state="needs_login", error="denied"),
+    LoginResult(server="api", done=True, error="no device login", unsupported=True),
     LoginStart(
         server="api",
         state="needs_login",
         url="https://auth.example/authorize?x=1",
         redirect_uri="http://127.0.0.1:33418/callback",
+    ),
+    LoginStart(
+        server="api",
+        state="needs_login",
+        url="https://auth.example/device",
+        user_code="WDJB-MJHT",
+        url_complete="https://auth.example/device?user_code=WDJB-MJHT",
     ),
     CallbackReply(server="api", message="Logged in."),
     LogoutReply(server="api", forgot=True),
@@ -215,8 +223,15 @@ WRONG: dict[type, dict[str, object]] = {
         "connected": "yes",
         "state": 4,
         "error": 5,
+        "unsupported": "yes",
     },
-    LoginStart: {"url": 1, "redirect_uri": [], "done": "no"},
+    LoginStart: {
+        "url": 1,
+        "redirect_uri": [],
+        "done": "no",
+        "user_code": 7,
+        "url_complete": {},
+    },
     CallbackReply: {"server": [], "message": 3},
     LogoutReply: {"server": None, "forgot": 1},
 }
@@ -272,8 +287,11 @@ def test_the_wire_form_is_the_documented_one_key_for_key() -> None:
         "connected",
         "state",
         "error",
+        "unsupported",
         "url",
         "redirect_uri",
+        "user_code",
+        "url_complete",
     ]
     assert list(LoginResult().to_dict()) == [
         "server",
@@ -281,6 +299,7 @@ def test_the_wire_form_is_the_documented_one_key_for_key() -> None:
         "connected",
         "state",
         "error",
+        "unsupported",
     ]
     tool, prompt, resource = (row.to_dict() for row in ROWS)
     assert list(tool) == [

@@ -11,7 +11,12 @@ One uvicorn app on 127.0.0.1 (an ephemeral port) plays both parts:
   code and `state` (a test "browser" GETs it without following redirects),
   and a token endpoint for `authorization_code` (PKCE S256 checked),
   `refresh_token` (rotating: a used refresh token is dead) and
-  `client_credentials` (`client_secret_basic`).
+  `client_credentials` (`client_secret_basic`);
+* with `device` on, the device authorization grant (RFC 8628): a
+  `device_authorization_endpoint` in its metadata (absent otherwise), device
+  codes, `authorization_pending` until a test decides (`decide`, an HTTP
+  endpoint standing in for the user at the verification page), `slow_down`
+  for the first `slow_downs` polls, `expired_token` past `device_expires_in`.
 
 It records what a secret audit needs (every token, code, verifier and client
 secret it handed out or received) and what a "never hammer" test counts
@@ -66,6 +71,19 @@ class _Grant:
     scope: str
 
 
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+@dataclass
+class _DeviceCode:
+    client_id: str
+    user_code: str
+    scope: str
+    resource: str
+    expires_at: float
+    decision: str = "pending"  # "approve", "deny"
+
+
 @dataclass
 class OAuthServer:
     """The authorization server's state, inspected by tests.
@@ -94,6 +112,14 @@ class OAuthServer:
         iss: RFC 9207: `omit` (no `iss` in the redirect, none promised),
             `correct`, `wrong` or `missing` (promised in the metadata; the
             redirect carries its issuer, another one, or none).
+        device: Offer the device authorization grant (RFC 8628).
+        device_interval: The `interval` its device codes name (seconds).
+        device_expires_in: The `expires_in` of its device codes (seconds).
+        slow_downs: The first this many device polls get `slow_down`.
+        device_requests: Each device authorization request's form, without
+            client secrets.
+        polls: When each device-code token request arrived (monotonic), and
+            what it was answered.
     """
 
     inner: ASGIApp
@@ -108,6 +134,10 @@ class OAuthServer:
     metadata_issuer: str | None = None
     iss: str = "omit"
     as_path: str = ""
+    device: bool = False
+    device_interval: float = 0
+    device_expires_in: float = 600
+    slow_downs: int = 0
     base: str = ""
     clients: dict[str, _Client] = field(default_factory=dict)
     valid: dict[str, float] = field(default_factory=dict)  # access token -> expiry
@@ -121,6 +151,9 @@ class OAuthServer:
     max_refreshes_in_flight: int = 0
     refused_refreshes: int = 0
     seen_secrets: set[str] = field(default_factory=set)
+    device_codes: dict[str, _DeviceCode] = field(default_factory=dict)
+    device_requests: list[dict[str, str]] = field(default_factory=list)
+    polls: list[tuple[float, str]] = field(default_factory=list)
     _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
@@ -151,6 +184,19 @@ class OAuthServer:
         assert response.status_code == 302, response.text
         return response.headers["location"]
 
+    async def decide(self, user_code: str, decision: str = "approve") -> int:
+        """Stand in for the user at the verification page: `approve` or
+        `deny` the device login of `user_code` (over HTTP, as a browser
+        would). Returns the HTTP status."""
+        import httpx2
+
+        async with httpx2.AsyncClient() as client:
+            response = await client.post(
+                f"{self.issuer}/device/verify",
+                data={"user_code": user_code, "decision": decision},
+            )
+        return response.status_code
+
     # --- ASGI --------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -162,7 +208,13 @@ class OAuthServer:
         self.hits[path] += 1
         if self.as_path and path.startswith(f"{self.as_path}/"):
             path = path.removeprefix(self.as_path)  # the authorization server's
-        elif self.as_path and path in ("/register", "/authorize", "/token"):
+        elif self.as_path and path in (
+            "/register",
+            "/authorize",
+            "/token",
+            "/device",
+            "/device/verify",
+        ):
             path = "/not-here"  # the resource server has no such endpoints
         response: Response
         if path.startswith("/.well-known/oauth-protected-resource"):
@@ -181,6 +233,10 @@ class OAuthServer:
             response = self._authorize(request)
         elif path == "/token":
             response = await self._token(request)
+        elif path == "/device" and self.device:
+            response = await self._device_authorization(request)
+        elif path == "/device/verify" and self.device:
+            response = await self._verify(request)
         elif path.startswith("/mcp"):
             token = request.headers.get("authorization", "").removeprefix("Bearer ")
             if self.valid.get(token, 0.0) <= time.time():
@@ -230,6 +286,10 @@ class OAuthServer:
 
     def _metadata(self) -> dict[str, object]:
         extra: dict[str, object] = {}
+        grants = ["authorization_code", "refresh_token", "client_credentials"]
+        if self.device:
+            extra["device_authorization_endpoint"] = f"{self.issuer}/device"
+            grants.append(DEVICE_GRANT)
         if self.iss != "omit":
             extra["authorization_response_iss_parameter_supported"] = True
         return extra | {
@@ -237,11 +297,7 @@ class OAuthServer:
             "authorization_endpoint": f"{self.issuer}/authorize",
             "token_endpoint": f"{self.issuer}/token",
             "registration_endpoint": f"{self.issuer}/register",
-            "grant_types_supported": [
-                "authorization_code",
-                "refresh_token",
-                "client_credentials",
-            ],
+            "grant_types_supported": grants,
             "token_endpoint_auth_methods_supported": [
                 "client_secret_basic",
                 "client_secret_post",
@@ -307,6 +363,71 @@ class OAuthServer:
             return None
         return client
 
+    async def _device_authorization(self, request: Request) -> Response:
+        form = {k: str(v) for k, v in (await request.form()).items()}
+        client = self._client(request, form)
+        if client is None:
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        self.device_requests.append(
+            {k: v for k, v in form.items() if k != "client_secret"}
+        )
+        device_code = secrets.token_urlsafe(24)
+        self.seen_secrets.add(device_code)
+        letters = "BCDFGHJKLMNPQRSTVWXZ"
+        raw = "".join(secrets.choice(letters) for _ in range(8))
+        user_code = f"{raw[:4]}-{raw[4:]}"
+        self.device_codes[device_code] = _DeviceCode(
+            client.client_id,
+            user_code,
+            form.get("scope", ""),
+            form.get("resource", ""),
+            time.monotonic() + self.device_expires_in,
+        )
+        verify = f"{self.issuer}/device/verify"
+        return JSONResponse(
+            {
+                "device_code": device_code,
+                "user_code": user_code,
+                "verification_uri": verify,
+                "verification_uri_complete": f"{verify}?user_code={user_code}",
+                "expires_in": self.device_expires_in,
+                "interval": self.device_interval,
+            }
+        )
+
+    async def _verify(self, request: Request) -> Response:
+        form = {k: str(v) for k, v in (await request.form()).items()}
+        for held in self.device_codes.values():
+            if held.user_code == form.get("user_code"):
+                held.decision = form.get("decision", "approve")
+                return Response("decided")
+        return Response("no such code", status_code=404)
+
+    def _poll(self, client: _Client, form: dict[str, str]) -> Response:
+        device_code = form.get("device_code", "")
+        held = self.device_codes.get(device_code)
+        if held is None or held.client_id != client.client_id:
+            answer = "invalid_grant"
+        elif time.monotonic() >= held.expires_at:
+            answer = "expired_token"
+        elif self.slow_downs > 0:
+            self.slow_downs -= 1
+            answer = "slow_down"
+        elif held.decision == "pending":
+            answer = "authorization_pending"
+        elif held.decision == "deny":
+            answer = "access_denied"
+        else:
+            answer = "granted"
+        self.polls.append((time.monotonic(), answer))
+        if held is None or answer != "granted":
+            if answer in ("access_denied", "expired_token"):
+                self.device_codes.pop(device_code, None)
+            return JSONResponse({"error": answer}, status_code=400)
+        del self.device_codes[device_code]  # used once
+        self.asked_scopes.append(held.scope)
+        return self._tokens(with_refresh=True, scope=held.scope)
+
     async def _token(self, request: Request) -> Response:
         form = {k: str(v) for k, v in (await request.form()).items()}
         grant = form.get("grant_type")
@@ -344,6 +465,8 @@ class OAuthServer:
                 return self._tokens(with_refresh=True, scope=kept)
             finally:
                 self.refreshes_in_flight -= 1
+        if grant == DEVICE_GRANT and self.device:
+            return self._poll(client, form)
         if grant == "client_credentials" and client.client_id == CLIENT_ID:
             return self._tokens(with_refresh=False, scope="tools")
         return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
@@ -393,6 +516,7 @@ async def oauth_demo(
     *,
     refuse_scope: bool = False,
     refuse_refresh: bool = False,
+    device: bool = False,
 ) -> AsyncIterator[OAuthServer]:
     """The demo server behind `OAuthServer`, served on 127.0.0.1 until exit."""
     demo = DemoServer()
@@ -404,6 +528,7 @@ async def oauth_demo(
         admin_tools=admin_tools,
         refuse_scope=refuse_scope,
         refuse_refresh=refuse_refresh,
+        device=device,
     )
     # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on accepted
     # sockets that say so, and without it every answer waited ~40 ms (Nagle
