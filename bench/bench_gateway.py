@@ -96,16 +96,25 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @contextlib.contextmanager
-def child(argv: list[str], log: Path, port: int | None = None) -> Iterator[None]:
+def child(
+    argv: list[str],
+    log: Path,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
     """A subprocess (its output in `log`), killed and reaped at the end."""
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
     try:
         if port is not None:
             wait_port(port, proc, log)
-        yield
+        yield proc
     finally:
         proc.terminate()
         try:
@@ -230,6 +239,15 @@ def stdio_front_argv(upstream: str, work: Path) -> list[str]:
 @contextlib.contextmanager
 def manager_gateway(upstream: str, work: Path) -> Iterator[str]:
     """`mcp-manager run --listen` with one connection `demo`; yields the URL."""
+    with manager_gateway_process(upstream, work) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def manager_gateway_process(
+    upstream: str, work: Path
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`manager_gateway`, also yielding the `mcp-manager run` process."""
     port = free_port()
     script = demo_script(upstream, work / f"startup-{port}.lua")
     argv = [
@@ -242,17 +260,26 @@ def manager_gateway(upstream: str, work: Path) -> Iterator[str]:
         "WARNING",
     ]
     argv += ["--socket", str(work / f"c-{port}.sock"), "--listen", f"127.0.0.1:{port}"]
-    with child(argv, work / "manager.log", port):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with child(argv, work / "manager.log", port) as proc:
+        yield f"http://127.0.0.1:{port}/mcp", proc
 
 
 @contextlib.contextmanager
 def fastmcp_proxy(python: Path, upstream: str, work: Path) -> Iterator[str]:
+    with fastmcp_proxy_process(python, upstream, work) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def fastmcp_proxy_process(
+    python: Path, upstream: str, work: Path
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`fastmcp_proxy`, also yielding the proxy's process."""
     port = free_port()
     argv = [str(python), str(ROOT / "bench" / "fastmcp_proxy.py"), "--port", str(port)]
     argv += ["--url", upstream] if upstream.startswith("http") else ["--", *demo_argv()]
-    with child(argv, work / "fastmcp.log", port):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with child(argv, work / "fastmcp.log", port) as proc:
+        yield f"http://127.0.0.1:{port}/mcp", proc
 
 
 async def ready(url: str, tool: str) -> None:
