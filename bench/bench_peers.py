@@ -30,6 +30,10 @@ path after path), so that background load weighs on all of them alike:
   the measured rounds.);
 - mcp-hub REST: `POST /api/servers/tools` with `{server_name, tool, arguments}`
   (httpx2, one keep-alive client); not MCP, listed for completeness;
+- mcp-manager HTTP raw: the same endpoint as mcp-manager HTTP, called as
+  mcp-hub REST is: a `tools/call` JSON-RPC POST (with the session's headers)
+  from the same bare httpx2 client, so that what the proxy adds is compared
+  without the SDK client's own cost on one side only;
 - FastMCP proxy: `bench/fastmcp_proxy.py` (streamable HTTP), `echo`.
 
 Each upstream gets up to 5 rounds (`--quick`: 2) after a warm-up, and no round
@@ -105,6 +109,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 DIRECT = "direct SDK"
 OURS_HTTP = "mcp-manager HTTP"
 OURS_STDIO = "mcp-manager stdio"
+OURS_RAW = "mcp-manager HTTP raw"
 HUB_SSE = "mcp-hub SSE /mcp"
 HUB_REST = "mcp-hub REST"
 FASTMCP = "FastMCP proxy"
@@ -199,6 +204,59 @@ def rest_call(http: httpx2.AsyncClient, base: str) -> Call:
         result = response.json().get("result") if response.is_success else None
         if not result or result.get("isError"):
             raise RuntimeError(f"mcp-hub REST echo failed: {response.text}")
+        return elapsed
+
+    return call
+
+
+async def raw_mcp_call(http: httpx2.AsyncClient, url: str) -> Call:
+    """`demo__echo` as a bare JSON-RPC POST on an initialized session."""
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    opened = await http.post(
+        url,
+        headers=headers,
+        json={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        },
+    )
+    headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+    await http.post(
+        url,
+        headers=headers,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+    )
+    ids = iter(range(1, 1 << 62))
+
+    async def call(text: str) -> float:
+        body = {
+            "jsonrpc": "2.0",
+            "id": next(ids),
+            "method": "tools/call",
+            "params": {"name": "demo__echo", "arguments": {"text": text}},
+        }
+        started = time.perf_counter()
+        response = await http.post(url, json=body, headers=headers)
+        elapsed = time.perf_counter() - started
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            data = [
+                line[6:] for line in response.text.splitlines() if line[:6] == "data: "
+            ]
+            answer = json.loads(data[-1])
+        else:
+            answer = response.json()
+        result = answer.get("result")
+        if not result or result.get("isError"):
+            raise RuntimeError(f"mcp-manager raw echo failed: {response.text}")
         return elapsed
 
     return call
@@ -350,6 +408,13 @@ async def run_upstream(
                 await open_session(stack, lambda: http_session(ours), "demo__echo"),
                 daemon.pid,
             )
+            raw_http = await stack.enter_async_context(
+                httpx2.AsyncClient(
+                    timeout=httpx2.Timeout(30),
+                    limits=httpx2.Limits(keepalive_expiry=2.0),
+                )
+            )
+            targets[OURS_RAW] = Target(await raw_mcp_call(raw_http, ours), daemon.pid)
             targets[OURS_STDIO] = Target(
                 await open_session(stack, lambda: stdio_session(front), "demo__echo"),
                 spawned_by_us(front),
@@ -447,9 +512,16 @@ def report(upstream: str, rows: dict[str, Row], how: str) -> None:
         f"{'ours':<18} {'vs':<14} {'added p50 ratio':>16}  {'best peer':<17}"
         f" {'calls/s ratio':>13}  {'best peer':<17}"
     )
-    for ours in (OURS_HTTP, OURS_STDIO):
+    pairs = (
+        (OURS_HTTP, (("any peer", PEERS), ("MCP peers", MCP_PEERS))),
+        (OURS_RAW, (("mcp-hub REST", (HUB_REST,)),)),
+        (OURS_STDIO, (("any peer", PEERS), ("MCP peers", MCP_PEERS))),
+    )
+    for ours, against in pairs:
+        if ours not in rows:
+            continue
         mine = rows[ours].figures
-        for label, peers in (("any peer", PEERS), ("MCP peers", MCP_PEERS)):
+        for label, peers in against:
             by_p50, by_rate = best(rows, peers, "p50"), best(rows, peers, "rate")
             if by_p50 is None or by_rate is None:
                 continue
