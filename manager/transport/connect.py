@@ -260,6 +260,12 @@ class McpTransport:
                 yield s_read, s_write, None
             return
         async with open_http_streams(
-            spec, lost.suspect, hooks.links, lost.refusals, auth
+            spec,
+            lost.suspect,
+            hooks.links,
+            lost.refusals,
+            auth,
+            self._send_span,
+            hooks.on_log,
         ) as (h_read, h_write):
             yield h_read, h_write, None

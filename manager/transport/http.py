@@ -1,5 +1,8 @@
 """Streamable HTTP and legacy SSE: our HTTP client under the SDK's transports.
 
+`tools/call` to a streamable HTTP server goes out by `http_relay.HttpRelay` on
+the same client; everything else through the SDK's transport.
+
 Connections are kept reusable across calls (a POST body's last chunk is read
 before the connection goes back to the pool, never twice), the server's event
 stream is watched for its end, and the session id is remembered for spans.
@@ -20,6 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ..core.spec import ConnectionSpec
 from .base import LINK_META_KEY, Refusal, RequestLinks
+from .http_relay import HttpRelay
+from .relay import NO_SEND_SPAN, SendSpan
 
 __all__ = [
     "HTTP_READ_TIMEOUT",
@@ -239,6 +244,7 @@ class SessionIdWriter:
     def __init__(self, inner: Any, ids: list[str]) -> None:
         self._inner = inner
         self._ids = ids
+        self.relay: HttpRelay | None = None
 
     @property
     def session_id(self) -> str | None:
@@ -294,11 +300,15 @@ async def open_http_streams(
     links: RequestLinks | None = None,
     refusals: list[Refusal] | None = None,
     auth: httpx2.Auth | None = None,
+    send_span: SendSpan = NO_SEND_SPAN,
+    on_log: Callable[[str, str | None, object], None] | None = None,
 ) -> AsyncIterator[tuple[Any, SessionIdWriter]]:
     """The SDK's streamable HTTP client streams for `spec`, on our HTTP client.
 
-    The write stream tells the session id; `on_event_stream_end` is called when
-    the server's standalone event stream ends.
+    The write stream tells the session id and carries the `HttpRelay` for
+    `tools/call` (`relay`, with `send_span` and `on_log`);
+    `on_event_stream_end` is called when the server's standalone event stream
+    ends.
     """
     session_ids: list[str] = []
 
@@ -323,8 +333,33 @@ async def open_http_streams(
             refusals=refusals,
         ),
     )
+    # The session reads what the SDK's transport passes on, and what the relay
+    # hands it from a call's own event stream (a server's request mid-call).
+    merged, session_read = anyio.create_memory_object_stream[Any](0)
+
+    async def pump(read: Any) -> None:
+        async with merged:
+            async for item in read:
+                await merged.send(item)
+
     async with (
         client,
         streamable_http_client(spec.url, http_client=client) as (read, write),
+        session_read,
+        anyio.create_task_group() as tg,
     ):
-        yield read, SessionIdWriter(write, session_ids)
+        tg.start_soon(pump, read)
+        writer = SessionIdWriter(write, session_ids)
+        writer.relay = HttpRelay(
+            client,
+            spec.url,
+            lambda: writer.session_id,
+            merged.send,
+            send_span,
+            on_log=on_log,
+        )
+        try:
+            yield session_read, writer
+        finally:
+            writer.relay.close()
+            tg.cancel_scope.cancel()

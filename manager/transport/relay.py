@@ -54,6 +54,7 @@ __all__ = [
     "CANCEL_WRITE_TIMEOUT",
     "NO_SEND_SPAN",
     "SendSpan",
+    "Relay",
     "StdioRelay",
     "ToolCallRelay",
 ]
@@ -140,8 +141,11 @@ class StdioRelay:
         params: dict[str, Any],
         limit: float,
         progress: ProgressCallback | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Send `method` with `params` and return the result as the server sent it.
+
+        `headers` (HTTP's, for `HttpRelay`) mean nothing on a pipe.
 
         Raises:
             MCPError: The server's JSON-RPC error; `REQUEST_TIMEOUT` after
@@ -306,17 +310,32 @@ class StdioRelay:
                 waiter.done.set()
 
 
+class Relay(Protocol):
+    """What sends one request straight to the server (`StdioRelay`,
+    `http_relay.HttpRelay`) and returns its result as the server sent it."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        limit: float,
+        progress: ProgressCallback | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]: ...
+
+
 class ToolCallRelay:
     """`tools/call` of a handshake-era session, relayed (see `McpSession`).
 
-    To a stdio server by its `StdioRelay` when the arguments are JSON, else
-    through the session's JSON-RPC dispatcher; the result as the server sent
-    it once it plainly has a tool result's shape.
+    By the transport's own relay (`StdioRelay` for a process,
+    `http_relay.HttpRelay` for streamable HTTP) when the arguments are JSON,
+    else through the session's JSON-RPC dispatcher; the result as the server
+    sent it once it plainly has a tool result's shape.
 
     Args:
         protocol: The session's negotiated protocol version.
         dispatcher: The SDK session's dispatcher.
-        stdio_relay: The stdio transport's relay, if the server is a process.
+        relay: The transport's relay, if it has one (legacy SSE has none).
 
     Raises:
         MCPError: As the SDK's session raises it (the caller maps it).
@@ -326,11 +345,11 @@ class ToolCallRelay:
         self,
         protocol: str,
         dispatcher: JSONRPCDispatcher[Any],
-        stdio_relay: StdioRelay | None = None,
+        relay: Relay | None = None,
     ) -> None:
         self._protocol = protocol
         self._dispatcher = dispatcher
-        self._stdio_relay = stdio_relay
+        self._relay = relay
 
     async def call(
         self,
@@ -340,43 +359,44 @@ class ToolCallRelay:
         meta: Mapping[str, object] | None,
         progress: ProgressCallback | None,
     ) -> CallResult:
-        """`tools/call` by the stdio relay (arguments JSON can carry) or the
-        dispatcher; the result as the server sent it."""
+        """`tools/call` by the transport's relay (arguments JSON can carry) or
+        the dispatcher; the result as the server sent it."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:  # `{}` too: some servers require the object
             params["arguments"] = dict(arguments)
         if meta is not None:
             params["_meta"] = dict(meta)
         raw: dict[str, Any] | None = None
-        if self._stdio_relay is not None:
+        headers = self._headers(name)
+        if self._relay is not None:
             with contextlib.suppress(ValueError):  # not JSON: the SDK's way below
-                raw = await self._stdio_relay.request(
-                    "tools/call", params, limit, progress
+                raw = await self._relay.request(
+                    "tools/call", params, limit, progress, headers
                 )
         if raw is None:
-            raw = await self._dispatched_call(name, params, limit, progress)
+            raw = await self._dispatched_call(params, limit, progress, headers)
         if not _plain_tool_result(raw):
             # Fails (ValidationError) or normalises as the SDK's own call would.
             typed = types.CallToolResult.model_validate(raw, by_name=False)
             raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
         return CallResult(is_error=raw.get("isError") is True, data=raw)
 
+    def _headers(self, name: str) -> dict[str, str]:
+        # What the SDK's handshake-era session stamps on a tools/call (read by
+        # streamable HTTP only).
+        return {
+            MCP_PROTOCOL_VERSION_HEADER: self._protocol,
+            MCP_NAME_HEADER: encode_header_value(name),
+        }
+
     async def _dispatched_call(
         self,
-        name: str,
         params: dict[str, Any],
         limit: float,
         progress: ProgressCallback | None,
+        headers: dict[str, str],
     ) -> dict[str, Any]:
-        # What the SDK's handshake-era session stamps on a tools/call (read by
-        # streamable HTTP only).
-        opts: CallOptions = {
-            "timeout": limit,
-            "headers": {
-                MCP_PROTOCOL_VERSION_HEADER: self._protocol,
-                MCP_NAME_HEADER: encode_header_value(name),
-            },
-        }
+        opts: CallOptions = {"timeout": limit, "headers": headers}
         if progress is not None:
             opts["on_progress"] = progress
         return await self._dispatcher.send_raw_request("tools/call", params, opts)

@@ -72,7 +72,7 @@ from .eras import MODERN, EraMemory
 from .errors import describe_error, flatten, is_session_lost, request_error
 from .liveness import TcpSentinel
 from .probe import address
-from .relay import StdioRelay, ToolCallRelay
+from .relay import Relay, ToolCallRelay
 from .requests import asked
 from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
@@ -124,7 +124,7 @@ class McpSession:
         pid: int | None,
         sentinel: TcpSentinel | None = None,
         dispatcher: JSONRPCDispatcher[Any] | None = None,
-        stdio_relay: StdioRelay | None = None,
+        relay: Relay | None = None,
         hooks: Hooks | None = None,
     ) -> None:
         self._session = session
@@ -133,7 +133,7 @@ class McpSession:
         self._relisten = anyio.Event()
         self._following = info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
         self._relay = (
-            ToolCallRelay(info.protocol, dispatcher, stdio_relay)
+            ToolCallRelay(info.protocol, dispatcher, relay)
             if dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
             else None
         )
@@ -788,7 +788,7 @@ async def handshake(
                     pid,
                     sentinel,
                     dispatcher=dispatcher,
-                    stdio_relay=getattr(write, "relay", None),
+                    relay=getattr(write, "relay", None),
                     hooks=hooks,
                 )
                 await upstream.list_tools()

@@ -1,0 +1,410 @@
+"""The lean relay for `tools/call` to a streamable HTTP server: one POST, read here.
+
+Through the SDK's streamable HTTP client, a call crosses the session's write
+stream, the transport's writer loop, a task spawned per POST, an SSE parser
+that validates every event into pydantic types, the read stream and the
+session's dispatcher, and back; that costs more CPU than everything else the
+daemon does for the call. `HttpRelay` POSTs the request itself, on the
+connection's own `httpx2` client (its headers, authorization and pooled
+keep-alive connections, the session id the SDK's transport negotiated), and
+reads the answer off the response:
+
+* `application/json`: the answer;
+* `text/event-stream`: events are read in order; the call's progress goes to
+  its callback, the server's log messages to `on_log` (as `StdioRelay` does);
+  anything else the server says on that stream (a request of its own:
+  sampling, elicitation, roots; another notification) is handed to the SDK
+  session as the SDK's transport would hand it (`inject`), and the session
+  answers it as before. A stream that ends without the answer but with event
+  ids is resumed with `Last-Event-ID`, as the SDK's client does (at most
+  `RESUME_ATTEMPTS` times).
+
+What the SDK's client does for a request is kept: the request id is the
+progress token; the timeout covers the whole exchange; a timed out or
+cancelled request gets a courtesy `notifications/cancelled`; an HTTP failure
+becomes the `MCPError` the SDK's transport would make of it (a JSON-RPC error
+in the body first, 404 as a terminated session, 202 and redirects refused);
+the SDK's CLIENT span with the W3C trace context in `params._meta` comes from
+`SendSpan`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import httpx2
+import mcp.types as types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_TIMEOUT,
+)
+
+from .base import ProgressCallback
+from .relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan
+
+__all__ = ["RESUME_ATTEMPTS", "HttpRelay"]
+
+logger = logging.getLogger(__name__)
+
+RESUME_ATTEMPTS = 2
+"""Times a call's event stream that ended early is resumed (the SDK's limit)."""
+
+RESUME_DELAY = 1.0
+"""Seconds before resuming when the server named no `retry` (the SDK's)."""
+
+_ID_PREFIX = "mcp-manager:h"
+"""Our request ids (strings, so they never meet the SDK's integer ids)."""
+
+_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+}
+
+
+def _dumps(value: object) -> str:
+    """Compact JSON; `ValueError` for what JSON cannot carry (NaN, objects)."""
+    try:
+        return json.dumps(
+            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except TypeError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+class _Events:
+    """Server-sent events, parsed from the bytes of a response."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self.last_id: str | None = None
+        self.retry: float | None = None
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The data of each complete `message` event in `chunk` (and before)."""
+        self._buffer += chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        out: list[str] = []
+        while True:
+            end = self._buffer.find(b"\n\n")
+            if end < 0:
+                return out
+            block, self._buffer = self._buffer[:end], self._buffer[end + 2 :]
+            kind, data = "message", []
+            for line in block.decode("utf-8", "replace").split("\n"):
+                field, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if field == "data":
+                    data.append(value)
+                elif field == "event":
+                    kind = value
+                elif field == "id":
+                    self.last_id = value
+                elif field == "retry" and value.isdigit():
+                    self.retry = int(value) / 1000
+            if kind == "message" and data:
+                out.append("\n".join(data))
+
+
+class HttpRelay:
+    """Requests POSTed on the connection's client, answers read off the response.
+
+    Args:
+        client: The connection's HTTP client (the SDK's transport uses it too).
+        url: The server's MCP endpoint.
+        session_id: The HTTP session id the SDK's transport negotiated.
+        inject: Hands a message the server sent on a call's stream, other than
+            the call's answer, progress and log messages, to the SDK session.
+        send_span: The SDK's span around each request.
+        on_log: Takes the server's log messages (level, logger, data).
+    """
+
+    def __init__(
+        self,
+        client: httpx2.AsyncClient,
+        url: str,
+        session_id: Callable[[], str | None],
+        inject: Callable[[SessionMessage], Awaitable[None]],
+        send_span: SendSpan = NO_SEND_SPAN,
+        *,
+        on_log: Callable[[str, str | None, object], None] | None = None,
+    ) -> None:
+        self._client = client
+        self._url = url
+        self._session_id = session_id
+        self._inject = inject
+        self._send_span = send_span
+        self._on_log = on_log
+        self._ids = itertools.count(1)
+        self._closed = False
+
+    def close(self) -> None:
+        """The connection is gone: requests fail at once from now on."""
+        self._closed = True
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        limit: float,
+        progress: ProgressCallback | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Send `method` with `params` and return the result as the server sent it.
+
+        Raises:
+            MCPError: The server's JSON-RPC error; `REQUEST_TIMEOUT` after
+                `limit` seconds; `CONNECTION_CLOSED` once the server is gone;
+                what the SDK's transport makes of an HTTP failure.
+            ValueError: `params` cannot be written as JSON (the caller can
+                send it the SDK's way).
+        """
+        if self._closed:
+            raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+        meta = dict(params.get("_meta") or {})
+        body = _dumps({k: v for k, v in params.items() if k != "_meta"})
+        request_id = f"{_ID_PREFIX}{next(self._ids)}"
+        if progress is not None:
+            meta["progressToken"] = request_id
+        sent = dict(_HEADERS)
+        if headers:
+            sent.update(headers)
+        name = params.get("name")
+        try:
+            with self._send_span(
+                method, name if isinstance(name, str) else None, request_id, meta
+            ) as failed:
+                if meta:  # spliced in: the rest was encoded (and checked) above
+                    comma = "," if body != "{}" else ""
+                    body = f'{body[:-1]}{comma}"_meta":{_dumps(meta)}}}'
+                data = (
+                    f'{{"jsonrpc":"2.0","id":"{request_id}","method":{_dumps(method)},'
+                    f'"params":{body}}}'
+                ).encode()
+                with anyio.fail_after(limit):
+                    try:
+                        answer = await self._exchange(data, sent, request_id, progress)
+                    except ValueError as exc:  # sent: never "send it another way"
+                        raise MCPError(
+                            code=PARSE_ERROR,
+                            message=f"Failed to parse the server's answer: {exc}",
+                        ) from None
+                error = answer.get("error")
+                if isinstance(error, dict):
+                    code, text = error.get("code"), error.get("message")
+                    failed(
+                        code if isinstance(code, int) else INTERNAL_ERROR,
+                        text if isinstance(text, str) else "",
+                    )
+        except TimeoutError:
+            with anyio.move_on_after(CANCEL_WRITE_TIMEOUT):
+                await self._cancel(request_id, f"timed out after {limit}s", sent)
+            raise MCPError(
+                code=REQUEST_TIMEOUT, message=f"Request {method!r} timed out"
+            ) from None
+        except anyio.get_cancelled_exc_class():
+            with anyio.move_on_after(CANCEL_WRITE_TIMEOUT, shield=True):
+                await self._cancel(request_id, "caller cancelled", sent)
+            raise
+        except httpx2.HTTPError as exc:
+            raise MCPError(
+                code=CONNECTION_CLOSED, message=f"Connection closed: {exc!r}"
+            ) from None
+        error = answer.get("error")
+        if isinstance(error, dict):
+            raise _error_of(error)
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise MCPError(
+                code=INTERNAL_ERROR, message="the server's answer has no result"
+            )
+        return result
+
+    def _headers(self, sent: dict[str, str]) -> dict[str, str]:
+        sid = self._session_id()
+        if sid is not None:
+            return {**sent, "mcp-session-id": sid}
+        return sent
+
+    async def _exchange(
+        self,
+        data: bytes,
+        sent: dict[str, str],
+        request_id: str,
+        progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        """POST the request; the answer, from JSON or the event stream."""
+        events = _Events()
+        async with self._client.stream(
+            "POST", self._url, content=data, headers=self._headers(sent)
+        ) as response:
+            await _refuse(response, self._session_id() is not None)
+            kind = response.headers.get("content-type", "").lower()
+            if kind.startswith("application/json"):
+                whole = json.loads(await response.aread())
+                if not isinstance(whole, dict):
+                    raise MCPError(
+                        code=INTERNAL_ERROR,
+                        message="the server answered with something that is not "
+                        "one JSON-RPC message",
+                    )
+                return whole
+            if not kind.startswith("text/event-stream"):
+                raise MCPError(
+                    code=INVALID_REQUEST, message=f"Unexpected content type: {kind}"
+                )
+            answer = await self._read(response, events, request_id, progress)
+        for _ in range(RESUME_ATTEMPTS):
+            if answer is not None or events.last_id is None:
+                break
+            delay = events.retry if events.retry is not None else RESUME_DELAY
+            await anyio.sleep(delay)
+            resume = {
+                **self._headers(sent),
+                "accept": "text/event-stream",
+                "last-event-id": events.last_id,
+            }
+            resume.pop("content-type", None)
+            async with self._client.stream(
+                "GET", self._url, headers=resume
+            ) as response:
+                if response.status_code != 200:
+                    break
+                answer = await self._read(response, events, request_id, progress)
+        if answer is None:
+            raise MCPError(
+                code=CONNECTION_CLOSED, message="SSE stream ended without a response"
+            )
+        return answer
+
+    async def _read(
+        self,
+        response: httpx2.Response,
+        events: _Events,
+        request_id: str,
+        progress: ProgressCallback | None,
+    ) -> dict[str, Any] | None:
+        """Events until the answer to `request_id` (None: the stream ended)."""
+        async for chunk in response.aiter_bytes():
+            for data in events.feed(chunk):
+                try:
+                    message = json.loads(data)
+                except ValueError:
+                    logger.warning("ignored an event that is not JSON: %.80r", data)
+                    continue
+                if not isinstance(message, dict):
+                    continue
+                method = message.get("method")
+                if method is None and message.get("id") == request_id:
+                    return message
+                if method == "notifications/progress" and progress is not None:
+                    params = message.get("params") or {}
+                    if params.get("progressToken") == request_id:
+                        await _report(progress, params)
+                        continue
+                if method == "notifications/message" and self._on_log is not None:
+                    note = message.get("params")
+                    if isinstance(note, dict) and isinstance(note.get("level"), str):
+                        logger_name = note.get("logger")
+                        self._on_log(
+                            note["level"],
+                            logger_name if isinstance(logger_name, str) else None,
+                            note.get("data"),
+                        )
+                        continue
+                await self._pass_on(message)
+        return None
+
+    async def _pass_on(self, message: dict[str, Any]) -> None:
+        """Hand a message to the SDK session, as its transport would."""
+        try:
+            parsed = types.jsonrpc_message_adapter.validate_python(
+                message, by_name=False
+            )
+        except ValueError:
+            logger.warning("ignored a malformed message on a call's stream")
+            return
+        try:
+            await self._inject(SessionMessage(parsed))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the session is closing
+
+    async def _cancel(self, request_id: str, reason: str, sent: dict[str, str]) -> None:
+        data = _dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request_id, "reason": reason},
+            }
+        ).encode()
+        try:
+            response = await self._client.post(
+                self._url, content=data, headers=self._headers(sent)
+            )
+            await response.aclose()
+        except httpx2.HTTPError as exc:
+            logger.debug("courtesy cancel not sent: %r", exc)
+
+
+async def _refuse(response: httpx2.Response, in_session: bool) -> None:
+    """Raise what the SDK's transport makes of a response that is no answer."""
+    status = response.status_code
+    if status == 202:
+        raise MCPError(
+            code=INVALID_REQUEST, message="server answered a request with 202 Accepted"
+        )
+    if 300 <= status < 400:
+        raise MCPError(
+            code=INVALID_REQUEST,
+            message=f"the server redirected the request ({status}); not followed",
+        )
+    if status < 400:
+        return
+    kind = response.headers.get("content-type", "").lower()
+    if kind.startswith("application/json"):
+        try:
+            body = json.loads(await response.aread())
+        except (ValueError, httpx2.HTTPError):
+            body = None
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(error, dict):
+            raise _error_of(error)
+    if status == 404:
+        if in_session:
+            raise MCPError(code=INVALID_REQUEST, message="Session terminated")
+        raise MCPError(code=METHOD_NOT_FOUND, message="Not Found")
+    raise MCPError(code=INTERNAL_ERROR, message="Server returned an error response")
+
+
+def _error_of(error: dict[str, Any]) -> MCPError:
+    """The server's JSON-RPC error, as the SDK raises it."""
+    try:
+        return MCPError.from_error_data(types.ErrorData.model_validate(error))
+    except ValueError:
+        return MCPError(
+            code=INTERNAL_ERROR, message=f"a malformed error: {error!r:.200}"
+        )
+
+
+async def _report(progress: ProgressCallback, params: Mapping[str, Any]) -> None:
+    value, total = params.get("progress"), params.get("total")
+    text = params.get("message")
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return
+    try:
+        await progress(
+            float(value),
+            float(total) if isinstance(total, int | float) else None,
+            text if isinstance(text, str) else None,
+        )
+    except Exception:  # boundary: a failing callback must not end the call
+        logger.exception("progress callback raised")

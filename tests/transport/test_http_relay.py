@@ -1,0 +1,294 @@
+"""The lean `tools/call` relay to streamable HTTP servers (`transport.http_relay`).
+
+The upstream is a hand-written handshake-era streamable HTTP server (starlette
+under uvicorn, in the test's loop) that keeps every message it is sent, so a
+test sees what went over the wire: our request ids, progress tokens, the
+session id, the courtesy `notifications/cancelled` and the answers the SDK
+session gave to what the server asked mid-call.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+import uvicorn
+from fakes import Recorder, eventually
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from manager.core.errors import CallTimeout, ServerUnavailable, UpstreamError
+from manager.core.spec import parse_spec
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
+
+pytestmark = pytest.mark.anyio
+
+SESSION = "session-1"
+TOOLS = [
+    {"name": n, "inputSchema": {"type": "object"}}
+    for n in ("echo", "stream", "ask", "slow", "fail", "gone", "resume")
+]
+
+
+def frame(message: dict[str, Any], event_id: str | None = None) -> bytes:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: message\ndata: {json.dumps(message)}\n\n".encode()
+
+
+class Upstream:
+    """A streamable HTTP MCP server of the handshake era, written by hand."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.answers: dict[Any, anyio.Event] = {}
+        self.answered: dict[Any, dict[str, Any]] = {}
+        self.resumed: list[str] = []
+
+    def calls(self) -> list[dict[str, Any]]:
+        return [m for _, m in self.posts if m.get("method") == "tools/call"]
+
+    async def post(self, request: Request) -> Response:
+        message = json.loads(await request.body())
+        self.posts.append((dict(request.headers), message))
+        method, rid = message.get("method"), message.get("id")
+        if method is None:  # the client's answer to our question
+            self.answered[rid] = message
+            self.answers.setdefault(rid, anyio.Event()).set()
+            return Response(status_code=202)
+        if rid is None:
+            return Response(status_code=202)
+        if method == "initialize":
+            return JSONResponse(
+                _result(
+                    rid,
+                    {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "http-relay-test", "version": "1"},
+                    },
+                ),
+                headers={"mcp-session-id": SESSION},
+            )
+        if request.headers.get("mcp-session-id") != SESSION:
+            return Response(status_code=400)
+        if method == "tools/list":
+            return JSONResponse(_result(rid, {"tools": TOOLS}))
+        if method == "ping":
+            return JSONResponse(_result(rid, {}))
+        params = message["params"]
+        name, args = params["name"], params.get("arguments") or {}
+        text = {"type": "text", "text": json.dumps({"id": rid, "args": args})}
+        if name == "echo":
+            return JSONResponse(_result(rid, {"content": [text], "x-later": 1}))
+        if name == "fail":
+            return JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "error": {"code": -32099, "message": "no"},
+                }
+            )
+        if name == "gone":
+            return Response(status_code=404)
+        return StreamingResponse(
+            self._stream(name, rid, params, text), media_type="text/event-stream"
+        )
+
+    async def _stream(
+        self, name: str, rid: Any, params: dict[str, Any], text: dict[str, Any]
+    ) -> AsyncIterator[bytes]:
+        if name == "stream":
+            token = params["_meta"]["progressToken"]
+            for step in (1, 2):
+                yield frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": step},
+                    }
+                )
+            yield frame(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/message",
+                    "params": {"level": "info", "logger": "t", "data": "working"},
+                }
+            )
+            yield frame(_result(rid, {"content": [text]}))
+        elif name == "ask":  # a question of the server's own, mid-call
+            yield frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "q1",
+                    "method": "roots/list",
+                }
+            )
+            event = self.answers.setdefault("q1", anyio.Event())
+            with anyio.fail_after(10):
+                await event.wait()
+            yield frame(_result(rid, {"content": [text]}))
+        elif name == "resume":  # the stream ends early; the answer comes on resume
+            yield b"retry: 10\n" + frame(
+                {"jsonrpc": "2.0", "method": "notifications/ping"}, "e1"
+            )
+        elif name == "slow":
+            await anyio.sleep(30)
+
+    async def get(self, request: Request) -> Response:
+        last = request.headers.get("last-event-id")
+        if last is None:
+            return Response(status_code=405)  # no standalone stream here
+        self.resumed.append(last)
+        (call,) = [c for c in self.calls() if c["params"]["name"] == "resume"]
+        text = {"type": "text", "text": "resumed"}
+        body = frame(_result(call["id"], {"content": [text]}), "e2")
+        return Response(body, media_type="text/event-stream")
+
+    async def delete(self, request: Request) -> Response:
+        return Response(status_code=200)
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[str]:
+        app = Starlette(
+            routes=[
+                Route("/mcp", self.post, methods=["POST"]),
+                Route("/mcp", self.get, methods=["GET"]),
+                Route("/mcp", self.delete, methods=["DELETE"]),
+            ]
+        )
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off")
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            while not server.started:  # noqa: ASYNC110 - uvicorn has no event
+                await anyio.sleep(0.01)
+            try:
+                yield f"http://127.0.0.1:{port}/mcp"
+            finally:
+                server.should_exit = True
+
+
+def _result(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+@pytest.fixture
+async def relayed() -> AsyncIterator[tuple[Manager, Upstream, Recorder]]:
+    upstream = Upstream()
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with upstream.serving() as url, Manager(bus) as manager:
+        spec = parse_spec(
+            "up",
+            url,
+            {
+                "ping_interval": 0,
+                "call_timeout": 5,
+                "protocol": "legacy",
+                "roots": ["/srv/project"],
+            },
+        )
+        manager.add(spec)
+        await rec.wait_for("connected", "up")
+        yield manager, upstream, rec
+
+
+async def test_a_call_is_one_post_with_the_sessions_headers_and_its_json_answer(
+    relayed: tuple[Manager, Upstream, Recorder],
+) -> None:
+    manager, upstream, _ = relayed
+    result = await manager.call("up", "echo", {"text": "hi"}, meta={"k": "v"})
+    assert dict(result.data)["x-later"] == 1  # as sent, not sieved by a model
+    ((headers, call),) = [
+        (h, m) for h, m in upstream.posts if m.get("method") == "tools/call"
+    ]
+    assert isinstance(call["id"], str) and call["id"].startswith("mcp-manager:")
+    assert call["params"] == {
+        "name": "echo",
+        "arguments": {"text": "hi"},
+        "_meta": {"k": "v"},
+    }
+    assert headers["mcp-session-id"] == SESSION
+    assert headers["mcp-protocol-version"] == "2025-06-18"
+    assert headers["mcp-name"] == "echo"
+
+
+async def test_progress_and_log_messages_on_the_calls_stream_reach_their_hooks(
+    relayed: tuple[Manager, Upstream, Recorder],
+) -> None:
+    manager, upstream, rec = relayed
+    steps: list[float] = []
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(progress)
+
+    result = await manager.call("up", "stream", {}, progress=report)
+    assert not result.is_error
+    assert steps == [1.0, 2.0]
+    log = await rec.wait_for("server_log", "up")
+    assert log.data == "working" and log.level == "info"  # type: ignore[attr-defined]
+    (call,) = upstream.calls()
+    assert call["params"]["_meta"] == {"progressToken": call["id"]}
+
+
+async def test_a_question_of_the_server_mid_call_is_answered_by_the_session(
+    relayed: tuple[Manager, Upstream, Recorder],
+) -> None:
+    manager, upstream, _ = relayed
+    result = await manager.call("up", "ask", {})
+    assert not result.is_error
+    answer = upstream.answered["q1"]
+    assert answer["result"]["roots"][0]["uri"] == "file:///srv/project"
+
+
+async def test_errors_keep_their_code_and_a_lost_session_says_so(
+    relayed: tuple[Manager, Upstream, Recorder],
+) -> None:
+    manager, _, _ = relayed
+    with pytest.raises(UpstreamError, match="no") as caught:
+        await manager.call("up", "fail", {})
+    assert caught.value.code == -32099
+    with pytest.raises((UpstreamError, ServerUnavailable), match="Session terminated"):
+        await manager.call("up", "gone", {})
+
+
+async def test_a_stream_that_ends_early_is_resumed_with_last_event_id(
+    relayed: tuple[Manager, Upstream, Recorder],
+) -> None:
+    manager, upstream, _ = relayed
+    with anyio.fail_after(10):
+        result = await manager.call("up", "resume", {})
+    assert dict(result.data)["content"][0]["text"] == "resumed"
+    assert upstream.resumed == ["e1"]
+
+
+async def test_a_call_that_times_out_is_cancelled_upstream(
+    relayed: tuple[Manager, Upstream, Recorder],
+) -> None:
+    manager, upstream, _ = relayed
+    with pytest.raises(CallTimeout):
+        await manager.call("up", "slow", {}, call_timeout=0.3)
+    (call,) = upstream.calls()
+
+    def cancels() -> list[dict[str, Any]]:
+        return [
+            m for _, m in upstream.posts if m.get("method") == "notifications/cancelled"
+        ]
+
+    await eventually(lambda: len(cancels()) == 1)
+    assert cancels()[0]["params"] == {
+        "requestId": call["id"],
+        "reason": "timed out after 0.3s",
+    }
