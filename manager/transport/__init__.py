@@ -7,7 +7,8 @@
 - `eras`: which protocol era each upstream speaks, learned once, remembered.
 - `lists`: what on-demand servers listed, kept between their sessions.
 - `state_files`: the state directory, and its private JSON files' one writer.
-- `relay`: the lean `tools/call` relay of a handshake-era session.
+- `relay`: the lean `tools/call` relay of a handshake-era session (one JSON
+  line to a process); `http_relay`: the same as one POST to an HTTP server.
 - `requests`: what an upstream asks of us (sampling, elicitation, roots, logs).
 - `stdio`, `http`: the two ways bytes reach a server; `children`: the process
   groups of running stdio servers and the guardian that outlives us.

@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -262,7 +262,8 @@ class HttpRelay:
                 raise MCPError(
                     code=INVALID_REQUEST, message=f"Unexpected content type: {kind}"
                 )
-            answer = await self._read(response, events, request_id, progress)
+            chunks = response.aiter_bytes()  # held until the response is closed
+            answer = await self._read(chunks, events, request_id, progress)
         for _ in range(RESUME_ATTEMPTS):
             if answer is not None or events.last_id is None:
                 break
@@ -279,7 +280,8 @@ class HttpRelay:
             ) as response:
                 if response.status_code != 200:
                     break
-                answer = await self._read(response, events, request_id, progress)
+                chunks = response.aiter_bytes()
+                answer = await self._read(chunks, events, request_id, progress)
         if answer is None:
             raise MCPError(
                 code=CONNECTION_CLOSED, message="SSE stream ended without a response"
@@ -288,13 +290,21 @@ class HttpRelay:
 
     async def _read(
         self,
-        response: httpx2.Response,
+        chunks: AsyncIterator[bytes],
         events: _Events,
         request_id: str,
         progress: ProgressCallback | None,
     ) -> dict[str, Any] | None:
-        """Events until the answer to `request_id` (None: the stream ended)."""
-        async for chunk in response.aiter_bytes():
+        """Events until the answer to `request_id` (None: the stream ended).
+
+        Returned from the middle of the body: the caller closes the response
+        (which reads the rest, `http.DrainingTransport`) while `chunks`, the
+        iteration it stopped, is still referenced. Dropped before that, the
+        stopped generators are finalised in a task of their own that closes
+        the connection under the drain, or under the next request that took
+        it from the pool.
+        """
+        async for chunk in chunks:
             for data in events.feed(chunk):
                 try:
                     message = json.loads(data)

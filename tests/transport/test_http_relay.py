@@ -19,6 +19,7 @@ import anyio
 import pytest
 import uvicorn
 from fakes import Recorder, eventually
+from servers import HttpServerFactory
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -106,8 +107,8 @@ class Upstream:
         self, name: str, rid: Any, params: dict[str, Any], text: dict[str, Any]
     ) -> AsyncIterator[bytes]:
         if name == "stream":
-            token = params["_meta"]["progressToken"]
-            for step in (1, 2):
+            token = (params.get("_meta") or {}).get("progressToken")
+            for step in (1, 2) if token is not None else ():
                 yield frame(
                     {
                         "jsonrpc": "2.0",
@@ -292,3 +293,21 @@ async def test_a_call_that_times_out_is_cancelled_upstream(
         "requestId": call["id"],
         "reason": "timed out after 0.3s",
     }
+
+
+async def test_calls_answered_on_event_streams_leave_their_connection_reusable(
+    make_http_server: HttpServerFactory,
+) -> None:
+    """Each answer is taken from the middle of its stream (the SDK's server
+    answers on one); the connection goes back to the pool only once the rest
+    is read, so the next call on it never meets a connection closed under it
+    (it did, `ReadError('')`, within a few calls)."""
+    web = make_http_server("http")
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as manager:
+        manager.add(parse_spec("web", web.url, {"protocol": "legacy"}))
+        await rec.wait_for("connected", "web")
+        for i in range(40):
+            result = await manager.call("web", "echo", {"text": str(i)})
+            assert dict(result.data)["content"][0]["text"] == str(i)
