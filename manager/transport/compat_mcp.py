@@ -2,11 +2,14 @@
 
 Why each is used, and which public API would replace it:
 
-* `ClientSession._stamp` (`speak_for_the_caller`): the per-request stamp of a
-  2026-07-28 session writes the session's own client capabilities into every
-  request's `_meta`; the daemon serves many clients, and a 2026 server judges
-  each request by the capabilities of the client that calls. Replace with a
-  public per-request capabilities override on `ClientSession` (none in 2.3).
+* `ClientSession._stamp` (`speak_for_the_caller`, `stamp_request`): the
+  per-request stamp of a 2026-07-28 session writes the session's own client
+  capabilities into every request's `_meta`; the daemon serves many clients,
+  and a 2026 server judges each request by the capabilities of the client
+  that calls. And a `tools/call` the transport's relay sends itself is
+  stamped as the session would stamp it (envelope and routing headers).
+  Replace with a public per-request capabilities override and a public
+  "prepare request" step on `ClientSession` (none in 2.3).
 * `OAuthClientProvider._initialize`, `._initialized`, `._refresh_token` and
   `._handle_refresh_response` (`oauth_*`): the daemon drives the SDK's OAuth
   flow itself (one refresh in flight per connection, a refused refresh ends in
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 from mcp import ClientSession
@@ -52,6 +55,7 @@ __all__ = [
     "oauth_refresh_request",
     "oauth_take_refresh",
     "speak_for_the_caller",
+    "stamp_request",
     "waiting_on_the_user",
 ]
 
@@ -166,3 +170,13 @@ def waiting_on_the_user() -> Iterator[None]:
     is open (the user is approving a device login)."""
     with waiting_on_a_person():
         yield
+
+
+def stamp_request(session: ClientSession, data: dict[str, Any]) -> dict[str, str]:
+    """Stamp `data` (`{"method", "params"}`) as `session` stamps a request it
+    sends (the 2026-07-28 envelope in `params._meta`); the HTTP headers the
+    stamp asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, ...)."""
+    opts: dict[str, Any] = {}
+    session._stamp(data, cast(Any, opts))
+    headers: dict[str, str] = opts.get("headers") or {}
+    return headers

@@ -27,6 +27,7 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from .. import __version__
 from ..core.errors import (
     AuthMismatch,
+    AuthorizationRefused,
     ConfigError,
     Disconnected,
     LoginRequired,
@@ -222,9 +223,14 @@ class McpTransport:
                     leaf is body_error for leaf in flatten(exc)
                 ):
                     raise
-                for leaf in flatten(exc):
-                    if isinstance(leaf, LoginRequired | AuthMismatch):
-                        raise leaf from exc
+                leaves = flatten(exc)
+                # Several requests may meet the same wall at once: a refusal
+                # (counted towards the login limit) says more than a plain
+                # "log in", which another request raises for the same cause.
+                for wanted in (AuthorizationRefused | AuthMismatch, LoginRequired):
+                    for leaf in leaves:
+                        if isinstance(leaf, wanted):
+                            raise leaf from exc
                 refusal = lost.refusals[-1] if lost.refusals else http_refusal(exc)
                 if upstream is None and refusal is not None:
                     raise refused(resolved, refusal) from exc

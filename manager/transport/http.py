@@ -102,6 +102,12 @@ POST_DRAIN_LIMIT = 0.1
 """Seconds to wait for the rest of a POST response before dropping its connection."""
 
 
+async def _raise(exc: BaseException) -> None:
+    """Fail the transport's task group with `exc`, as the SDK's transport
+    fails when its HTTP client's auth flow raises."""
+    raise exc
+
+
 def _reusable(response: httpx2.Response) -> bool:
     """Whether the connection may serve another request after this response."""
     if response.extensions.get("http_version", b"HTTP/1.1") != b"HTTP/1.1":
@@ -357,6 +363,7 @@ async def open_http_streams(
             merged.send,
             send_span,
             on_log=on_log,
+            fail=lambda exc: tg.start_soon(_raise, exc),
         )
         try:
             yield session_read, writer

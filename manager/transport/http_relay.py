@@ -25,7 +25,9 @@ cancelled request gets a courtesy `notifications/cancelled`; an HTTP failure
 becomes the `MCPError` the SDK's transport would make of it (a JSON-RPC error
 in the body first, 404 as a terminated session, 202 and redirects refused);
 the SDK's CLIENT span with the W3C trace context in `params._meta` comes from
-`SendSpan`.
+`SendSpan`. A request the connection's OAuth flow stops (a login wanted, a
+refused token) ends the transport with that error (`fail`), as it ends the
+SDK's, for the supervisor to read.
 """
 
 from __future__ import annotations
@@ -126,6 +128,9 @@ class HttpRelay:
             the call's answer, progress and log messages, to the SDK session.
         send_span: The SDK's span around each request.
         on_log: Takes the server's log messages (level, logger, data).
+        fail: Ends the connection's transport with an error of its HTTP
+            client's auth flow (a login is wanted, the server refused the
+            token), as that error ends the SDK's transport.
     """
 
     def __init__(
@@ -137,7 +142,9 @@ class HttpRelay:
         send_span: SendSpan = NO_SEND_SPAN,
         *,
         on_log: Callable[[str, str | None, object], None] | None = None,
+        fail: Callable[[BaseException], object] = lambda exc: None,
     ) -> None:
+        self._fail = fail
         self._client = client
         self._url = url
         self._session_id = session_id
@@ -146,10 +153,12 @@ class HttpRelay:
         self._on_log = on_log
         self._ids = itertools.count(1)
         self._closed = False
+        self._ended = anyio.Event()
 
     def close(self) -> None:
         """The connection is gone: requests fail at once from now on."""
         self._closed = True
+        self._ended.set()
 
     async def request(
         self,
@@ -158,8 +167,14 @@ class HttpRelay:
         limit: float,
         progress: ProgressCallback | None = None,
         headers: Mapping[str, str] | None = None,
+        *,
+        cancel: bool = True,
     ) -> dict[str, Any]:
         """Send `method` with `params` and return the result as the server sent it.
+
+        A request given up (timed out, or its caller cancelled) is closed, and
+        with `cancel` (the handshake era) also cancelled by a courtesy
+        `notifications/cancelled`; in 2026-07-28 closing its stream says it.
 
         Raises:
             MCPError: The server's JSON-RPC error; `REQUEST_TIMEOUT` after
@@ -206,18 +221,33 @@ class HttpRelay:
                         text if isinstance(text, str) else "",
                     )
         except TimeoutError:
-            with anyio.move_on_after(CANCEL_WRITE_TIMEOUT):
-                await self._cancel(request_id, f"timed out after {limit}s", sent)
+            if cancel:
+                with anyio.move_on_after(CANCEL_WRITE_TIMEOUT):
+                    await self._cancel(request_id, f"timed out after {limit}s", sent)
             raise MCPError(
                 code=REQUEST_TIMEOUT, message=f"Request {method!r} timed out"
             ) from None
         except anyio.get_cancelled_exc_class():
-            with anyio.move_on_after(CANCEL_WRITE_TIMEOUT, shield=True):
-                await self._cancel(request_id, "caller cancelled", sent)
+            if cancel:
+                with anyio.move_on_after(CANCEL_WRITE_TIMEOUT, shield=True):
+                    await self._cancel(request_id, "caller cancelled", sent)
+            raise
+        except MCPError:
             raise
         except httpx2.HTTPError as exc:
             raise MCPError(
                 code=CONNECTION_CLOSED, message=f"Connection closed: {exc!r}"
+            ) from None
+        except Exception as exc:  # the auth flow's: a login wanted, a refusal
+            # As through the SDK's transport, the error ends the session (the
+            # supervisor reads it off the session's end) and the call with it.
+            # The call ends after the session, as a call through the SDK's
+            # session does (so the session's end is what is reported).
+            self._fail(exc)
+            with anyio.move_on_after(CANCEL_WRITE_TIMEOUT):
+                await self._ended.wait()
+            raise MCPError(
+                code=CONNECTION_CLOSED, message=f"Connection closed: {exc}"
             ) from None
         error = answer.get("error")
         if isinstance(error, dict):

@@ -57,6 +57,7 @@ __all__ = [
     "Relay",
     "StdioRelay",
     "ToolCallRelay",
+    "plain_tool_result",
 ]
 
 logger = logging.getLogger(__name__)
@@ -142,10 +143,13 @@ class StdioRelay:
         limit: float,
         progress: ProgressCallback | None = None,
         headers: Mapping[str, str] | None = None,
+        *,
+        cancel: bool = True,
     ) -> dict[str, Any]:
         """Send `method` with `params` and return the result as the server sent it.
 
-        `headers` (HTTP's, for `HttpRelay`) mean nothing on a pipe.
+        `headers` (HTTP's, for `HttpRelay`) mean nothing on a pipe, where a
+        request given up is always cancelled (`cancel`: in either era).
 
         Raises:
             MCPError: The server's JSON-RPC error; `REQUEST_TIMEOUT` after
@@ -321,6 +325,8 @@ class Relay(Protocol):
         limit: float,
         progress: ProgressCallback | None = None,
         headers: Mapping[str, str] | None = None,
+        *,
+        cancel: bool = True,
     ) -> dict[str, Any]: ...
 
 
@@ -375,7 +381,7 @@ class ToolCallRelay:
                 )
         if raw is None:
             raw = await self._dispatched_call(params, limit, progress, headers)
-        if not _plain_tool_result(raw):
+        if not plain_tool_result(raw):
             # Fails (ValidationError) or normalises as the SDK's own call would.
             typed = types.CallToolResult.model_validate(raw, by_name=False)
             raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -402,7 +408,7 @@ class ToolCallRelay:
         return await self._dispatcher.send_raw_request("tools/call", params, opts)
 
 
-def _plain_tool_result(raw: Mapping[str, Any]) -> bool:
+def plain_tool_result(raw: Mapping[str, Any]) -> bool:
     """Whether `raw` is plainly a tool result: content blocks (objects with a
     string `type`), and `isError`, `structuredContent` and `_meta` of their
     types if present. Anything else is left to the SDK's model."""

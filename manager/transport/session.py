@@ -67,12 +67,12 @@ from .base import (
     ServerInfo,
     ToolInfo,
 )
-from .compat_mcp import speak_for_the_caller
+from .compat_mcp import speak_for_the_caller, stamp_request
 from .eras import MODERN, EraMemory
 from .errors import describe_error, flatten, is_session_lost, request_error
 from .liveness import TcpSentinel
 from .probe import address
-from .relay import Relay, ToolCallRelay
+from .relay import Relay, ToolCallRelay, plain_tool_result
 from .requests import asked
 from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
@@ -137,6 +137,9 @@ class McpSession:
             if dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
             else None
         )
+        # A 2026-07-28 session's calls go by the transport's relay too: the
+        # request stamped as the SDK's session stamps it (`stamp_request`).
+        self._wire = relay if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS else None
         if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS:
             speak_for_the_caller(session, ROUTED_EXTENSIONS)
         self._info = info
@@ -288,16 +291,88 @@ class McpSession:
         try:
             if self._relay is not None:
                 return await self._relay.call(name, arguments, limit, meta, progress)
-            with anyio.fail_after(limit):  # every round of it
-                result = await self._call_in_rounds(
-                    name, arguments, limit, meta, progress
-                )
+            if self._wire is not None:
+                with anyio.fail_after(limit):  # every round of it
+                    relayed = await self._in_rounds(
+                        f"tools/call {name}",
+                        meta,
+                        self._relayed_round(name, arguments, limit, meta, progress),
+                    )
+                if isinstance(relayed, dict):
+                    return CallResult(
+                        is_error=relayed.get("isError") is True, data=relayed
+                    )
+                result = relayed
+            else:
+                with anyio.fail_after(limit):  # every round of it
+                    result = await self._call_in_rounds(
+                        name, arguments, limit, meta, progress
+                    )
         except (TimeoutError, MCPError) as exc:
             raise self._ours(exc, f"tools/call {name}", limit) from exc
         # What the server sent: fields it left out stay out, and a null it
         # sent (in `_meta`, say) stays null (`exclude_none` dropped those).
         data = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
         return CallResult(is_error=bool(getattr(result, "is_error", False)), data=data)
+
+    def _relayed_round(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        meta: Mapping[str, object] | None,
+        progress: ProgressCallback | None,
+    ) -> Callable[[Answers, str | None], Awaitable[Any]]:
+        """One round of a 2026-07-28 `tools/call` by the transport's relay,
+        stamped as the SDK's session stamps it. A plain tool result comes back
+        as the JSON the server sent; `input_required` as the SDK's type (for
+        `_in_rounds`); anything else as the SDK's call would return it."""
+        wire = self._wire
+        assert wire is not None
+
+        async def send(responses: Answers, state: str | None) -> Any:
+            params: dict[str, Any] = {"name": name}
+            if arguments is not None:  # `{}` too: some servers require it
+                params["arguments"] = dict(arguments)
+            if meta is not None:
+                params["_meta"] = dict(meta)
+            if responses is not None or state is not None:
+                typed = types.CallToolRequestParams.model_validate(
+                    {**params, "inputResponses": responses, "requestState": state},
+                    by_name=False,
+                )
+                params = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
+            data: dict[str, Any] = {"method": "tools/call", "params": params}
+            headers = stamp_request(self._session, data)
+            try:
+                raw = await wire.request(
+                    "tools/call",
+                    params,
+                    limit,
+                    progress,
+                    headers,
+                    cancel=False,  # 2026 HTTP: closing the stream says it
+                )
+            except ValueError:  # not JSON: the SDK's way, nothing was sent
+                return await self._session.call_tool(
+                    name,
+                    dict(arguments) if arguments is not None else None,
+                    read_timeout_seconds=limit,
+                    progress_callback=progress,
+                    meta=cast(Any, dict(meta) if meta is not None else None),
+                    input_responses=responses,
+                    request_state=state,
+                    allow_input_required=True,
+                    allow_claimed=True,
+                )
+            kind = raw.get("resultType", "complete")
+            if kind == "input_required":
+                return types.InputRequiredResult.model_validate(raw, by_name=False)
+            if kind != "complete" or plain_tool_result(raw):
+                return raw  # a task (SEP-2663) is passed on as sent
+            return types.CallToolResult.model_validate(raw, by_name=False)
+
+        return send
 
     async def _call_in_rounds(
         self,

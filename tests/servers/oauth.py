@@ -42,7 +42,7 @@ import anyio
 import uvicorn
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from manager.demo_server.tools import DemoServer
 
@@ -257,7 +257,7 @@ class OAuthServer:
                     response = self._insufficient_scope()
                     await response(scope, receive, send)
                     return
-                await self.inner(scope, _replay(body), send)
+                await self.inner(scope, _replay(body, receive), send)
                 return
         else:
             response = Response("not found", status_code=404)
@@ -493,17 +493,18 @@ class OAuthServer:
         return JSONResponse(body)
 
 
-def _replay(body: bytes) -> Receive:
-    """An ASGI `receive` that hands the app the body we already read."""
+def _replay(body: bytes, rest: Receive) -> Receive:
+    """An ASGI `receive` that hands the app the body we already read, then
+    what the server's own `receive` says (the client's disconnect: a stream
+    the client left must end, or uvicorn waits for it forever at exit)."""
     sent = False
 
-    async def receive() -> dict[str, object]:
+    async def receive() -> Message:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        await anyio.sleep_forever()  # the app only waits here for a disconnect
-        raise AssertionError("unreachable")
+        return await rest()
 
     return receive
 
