@@ -53,7 +53,7 @@ from mcp_types import (
 )
 
 from .base import ProgressCallback
-from .relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan
+from .relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
 
 __all__ = ["RESUME_ATTEMPTS", "HttpRelay"]
 
@@ -72,16 +72,6 @@ _HEADERS = {
     "accept": "application/json, text/event-stream",
     "content-type": "application/json",
 }
-
-
-def _dumps(value: object) -> str:
-    """Compact JSON; `ValueError` for what JSON cannot carry (NaN, objects)."""
-    try:
-        return json.dumps(
-            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
-    except TypeError as exc:
-        raise ValueError(str(exc)) from exc
 
 
 class _Events:
@@ -186,7 +176,7 @@ class HttpRelay:
         if self._closed:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
         meta = dict(params.get("_meta") or {})
-        body = _dumps({k: v for k, v in params.items() if k != "_meta"})
+        body = dumps({k: v for k, v in params.items() if k != "_meta"})
         request_id = f"{_ID_PREFIX}{next(self._ids)}"
         if progress is not None:
             meta["progressToken"] = request_id
@@ -198,13 +188,7 @@ class HttpRelay:
             with self._send_span(
                 method, name if isinstance(name, str) else None, request_id, meta
             ) as failed:
-                if meta:  # spliced in: the rest was encoded (and checked) above
-                    comma = "," if body != "{}" else ""
-                    body = f'{body[:-1]}{comma}"_meta":{_dumps(meta)}}}'
-                data = (
-                    f'{{"jsonrpc":"2.0","id":"{request_id}","method":{_dumps(method)},'
-                    f'"params":{body}}}'
-                ).encode()
+                data = request_bytes(method, request_id, body, meta)
                 with anyio.fail_after(limit):
                     try:
                         answer = await self._exchange(data, sent, request_id, progress)
@@ -379,7 +363,7 @@ class HttpRelay:
             pass  # the session is closing
 
     async def _cancel(self, request_id: str, reason: str, sent: dict[str, str]) -> None:
-        data = _dumps(
+        data = dumps(
             {
                 "jsonrpc": "2.0",
                 "method": "notifications/cancelled",

@@ -57,7 +57,9 @@ __all__ = [
     "Relay",
     "StdioRelay",
     "ToolCallRelay",
+    "dumps",
     "plain_tool_result",
+    "request_bytes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -160,7 +162,7 @@ class StdioRelay:
         if self._closed:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
         meta = dict(params.get("_meta") or {})
-        body = _dumps({k: v for k, v in params.items() if k != "_meta"})
+        body = dumps({k: v for k, v in params.items() if k != "_meta"})
         request_id = f"{_ID_PREFIX}{next(self._ids)}"
         waiter = _Waiter(progress)
         if progress is not None:
@@ -172,13 +174,7 @@ class StdioRelay:
             with self._send_span(
                 method, name if isinstance(name, str) else None, request_id, meta
             ) as failed:
-                if meta:  # spliced in: the rest was encoded (and checked) above
-                    comma = "," if body != "{}" else ""
-                    body = f'{body[:-1]}{comma}"_meta":{_dumps(meta)}}}'
-                line = (
-                    f'{{"jsonrpc":"2.0","id":"{request_id}","method":{_dumps(method)},'
-                    f'"params":{body}}}\n'
-                ).encode()
+                line = request_bytes(method, request_id, body, meta) + b"\n"
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 written = True
                 try:
@@ -437,7 +433,7 @@ async def _report(
         logger.exception("progress callback raised")
 
 
-def _dumps(value: object) -> str:
+def dumps(value: object) -> str:
     """Compact JSON; `ValueError` for what JSON cannot carry (NaN, objects)."""
     try:
         return json.dumps(
@@ -447,5 +443,19 @@ def _dumps(value: object) -> str:
         raise ValueError(str(exc)) from exc
 
 
+def request_bytes(
+    method: str, request_id: str, body: str, meta: Mapping[str, Any]
+) -> bytes:
+    """A JSON-RPC request: `body` (its params without `_meta`, encoded and
+    checked by `dumps` before anything was sent) with `meta` spliced in."""
+    if meta:
+        comma = "," if body != "{}" else ""
+        body = f'{body[:-1]}{comma}"_meta":{dumps(meta)}}}'
+    return (
+        f'{{"jsonrpc":"2.0","id":"{request_id}","method":{dumps(method)},'
+        f'"params":{body}}}'
+    ).encode()
+
+
 def _encode(message: dict[str, Any]) -> bytes:
-    return _dumps(message).encode() + b"\n"
+    return dumps(message).encode() + b"\n"
