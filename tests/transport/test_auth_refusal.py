@@ -10,7 +10,6 @@ at once. Synchronised on events: the retry delay is read from the
 
 from __future__ import annotations
 
-import socket
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,8 +17,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-import uvicorn
 from fakes import Recorder
+from servers.asgi import serving
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -59,20 +58,8 @@ class Refuser:
                 Route("/sse", self.refuse, methods=["GET"]),
             ]
         )
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off")
-        )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, [sock])
-            while not server.started:  # noqa: ASYNC110 - uvicorn has no event
-                await anyio.sleep(0.01)
-            try:
-                yield f"http://127.0.0.1:{port}"
-            finally:
-                server.should_exit = True
+        async with serving(app) as base:
+            yield base
 
 
 FAST = {"backoff": {"initial": 0.05, "cap": 0.2}, "connect_timeout": 5, "hold": 0}

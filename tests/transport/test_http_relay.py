@@ -10,16 +10,15 @@ session gave to what the server asked mid-call.
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from fakes import Recorder, eventually
 from servers import HttpServerFactory
+from servers.asgi import serving
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -165,20 +164,8 @@ class Upstream:
                 Route("/mcp", self.delete, methods=["DELETE"]),
             ]
         )
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off")
-        )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, [sock])
-            while not server.started:  # noqa: ASYNC110 - uvicorn has no event
-                await anyio.sleep(0.01)
-            try:
-                yield f"http://127.0.0.1:{port}/mcp"
-            finally:
-                server.should_exit = True
+        async with serving(app) as base:
+            yield base + "/mcp"
 
 
 def _result(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
