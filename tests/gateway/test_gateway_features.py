@@ -508,27 +508,52 @@ def test_a_resource_clash_is_said_once_whoever_lists_it_first() -> None:
     assert invalid.problems and not any(map(is_rewrite, invalid.problem_keys))
 
 
-@pytest.mark.parametrize("protocol", ["2026-07-28", "legacy"])
-def test_a_cli_call_answers_what_the_server_asks_with_its_answer(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+CLI_ERAS = {"2026-07-28": "web", "legacy": "old"}
+"""The `protocol` of each connection of `answering_daemon`, and its name."""
+
+
+@pytest.fixture(scope="module")
+def answering_daemon(
+    no_leaked_children_after_module: None,
     web: HttpServerProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[DaemonProcess]:
+    """One daemon for both eras of the CLI call test: the HTTP demo declared
+    once per `protocol` (each call asks and is answered on its own)."""
+    script = tmp_path_factory.mktemp("cli-call") / "startup.lua"
+    script.write_text(
+        "".join(
+            f'mcp_add("{name}", "{web.url}", {{protocol = "{protocol}"}})\n'
+            for protocol, name in CLI_ERAS.items()
+        )
+    )
+    state = {"XDG_STATE_HOME": str(tmp_path_factory.mktemp("state"))}
+    with DaemonProcess(script, env=state) as daemon:
+        for name in CLI_ERAS.values():
+            daemon.wait_event("connected", name)
+        with sharing_children():
+            yield daemon
+
+
+@pytest.mark.parametrize("protocol", list(CLI_ERAS))
+def test_a_cli_call_answers_what_the_server_asks_with_its_answer(
+    capsys: pytest.CaptureFixture[str],
+    answering_daemon: DaemonProcess,
     protocol: str,
 ) -> None:
     """`mcp-manager call ... --answer JSON`: no client stands behind the
     call, so a question the server asks during it (elicitation) gets that
     answer, in either era; without one the question is refused."""
-    server = web
-    script = tmp_path / "startup.lua"
-    script.write_text(f'mcp_add("web", "{server.url}", {{protocol = "{protocol}"}})\n')
     answer = '{"action": "accept", "content": {"answer": "blue"}}'
-    with DaemonProcess(script) as daemon:
-        daemon.wait_event("connected", "web")
-        sock = ["--socket", str(daemon.socket)]
-        asked = ["call", "web", "ask_user", '{"message": "colour?"}', *sock]
-        assert main([*asked, "--answer", answer]) == 0
-        result = json.loads(capsys.readouterr().out)
-        assert result["content"][0]["text"] == 'accept: {"answer": "blue"}'
-        code = main(asked)
-        out = capsys.readouterr()
-        assert code != 0 and "blue" not in out.out
+    daemon = answering_daemon
+    name = CLI_ERAS[protocol]
+    status = {row.name: row for row in daemon.client.status()}[name]
+    assert status.protocol == ("2025-11-25" if protocol == "legacy" else protocol)
+    sock = ["--socket", str(daemon.socket)]
+    asked = ["call", name, "ask_user", '{"message": "colour?"}', *sock]
+    assert main([*asked, "--answer", answer]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["content"][0]["text"] == 'accept: {"answer": "blue"}'
+    code = main(asked)
+    out = capsys.readouterr()
+    assert code != 0 and "blue" not in out.out
