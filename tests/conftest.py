@@ -14,7 +14,8 @@ from there (`from servers import stdio_command, ...`), never from this file.
   server (stopped and reaped at teardown). They skip the test when node or the
   package is missing (`make test` installs it). See `servers/everything.py`.
 - `private_state_dir` (autouse): each test's own `$XDG_STATE_HOME`.
-- `no_leaked_children`: fails the test if it leaves child processes behind;
+- `no_leaked_children`: fails the test if it leaves child processes behind
+  (not counting those a module-scoped fixture shares, `sharing_children`);
   `no_leaked_children_after_module` the same once per module, for modules
   whose tests share servers started by a module-scoped fixture.
 
@@ -44,6 +45,7 @@ from servers.everything import (
     require_everything,
     serve_everything,
 )
+from servers.process import shared_children
 
 CAMPAIGNS = Path(__file__).parent / "campaigns"
 """Tests here are long campaigns: marked `campaign`, run by `.ci/run`'s second
@@ -156,12 +158,13 @@ def _leftover_children() -> list[psutil.Process]:
     """Running descendants, minus fixture-owned HTTP servers and their trees.
 
     Fixture-owned: `HttpServerProcess`es and `EverythingServer`s, which their
-    fixtures stop at teardown (possibly after this check runs).
+    fixtures stop at teardown (possibly after this check runs), and the
+    children of a module-scoped fixture marked with `sharing_children`.
 
     Zombies are not counted: they have exited, and reaping them is their
     owner's business (Python's `Popen` does it lazily).
     """
-    servers = live_server_pids() | live_everything_pids()
+    servers = live_server_pids() | live_everything_pids() | shared_children()
     skip = set(servers)
     for pid in servers:
         skip.update(p.pid for p in children_of(pid))

@@ -21,6 +21,7 @@ put its name at the right height in `LAYERS`; to add a library door, extend `DOO
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -191,7 +192,11 @@ def imports_of(path: Path) -> Iterator[Import]:
                 )
 
 
-ALL_IMPORTS = [imp for path in module_files() for imp in imports_of(path)]
+@functools.cache
+def all_imports() -> list[Import]:
+    """Every import in the package, parsed once per process when a test asks
+    (not at collection: each xdist worker collects this module)."""
+    return [imp for path in module_files() for imp in imports_of(path)]
 
 
 def room_violations(imports: list[Import]) -> list[str]:
@@ -273,12 +278,12 @@ def confinement_violations(imports: list[Import]) -> list[str]:
 def test_the_package_has_modules_to_check() -> None:
     present = {layer_of(path) for path in module_files()}
     assert PURE_CORE <= present
-    assert ALL_IMPORTS
+    assert all_imports()
 
 
 def test_each_room_imports_only_what_its_row_allows() -> None:
     assert set(ROOM_IMPORTS) == set(LAYERS), "every room has a row"
-    problems = room_violations(ALL_IMPORTS)
+    problems = room_violations(all_imports())
     assert not problems, "\n".join(problems)
 
 
@@ -298,11 +303,11 @@ def test_the_room_table_refuses_a_sink_that_reads_the_manager() -> None:
 
 
 def test_package_imports_point_down_the_layer_table() -> None:
-    assert layer_violations(ALL_IMPORTS) == []
+    assert layer_violations(all_imports()) == []
 
 
 def test_third_party_libraries_are_imported_only_through_their_door() -> None:
-    assert door_violations(ALL_IMPORTS) == []
+    assert door_violations(all_imports()) == []
 
 
 LIGHT_MODULES: dict[str, frozenset[str]] = {
@@ -319,7 +324,7 @@ LIGHT_MODULES: dict[str, frozenset[str]] = {
 def test_light_modules_import_no_heavy_library() -> None:
     problems = [
         f"{imp}: {imp.top} is too heavy here"
-        for imp in ALL_IMPORTS
+        for imp in all_imports()
         for name, heavy in LIGHT_MODULES.items()
         if imp.source == PACKAGE_DIR / name and imp.top in heavy
     ]
@@ -329,11 +334,11 @@ def test_light_modules_import_no_heavy_library() -> None:
 
 
 def test_nobody_in_the_package_imports_a_leaf_module() -> None:
-    assert leaf_violations(ALL_IMPORTS) == []
+    assert leaf_violations(all_imports()) == []
 
 
 def test_confined_modules_import_only_what_they_are_allowed() -> None:
-    assert confinement_violations(ALL_IMPORTS) == []
+    assert confinement_violations(all_imports()) == []
     present = {layer_of(path) for path in module_files()}
     for name, allowed in CONFINED.items():
         assert name in present, name

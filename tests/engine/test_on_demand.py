@@ -13,7 +13,7 @@ import anyio
 import psutil
 import pytest
 from fakes import Recorder
-from servers import raw_command, stdio_command
+from servers import raw_command
 
 from manager.core.errors import ConfigError
 from manager.core.events import Idle
@@ -25,8 +25,8 @@ from manager.transport.lists import ListMemory
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
 
-def on_demand(name: str, idle_stop: float, *, demo: bool = False) -> ConnectionSpec:
-    command, args = stdio_command() if demo else raw_command()
+def on_demand(name: str, idle_stop: float, *flags: str) -> ConnectionSpec:
+    command, args = raw_command(*flags)
     return parse_spec(
         name,
         {"command": command, "args": args},
@@ -101,7 +101,7 @@ async def test_a_call_longer_than_idle_stop_is_not_cut(tmp_path: Path) -> None:
     bus = EventBus()
     rec = Recorder(bus)
     async with Manager(bus, lists=ListMemory(tmp_path)) as manager:
-        manager.add(on_demand("od", 0.2, demo=True))
+        manager.add(on_demand("od", 0.2, "--sleep-tool"))
         await rec.wait_for("idle", "od")
         result = await manager.call("od", "sleep", {"seconds": 0.8})
         assert not result.is_error

@@ -28,7 +28,7 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from servers import HttpServerFactory, HttpServerProcess, stdio_command
+from servers import HttpServerFactory, HttpServerProcess, raw_command, stdio_command
 from test_gateway import LOCAL, demo_stdio, running_gateway
 
 from manager.core.spec import ConnectionSpec, parse_spec
@@ -420,7 +420,9 @@ async def test_padded_mcp_headers_are_read_as_http_says(demo_url: str) -> None:
         "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": envelope},
     }
     payload = json.dumps(body).encode()
-    async with running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
+    command, args = raw_command()  # any server with `echo`: the stdlib one
+    raw = parse_spec("raw", {"command": command, "args": args}, {"prefix": ""})
+    async with running_gateway([raw], wait_for=["raw"]) as (
         gateway,
         _,
         _,

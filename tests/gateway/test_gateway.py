@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -28,7 +28,13 @@ from fakes import Recorder
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from servers import HttpServerFactory, free_port, raw_command, stdio_command
+from servers import (
+    HttpServerFactory,
+    HttpServerProcess,
+    free_port,
+    raw_command,
+    stdio_command,
+)
 from servers.daemon import DaemonProcess
 
 from manager.cli import main
@@ -277,11 +283,23 @@ def test_the_cli_refuses_a_non_loopback_bind_without_a_token(
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
 
+@pytest.fixture(scope="module")
+def read_only_web(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[HttpServerProcess]:
+    """A demo server over streamable HTTP for the tests that only call its
+    tools, changing nothing (the ones that kill it or change its tools start
+    their own): one SDK server process per module instead of one per test."""
+    log = tmp_path_factory.mktemp("web") / "server.log"
+    with HttpServerProcess("http", log_path=log) as server:
+        yield server
+
+
 @pytest.mark.anyio
 async def test_tools_of_stdio_and_http_upstreams_are_listed_and_called(
-    make_http_server: HttpServerFactory,
+    read_only_web: HttpServerProcess,
 ) -> None:
-    web = make_http_server("http")
+    web = read_only_web
     specs = [raw("fast"), parse_spec("web", web.url, FAST)]
     async with (
         running_gateway(specs, wait_for=["fast", "web"]) as (gateway, _, _),
@@ -309,9 +327,9 @@ async def test_tools_of_stdio_and_http_upstreams_are_listed_and_called(
 
 @pytest.mark.anyio
 async def test_trace_context_is_forwarded_and_hop_only_meta_is_not(
-    make_http_server: HttpServerFactory,
+    read_only_web: HttpServerProcess,
 ) -> None:
-    web = make_http_server("http")
+    web = read_only_web
     traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     async with (
         running_gateway([parse_spec("web", web.url, FAST)], wait_for=["web"]) as (
@@ -344,9 +362,9 @@ async def test_trace_context_is_forwarded_and_hop_only_meta_is_not(
 
 @pytest.mark.anyio
 async def test_upstream_progress_reaches_the_downstream_caller(
-    make_http_server: HttpServerFactory,
+    read_only_web: HttpServerProcess,
 ) -> None:
-    web = make_http_server("http")
+    web = read_only_web
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(

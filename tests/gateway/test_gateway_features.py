@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from servers import HttpServerFactory, stdio_command
+from servers import HttpServerProcess, stdio_command
 from servers.daemon import DaemonProcess
+from servers.process import sharing_children
 from test_gateway import demo_stdio, running_gateway, text_of, wait_until
 
 from manager.cli import main
@@ -32,6 +33,12 @@ from manager.gateway import Gateway
 from manager.gateway.catalog import CatalogSource, build_resource_table, is_rewrite
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """One event loop for the module: tests share one gateway."""
+    return "asyncio"
 
 
 class Client:
@@ -86,54 +93,82 @@ async def two_demos(**a_opts: object) -> AsyncIterator[Gateway]:
         yield gateway
 
 
+@pytest.fixture(scope="module")
+async def demos(
+    no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Gateway]:
+    """`two_demos()` for the tests that change nothing in it: two SDK servers
+    started once per module instead of once per test. (Subscriptions are per
+    downstream session; the one test that sets a log level, which upstreams
+    keep, is the one that looks at logs.)"""
+    with pytest.MonkeyPatch.context() as patch:  # its own state directory
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        async with two_demos() as gateway:
+            with sharing_children():
+                yield gateway
+
+
+@pytest.fixture(scope="module")
+def web(
+    no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HttpServerProcess]:
+    """A demo server over streamable HTTP for the tests here that need one
+    (each asks its own questions, in its own sessions)."""
+    log = tmp_path_factory.mktemp("web") / "server.log"
+    with HttpServerProcess("http", log_path=log) as server:
+        yield server
+
+
 @pytest.mark.anyio
-async def test_prompts_and_resources_of_every_upstream_are_listed_and_routed() -> None:
-    async with two_demos() as gateway:
-        assert gateway.url is not None
-        async with downstream(gateway.url, Client()) as client:
-            caps = client.initialize_result
-            assert caps is not None
-            assert caps.capabilities.prompts is not None
-            assert caps.capabilities.resources is not None
-            assert caps.capabilities.completions is not None
-            prompts = {p.name for p in (await client.list_prompts()).prompts}
-            assert {"a__greet", "greet", "a__with_image", "with_image"} <= prompts
-            got = await client.get_prompt("a__greet", {"name": "Ada"})
-            assert got.messages[0].content == types.TextContent(
-                type="text", text="Hello, Ada!"
-            )
-            image = await client.get_prompt("with_image")  # the bridge's own name
-            assert isinstance(image.messages[0].content, types.ImageContent)
-            with pytest.raises(MCPError, match="needs the argument 'name'"):
-                await client.get_prompt("greet", {})  # the upstream's own error
+async def test_prompts_and_resources_of_every_upstream_are_listed_and_routed(
+    demos: Gateway,
+) -> None:
+    gateway = demos
+    assert gateway.url is not None
+    async with downstream(gateway.url, Client()) as client:
+        caps = client.initialize_result
+        assert caps is not None
+        assert caps.capabilities.prompts is not None
+        assert caps.capabilities.resources is not None
+        assert caps.capabilities.completions is not None
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert {"a__greet", "greet", "a__with_image", "with_image"} <= prompts
+        got = await client.get_prompt("a__greet", {"name": "Ada"})
+        assert got.messages[0].content == types.TextContent(
+            type="text", text="Hello, Ada!"
+        )
+        image = await client.get_prompt("with_image")  # the bridge's own name
+        assert isinstance(image.messages[0].content, types.ImageContent)
+        with pytest.raises(MCPError, match="needs the argument 'name'"):
+            await client.get_prompt("greet", {})  # the upstream's own error
 
-            listed = {str(r.uri) for r in (await client.list_resources()).resources}
-            rewritten = "mcp-manager://b/demo%3A%2F%2Freadme"
-            assert {"demo://readme", "demo://logo", rewritten} <= listed
-            mine = await client.read_resource("demo://readme")
-            theirs = await client.read_resource(rewritten)
-            assert [str(c.uri) for c in theirs.contents] == [rewritten]
-            assert mine.contents[0].text == theirs.contents[0].text  # type: ignore[union-attr]
-            item = await client.read_resource("demo://items/7")  # a's template
-            assert item.contents[0].text == "item 7"  # type: ignore[union-attr]
-            with pytest.raises(MCPError) as missing:
-                await client.read_resource("nowhere://x")
-            assert missing.value.code == -32002
+        listed = {str(r.uri) for r in (await client.list_resources()).resources}
+        rewritten = "mcp-manager://b/demo%3A%2F%2Freadme"
+        assert {"demo://readme", "demo://logo", rewritten} <= listed
+        mine = await client.read_resource("demo://readme")
+        theirs = await client.read_resource(rewritten)
+        assert [str(c.uri) for c in theirs.contents] == [rewritten]
+        assert mine.contents[0].text == theirs.contents[0].text  # type: ignore[union-attr]
+        item = await client.read_resource("demo://items/7")  # a's template
+        assert item.contents[0].text == "item 7"  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("nowhere://x")
+        assert missing.value.code == -32002
 
-            templates = (await client.list_resource_templates()).resource_templates
-            assert "demo://items/{id}" in {t.uri_template for t in templates}
-            done = await client.complete(
-                types.PromptReference(type="ref/prompt", name="a__greet"),
-                {"name": "name", "value": "al"},
-            )
-            assert done.completion.values == ["alice", "albert"]
-            ids = await client.complete(
-                types.ResourceTemplateReference(
-                    type="ref/resource", uri="demo://items/{id}"
-                ),
-                {"name": "id", "value": "1"},
-            )
-            assert ids.completion.values == ["1", "10", "11"]
+        templates = (await client.list_resource_templates()).resource_templates
+        assert "demo://items/{id}" in {t.uri_template for t in templates}
+        done = await client.complete(
+            types.PromptReference(type="ref/prompt", name="a__greet"),
+            {"name": "name", "value": "al"},
+        )
+        assert done.completion.values == ["alice", "albert"]
+        ids = await client.complete(
+            types.ResourceTemplateReference(
+                type="ref/resource", uri="demo://items/{id}"
+            ),
+            {"name": "id", "value": "1"},
+        )
+        assert ids.completion.values == ["1", "10", "11"]
 
 
 @pytest.mark.anyio
@@ -151,21 +186,26 @@ async def test_a_hidden_tool_is_neither_listed_nor_callable() -> None:
 
 
 @pytest.mark.anyio
-async def test_elicitation_and_sampling_reach_the_client_that_made_the_call() -> None:
-    async with two_demos() as gateway:
-        assert gateway.url is not None
-        client = Client()
-        async with downstream(gateway.url, client) as session:
-            asked = await session.call_tool("a__ask_user", {"message": "colour?"})
-            assert text_of(asked) == 'accept: {"answer": "blue"}'
-            assert client.asked == ["colour?"]
-            sampled = await session.call_tool("sample", {"prompt": "hi"})
-            assert text_of(sampled) == "a sampled reply"
+async def test_elicitation_and_sampling_reach_the_client_that_made_the_call(
+    demos: Gateway,
+) -> None:
+    gateway = demos
+    assert gateway.url is not None
+    client = Client()
+    async with downstream(gateway.url, client) as session:
+        asked = await session.call_tool("a__ask_user", {"message": "colour?"})
+        assert text_of(asked) == 'accept: {"answer": "blue"}'
+        assert client.asked == ["colour?"]
+        sampled = await session.call_tool("sample", {"prompt": "hi"})
+        assert text_of(sampled) == "a sampled reply"
 
 
 @pytest.mark.anyio
-async def test_a_client_without_the_capability_gets_a_clear_error_upstream() -> None:
-    async with two_demos() as gateway, anyio.create_task_group():
+async def test_a_client_without_the_capability_gets_a_clear_error_upstream(
+    demos: Gateway,
+) -> None:
+    gateway = demos
+    async with anyio.create_task_group():
         assert gateway.url is not None
         async with (
             httpx2.AsyncClient() as http,
@@ -179,39 +219,39 @@ async def test_a_client_without_the_capability_gets_a_clear_error_upstream() -> 
 
 
 @pytest.mark.anyio
-async def test_resource_updates_reach_the_subscriber_and_logs_respect_levels() -> None:
-    async with two_demos() as gateway:
-        assert gateway.url is not None
-        client = Client()
-        async with downstream(gateway.url, client) as session:
-            subscribe = types.SubscribeRequest(
-                params=types.SubscribeRequestParams(uri="demo://readme")
-            )
-            await session.send_request(subscribe, types.EmptyResult)
-            touched = await session.call_tool(
-                "a__touch_resource", {"uri": "demo://readme"}
-            )
-            assert text_of(touched) == "1"  # the gateway is a's one subscriber
+async def test_resource_updates_reach_the_subscriber_and_logs_respect_levels(
+    demos: Gateway,
+) -> None:
+    gateway = demos
+    assert gateway.url is not None
+    client = Client()
+    async with downstream(gateway.url, client) as session:
+        subscribe = types.SubscribeRequest(
+            params=types.SubscribeRequestParams(uri="demo://readme")
+        )
+        await session.send_request(subscribe, types.EmptyResult)
+        touched = await session.call_tool("a__touch_resource", {"uri": "demo://readme"})
+        assert text_of(touched) == "1"  # the gateway is a's one subscriber
 
-            def updated() -> list[str]:
-                return [
-                    str(n.params.uri)
-                    for n in client.notes
-                    if isinstance(n, types.ResourceUpdatedNotification)
-                ]
+        def updated() -> list[str]:
+            return [
+                str(n.params.uri)
+                for n in client.notes
+                if isinstance(n, types.ResourceUpdatedNotification)
+            ]
 
-            await wait_until(lambda: updated() == ["demo://readme"])
+        await wait_until(lambda: updated() == ["demo://readme"])
 
-            level = types.SetLevelRequest(
-                params=types.SetLevelRequestParams(level="warning")
-            )
-            await session.send_request(level, types.EmptyResult)
-            await session.call_tool("a__log", {"level": "info", "text": "quiet"})
-            await session.call_tool("a__log", {"level": "error", "text": "loud"})
-            await wait_until(lambda: any(log.data == "loud" for log in client.logs))
-            assert [log.data for log in client.logs] == ["loud"]
-            assert client.logs[0].logger is not None
-            assert client.logs[0].logger.startswith("a")
+        level = types.SetLevelRequest(
+            params=types.SetLevelRequestParams(level="warning")
+        )
+        await session.send_request(level, types.EmptyResult)
+        await session.call_tool("a__log", {"level": "info", "text": "quiet"})
+        await session.call_tool("a__log", {"level": "error", "text": "loud"})
+        await wait_until(lambda: any(log.data == "loud" for log in client.logs))
+        assert [log.data for log in client.logs] == ["loud"]
+        assert client.logs[0].logger is not None
+        assert client.logs[0].logger.startswith("a")
 
 
 # ------------------------------------------------------------------ the CLI
@@ -289,9 +329,8 @@ class Answering(Client):
 
 @pytest.mark.anyio
 async def test_two_clients_eliciting_at_once_each_get_their_own(
-    make_http_server: HttpServerFactory,
+    web: HttpServerProcess,
 ) -> None:
-    web = make_http_server("http")
     spec = parse_spec("web", web.url, {"backoff": {"initial": 0.05, "cap": 0.4}})
     async with running_gateway([spec], wait_for=("web",)) as (gateway, _, _):
         assert gateway.url is not None
@@ -469,27 +508,52 @@ def test_a_resource_clash_is_said_once_whoever_lists_it_first() -> None:
     assert invalid.problems and not any(map(is_rewrite, invalid.problem_keys))
 
 
-@pytest.mark.parametrize("protocol", ["2026-07-28", "legacy"])
+CLI_ERAS = {"2026-07-28": "web", "legacy": "old"}
+"""The `protocol` of each connection of `answering_daemon`, and its name."""
+
+
+@pytest.fixture(scope="module")
+def answering_daemon(
+    no_leaked_children_after_module: None,
+    web: HttpServerProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[DaemonProcess]:
+    """One daemon for both eras of the CLI call test: the HTTP demo declared
+    once per `protocol` (each call asks and is answered on its own)."""
+    script = tmp_path_factory.mktemp("cli-call") / "startup.lua"
+    script.write_text(
+        "".join(
+            f'mcp_add("{name}", "{web.url}", {{protocol = "{protocol}"}})\n'
+            for protocol, name in CLI_ERAS.items()
+        )
+    )
+    state = {"XDG_STATE_HOME": str(tmp_path_factory.mktemp("state"))}
+    with DaemonProcess(script, env=state) as daemon:
+        for name in CLI_ERAS.values():
+            daemon.wait_event("connected", name)
+        with sharing_children():
+            yield daemon
+
+
+@pytest.mark.parametrize("protocol", list(CLI_ERAS))
 def test_a_cli_call_answers_what_the_server_asks_with_its_answer(
-    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    make_http_server: HttpServerFactory,
+    answering_daemon: DaemonProcess,
     protocol: str,
 ) -> None:
     """`mcp-manager call ... --answer JSON`: no client stands behind the
     call, so a question the server asks during it (elicitation) gets that
     answer, in either era; without one the question is refused."""
-    server = make_http_server("http")
-    script = tmp_path / "startup.lua"
-    script.write_text(f'mcp_add("web", "{server.url}", {{protocol = "{protocol}"}})\n')
     answer = '{"action": "accept", "content": {"answer": "blue"}}'
-    with DaemonProcess(script) as daemon:
-        daemon.wait_event("connected", "web")
-        sock = ["--socket", str(daemon.socket)]
-        asked = ["call", "web", "ask_user", '{"message": "colour?"}', *sock]
-        assert main([*asked, "--answer", answer]) == 0
-        result = json.loads(capsys.readouterr().out)
-        assert result["content"][0]["text"] == 'accept: {"answer": "blue"}'
-        code = main(asked)
-        out = capsys.readouterr()
-        assert code != 0 and "blue" not in out.out
+    daemon = answering_daemon
+    name = CLI_ERAS[protocol]
+    status = {row.name: row for row in daemon.client.status()}[name]
+    assert status.protocol == ("2025-11-25" if protocol == "legacy" else protocol)
+    sock = ["--socket", str(daemon.socket)]
+    asked = ["call", name, "ask_user", '{"message": "colour?"}', *sock]
+    assert main([*asked, "--answer", answer]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["content"][0]["text"] == 'accept: {"answer": "blue"}'
+    code = main(asked)
+    out = capsys.readouterr()
+    assert code != 0 and "blue" not in out.out

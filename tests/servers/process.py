@@ -20,7 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Literal, Protocol
@@ -38,6 +39,8 @@ __all__ = [
     "free_port",
     "live_server_pids",
     "live_servers",
+    "shared_children",
+    "sharing_children",
     "raw_command",
     "stdio_command",
 ]
@@ -54,6 +57,7 @@ REAP_TIMEOUT = 5.0
 POLL_INTERVAL = 0.02
 
 _live: dict[int, HttpServerProcess] = {}
+_shared: set[int] = set()
 
 
 def free_port() -> int:
@@ -91,6 +95,25 @@ def live_servers() -> dict[int, HttpServerProcess]:
 def live_server_pids() -> set[int]:
     """PIDs of the `HttpServerProcess`es that are running right now."""
     return {pid for pid, server in _live.items() if server.running}
+
+
+def shared_children() -> set[int]:
+    """PIDs marked by `sharing_children` right now."""
+    return set(_shared)
+
+
+@contextmanager
+def sharing_children() -> Iterator[None]:
+    """Mark the child processes running now as a module-scoped fixture's for
+    the block: e.g. the upstream servers of a gateway that several tests share.
+    Per-test leak checks skip them (and their children); the module's own
+    `no_leaked_children_after_module` does not, once the block is over."""
+    mine = {p.pid for p in children_of(os.getpid())} - _shared
+    _shared.update(mine)
+    try:
+        yield
+    finally:
+        _shared.difference_update(mine)
 
 
 def _accepts(port: int) -> bool:

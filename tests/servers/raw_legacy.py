@@ -21,6 +21,8 @@ Run as a script: `python tests/servers/raw_legacy.py [flags]`. Flags:
 - `--slow-start SECONDS`: sleep before reading stdin.
 - `--busy-start SECONDS`: burn CPU that long before reading stdin (a heavy
   start, like an SDK server's imports on a loaded machine).
+- `--sleep-tool`: also list `sleep(seconds)`, which answers `slept SECONDS`
+  after that long (nothing else is served meanwhile).
 - `--tools-file PATH`: list the tools in that JSON file (read at every
   `tools/list`, so a test can change them) plus `relist()`, which sends
   `notifications/tools/list_changed` before its reply.
@@ -84,6 +86,17 @@ def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
 
 
 _TOOLS_FILE: list[str] = []  # --tools-file, if given
+_SLEEP_TOOL: list[bool] = []  # --sleep-tool, if given
+
+_SLEEP = {
+    "name": "sleep",
+    "description": "Answer after some seconds.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"seconds": {"type": "number"}},
+        "required": ["seconds"],
+    },
+}
 
 _RELIST = {
     "name": "relist",
@@ -94,7 +107,7 @@ _RELIST = {
 
 def _tools() -> list[dict[str, Any]]:
     if not _TOOLS_FILE:
-        return _TOOLS
+        return [*_TOOLS, _SLEEP] if _SLEEP_TOOL else _TOOLS
     with open(_TOOLS_FILE[0], encoding="utf-8") as file:
         listed: list[dict[str, Any]] = json.load(file)
     return [*listed, _RELIST]
@@ -109,6 +122,10 @@ def _call_tool(params: dict[str, Any]) -> dict[str, Any]:
         return _text(str(args.get("text", "")))
     if name == "pid":
         return _text(str(os.getpid()))
+    if name == "sleep" and _SLEEP_TOOL:
+        seconds = float(args.get("seconds", 0))
+        time.sleep(seconds)
+        return _text(f"slept {args.get('seconds', 0)}")
     if name == "crash":
         os._exit(int(args.get("code", 1)))
     return _text(f"unknown tool {name!r}", is_error=True)
@@ -176,8 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ignore-sigterm", action="store_true")
     parser.add_argument("--slow-start", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--busy-start", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--sleep-tool", action="store_true")
     parser.add_argument("--tools-file", metavar="PATH")
     args = parser.parse_args(argv)
+    if args.sleep_tool:
+        _SLEEP_TOOL.append(True)
     if args.tools_file:
         _TOOLS_FILE.append(args.tools_file)
     if args.exit_immediately is not None:

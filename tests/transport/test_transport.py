@@ -61,7 +61,7 @@ async def test_stdio_server_killed_comes_back_by_itself(
     env: tuple[Manager, Recorder],
 ) -> None:
     mgr, rec = env
-    mgr.add(stdio("demo"))  # type: ignore[arg-type]
+    mgr.add(stdio("demo", raw=True))  # type: ignore[arg-type]
     first = await rec.wait_for("connected", "demo")
     pid = mgr.statuses()[0].pid
     assert isinstance(pid, int) and psutil.pid_exists(pid)
