@@ -13,7 +13,7 @@ from pathlib import Path
 import mcp.types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from servers.everything import EverythingServer
+from servers.everything import EverythingServer, require_everything
 from test_gateway import running_gateway, text_of, wait_until
 from test_gateway_features import Client, downstream
 
@@ -107,6 +107,7 @@ async def test_a_subscription_survives_the_upstream_being_killed(
     """server-everything over SSE: subscribed through us, its updates flow; it is
     killed and started again on the same port; updates flow again without the
     client doing anything (the gateway subscribes again upstream)."""
+    require_everything()
     server = EverythingServer("sse", log_path=tmp_path / "everything.log")
     server.start()
     try:

@@ -168,6 +168,12 @@ class Upstream:
             yield base + "/mcp"
 
 
+def text_of(data: Any) -> str:
+    """The text of a tool result's first content block."""
+    text: str = data["content"][0]["text"]
+    return text
+
+
 def _result(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
@@ -258,7 +264,7 @@ async def test_a_stream_that_ends_early_is_resumed_with_last_event_id(
     manager, upstream, _ = relayed
     with anyio.fail_after(10):
         result = await manager.call("up", "resume", {})
-    assert dict(result.data)["content"][0]["text"] == "resumed"
+    assert text_of(result.data) == "resumed"
     assert upstream.resumed == ["e1"]
 
 
@@ -297,4 +303,4 @@ async def test_calls_answered_on_event_streams_leave_their_connection_reusable(
         await rec.wait_for("connected", "web")
         for i in range(40):
             result = await manager.call("web", "echo", {"text": str(i)})
-            assert dict(result.data)["content"][0]["text"] == str(i)
+            assert text_of(result.data) == str(i)

@@ -71,7 +71,7 @@ async def daemon_parts(state: Path) -> AsyncIterator[Parts]:
 async def browse(server: OAuthServer, login: Login) -> httpx2.Response:
     """The user's browser: approve at the authorization server, then land on
     the daemon's callback."""
-    assert login.url is not None
+    assert login.url is not None and login.redirect_uri is not None
     callback = await server.approve(login.url)
     assert callback.startswith(login.redirect_uri)
     async with httpx2.AsyncClient() as client:
