@@ -8,13 +8,18 @@ import sys
 import time
 from collections.abc import Sequence
 
-import anyio
-import anyio.abc
-
-from .faults import Faults, run_with_faults, serve_garbage
-from .tools import DemoServer
-
 __all__ = ["main"]
+
+GARBAGE_LINE = "this is not JSON-RPC\n"
+
+
+def _serve_garbage() -> None:
+    """`--garbage`: a non-JSON line at start and for every line read."""
+    sys.stdout.write(GARBAGE_LINE)
+    sys.stdout.flush()
+    for _line in sys.stdin:
+        sys.stdout.write(GARBAGE_LINE)
+        sys.stdout.flush()
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -75,6 +80,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         The process exit code.
     """
     args = _parse_args(argv)
+    # What needs no MCP is done before the SDK is imported (over a second).
+    if args.exit_immediately is not None:
+        return int(args.exit_immediately)
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(args.slow_start)
+    if args.garbage:
+        _serve_garbage()
+        return 0
+
+    import anyio
+
+    from .faults import Faults, run_with_faults
+    from .tools import DemoServer
+
     faults = Faults(
         crash_after_handshake=args.crash_after_handshake,
         hang_on_initialize=args.hang_on_initialize,
@@ -86,14 +106,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_after=args.exit_after,
         modern_only=args.modern_only,
     )
-    if faults.exit_immediately is not None:
-        return faults.exit_immediately
-    if faults.ignore_sigterm:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    time.sleep(faults.slow_start)
-    if faults.garbage:
-        serve_garbage()
-        return 0
     demo = DemoServer.from_env()
     anyio.run(run_with_faults, demo, faults, args.transport, args.host, args.port)
     return 0

@@ -23,7 +23,7 @@ from .toolkit import SERVER_NAME
 from .tools import DemoServer
 from .transports import run
 
-__all__ = ["Faults", "run_with_faults", "serve_garbage"]
+__all__ = ["Faults", "run_with_faults"]
 
 # -- failure modes --------------------------------------------------------------
 
@@ -32,7 +32,6 @@ CRASH_AFTER_HANDSHAKE_DELAY = 0.05
 """Seconds between the first `tools/list` reply and the exit, so the reply gets out."""
 STDERR_SPAM_INTERVAL = 0.01
 """Seconds between two `--stderr-spam` lines."""
-GARBAGE_LINE = "this is not JSON-RPC\n"
 
 
 @dataclass(frozen=True)
@@ -116,14 +115,6 @@ async def _exit_after(seconds: float) -> None:
     sys.stderr.write(f"{SERVER_NAME}: --exit-after {seconds:g}: exiting with code 1\n")
     sys.stderr.flush()
     os._exit(1)
-
-
-def serve_garbage() -> None:
-    sys.stdout.write(GARBAGE_LINE)
-    sys.stdout.flush()
-    for _line in sys.stdin:
-        sys.stdout.write(GARBAGE_LINE)
-        sys.stdout.flush()
 
 
 async def run_with_faults(
