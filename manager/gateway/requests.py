@@ -130,6 +130,8 @@ class CallNotes:
         self.dropped = 0
         self._start: Starter | None = None
         self._started = False
+        self._delivered = anyio.Event()
+        self._abandoned = False
 
     @property
     def progress(self) -> ProgressCallback | None:
@@ -186,16 +188,31 @@ class CallNotes:
         that does not take one within `NOTIFY_TIMEOUT` loses the rest."""
         session, related = self._ctx.session, self._ctx.request_id
         gone = False
-        async with self._receive:
-            async for note in self._receive:
-                if gone:
-                    continue
-                try:
-                    with anyio.fail_after(NOTIFY_TIMEOUT):
-                        await session.send_notification(note, related)
-                except Exception as exc:  # boundary: a gone client loses its notes
-                    logger.debug("gateway: request notes not delivered: %r", exc)
-                    gone = True
+        try:
+            async with self._receive:
+                async for note in self._receive:
+                    if gone or self._abandoned:
+                        continue
+                    try:
+                        with anyio.fail_after(NOTIFY_TIMEOUT):
+                            await session.send_notification(note, related)
+                    except Exception as exc:  # boundary: a gone client loses notes
+                        logger.debug("gateway: request notes not delivered: %r", exc)
+                        gone = True
+        except Exception:  # boundary: never the end of the task group it runs in
+            logger.exception("gateway: request notes failed")
+        finally:
+            self._delivered.set()
+
+    def abandon(self) -> None:
+        """The request was cancelled: what is still queued is not sent."""
+        self._abandoned = True
+        self.close()
+
+    async def delivered(self) -> None:
+        """Return once every note is sent (or dropped): at once if none came."""
+        if self._started:
+            await self._delivered.wait()
 
     def close(self) -> None:
         """No more notes: `deliver` ends once it has sent what is queued."""
@@ -230,6 +247,10 @@ class ClientRequests:
     def __init__(self, deadline: Callable[[str], float]) -> None:
         self._waiting: dict[str, list[_Waiting]] = {}
         self._deadline = deadline
+        self.spawn: Starter | None = None
+        """Starts a task in the serving gateway's own task group (set while it
+        runs): a request's notes are delivered there, so a request that brings
+        none costs no task group of its own."""
 
     @contextlib.asynccontextmanager
     async def serving(
@@ -255,6 +276,24 @@ class ClientRequests:
             key = f"{key}#{id(notes)}"
         item = _Waiting(key, ctx, token, notes, held)
         waiting = self._waiting.setdefault(server, [])
+        if self.spawn is not None:
+            notes.deliver_with(self.spawn)
+            waiting.append(item)
+            try:
+                yield
+            except Exception:
+                waiting.remove(item)
+                notes.close()
+                await notes.delivered()  # what came before the error, first
+                raise
+            except BaseException:  # cancelled: the rest is not sent
+                waiting.remove(item)
+                notes.abandon()
+                raise
+            waiting.remove(item)
+            notes.close()
+            await notes.delivered()
+            return
         try:
             async with anyio.create_task_group() as tg:
                 notes.deliver_with(tg.start_soon)

@@ -347,6 +347,7 @@ class Gateway:
             async with anyio.create_task_group() as tg, notices, notices_out:
                 tg.start_soon(self._pass_notifications, notices_out)
                 await tg.start(self.features.held.run)  # 2026 clients' input rounds
+                self.features.asks.spawn = tg.start_soon  # requests' notes
                 task_status.started()
                 while True:
                     await self._dirty.wait()
@@ -362,6 +363,7 @@ class Gateway:
                         await self._subscriptions.publish(ResourcesListChanged())
                         await self._peers.notify_resources_changed()
         finally:
+            self.features.asks.spawn = None
             self._notices = None
             remove()
 
