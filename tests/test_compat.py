@@ -235,3 +235,27 @@ async def test_anyio_processes_still_hold_the_asyncio_transport() -> None:
         assert transport.is_closing(), compat.WHY  # type: ignore[attr-defined]
     finally:
         await process.aclose()
+
+
+@pytest.mark.anyio
+async def test_anyio_still_writes_a_process_stdin_through_an_asyncio_writer() -> None:
+    """`write_at_once` reaches the writer under anyio's stdin stream: a line
+    written that way reaches the child."""
+    compat = door("transport.compat_anyio")
+    import subprocess
+    import sys
+
+    import anyio
+
+    process = await anyio.open_process(
+        [sys.executable, "-c", "print(input())"], stdout=subprocess.PIPE
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        writer = has(process.stdin, "_stream", compat.WHY)
+        has(writer, "transport", compat.WHY)
+        assert compat.write_at_once(process.stdin, b"hello\n"), compat.WHY
+        with anyio.fail_after(10):
+            assert (await process.stdout.receive()).strip() == b"hello"
+    finally:
+        await process.aclose()

@@ -28,7 +28,7 @@ from ..core.errors import (
 from ..core.spec import ConnectionSpec
 from .base import EXIT_CODE_WAIT, Hooks, LossReport
 from .children import CHILD_GROUPS
-from .compat_anyio import release_process
+from .compat_anyio import release_process, write_at_once
 from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from .signals import LostSignal
 
@@ -221,7 +221,8 @@ class _StdinWriter:
         if self._closed:
             raise anyio.ClosedResourceError
         try:
-            await self._stdin.send(data)
+            if not write_at_once(self._stdin, data):
+                await self._stdin.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             await self._on_broken()
             raise anyio.BrokenResourceError from exc
