@@ -150,7 +150,11 @@ def test_the_daemon_tells_the_whole_story_to_an_otlp_grpc_collector(
         (s.name, s.attributes.get("mcp.attempt"), s.attributes.get("mcp.outcome"))
         for s in children(spans, loop)
     ]
-    why = [(s.name, s.status_message, s.attributes) for s in children(spans, loop)]
+    why = "\n".join(  # one line per step, never cut short by pytest
+        f"{s.name} {s.attributes.get('mcp.attempt')}: {s.status_message} "
+        f"{dict(s.attributes)}"
+        for s in children(spans, loop)
+    )
     assert steps == [
         ("mcp.connect_attempt", 1, "failed"),
         ("mcp.backoff_wait", 2, None),
