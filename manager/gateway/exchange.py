@@ -376,7 +376,6 @@ class Exchange:
         runner = ServerRunner(self._server, known.envelope(), self._lifespan)
         self.served += 1
         reply: dict[str, Any] | None = None
-        status = 200
         with anyio.CancelScope() as cancel:
             known.in_flight[request_id] = cancel
             try:
@@ -393,7 +392,7 @@ class Exchange:
                 http_session_alive(self._manager(), key, self._idle_timeout)
         if cancel.cancelled_caught:
             reply = None  # the client cancelled it: never answered (JSON-RPC)
-        await answer.finish(reply, status)
+        await answer.finish(reply, 200)
         return True
 
     def _cancel(self, known: _Session, params: Any) -> bool:

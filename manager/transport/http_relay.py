@@ -55,7 +55,7 @@ from mcp_types import (
 from .base import ProgressCallback
 from .relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
 
-__all__ = ["RESUME_ATTEMPTS", "HttpRelay"]
+__all__ = ["RESUME_ATTEMPTS", "HttpRelay", "SseEvents"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,16 +74,20 @@ _HEADERS = {
 }
 
 
-class _Events:
+class SseEvents:
     """Server-sent events, parsed from the bytes of a response."""
 
     def __init__(self) -> None:
         self._buffer = b""
+        self._cr = b""  # a chunk's last "\r", whose "\n" may start the next
         self.last_id: str | None = None
         self.retry: float | None = None
 
     def feed(self, chunk: bytes) -> list[str]:
         """The data of each complete `message` event in `chunk` (and before)."""
+        chunk, self._cr = self._cr + chunk, b""
+        if chunk.endswith(b"\r"):
+            chunk, self._cr = chunk[:-1], b"\r"
         self._buffer += chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         out: list[str] = []
         while True:
@@ -257,7 +261,7 @@ class HttpRelay:
         progress: ProgressCallback | None,
     ) -> dict[str, Any]:
         """POST the request; the answer, from JSON or the event stream."""
-        events = _Events()
+        events = SseEvents()
         async with self._client.stream(
             "POST", self._url, content=data, headers=self._headers(sent)
         ) as response:
@@ -305,7 +309,7 @@ class HttpRelay:
     async def _read(
         self,
         chunks: AsyncIterator[bytes],
-        events: _Events,
+        events: SseEvents,
         request_id: str,
         progress: ProgressCallback | None,
     ) -> dict[str, Any] | None:

@@ -329,6 +329,7 @@ class McpSession:
         `_in_rounds`); anything else as the SDK's call would return it."""
         wire = self._wire
         assert wire is not None
+        sdk = self._sdk_round(name, arguments, limit, meta, progress)
 
         async def send(responses: Answers, state: str | None) -> Any:
             params: dict[str, Any] = {"name": name}
@@ -354,17 +355,7 @@ class McpSession:
                     cancel=False,  # 2026 HTTP: closing the stream says it
                 )
             except ValueError:  # not JSON: the SDK's way, nothing was sent
-                return await self._session.call_tool(
-                    name,
-                    dict(arguments) if arguments is not None else None,
-                    read_timeout_seconds=limit,
-                    progress_callback=progress,
-                    meta=cast(Any, dict(meta) if meta is not None else None),
-                    input_responses=responses,
-                    request_state=state,
-                    allow_input_required=True,
-                    allow_claimed=True,
-                )
+                return await sdk(responses, state)
             kind = raw.get("resultType", "complete")
             if kind == "input_required":
                 return types.InputRequiredResult.model_validate(raw, by_name=False)
@@ -374,20 +365,18 @@ class McpSession:
 
         return send
 
-    async def _call_in_rounds(
+    def _sdk_round(
         self,
         name: str,
         arguments: Mapping[str, object] | None,
         limit: float,
         meta: Mapping[str, object] | None,
         progress: ProgressCallback | None,
-    ) -> types.CallToolResult:
-        """`tools/call` (`_in_rounds`)."""
+    ) -> Callable[[Answers, str | None], Awaitable[Any]]:
+        """One round of `tools/call` through the SDK's session."""
         args = dict(arguments) if arguments is not None else None
 
-        async def send(
-            responses: types.InputResponses | None, state: str | None
-        ) -> Any:
+        async def send(responses: Answers, state: str | None) -> Any:
             return await self._session.call_tool(
                 name,
                 args,
@@ -400,6 +389,18 @@ class McpSession:
                 allow_claimed=True,  # a task (SEP-2663), passed on as sent
             )
 
+        return send
+
+    async def _call_in_rounds(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None,
+        limit: float,
+        meta: Mapping[str, object] | None,
+        progress: ProgressCallback | None,
+    ) -> types.CallToolResult:
+        """`tools/call` (`_in_rounds`)."""
+        send = self._sdk_round(name, arguments, limit, meta, progress)
         result: types.CallToolResult = await self._in_rounds(
             f"tools/call {name}", meta, send
         )

@@ -28,6 +28,7 @@ from manager.core.errors import CallTimeout, ServerUnavailable, UpstreamError
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
+from manager.transport.http_relay import SseEvents
 
 pytestmark = pytest.mark.anyio
 
@@ -304,3 +305,14 @@ async def test_calls_answered_on_event_streams_leave_their_connection_reusable(
         for i in range(40):
             result = await manager.call("web", "echo", {"text": str(i)})
             assert text_of(result.data) == str(i)
+
+
+def test_event_streams_are_parsed_whatever_the_chunks_cut() -> None:
+    """CRLF line ends split between two chunks are one line end, not two (an
+    empty line would end the event early); ids and retry are kept."""
+    stream = b'id: 7\r\nretry: 20\r\ndata: {"a":\r\ndata: 1}\r\n\r\ndata: 2\n\n'
+    for cut in range(len(stream) + 1):
+        events = SseEvents()
+        seen = events.feed(stream[:cut]) + events.feed(stream[cut:])
+        assert seen == ['{"a":\n1}', "2"], cut
+        assert events.last_id == "7" and events.retry == 0.02
