@@ -108,6 +108,7 @@ class ConfigRunner:
         attributes: dict[str, str | int] = {
             "mcp.config.file": str(self.path),
             "mcp.reload.count": self.reloads + 1,
+            "mcp.reload.trigger": trigger,
         }
         with self.manager.tracing.span("mcp.reload", attributes) as span:
             result = self._load(trigger)
@@ -374,6 +375,8 @@ async def _watch_directory(
                 send.send_nowait(None)
             except anyio.WouldBlock:
                 pass  # a reload is already pending; it will see this change too
+            except anyio.BrokenResourceError:
+                return  # the daemon is stopping: the reloader has gone first
 
 
 class _Host:

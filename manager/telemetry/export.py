@@ -17,6 +17,7 @@ after, again under a budget.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -214,10 +215,26 @@ def build_resource(config: TelemetryConfig) -> Resource:
     return resource
 
 
+def _without_grpc_fork_handlers() -> None:
+    """Keep gRPC's fork handlers out of the children the daemon spawns.
+
+    uvloop (libuv) spawns a stdio server with `fork()`, and gRPC's
+    `pthread_atfork` handlers then run in the child while the exporter's
+    threads are inside gRPC: a spawned server was killed by SIGSEGV before
+    its first line ran (about 1 start in 75 under load, with gRPC logging
+    "Other threads are currently calling into gRPC, skipping fork()
+    handlers"). Every fork here is followed by `exec`, the case gRPC's
+    fork-support notes say to turn the handlers off for. An operator's own
+    setting wins. Read when gRPC loads, so it is set before the import.
+    """
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+
 def _span_exporter(name: str, signal: SignalConfig) -> SpanExporter:
     if name == "console":
         return ConsoleSpanExporter(out=sys.stderr)  # stdout may be the MCP stream
     if signal.protocol == GRPC:
+        _without_grpc_fork_handlers()
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
             OTLPSpanExporter as GrpcSpanExporter,
         )
@@ -234,6 +251,7 @@ def _metric_exporter(name: str, signal: SignalConfig) -> MetricExporter:
     if name == "console":
         return ConsoleMetricExporter(out=sys.stderr)
     if signal.protocol == GRPC:
+        _without_grpc_fork_handlers()
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
             OTLPMetricExporter as GrpcMetricExporter,
         )

@@ -83,6 +83,11 @@ class _Store:
         self.spans: list[ReceivedSpan] = []
         self.points: list[ReceivedPoint] = []
         self.requests = 0
+        self.duplicates = 0
+        """Spans received again: OTLP delivery is at least once (an export
+        that timed out under load is sent again); kept once, as a trace
+        backend keeps them."""
+        self._seen: set[tuple[str, str]] = set()
         self._cond = threading.Condition()
 
     def add_traces(self, request: ExportTraceServiceRequest) -> None:
@@ -92,6 +97,11 @@ class _Store:
                 resource = _attributes(rs.resource.attributes)
                 for ss in rs.scope_spans:
                     for sp in ss.spans:
+                        key = (sp.trace_id.hex(), sp.span_id.hex())
+                        if key in self._seen:
+                            self.duplicates += 1
+                            continue
+                        self._seen.add(key)
                         self.spans.append(
                             ReceivedSpan(
                                 name=sp.name,

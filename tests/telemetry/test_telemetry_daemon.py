@@ -136,11 +136,16 @@ def test_the_daemon_tells_the_whole_story_to_an_otlp_grpc_collector(
             assert otlp.ok is True and otlp.endpoint == rx.endpoint
             assert otlp.protocol == "grpc"
             daemon.signal(signal.SIGTERM)
-            assert daemon.wait(within=10) == 0
+            assert daemon.wait(within=10) == 0, daemon.log()
         spans, points = rx.spans, rx.points
 
     # startup: mcp.reload -> mcp.add -> mcp.connect_loop -> attempts and waits
-    startup, reload = by(spans, "mcp.reload")
+    reloads = by(spans, "mcp.reload")
+    triggers = [s.attributes.get("mcp.reload.trigger") for s in reloads]
+    assert triggers == ["daemon at start", "reload command"], [
+        dict(s.attributes) for s in reloads
+    ]
+    startup, reload = reloads
     assert startup.parent_span_id == "" and startup.attributes["mcp.reload.added"] == 3
     (add,) = server(by(spans, "mcp.add"), "flaky")
     assert add.parent_span_id == startup.span_id and add.trace_id == startup.trace_id
@@ -155,25 +160,33 @@ def test_the_daemon_tells_the_whole_story_to_an_otlp_grpc_collector(
         f"{dict(s.attributes)}"
         for s in children(spans, loop)
     )
-    assert steps == [
-        ("mcp.connect_attempt", 1, "failed"),
-        ("mcp.backoff_wait", 2, None),
-        ("mcp.connect_attempt", 2, "failed"),
-        ("mcp.backoff_wait", 3, None),
-        ("mcp.connect_attempt", 3, "connected"),
-    ], why  # each step's error, should one more attempt show up
     attempts = by(children(spans, loop), "mcp.connect_attempt")
-    for failed in attempts[:2]:
-        assert failed.attributes.get("process.exit.code") == 7, failed
+    # The shell ran twice and exited with 7, then became the server. Under
+    # load, a freshly spawned child has been seen killed by SIGSEGV before its
+    # first line ran (1 run in ~15 with two busy loops beside; the script's
+    # own start log showed no start): such a start is one more failed
+    # attempt, with its signal, and the story is otherwise the same.
+    ran = [a for a in attempts if a.attributes.get("process.exit.code") == 7]
+    assert len(ran) == 2, why
+    for failed in attempts[:-1]:
+        code = failed.attributes.get("process.exit.code")
+        assert code == 7 or (isinstance(code, int) and code < 0), why
         assert failed.attributes["error.type"] == "ConnectFailed"
         assert failed.status_code == 2  # ERROR
+    expected: list[tuple[str, object, object]] = []
+    for n in range(1, len(attempts) + 1):
+        if n > 1:
+            expected.append(("mcp.backoff_wait", n, None))
+        outcome = "connected" if n == len(attempts) else "failed"
+        expected.append(("mcp.connect_attempt", n, outcome))
+    assert steps == expected, why  # each step's error, should one more show up
     assert loop.attributes["mcp.outcome"] == "connected"
     assert str(loop.attributes["mcp.endpoint"]).startswith("sh -c")
     # The SDK's initialize and tools/list went out under the attempt that connected.
     sdk_under_attempt = {
         s.name
         for s in spans
-        if s.scope == SDK and s.parent_span_id == attempts[2].span_id
+        if s.scope == SDK and s.parent_span_id == attempts[-1].span_id
     }
     assert sdk_under_attempt == {"MCP send initialize", "MCP send tools/list"}
 
@@ -225,7 +238,7 @@ def test_the_daemon_tells_the_whole_story_to_an_otlp_grpc_collector(
         for p in points
         if p.metric == "mcp.manager.reconnects"
     }
-    assert reconnects[("flaky", "attempt_failed")] == 2
+    assert reconnects[("flaky", "attempt_failed")] == len(attempts) - 1
     assert reconnects[("flaky", "connection_lost")] == 1
     states = {
         p.attributes["mcp.connection.state"]

@@ -332,7 +332,7 @@ async def test_an_http_server_restarted_between_pings_loses_the_session(
     lost = await rec.wait_for("disconnected", "web", after=first.seq)
     reason = lost.reason.lower()  # type: ignore[attr-defined]
     # The event stream's end, the probe after it, the next ping (which finds
-    # its connection closed while the old process dies) or a 2026-07-28
+    # its connection closed or reset while the old process dies) or a 2026-07-28
     # session's subscriptions/listen stream finds out: whichever is first.
     assert any(
         words in reason
@@ -340,6 +340,7 @@ async def test_an_http_server_restarted_between_pings_loses_the_session(
             "session not found",
             "connection refused",
             "connection broke",
+            "connection reset by peer",  # the old process's socket, killed
             "closed the connection without answering",
             "subscriptions/listen stream broke",
         )
