@@ -116,12 +116,21 @@ def sharing_children() -> Iterator[None]:
         _shared.difference_update(mine)
 
 
-def _accepts(port: int) -> bool:
+def _listens(pid: int, port: int) -> bool:
+    """Whether process `pid` itself listens on `port`.
+
+    Not "the port accepts": `free_port()` closes its socket before the server
+    binds, and under xdist another test's daemon was once handed that very
+    port first; the test then talked to the daemon, not its server.
+    """
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
+        connections = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error:
         return False
+    return any(
+        c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+        for c in connections
+    )
 
 
 class HttpServerProcess:
@@ -158,6 +167,9 @@ class HttpServerProcess:
         self.flags = list(flags)
         self.env = dict(env or {})
         self.port = port if port is not None else free_port()
+        self._port_chosen = port is None
+        """The port was picked here (not asked for): free to pick another."""
+        self._started_once = False
         self.log_path = log_path or (
             Path(tempfile.mkdtemp(prefix="demo-server-")) / "server.log"
         )
@@ -221,10 +233,17 @@ class HttpServerProcess:
         )
         _live[self.process.pid] = self
         deadline = time.monotonic() + within
-        while not _accepts(self.port):
+        while not _listens(self.process.pid, self.port):
             if not self.running:
                 code = self.returncode
                 self._reap()
+                in_use = "address already in use" in self.log_text().lower() or (
+                    "EADDRINUSE" in self.log_text()
+                )
+                if self._port_chosen and not self._started_once and in_use:
+                    self.port = free_port()  # taken since: another one, once
+                    self._port_chosen = False
+                    return self.start(within)
                 raise RuntimeError(f"server exited with {code}:\n{self.log_text()}")
             if time.monotonic() > deadline:
                 self.kill()
@@ -232,6 +251,7 @@ class HttpServerProcess:
                     f"server did not listen in {within}s:\n{self.log_text()}"
                 )
             time.sleep(POLL_INTERVAL)
+        self._started_once = True
 
     def _launch(self) -> tuple[list[str], dict[str, str], Path | None]:
         """The command, extra environment and working directory of a start."""

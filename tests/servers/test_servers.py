@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import socket
+import sys
 
 import anyio
 import mcp.types as types
@@ -13,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from . import (
     Blackhole,
     HttpServerFactory,
+    HttpServerProcess,
     children_of,
     open_line_client,
     raw_command,
@@ -112,3 +115,27 @@ async def test_http_server_comes_back_on_the_same_url_after_a_kill(
             await session.initialize()
     assert await server.astop() is not None
     assert children_of(first_pid) == []
+
+
+def test_a_port_taken_before_the_server_binds_is_not_mistaken_for_it() -> None:
+    # free_port() closes its socket before the server binds: another process
+    # listening there first must not pass for the server (the test would talk
+    # to it); the server moves to another free port instead.
+    listener = (  # binds the port it is given, as a server does, then waits
+        "import socket, sys, time\n"
+        "s = socket.socket()\n"
+        "s.bind(('127.0.0.1', int(sys.argv[sys.argv.index('--port') + 1])))\n"
+        "s.listen()\n"
+        "time.sleep(60)\n"
+    )
+    squatter = HttpServerProcess("http", program=[sys.executable, "-S", "-c", listener])
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", squatter.port))
+        taken.listen()
+        try:
+            squatter.start()
+            assert squatter.port != taken.getsockname()[1]
+            assert squatter.running
+            assert "address already in use" in squatter.log_text().lower()
+        finally:
+            squatter.kill()
