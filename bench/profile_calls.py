@@ -106,7 +106,7 @@ class TurnCounter:
         base._run_once = counted  # type: ignore[attr-defined]
 
 
-async def run(calls: int, upstream: str, work: Path) -> None:
+async def run(calls: int, upstream: str, work: Path, top: int = 0) -> None:
     turns = TurnCounter()
     with_http = upstream == "http"
     bus = EventBus()
@@ -165,16 +165,31 @@ async def run(calls: int, upstream: str, work: Path) -> None:
     for name, seconds in sorted(shares.items(), key=lambda kv: -kv[1]):
         if seconds / total >= 0.005:
             print(f"  {name:<16} {seconds / total * 100:5.1f} %")
+    if top:
+        print(f"The {top} functions with the most own time (µs per call):")
+        rows = sorted(
+            stats.stats.items(),  # type: ignore[attr-defined]
+            key=lambda kv: -kv[1][2],
+        )
+        for (filename, line, function), (_, ncalls, tottime, _, _) in rows[:top]:
+            where = f"{package_of(filename)}:{Path(filename).name}:{line}"
+            print(
+                f"  {tottime / calls * 1e6:7.1f}  {ncalls / calls:5.1f}x  "
+                f"{function} ({where})"
+            )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--upstream", choices=("stdio", "http"), default="stdio")
+    parser.add_argument(
+        "--top", type=int, default=0, help="also list the N costliest functions"
+    )
     args = parser.parse_args()
     work = Path("/tmp") / f"profile-calls-{free_port()}"
     work.mkdir()
-    anyio.run(run, args.calls, args.upstream, work)
+    anyio.run(run, args.calls, args.upstream, work, args.top)
     return 0
 
 
