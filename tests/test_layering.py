@@ -29,6 +29,10 @@ from pathlib import Path
 
 import pytest
 
+# These read the source as text and run none of it: nothing for coverage to
+# measure, and its tracer doubles the time of the AST walks.
+pytestmark = pytest.mark.no_cover
+
 PACKAGE = "manager"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
 
