@@ -40,35 +40,43 @@ def seq(event: dict[str, object]) -> int:
     return int(str(event["seq"]))
 
 
-@pytest.mark.parametrize("atomic", [False, True], ids=["in-place", "atomic-rename"])
 def test_saving_touches_exactly_the_added_removed_and_changed_connections(
-    tmp_path: Path, atomic: bool
+    tmp_path: Path,
 ) -> None:
+    # One daemon, saved in place, then by rename, then in place again: each
+    # save touches exactly what it added, removed and changed, whichever way
+    # the save before it was made.
     script = tmp_path / "startup.lua"
     script.write_text(server("keep") + server("gone") + server("change"))
     with DaemonProcess(script) as daemon:
         for name in ("keep", "gone", "change"):
             daemon.wait_event("connected", name)
         keep_pid = {r.name: r.pid for r in daemon.client.status()}["keep"]
-        mark = daemon.events[-1]
-        save(
-            script,
-            server("keep") + server("change", extra=", hold = 1") + server("new"),
-            atomic=atomic,
-        )
-        loaded = daemon.wait_event("config_loaded", after=seq(mark))
-        assert loaded["added"] == ["new"]
-        assert loaded["removed"] == ["gone"]
-        assert loaded["changed"] == ["change"]
-        assert loaded["unchanged"] == 1
-        daemon.wait_event("connected", "new", after=seq(mark))
-        daemon.wait_event("connected", "change", after=seq(mark))
-        daemon.wait_event("removed", "gone", after=seq(mark))
-        touched = {str(e["name"]) for e in daemon.events if seq(e) > seq(mark)}
-        assert "keep" not in touched
-        rows = {r.name: r for r in daemon.client.status()}
-        assert rows["keep"].pid == keep_pid
-        assert set(rows) == {"keep", "change", "new"}
+        removed = "gone"
+        for hold, atomic in enumerate((False, True, False), start=1):
+            added = f"new{hold}"
+            mark = daemon.events[-1]
+            save(
+                script,
+                server("keep")
+                + server("change", extra=f", hold = {hold}")
+                + server(added),
+                atomic=atomic,
+            )
+            loaded = daemon.wait_event("config_loaded", after=seq(mark))
+            assert loaded["added"] == [added]
+            assert loaded["removed"] == [removed]
+            assert loaded["changed"] == ["change"]
+            assert loaded["unchanged"] == 1
+            daemon.wait_event("connected", added, after=seq(mark))
+            daemon.wait_event("connected", "change", after=seq(mark))
+            daemon.wait_event("removed", removed, after=seq(mark))
+            touched = {str(e["name"]) for e in daemon.events if seq(e) > seq(mark)}
+            assert "keep" not in touched
+            rows = {r.name: r for r in daemon.client.status()}
+            assert rows["keep"].pid == keep_pid
+            assert set(rows) == {"keep", "change", added}
+            removed = added
 
 
 @pytest.mark.parametrize(
