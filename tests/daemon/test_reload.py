@@ -79,23 +79,23 @@ def test_saving_touches_exactly_the_added_removed_and_changed_connections(
             removed = added
 
 
-@pytest.mark.parametrize(
-    ("bad", "line", "message"),
-    [
-        ("local = 5\n", 3, "<name> expected near '='"),
-        ("local t = nil\nprint(t.field)\n", 4, "attempt to index a nil value"),
-        (
-            "mcp_add('x', 'http://127.0.0.1:9/mcp', {hold = 'long'})\n",
-            3,
-            "hold must be a number of seconds",
-        ),
-        ("while true do end\n", 3, "time budget"),
-    ],
-    ids=["syntax", "runtime", "type", "endless-loop"],
-)
-def test_a_broken_save_changes_nothing_and_reports_the_line(
-    tmp_path: Path, bad: str, line: int, message: str
-) -> None:
+BROKEN = [
+    ("local = 5\n", 3, "<name> expected near '='"),
+    ("local t = nil\nprint(t.field)\n", 4, "attempt to index a nil value"),
+    (
+        "mcp_add('x', 'http://127.0.0.1:9/mcp', {hold = 'long'})\n",
+        3,
+        "hold must be a number of seconds",
+    ),
+    ("while true do end\n", 3, "time budget"),
+]
+"""Broken endings for a good two-line script: syntax, runtime, type, endless loop;
+each with the line and the message its error names."""
+
+
+def test_a_broken_save_changes_nothing_and_reports_the_line(tmp_path: Path) -> None:
+    # One daemon takes every broken save in turn: each is reported with its
+    # own line and message and changes nothing, also after a broken save.
     good = server("a") + server("b")
     script = tmp_path / "startup.lua"
     script.write_text(good)
@@ -103,15 +103,19 @@ def test_a_broken_save_changes_nothing_and_reports_the_line(
         daemon.wait_event("connected", "a")
         daemon.wait_event("connected", "b")
         before = {r.name: r.pid for r in daemon.client.status()}
-        mark = daemon.events[-1]
-        save(script, good + bad, atomic=True)
-        error = daemon.wait_event("config_error", after=seq(mark))
-        assert error["line"] == line
-        assert message in str(error["message"])
-        assert not [e for e in daemon.events if seq(e) > seq(mark) and e["name"]]
-        assert {r.name: r.pid for r in daemon.client.status()} == before
-        last = daemon.client.info().last_reload
-        assert last is not None and last.ok is False
+        first = daemon.events[-1]
+        for bad, line, message in BROKEN:
+            mark = daemon.events[-1]
+            save(script, good + bad, atomic=True)
+            error = daemon.wait_event("config_error", after=seq(mark))
+            assert error["line"] == line, bad
+            assert message in str(error["message"]), bad
+            assert not [e for e in daemon.events if seq(e) > seq(mark) and e["name"]]
+            assert {r.name: r.pid for r in daemon.client.status()} == before
+            last = daemon.client.info().last_reload
+            assert last is not None and last.ok is False
+            assert last.line == line and message in last.message, bad
+        assert not [e for e in daemon.events if seq(e) > seq(first) and e["name"]]
 
 
 def test_twenty_saves_in_a_second_make_one_reload(tmp_path: Path) -> None:
