@@ -120,6 +120,7 @@ def test_no_secret_value_appears_on_any_surface(
     assert "DEBUG" in surfaces["log"]
     assert "stdio_arg" in surfaces["cli"]
     assert "***" in surfaces["events"] + surfaces["details"] + surfaces["log"]
+    assert "http://user:***@127.0.0.1" in surfaces["details"]  # the written password
     for surface, text in surfaces.items():
         for name, value in values.items():
             assert value not in text, f"MM_AUDIT_{name} leaked into {surface}"
