@@ -40,54 +40,62 @@ def seq(event: dict[str, object]) -> int:
     return int(str(event["seq"]))
 
 
-@pytest.mark.parametrize("atomic", [False, True], ids=["in-place", "atomic-rename"])
 def test_saving_touches_exactly_the_added_removed_and_changed_connections(
-    tmp_path: Path, atomic: bool
+    tmp_path: Path,
 ) -> None:
+    # One daemon, saved in place, then by rename, then in place again: each
+    # save touches exactly what it added, removed and changed, whichever way
+    # the save before it was made.
     script = tmp_path / "startup.lua"
     script.write_text(server("keep") + server("gone") + server("change"))
     with DaemonProcess(script) as daemon:
         for name in ("keep", "gone", "change"):
             daemon.wait_event("connected", name)
         keep_pid = {r.name: r.pid for r in daemon.client.status()}["keep"]
-        mark = daemon.events[-1]
-        save(
-            script,
-            server("keep") + server("change", extra=", hold = 1") + server("new"),
-            atomic=atomic,
-        )
-        loaded = daemon.wait_event("config_loaded", after=seq(mark))
-        assert loaded["added"] == ["new"]
-        assert loaded["removed"] == ["gone"]
-        assert loaded["changed"] == ["change"]
-        assert loaded["unchanged"] == 1
-        daemon.wait_event("connected", "new", after=seq(mark))
-        daemon.wait_event("connected", "change", after=seq(mark))
-        daemon.wait_event("removed", "gone", after=seq(mark))
-        touched = {str(e["name"]) for e in daemon.events if seq(e) > seq(mark)}
-        assert "keep" not in touched
-        rows = {r.name: r for r in daemon.client.status()}
-        assert rows["keep"].pid == keep_pid
-        assert set(rows) == {"keep", "change", "new"}
+        removed = "gone"
+        for hold, atomic in enumerate((False, True, False), start=1):
+            added = f"new{hold}"
+            mark = daemon.events[-1]
+            save(
+                script,
+                server("keep")
+                + server("change", extra=f", hold = {hold}")
+                + server(added),
+                atomic=atomic,
+            )
+            loaded = daemon.wait_event("config_loaded", after=seq(mark))
+            assert loaded["added"] == [added]
+            assert loaded["removed"] == [removed]
+            assert loaded["changed"] == ["change"]
+            assert loaded["unchanged"] == 1
+            daemon.wait_event("connected", added, after=seq(mark))
+            daemon.wait_event("connected", "change", after=seq(mark))
+            daemon.wait_event("removed", removed, after=seq(mark))
+            touched = {str(e["name"]) for e in daemon.events if seq(e) > seq(mark)}
+            assert "keep" not in touched
+            rows = {r.name: r for r in daemon.client.status()}
+            assert rows["keep"].pid == keep_pid
+            assert set(rows) == {"keep", "change", added}
+            removed = added
 
 
-@pytest.mark.parametrize(
-    ("bad", "line", "message"),
-    [
-        ("local = 5\n", 3, "<name> expected near '='"),
-        ("local t = nil\nprint(t.field)\n", 4, "attempt to index a nil value"),
-        (
-            "mcp_add('x', 'http://127.0.0.1:9/mcp', {hold = 'long'})\n",
-            3,
-            "hold must be a number of seconds",
-        ),
-        ("while true do end\n", 3, "time budget"),
-    ],
-    ids=["syntax", "runtime", "type", "endless-loop"],
-)
-def test_a_broken_save_changes_nothing_and_reports_the_line(
-    tmp_path: Path, bad: str, line: int, message: str
-) -> None:
+BROKEN = [
+    ("local = 5\n", 3, "<name> expected near '='"),
+    ("local t = nil\nprint(t.field)\n", 4, "attempt to index a nil value"),
+    (
+        "mcp_add('x', 'http://127.0.0.1:9/mcp', {hold = 'long'})\n",
+        3,
+        "hold must be a number of seconds",
+    ),
+    ("while true do end\n", 3, "time budget"),
+]
+"""Broken endings for a good two-line script: syntax, runtime, type, endless loop;
+each with the line and the message its error names."""
+
+
+def test_a_broken_save_changes_nothing_and_reports_the_line(tmp_path: Path) -> None:
+    # One daemon takes every broken save in turn: each is reported with its
+    # own line and message and changes nothing, also after a broken save.
     good = server("a") + server("b")
     script = tmp_path / "startup.lua"
     script.write_text(good)
@@ -95,15 +103,19 @@ def test_a_broken_save_changes_nothing_and_reports_the_line(
         daemon.wait_event("connected", "a")
         daemon.wait_event("connected", "b")
         before = {r.name: r.pid for r in daemon.client.status()}
-        mark = daemon.events[-1]
-        save(script, good + bad, atomic=True)
-        error = daemon.wait_event("config_error", after=seq(mark))
-        assert error["line"] == line
-        assert message in str(error["message"])
-        assert not [e for e in daemon.events if seq(e) > seq(mark) and e["name"]]
-        assert {r.name: r.pid for r in daemon.client.status()} == before
-        last = daemon.client.info().last_reload
-        assert last is not None and last.ok is False
+        first = daemon.events[-1]
+        for bad, line, message in BROKEN:
+            mark = daemon.events[-1]
+            save(script, good + bad, atomic=True)
+            error = daemon.wait_event("config_error", after=seq(mark))
+            assert error["line"] == line, bad
+            assert message in str(error["message"]), bad
+            assert not [e for e in daemon.events if seq(e) > seq(mark) and e["name"]]
+            assert {r.name: r.pid for r in daemon.client.status()} == before
+            last = daemon.client.info().last_reload
+            assert last is not None and last.ok is False
+            assert last.line == line and message in last.message, bad
+        assert not [e for e in daemon.events if seq(e) > seq(first) and e["name"]]
 
 
 def test_twenty_saves_in_a_second_make_one_reload(tmp_path: Path) -> None:

@@ -2,10 +2,11 @@
 
 Secrets reach the daemon as `${env:…}` values in a header, in URL userinfo, in a
 stdio server's env and in a stdio argument (`--token=…`, which the server's
-argparse echoes back on stderr). The daemon runs at DEBUG with spans printed to
-its stdout, connections succeed and fail, calls succeed and fail; then every
-surface is read (log, spans, event stream, `status --json`, the `status` table,
-`details`, call errors) and no secret value may appear in any of them.
+argparse echoes back on stderr), and as a password written into the script's
+URL. The daemon runs at DEBUG with spans printed to its stdout, connections
+succeed and fail, calls succeed and fail; then every surface is read (log,
+spans, event stream, `status --json`, the `status` table, `details`, call
+errors) and no secret value may appear in any of them.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ def test_no_secret_value_appears_on_any_surface(
 ) -> None:
     values = {
         name: f"s3cr3t-{name.lower()}-{secrets.token_hex(8)}"
-        for name in ("HDR", "KEY", "PW", "ENV", "ARG", "BH")
+        for name in ("HDR", "KEY", "PW", "ENV", "ARG", "BH", "LIT", "REF")
     }
-    env = {f"MM_AUDIT_{name}": value for name, value in values.items()}
+    env = {  # LIT is only ever written into the script
+        f"MM_AUDIT_{name}": value for name, value in values.items() if name != "LIT"
+    }
     server = make_http_server("http")
     command, args = raw_command()
     raw_args = ", ".join(_lua(a) for a in args)
@@ -56,6 +59,9 @@ def test_no_secret_value_appears_on_any_surface(
         f"mcp_add('hole', 'http://127.0.0.1:{blackhole.port}/mcp', "
         "{connect_timeout = 0.3, hold = 0, "
         "headers = {Authorization = '${env:MM_AUDIT_BH}'}})\n"
+        # A password written into the script's URL and a secret header, refused.
+        f"mcp_add('literal', 'http://user:pw-{values['LIT']}@127.0.0.1:{dead}/mcp', "
+        "{hold = 0, headers = {Authorization = 'Bearer ${env:MM_AUDIT_REF}'}})\n"
         # stdio with a secret env value, connected.
         f"mcp_add('stdio_env', {{command = {_lua(command)}, args = {{{raw_args}}}, "
         "env = {API_TOKEN = '${env:MM_AUDIT_ENV}'}})\n"
@@ -75,6 +81,7 @@ def test_no_secret_value_appears_on_any_surface(
         daemon.wait_event("connected", "stdio_env")
         daemon.wait_event("connect_failed", "userinfo")
         daemon.wait_event("connect_failed", "hole")
+        daemon.wait_event("connect_failed", "literal")
         daemon.wait_event("connect_failed", "stdio_arg")
         daemon.wait_event("stderr", "stdio_arg")
         client = daemon.client
@@ -86,6 +93,7 @@ def test_no_secret_value_appears_on_any_surface(
             ("stdio_env", "crash", {"code": 7}),
             ("userinfo", "echo", {}),
             ("hole", "echo", {}),
+            ("literal", "echo", {}),
             ("stdio_arg", "echo", {}),
         ):
             try:
@@ -98,7 +106,7 @@ def test_no_secret_value_appears_on_any_surface(
         server.kill()
         daemon.wait_event("disconnected", "hdr")
         daemon.wait_event("connect_failed", "hdr")
-        names = ("hdr", "userinfo", "hole", "stdio_env", "stdio_arg")
+        names = ("hdr", "userinfo", "hole", "literal", "stdio_env", "stdio_arg")
         surfaces["details"] = json.dumps([client.details(n).to_dict() for n in names])
         surfaces["status"] = json.dumps([row.to_dict() for row in client.status()])
         assert main(["status", "--json", "--socket", str(daemon.socket)]) == 0
@@ -112,6 +120,7 @@ def test_no_secret_value_appears_on_any_surface(
     assert "DEBUG" in surfaces["log"]
     assert "stdio_arg" in surfaces["cli"]
     assert "***" in surfaces["events"] + surfaces["details"] + surfaces["log"]
+    assert "http://user:***@127.0.0.1" in surfaces["details"]  # the written password
     for surface, text in surfaces.items():
         for name, value in values.items():
             assert value not in text, f"MM_AUDIT_{name} leaked into {surface}"
