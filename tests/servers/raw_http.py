@@ -27,9 +27,14 @@ answers with JSON responses:
 Tools: `echo(text)` returns `text`; `pid()` returns the process id;
 `crash(code)` exits at once with `code`, without a reply.
 
-SIGTERM: the event streams end, no new connection is accepted, requests in
-flight get `SHUTDOWN_GRACE` seconds, then the process ends by SIGTERM itself
-(status -15, as uvicorn's servers do).
+SIGHUP: every session is forgotten (their event streams end), the
+connections stay: a client meets "Session not found" at its next request, as
+from a server whose session store was lost while its process lived on.
+
+SIGTERM, as uvicorn answers it: no new connection is accepted, the event
+streams end, idle connections are closed at once, requests in flight get
+`SHUTDOWN_GRACE` seconds (their connections close after the answer), then the
+process ends by SIGTERM itself (status -15).
 
 Run as a script: `python -S tests/servers/raw_http.py --port N [flags]`
 (`--transport http --host 127.0.0.1`, as `HttpServerProcess` adds them, are
@@ -69,7 +74,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -174,30 +180,53 @@ _sessions_lock = threading.Lock()
 _stopping = threading.Event()
 
 
-class _InFlight:
-    """Counts the requests being answered (event streams too), for SIGTERM."""
+class _Connections:
+    """The open client connections and which are answering a request now
+    (an event stream counts), for a SIGTERM that closes the idle ones at once
+    and gives the others `SHUTDOWN_GRACE` seconds, as uvicorn does."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
-        self._count = 0
+        self._busy: dict[_Handler, bool] = {}
 
-    def __enter__(self) -> None:
+    def opened(self, handler: _Handler) -> None:
         with self._changed:
-            self._count += 1
+            self._busy[handler] = False
 
-    def __exit__(self, *exc_info: object) -> None:
+    def closed(self, handler: _Handler) -> None:
         with self._changed:
-            self._count -= 1
+            self._busy.pop(handler, None)
             self._changed.notify_all()
 
-    def wait_idle(self, within: float) -> None:
+    @contextmanager
+    def answering(self, handler: _Handler) -> Iterator[None]:
+        with self._changed:
+            self._busy[handler] = True
+        try:
+            yield
+        finally:
+            if _stopping.is_set():
+                handler.close_connection = True  # the last answer on it
+            with self._changed:
+                self._busy[handler] = False
+                self._changed.notify_all()
+
+    def close_idle(self) -> None:
+        """End the connections that wait for a request (a sentinel's too)."""
+        with self._changed:
+            idle = [handler for handler, busy in self._busy.items() if not busy]
+        for handler in idle:
+            with suppress(OSError):
+                handler.connection.shutdown(socket.SHUT_RDWR)
+
+    def wait_answered(self, within: float) -> None:
         deadline = time.monotonic() + within
         with self._changed:
-            while self._count and time.monotonic() < deadline:
+            while any(self._busy.values()) and time.monotonic() < deadline:
                 self._changed.wait(deadline - time.monotonic())
 
 
-_in_flight = _InFlight()
+_connections = _Connections()
 
 
 def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -309,8 +338,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- methods ----------------------------------------------------------
 
+    def setup(self) -> None:
+        super().setup()
+        _connections.opened(self)
+
+    def finish(self) -> None:
+        _connections.closed(self)
+        super().finish()
+
     def do_POST(self) -> None:
-        with _in_flight:
+        with _connections.answering(self):
             self._post()
 
     def _post(self) -> None:
@@ -397,7 +434,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         try:
-            with _in_flight:
+            with _connections.answering(self):
                 self._stream(sid, session)
         finally:
             with session.changed:
@@ -465,24 +502,35 @@ class _Server(ThreadingHTTPServer):
         self.server_name, self.server_port = str(host), int(port)
 
 
-class _Stop(Exception):
-    """Raised in the main thread by the SIGTERM handler."""
+class _Stop(BaseException):
+    """Raised in the main thread by the SIGTERM handler (not an `Exception`:
+    socketserver reports those of a request's set-up and carries on)."""
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
     raise _Stop
 
 
+def _forget_sessions(signum: int, frame: object) -> None:
+    """SIGHUP: forget every session, as if its store were lost."""
+    with _sessions_lock:
+        sessions = list(_sessions.values())
+        _sessions.clear()
+    for session in sessions:
+        session.end()
+
+
 def _shut_down(server: _Server) -> None:
-    """End the event streams, stop listening, give requests in flight
-    `SHUTDOWN_GRACE` seconds."""
+    """Stop listening, end the event streams and idle connections, give
+    requests in flight `SHUTDOWN_GRACE` seconds."""
     _stopping.set()
+    server.server_close()
     with _sessions_lock:
         sessions = list(_sessions.values())
     for session in sessions:
         session.end()
-    server.server_close()
-    _in_flight.wait_idle(SHUTDOWN_GRACE)
+    _connections.close_idle()
+    _connections.wait_answered(SHUTDOWN_GRACE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -520,6 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(
         signal.SIGTERM, signal.SIG_IGN if args.ignore_sigterm else _on_sigterm
     )
+    signal.signal(signal.SIGHUP, _forget_sessions)
     time.sleep(args.slow_start)
     busy_until = time.process_time() + args.busy_start
     while time.process_time() < busy_until:

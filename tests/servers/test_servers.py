@@ -4,6 +4,7 @@ server processes."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sys
@@ -234,18 +235,43 @@ async def test_a_killed_and_restarted_raw_http_server_forgets_the_session(
             await session.send_ping()
 
 
-async def test_raw_http_server_stops_on_sigterm_and_ends_its_event_stream(
+async def test_raw_http_server_stops_on_sigterm_as_uvicorn_does(
     make_http_server: HttpServerFactory,
 ) -> None:
-    server = make_http_server("http", raw=True)
-    async with httpx2.AsyncClient(timeout=5) as client:
+    """The event stream ends and idle connections close at once; a request in
+    flight keeps its connection for the grace; then the process ends -15."""
+    server = make_http_server("http", "--sleep-tool", raw=True)
+    async with (
+        httpx2.AsyncClient(timeout=5) as client,
+        await anyio.connect_tcp("127.0.0.1", server.port) as idle,
+    ):
         init = await _post(client, server.url, {"id": 1, "method": "initialize"})
-        headers = {"mcp-session-id": init.headers["mcp-session-id"]}
-        async with client.stream("GET", server.url, headers=headers) as stream:
+        sid = init.headers["mcp-session-id"]
+        call = {"name": "sleep", "arguments": {"seconds": 30}}
+        slow = {"id": 2, "method": "tools/call", "params": call}
+        dropped: list[float] = []
+
+        async def in_flight() -> None:
+            with pytest.raises(httpx2.RemoteProtocolError):
+                await _post(client, server.url, slow, sid)
+            dropped.append(anyio.current_time())
+
+        async with (
+            client.stream("GET", server.url, headers={"mcp-session-id": sid}) as stream,
+            anyio.create_task_group() as tg,
+        ):
             assert stream.status_code == 200
+            tg.start_soon(in_flight)
+            await anyio.sleep(0.1)  # the call is in flight (no event says so)
+            started = anyio.current_time()
+            os.kill(server.pid, signal.SIGTERM)
             with anyio.fail_after(5):
-                assert await server.astop() == -signal.SIGTERM
                 assert [chunk async for chunk in stream.aiter_bytes()] == []
+                with pytest.raises(anyio.EndOfStream):
+                    await idle.receive()
+                assert anyio.current_time() - started < raw_http.SHUTDOWN_GRACE
+                assert await server.await_exit(5) == -signal.SIGTERM
+        assert dropped[0] - started >= raw_http.SHUTDOWN_GRACE * 0.9
 
 
 async def test_raw_http_server_without_an_event_stream_answers_get_with_405(
