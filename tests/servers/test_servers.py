@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -349,3 +350,28 @@ async def test_raw_http_relist_notifies_on_the_event_stream(
                 assert told.content == [types.TextContent(type="text", text="told")]
                 with anyio.move_on_after(0.1):
                     await changed.wait()
+
+
+async def test_raw_http_garbage_answers_are_not_json_rpc(
+    make_http_server: HttpServerFactory,
+) -> None:
+    server = make_http_server("http", "--garbage", raw=True)
+    async with (
+        streamable_http_client(server.url) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with anyio.fail_after(5), pytest.raises(MCPError, match="Failed to parse"):
+            await session.initialize()
+
+
+async def test_raw_http_ignore_sigterm_needs_sigkill(
+    make_http_server: HttpServerFactory,
+) -> None:
+    server = make_http_server("http", "--ignore-sigterm", raw=True)
+    os.kill(server.pid, signal.SIGTERM)
+    with pytest.raises(subprocess.TimeoutExpired):
+        await server.await_exit(0.3)
+    async with httpx2.AsyncClient(timeout=5) as client:
+        init = await _post(client, server.url, {"id": 1, "method": "initialize"})
+        assert init.status_code == 200  # still serving
+    assert await server.akill() == -signal.SIGKILL
