@@ -4,9 +4,16 @@ The helpers behind these fixtures live in `tests/servers/` and are imported
 from there (`from servers import stdio_command, ...`), never from this file.
 
 - `anyio_backend`: `"asyncio"` for every `@pytest.mark.anyio` test.
-- `make_http_server(transport="http", *flags, env=None, start=True)`: a factory
-  for demo servers over streamable HTTP or SSE; every server it made is killed
-  and reaped at teardown. `http_server` / `sse_server` are one started server.
+- `make_http_server(transport="http", *flags, env=None, start=True, raw=False)`:
+  a factory for demo servers over streamable HTTP or SSE; every server it made
+  is killed and reaped at teardown. `raw=True` starts the hand-written
+  `servers/raw_http.py` instead (streamable HTTP only; its own flags): a
+  handshake-era server with `echo`, `pid`, `crash` (and `sleep` with
+  `--sleep-tool`), sessions, an event stream and 404 "Session not found" for a
+  session it does not know, at about a tenth of the demo server's start-up
+  CPU. Use it where our transport is the point (kills, restarts, loss
+  detection, reconnects); the demo server where the SDK's server is.
+  `http_server` / `sse_server` are one started demo server.
 - `blackhole`: a `Blackhole` TCP listener, closed at teardown.
 - `everything_stdio` / `everything_sse` / `everything_http`: the official
   reference server `@modelcontextprotocol/server-everything` (npm, pinned in
@@ -38,6 +45,7 @@ from servers import (
     HttpServerProcess,
     children_of,
     live_server_pids,
+    raw_http_program,
 )
 from servers.everything import (
     everything_stdio_command,
@@ -83,7 +91,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def make_http_server(tmp_path: Path) -> Iterator[HttpServerFactory]:
-    """Build demo servers over HTTP or SSE; all are killed at teardown."""
+    """Build demo (or `raw=True`: raw_http) servers over HTTP or SSE; all are
+    killed at teardown."""
     made: list[HttpServerProcess] = []
 
     def make(
@@ -91,10 +100,18 @@ def make_http_server(tmp_path: Path) -> Iterator[HttpServerFactory]:
         *flags: str,
         env: Mapping[str, str] | None = None,
         start: bool = True,
+        raw: bool = False,
     ) -> HttpServerProcess:
-        server = HttpServerProcess(
-            transport, flags, env=env, log_path=tmp_path / f"server-{len(made)}.log"
-        )
+        if raw and transport != "http":
+            raise ValueError("raw_http serves streamable HTTP only")
+        log_path = tmp_path / f"server-{len(made)}.log"
+        if raw:
+            program = raw_http_program()
+            server = HttpServerProcess(
+                transport, flags, env=env, log_path=log_path, program=program
+            )
+        else:
+            server = HttpServerProcess(transport, flags, env=env, log_path=log_path)
         made.append(server)
         if start:
             server.start()

@@ -134,7 +134,7 @@ def _campaign(
     blackhole: Blackhole,
 ) -> None:
     raw, demo = raw_command(), demo_command()
-    web = make_http_server("http")
+    web = make_http_server("http", raw=True)  # restarted http_cycles times
     fast_retry = "backoff = {initial = 0.02, cap = 0.2}"
     base = "".join(
         [
@@ -376,7 +376,7 @@ async def test_a_silently_dead_http_server_is_reported_within_the_ping_bounds(
     ping_timeout, not after that plus the (up to 2 s) teardown of the session."""
     from manager.core.events import Connected, Event, Lost
 
-    server = make_http_server("http")
+    server = make_http_server("http", raw=True)
     bus = EventBus()
     events: list[Event] = []
     bus.add_listener(events.append)

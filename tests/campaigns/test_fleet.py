@@ -96,7 +96,7 @@ async def test_http_upstreams_never_wait_behind_stdio_starts(
     fleet: tuple[Manager, Recorder], make_http_server: HttpServerFactory
 ) -> None:
     mgr, rec = fleet
-    server = make_http_server("http")
+    server = make_http_server("http", raw=True)
     for i in range(6):
         mgr.add(hanging(f"hung{i}", connect_timeout=20))
     mgr.add(parse_spec("web", server.url))

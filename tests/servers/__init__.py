@@ -4,6 +4,9 @@
   the hand-written legacy server's command, process-tree helpers.
 - `raw_legacy`: a hand-written, fast-starting stdio server with failure flags
   (run as a script; see `process.raw_command`).
+- `raw_http`: its streamable HTTP sibling, with a session, an event stream and
+  the same tools and flags (run as a script; see `process.raw_http_program`,
+  or `make_http_server(..., raw=True)`).
 - `closing_http`: a raw-socket streamable HTTP server that closes every
   connection after its answer (or in the middle of it), in several variants.
 - `blackhole`: a TCP listener that accepts and never answers.
@@ -31,6 +34,7 @@ from .process import (
     free_port,
     live_server_pids,
     raw_command,
+    raw_http_program,
     stdio_command,
 )
 
@@ -45,5 +49,6 @@ __all__ = [
     "live_server_pids",
     "open_line_client",
     "raw_command",
+    "raw_http_program",
     "stdio_command",
 ]

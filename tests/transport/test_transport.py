@@ -1,4 +1,11 @@
-"""Connections against real servers: stdio subprocesses, HTTP and SSE under uvicorn.
+"""Connections against real servers: stdio subprocesses, HTTP and SSE.
+
+Over HTTP, where our transport is the point (kills, restarts, loss detection,
+reconnects), the server is the hand-written `raw_http.py` (handshake era, a
+tenth of the demo server's start-up CPU); the SDK's demo server under uvicorn,
+met in 2026-07-28, stays where that era's own path is the point (a killed
+server noticed by its `subscriptions/listen` stream, a call in flight on the
+2026 relay) and for SSE.
 
 Each test waits on events (never on sleeps) and checks that no child process is
 left behind.
@@ -210,7 +217,7 @@ async def test_http_server_stopped_and_started_again_reconnects(
     env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
 ) -> None:
     mgr, rec = env
-    server = make_http_server("http")
+    server = make_http_server("http", raw=True)
     mgr.add(
         parse_spec(
             "web", server.url, {**FAST, "ping_interval": 0.3, "ping_timeout": 0.5}
@@ -261,7 +268,7 @@ async def test_a_call_during_an_outage_fails_clearly_after_hold(
     env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
 ) -> None:
     mgr, rec = env
-    server = make_http_server("http")
+    server = make_http_server("http", raw=True)
     mgr.add(parse_spec("web", server.url, {**FAST, "hold": 0.3, "ping_interval": 0.2}))
     first = await rec.wait_for("connected", "web")
     server.kill()
@@ -301,15 +308,23 @@ async def test_shutdown_with_connections_in_every_state_leaves_nothing_running(
     assert len(anyio.get_running_tasks()) == tasks_before
 
 
+@pytest.mark.parametrize(
+    "era",
+    [
+        "handshake",  # raw_http: the GET event stream ends (or the sentinel's)
+        "2026-07-28",  # the demo server: the subscriptions/listen stream breaks
+    ],
+)
 async def test_a_killed_http_server_is_noticed_without_waiting_for_a_ping(
-    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory, era: str
 ) -> None:
     mgr, rec = env
-    server = make_http_server("http")
+    server = make_http_server("http", raw=era == "handshake")
     # No ping before the test's own timeout: only the event stream's end can tell.
     opts = {**FAST, "ping_interval": 600.0, "ping_timeout": 1.0}
     mgr.add(parse_spec("web", server.url, opts))
     first = await rec.wait_for("connected", "web")
+    assert first.protocol == ("2025-06-18" if era == "handshake" else era)  # type: ignore[attr-defined]
     await server.akill()
     lost = await rec.wait_for("disconnected", "web", after=first.seq)
     # Whichever notices first: the probe (refused) or the stream read (broke).
@@ -323,7 +338,7 @@ async def test_an_http_server_restarted_between_pings_loses_the_session(
     env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
 ) -> None:
     mgr, rec = env
-    server = make_http_server("http")
+    server = make_http_server("http", raw=True)
     opts = {**FAST, "ping_interval": 2.0, "ping_timeout": 1.0}
     mgr.add(parse_spec("web", server.url, opts))
     first = await rec.wait_for("connected", "web")
@@ -349,17 +364,45 @@ async def test_an_http_server_restarted_between_pings_loses_the_session(
     assert (await mgr.call("web", "echo", {"text": "again"})).is_error is False
 
 
-@pytest.mark.parametrize("transport", ["http", "sse"])
-@pytest.mark.parametrize("how", ["kill", "stop"])
+async def test_an_http_server_that_forgot_the_session_is_met_with_a_new_one(
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+) -> None:
+    mgr, rec = env
+    server = make_http_server("http", raw=True)
+    opts = {**FAST, "ping_interval": 600.0, "ping_timeout": 1.0}
+    mgr.add(parse_spec("web", server.url, opts))
+    first = await rec.wait_for("connected", "web")
+    # SIGHUP: raw_http forgets its sessions (their event streams end) and keeps
+    # its process and connections: the probe after the stream's end meets 404.
+    os.kill(server.pid, signal.SIGHUP)
+    lost = await rec.wait_for("disconnected", "web", after=first.seq)
+    assert "session not found" in lost.reason.lower()  # type: ignore[attr-defined]
+    await rec.wait_for("connected", "web", after=lost.seq)
+    assert (await mgr.call("web", "echo", {"text": "again"})).is_error is False
+
+
+@pytest.mark.parametrize(
+    ("server_kind", "how"),
+    [
+        ("raw-http", "kill"),
+        ("raw-http", "stop"),
+        ("demo-http", "kill"),  # 2026-07-28: the call goes by our relay in rounds
+        ("demo-sse", "kill"),
+        ("demo-sse", "stop"),
+    ],
+)
 async def test_a_call_in_flight_when_an_http_server_dies_fails_as_disconnected(
     env: tuple[Manager, Recorder],
     make_http_server: HttpServerFactory,
-    transport: str,
+    server_kind: str,
     how: str,
 ) -> None:
     mgr, rec = env
-    server = make_http_server(transport)  # type: ignore[arg-type]
-    endpoint = {"url": server.url, "transport": transport}
+    if server_kind == "raw-http":
+        server = make_http_server("http", "--sleep-tool", raw=True)
+    else:
+        server = make_http_server("sse" if server_kind == "demo-sse" else "http")
+    endpoint = {"url": server.url, "transport": server.transport}
     mgr.add(parse_spec("web", endpoint, {**FAST, "ping_interval": 600.0, "hold": 0.2}))
     first = await rec.wait_for("connected", "web")
     errors: list[BaseException] = []
