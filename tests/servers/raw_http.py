@@ -64,6 +64,7 @@ accepted). Flags:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import select
@@ -77,7 +78,15 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import raw_tools
+else:  # `servers.raw_tools` when the tests import this file, `raw_tools` when
+    # it runs as a script (`python -S tests/servers/<name>.py`): a sibling
+    raw_tools = importlib.import_module(
+        f"{__package__}.raw_tools" if __package__ else "raw_tools"
+    )
 
 __all__ = ["PROTOCOL_VERSION", "SERVER_NAME", "SESSION_NOT_FOUND", "main"]
 
@@ -98,48 +107,6 @@ GARBAGE_BODY = b"this is not JSON-RPC\n"
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 PARSE_ERROR = -32700
-
-_TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "echo",
-        "description": "Return the text.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"text": {"type": "string"}},
-            "required": ["text"],
-        },
-    },
-    {
-        "name": "pid",
-        "description": "Return the server's process id.",
-        "inputSchema": {"type": "object"},
-    },
-    {
-        "name": "crash",
-        "description": "Exit at once with a code.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"code": {"type": "integer"}},
-            "required": ["code"],
-        },
-    },
-]
-
-_SLEEP = {
-    "name": "sleep",
-    "description": "Answer after some seconds.",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"seconds": {"type": "number"}},
-        "required": ["seconds"],
-    },
-}
-
-_RELIST = {
-    "name": "relist",
-    "description": "Tell the client that the tool list changed.",
-    "inputSchema": {"type": "object"},
-}
 
 
 class _Options:
@@ -229,33 +196,12 @@ class _Connections:
 _connections = _Connections()
 
 
-def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": is_error}
-
-
-def _tools() -> list[dict[str, Any]]:
-    if _Options.tools_file is None:
-        return [*_TOOLS, _SLEEP] if _Options.sleep_tool else _TOOLS
-    with open(_Options.tools_file, encoding="utf-8") as file:
-        listed: list[dict[str, Any]] = json.load(file)
-    return [*listed, _RELIST]
-
-
 def _call_tool(params: dict[str, Any], session: _Session) -> dict[str, Any]:
     name, args = params.get("name"), params.get("arguments") or {}
     if name == "relist" and _Options.tools_file is not None:
         session.notify({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-        return _text("told")
-    if name == "echo":
-        return _text(str(args.get("text", "")))
-    if name == "pid":
-        return _text(str(os.getpid()))
-    if name == "sleep" and _Options.sleep_tool:
-        time.sleep(float(args.get("seconds", 0)))
-        return _text(f"slept {args.get('seconds', 0)}")
-    if name == "crash":
-        os._exit(int(args.get("code", 1)))
-    return _text(f"unknown tool {name!r}", is_error=True)
+        return raw_tools.text("told")
+    return raw_tools.call(name, args, sleep_tool=_Options.sleep_tool)
 
 
 def _result(method: str, params: dict[str, Any], session: _Session) -> Any:
@@ -263,7 +209,7 @@ def _result(method: str, params: dict[str, Any], session: _Session) -> Any:
     if method == "ping":
         return {}
     if method == "tools/list":
-        return {"tools": _tools()}
+        return {"tools": raw_tools.listed(_Options.tools_file, _Options.sleep_tool)}
     if method == "tools/call":
         return _call_tool(params, session)
     return None

@@ -31,13 +31,22 @@ Run as a script: `python tests/servers/raw_legacy.py [flags]`. Flags:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import raw_tools
+else:  # `servers.raw_tools` when the tests import this file, `raw_tools` when
+    # it runs as a script (`python -S tests/servers/<name>.py`): a sibling
+    raw_tools = importlib.import_module(
+        f"{__package__}.raw_tools" if __package__ else "raw_tools"
+    )
 
 __all__ = ["PROTOCOL_VERSION", "SERVER_NAME", "main"]
 
@@ -49,86 +58,22 @@ CRASH_AFTER_HANDSHAKE_DELAY = 0.05
 GARBAGE_LINE = "this is not JSON-RPC\n"
 METHOD_NOT_FOUND = -32601
 
-_TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "echo",
-        "description": "Return the text.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"text": {"type": "string"}},
-            "required": ["text"],
-        },
-    },
-    {
-        "name": "pid",
-        "description": "Return the server's process id.",
-        "inputSchema": {"type": "object"},
-    },
-    {
-        "name": "crash",
-        "description": "Exit at once with a code.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"code": {"type": "integer"}},
-            "required": ["code"],
-        },
-    },
-]
-
 
 def _send(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
 
-def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": is_error}
-
-
 _TOOLS_FILE: list[str] = []  # --tools-file, if given
 _SLEEP_TOOL: list[bool] = []  # --sleep-tool, if given
-
-_SLEEP = {
-    "name": "sleep",
-    "description": "Answer after some seconds.",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"seconds": {"type": "number"}},
-        "required": ["seconds"],
-    },
-}
-
-_RELIST = {
-    "name": "relist",
-    "description": "Tell the client that the tool list changed.",
-    "inputSchema": {"type": "object"},
-}
-
-
-def _tools() -> list[dict[str, Any]]:
-    if not _TOOLS_FILE:
-        return [*_TOOLS, _SLEEP] if _SLEEP_TOOL else _TOOLS
-    with open(_TOOLS_FILE[0], encoding="utf-8") as file:
-        listed: list[dict[str, Any]] = json.load(file)
-    return [*listed, _RELIST]
 
 
 def _call_tool(params: dict[str, Any]) -> dict[str, Any]:
     name, args = params.get("name"), params.get("arguments") or {}
     if name == "relist":
         _send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-        return _text("told")
-    if name == "echo":
-        return _text(str(args.get("text", "")))
-    if name == "pid":
-        return _text(str(os.getpid()))
-    if name == "sleep" and _SLEEP_TOOL:
-        seconds = float(args.get("seconds", 0))
-        time.sleep(seconds)
-        return _text(f"slept {args.get('seconds', 0)}")
-    if name == "crash":
-        os._exit(int(args.get("code", 1)))
-    return _text(f"unknown tool {name!r}", is_error=True)
+        return raw_tools.text("told")
+    return raw_tools.call(name, args, sleep_tool=bool(_SLEEP_TOOL))
 
 
 def _result(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -142,7 +87,9 @@ def _result(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     if method == "ping":
         return {}
     if method == "tools/list":
-        return {"tools": _tools()}
+        return {
+            "tools": raw_tools.listed(next(iter(_TOOLS_FILE), None), bool(_SLEEP_TOOL))
+        }
     if method == "tools/call":
         return _call_tool(params)
     return None

@@ -1,0 +1,86 @@
+"""The tools the two hand-written servers share (`raw_legacy.py` over stdio,
+`raw_http.py` over streamable HTTP): standard library only, as they are.
+
+`echo(text)` returns `text`; `pid()` the process id; `crash(code)` exits at
+once with `code`, without a reply; with `--sleep-tool`, `sleep(seconds)`
+answers `slept SECONDS` after that long; with `--tools-file PATH`, the tools in
+that JSON file (read at every `tools/list`) plus `relist()`, which each server
+answers itself (it sends `notifications/tools/list_changed` its own way).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "echo",
+        "description": "Return the text.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+    },
+    {
+        "name": "pid",
+        "description": "Return the server's process id.",
+        "inputSchema": {"type": "object"},
+    },
+    {
+        "name": "crash",
+        "description": "Exit at once with a code.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"code": {"type": "integer"}},
+            "required": ["code"],
+        },
+    },
+]
+
+SLEEP: dict[str, Any] = {
+    "name": "sleep",
+    "description": "Answer after some seconds.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"seconds": {"type": "number"}},
+        "required": ["seconds"],
+    },
+}
+
+RELIST: dict[str, Any] = {
+    "name": "relist",
+    "description": "Tell the client that the tool list changed.",
+    "inputSchema": {"type": "object"},
+}
+
+
+def text(value: str, *, is_error: bool = False) -> dict[str, Any]:
+    """A `tools/call` result of one text block."""
+    return {"content": [{"type": "text", "text": value}], "isError": is_error}
+
+
+def listed(tools_file: str | None, sleep_tool: bool) -> list[dict[str, Any]]:
+    """What `tools/list` answers."""
+    if tools_file is None:
+        return [*TOOLS, SLEEP] if sleep_tool else TOOLS
+    with open(tools_file, encoding="utf-8") as file:
+        from_file: list[dict[str, Any]] = json.load(file)
+    return [*from_file, RELIST]
+
+
+def call(name: object, args: dict[str, Any], *, sleep_tool: bool) -> dict[str, Any]:
+    """What `tools/call` answers for every tool but `relist`."""
+    if name == "echo":
+        return text(str(args.get("text", "")))
+    if name == "pid":
+        return text(str(os.getpid()))
+    if name == "sleep" and sleep_tool:
+        time.sleep(float(args.get("seconds", 0)))
+        return text(f"slept {args.get('seconds', 0)}")
+    if name == "crash":
+        os._exit(int(args.get("code", 1)))
+    return text(f"unknown tool {name!r}", is_error=True)
