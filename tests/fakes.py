@@ -158,8 +158,9 @@ class FakeUpstream:
         await self._lost.wait()
         return self._report
 
-    async def wait_suspect(self) -> None:
+    async def wait_suspect(self) -> str:
         await anyio.sleep_forever()
+        raise AssertionError("unreachable")
 
     def die(
         self, reason: str = "fake server died", exit_code: int | None = None

@@ -171,15 +171,14 @@ class Supervisor:
             # server went away (an HTTP event stream that ended).
             interval = self._conn.spec.ping_interval or math.inf
             while True:
-                suspected = False
+                suspected: str | None = None
                 with anyio.move_on_after(interval):
-                    await upstream.wait_suspect()
-                    suspected = True
+                    suspected = await upstream.wait_suspect()
                 try:
                     await upstream.ping(self._conn.spec.ping_timeout)
                 except TransportError as exc:
-                    if suspected:
-                        exc = type(exc)(f"the server closed its connections; {exc}")
+                    if suspected is not None:
+                        exc = type(exc)(f"{suspected}; {exc}")
                     if upstream.pid is not None:
                         # A stdio server that just exited: its exit code is a
                         # moment away and says more than "connection closed".

@@ -344,8 +344,9 @@ class Upstream(Protocol):
         """Return when the transport itself reports the end (EOF, exit)."""
         ...
 
-    async def wait_suspect(self) -> None:
-        """Return when the server may have gone (its HTTP event stream ended).
+    async def wait_suspect(self) -> str:
+        """Return when the server may have gone, saying why (its HTTP event
+        stream ended, or an idle connection to it closed).
 
         Not a loss by itself (servers end that stream at will): the caller
         probes with a ping at once instead of at the next `ping_interval`.

@@ -591,18 +591,24 @@ class McpSession:
             else:  # not offered: changes are seen at the next connect
                 logger.debug("subscriptions/listen refused: %s", exc.message)
 
-    async def wait_suspect(self) -> None:
+    async def wait_suspect(self) -> str:
         if self._sentinel is None:
-            await self._lost.wait_suspect()
-            return
+            return await self._lost.wait_suspect()
+        why: list[str] = []
         async with anyio.create_task_group() as tg:
 
-            async def first(wait: Callable[[], Awaitable[None]]) -> None:
-                await wait()
+            async def stream() -> None:
+                why.append(await self._lost.wait_suspect())
                 tg.cancel_scope.cancel()
 
-            tg.start_soon(first, self._lost.wait_suspect)
-            tg.start_soon(first, self._sentinel.wait_closed)
+            async def sentinel(sentinel: TcpSentinel) -> None:
+                await sentinel.wait_closed()
+                why.append("the server closed an idle connection")
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(stream)
+            tg.start_soon(sentinel, self._sentinel)
+        return why[0]
 
     async def aclose(self) -> None:
         if self._sentinel is not None:

@@ -25,6 +25,9 @@ SUSPECT_INTERVAL = 5.0
 
 EOF_REPORT = LossReport("server closed the connection")
 
+STREAM_ENDED = "the server ended its event stream"
+"""Why a connection is suspected when its HTTP event stream ended."""
+
 
 @dataclass(slots=True)
 class LostSignal:
@@ -48,9 +51,10 @@ class LostSignal:
             self.last_suspected = now
             self.suspected.set()
 
-    async def wait_suspect(self) -> None:
+    async def wait_suspect(self) -> str:
         await self.suspected.wait()
         self.suspected = anyio.Event()
+        return STREAM_ENDED
 
     @property
     def is_set(self) -> bool:

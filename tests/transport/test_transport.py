@@ -376,7 +376,10 @@ async def test_an_http_server_that_forgot_the_session_is_met_with_a_new_one(
     # its process and connections: the probe after the stream's end meets 404.
     os.kill(server.pid, signal.SIGHUP)
     lost = await rec.wait_for("disconnected", "web", after=first.seq)
-    assert "session not found" in lost.reason.lower()  # type: ignore[attr-defined]
+    reason = lost.reason.lower()  # type: ignore[attr-defined]
+    assert "session not found" in reason
+    # Said as it happened: the stream ended (not "its connections closed").
+    assert "the server ended its event stream" in reason, reason
     await rec.wait_for("connected", "web", after=lost.seq)
     assert (await mgr.call("web", "echo", {"text": "again"})).is_error is False
 
