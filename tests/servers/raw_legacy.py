@@ -133,15 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         The process exit code.
     """
     parser = argparse.ArgumentParser(description="hand-written MCP stdio server")
-    parser.add_argument("--crash-after-handshake", action="store_true")
-    parser.add_argument("--hang-on-initialize", action="store_true")
-    parser.add_argument("--garbage", action="store_true")
-    parser.add_argument("--exit-immediately", type=int, metavar="CODE")
-    parser.add_argument("--ignore-sigterm", action="store_true")
-    parser.add_argument("--slow-start", type=float, default=0.0, metavar="SECONDS")
-    parser.add_argument("--busy-start", type=float, default=0.0, metavar="SECONDS")
-    parser.add_argument("--sleep-tool", action="store_true")
-    parser.add_argument("--tools-file", metavar="PATH")
+    raw_tools.add_flags(parser)
     args = parser.parse_args(argv)
     if args.sleep_tool:
         _SLEEP_TOOL.append(True)

@@ -10,6 +10,7 @@ answers itself (it sends `notifications/tools/list_changed` its own way).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
@@ -84,3 +85,16 @@ def call(name: object, args: dict[str, Any], *, sleep_tool: bool) -> dict[str, A
     if name == "crash":
         os._exit(int(args.get("code", 1)))
     return text(f"unknown tool {name!r}", is_error=True)
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags both servers take (their docstrings say what each does)."""
+    parser.add_argument("--crash-after-handshake", action="store_true")
+    parser.add_argument("--hang-on-initialize", action="store_true")
+    parser.add_argument("--garbage", action="store_true")
+    parser.add_argument("--exit-immediately", type=int, metavar="CODE")
+    parser.add_argument("--ignore-sigterm", action="store_true")
+    parser.add_argument("--slow-start", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--busy-start", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--sleep-tool", action="store_true")
+    parser.add_argument("--tools-file", metavar="PATH")
