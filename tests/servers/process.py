@@ -248,8 +248,9 @@ class HttpServerProcess:
             if not self.running:
                 code = self.returncode
                 self._reap()
-                in_use = "address already in use" in self.log_text().lower() or (
-                    "EADDRINUSE" in self.log_text()
+                said = self.log_text()
+                in_use = "address already in use" in said.lower() or (
+                    "EADDRINUSE" in said
                 )
                 if self._port_chosen and not self._started_once and in_use:
                     self.port = free_port()  # taken since: another one, once
