@@ -11,7 +11,8 @@
   line to a process); `http_relay`: the same as one POST to an HTTP server.
 - `requests`: what an upstream asks of us (sampling, elicitation, roots, logs).
 - `stdio`, `http`: the two ways bytes reach a server; `children`: the process
-  groups of running stdio servers and the guardian that outlives us.
+  groups of running stdio servers and the guardian that outlives us;
+  `http_pool`: HTTP/1.1 under the HTTP client (keep-alive, httptools).
 - `ops`: requests besides `tools/call`, for callers without the SDK's types.
 - `signals`: how a session's end is noticed.
 - `errors`: where SDK, HTTP and OS errors become ours, as sentences

@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ..core.spec import ConnectionSpec
 from .base import LINK_META_KEY, Refusal, RequestLinks
+from .http_pool import PoolTransport
 from .http_relay import HttpRelay
 from .relay import NO_SEND_SPAN, SendSpan
 
@@ -331,9 +332,7 @@ async def open_http_streams(
         transport=DrainingTransport(
             # Idle connections expire before a server's own keep-alive
             # timeout (uvicorn: 5 s), never in a race with it.
-            httpx2.AsyncHTTPTransport(
-                limits=httpx2.Limits(keepalive_expiry=HTTP_KEEPALIVE_EXPIRY)
-            ),
+            PoolTransport(keepalive_expiry=HTTP_KEEPALIVE_EXPIRY),
             on_event_stream_end=on_event_stream_end,
             links=links,
             refusals=refusals,
