@@ -81,9 +81,9 @@ def _format_event(event: Event) -> str:
 def _cmd_events(args: argparse.Namespace) -> int:
     client = ControlClient(socket_path(args.socket))
     lines = (
-        (json.dumps(e, ensure_ascii=False) for e in client.event_dicts())
+        (json.dumps(e, ensure_ascii=False) for e in client.event_dicts(args.since))
         if args.json
-        else (_format_event(e) for e in client.events())
+        else (_format_event(e) for e in client.events(args.since))
     )
     try:
         for line in lines:
@@ -198,6 +198,13 @@ def add_parsers(
 
     events = sub.add_parser("events", parents=[common], help="follow the event stream")
     events.add_argument("--json", action="store_true", help="one JSON object a line")
+    events.add_argument(
+        "--since",
+        type=int,
+        metavar="SEQ",
+        help="first the events the daemon kept (its last 1000) after this seq; "
+        "0 for all of them",
+    )
     events.set_defaults(handler=_cmd_events)
 
     reload = sub.add_parser("reload", parents=[common], help="re-run startup.lua")

@@ -332,31 +332,34 @@ class ControlClient:
             raise ControlError("the daemon sent a malformed catalog (not a list)")
         return [CatalogRow.from_dict(_as_dict(item), kind) for item in result]
 
-    def events(self) -> Iterator[Event]:
+    def events(self, since: int | None = None) -> Iterator[Event]:
         """Follow the event stream, decoded into typed events; ends when the
-        daemon closes it.
+        daemon closes it. `since`: see `subscribe`.
 
         Raises:
             ControlError: The daemon is unreachable or the stream broke.
         """
-        with self.subscribe() as stream:
+        with self.subscribe(since) as stream:
             yield from stream
 
-    def event_dicts(self) -> Iterator[dict[str, object]]:
+    def event_dicts(self, since: int | None = None) -> Iterator[dict[str, object]]:
         """Follow the event stream in its wire form (`events --json`): every
         field the daemon sent, even those this side does not know.
 
         Raises:
             ControlError: The daemon is unreachable or the stream broke.
         """
-        with self.subscribe() as stream:
+        with self.subscribe(since) as stream:
             yield from stream.dicts()
 
-    def subscribe(self) -> EventStream:
+    def subscribe(self, since: int | None = None) -> EventStream:
         """Open the event stream; returns once the daemon has subscribed it.
 
         Every event published after this returns is delivered, so a snapshot
-        (`status`) taken next misses nothing. Use as a context manager.
+        (`status`) taken next misses nothing. With `since`, the events the
+        daemon kept (its last 1000) whose `seq` is above it come first: 0 for
+        everything since the daemon started, if it has not published more.
+        Use as a context manager.
 
         Raises:
             ControlError: The daemon is unreachable or refused.
@@ -365,7 +368,10 @@ class ControlClient:
         try:
             reader = sock.makefile("rb")
             try:
-                self._send(sock, {"cmd": "events"})
+                request: dict[str, object] = {"cmd": "events"}
+                if since is not None:
+                    request["since"] = since
+                self._send(sock, request)
                 _unwrap(self._read_line(sock, reader, REPLY_TIMEOUT))
             except BaseException:
                 reader.close()

@@ -53,8 +53,11 @@ class ControlBackend(Protocol):
         """A snapshot: one status per connection."""
         ...
 
-    def subscribe(self, name: str) -> Subscription:
-        """A new bus subscription; the server closes it when the client leaves."""
+    def subscribe(self, name: str, since: int | None = None) -> Subscription:
+        """A new bus subscription; the server closes it when the client leaves.
+
+        `since`: the daemon's kept events after that `seq` come first.
+        """
         ...
 
     def info(self) -> DaemonInfo:
@@ -190,7 +193,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "reload": frozenset(),
     "reconnect": frozenset({"server"}),
     "details": frozenset({"server"}),
-    "events": frozenset({"json"}),
+    "events": frozenset({"json", "since"}),
     "call": frozenset({"server", "tool", "args", "timeout", "answer"}),
     "request": frozenset({"server", "op", "target", "args", "timeout"}),
     "catalog": frozenset({"kind", "server"}),

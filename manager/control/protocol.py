@@ -35,7 +35,9 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
                                                              `name` (`uri`),
                                                              `exposed`, `hidden`,
                                                              ...
-  events   `json` bool (accepted, ignored: always JSON)      a stream, see below
+  events   `json` bool (accepted, ignored: always JSON),     a stream, see below
+           `since` int >= 0 (optional: first the kept
+           events, the last 1000, whose `seq` is above it)
   login    `server` str, `timeout` number > 0 (the login's   `{"server", "done",
            deadline; default 300), `device` bool (default    "connected", "state",
            false: RFC 8628, an address and a user code       "error", "unsupported",

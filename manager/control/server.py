@@ -140,13 +140,20 @@ class _Conn:
             await self.send(encode(response))
 
 
-async def _stream_events(backend: ControlBackend, conn: _Conn) -> None:
-    """Send every event to the client until it disconnects."""
+async def _stream_events(
+    backend: ControlBackend, conn: _Conn, since: int | None
+) -> None:
+    """Send every event to the client until it disconnects (`since`: the kept
+    events after that `seq` first)."""
     import anyio
 
     from ..core.events import event_to_dict  # server side only: clients stay light
 
-    with backend.subscribe("control") as sub:
+    with (
+        backend.subscribe("control")
+        if since is None
+        else backend.subscribe("control", since)
+    ) as sub:
         await conn.reply({"ok": True, "result": "streaming"})
         async with anyio.create_task_group() as tg:
 
@@ -190,7 +197,16 @@ async def _handle_client(
                     if line.strip():
                         cmd, req = parse_request(line)
                         if cmd == "events":
-                            await _stream_events(backend, conn)
+                            since = req.get("since")
+                            if since is not None and (
+                                not isinstance(since, int)
+                                or isinstance(since, bool)
+                                or since < 0
+                            ):
+                                raise BadRequest(
+                                    'events: "since" must be an integer >= 0'
+                                )
+                            await _stream_events(backend, conn, since)
                             return
                         await conn.reply(await dispatch(backend, cmd, req))
                 except BadRequest as exc:

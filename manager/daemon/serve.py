@@ -238,9 +238,9 @@ class Daemon:
         """Forget `server`'s tokens and registration; it restarts into needs_login."""
         return LogoutReply(server=server, forgot=self.logins.logout(server))
 
-    def subscribe(self, name: str) -> Subscription:
-        """A new bus subscription for a control client."""
-        return self.bus.subscribe(name)
+    def subscribe(self, name: str, since: int | None = None) -> Subscription:
+        """A new bus subscription for a control client (`since`: replay first)."""
+        return self.bus.subscribe(name, since=since)
 
     async def reload(self) -> ReloadSummary:
         """Run the script again; apply its desired set only if it succeeds.

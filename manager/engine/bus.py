@@ -6,6 +6,10 @@ event with `seq` and `time` and appends it to every queue. A full queue drops it
 before the next event it does get, so it knows exactly how many it missed. No
 other subscriber is affected. Per-subscriber drop totals are kept for metrics.
 
+The last `HISTORY` events are kept, so that a subscriber that comes late (a
+control client following `events` from the daemon's start) can be handed
+what it missed, in order, before what comes next (`subscribe(since=...)`).
+
 Use from the event-loop thread only.
 """
 
@@ -21,7 +25,7 @@ import anyio
 
 from ..core.events import Event, Lagged
 
-__all__ = ["DEFAULT_QUEUE_SIZE", "EventBus", "Subscription"]
+__all__ = ["DEFAULT_QUEUE_SIZE", "HISTORY", "EventBus", "Subscription"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +34,9 @@ _set = object.__setattr__
 
 DEFAULT_QUEUE_SIZE = 10_000
 """Events a subscriber may fall behind by before it starts losing the oldest."""
+
+HISTORY = 1_000
+"""Recent events kept for subscribers that ask for what came before them."""
 
 
 class Subscription:
@@ -128,6 +135,7 @@ class EventBus:
         self._dropped_closed: dict[str, int] = {}
         self._listeners: list[Callable[[Event], None]] = []
         self._listener_errors: dict[str, int] = {}
+        self._history: deque[Event] = deque(maxlen=HISTORY)
 
     @property
     def last_seq(self) -> int:
@@ -140,6 +148,7 @@ class EventBus:
         maxlen: int = DEFAULT_QUEUE_SIZE,
         *,
         kind: type[Subscription] | None = None,
+        since: int | None = None,
     ) -> Subscription:
         """Open a new subscription that receives every event published from now on.
 
@@ -147,10 +156,16 @@ class EventBus:
             name: Shown in lag notices and drop metrics.
             maxlen: Queue bound; beyond it the oldest events are dropped.
             kind: A `Subscription` subclass to make (tests watch closing).
+            since: Also receive, first, the kept events (the last `HISTORY`)
+                whose `seq` is above this one; 0 for all of them.
         """
         if maxlen < 1:
             raise ValueError("maxlen must be >= 1")
         sub = (kind or Subscription)(self, name, maxlen)
+        if since is not None:
+            for event in self._history:
+                if event.seq > since:
+                    sub.offer(event)
         self._subscribers.append(sub)
         return sub
 
@@ -178,6 +193,7 @@ class EventBus:
         # publish would be the bus's main cost. From here on it is immutable.
         _set(event, "seq", self._seq)
         _set(event, "time", self._clock())
+        self._history.append(event)
         for listener in self._listeners:
             try:
                 listener(event)

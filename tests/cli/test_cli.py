@@ -93,8 +93,8 @@ class FakeBackend:
     def info(self) -> DaemonInfo:
         return DaemonInfo(config="startup.lua")
 
-    def subscribe(self, name: str) -> Subscription:
-        sub = self.bus.subscribe(name)
+    def subscribe(self, name: str, since: int | None = None) -> Subscription:
+        sub = self.bus.subscribe(name, since=since)
         self.subs.append(sub)
         self.subscribed.set()
         return sub
@@ -352,6 +352,24 @@ def test_events_follows_the_stream_until_it_ends(
         assert lines[1].split(" ", 1)[1] == (
             "web: connect failed (attempt 1): connection refused"
         )
+
+
+def test_events_since_prints_what_came_before_first(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.publish(Connecting(name="web", attempt=1))
+    daemon.publish(Connecting(name="web", attempt=2))
+    thread, codes = follow(["events", "--socket", daemon.socket, "--since", "1"])
+    assert daemon.backend.subscribed.wait(5)
+    daemon.publish(Connecting(name="web", attempt=3))
+    daemon.portal.call(daemon.backend.end_streams)
+    thread.join(5)
+    assert codes == [0]
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" ", 1)[1] for line in lines] == [
+        "web: connecting (attempt 2)",
+        "web: connecting (attempt 3)",
+    ]
 
 
 # ------------------------------------------------------------------------ call

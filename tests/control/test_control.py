@@ -77,8 +77,8 @@ class FakeBackend:
             ConnectionStatus("web", state="reconnecting", attempt=4, tools=0),
         ]
 
-    def subscribe(self, name: str) -> Subscription:
-        sub = self.bus.subscribe(name, 1000, kind=TrackedSubscription)
+    def subscribe(self, name: str, since: int | None = None) -> Subscription:
+        sub = self.bus.subscribe(name, 1000, kind=TrackedSubscription, since=since)
         assert isinstance(sub, TrackedSubscription)
         self.subs.append(sub)
         self.subscribed.set()
@@ -708,6 +708,30 @@ async def test_events_stream_in_bus_order(sock_dir: Path) -> None:
         Removed(name="fs", seq=52, time=received[-1].time),
     ]
     await wait_closed(backend.subs[0])  # the client left: subscription closed
+
+
+@pytest.mark.anyio
+async def test_events_since_replay_what_came_before_the_client(
+    sock_dir: Path,
+) -> None:
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    for attempt in (1, 2, 3):
+        backend.bus.publish(Connecting(name="fs", attempt=attempt))
+    async with serving(backend, path), raw_client(path) as client:
+        assert await client.ask({"cmd": "events", "since": 1}) == {
+            "ok": True,
+            "result": "streaming",
+        }
+        backend.bus.publish(Removed(name="fs"))
+        assert [(await client.line())["seq"] for _ in range(3)] == [2, 3, 4]
+    for since in (-1, "0", True, 1.5):
+        async with serving(backend, path), raw_client(path) as client:
+            reply = await client.ask({"cmd": "events", "since": since})
+            assert reply["ok"] is False
+            assert (
+                reply["error"]["message"] == 'events: "since" must be an integer >= 0'
+            )
 
 
 @pytest.mark.anyio

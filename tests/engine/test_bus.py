@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from manager.core.events import Connecting, Event, Lagged
-from manager.engine.bus import DEFAULT_QUEUE_SIZE, EventBus, Subscription
+from manager.engine.bus import DEFAULT_QUEUE_SIZE, HISTORY, EventBus, Subscription
 
 
 def fake_clock() -> itertools.count[float]:
@@ -72,6 +72,29 @@ def test_a_subscriber_sees_only_events_published_after_it_subscribed() -> None:
     sub = bus.subscribe("late")
     bus.publish(ev(2))
     assert [e.seq for e in drain(sub)] == [2]
+
+
+def test_a_late_subscriber_can_have_what_it_missed_first_in_order() -> None:
+    bus = make_bus()
+    early = [bus.publish(ev(i)) for i in range(3)]
+    everything = bus.subscribe("late", since=0)
+    after_two = bus.subscribe("later", since=2)
+    new = bus.publish(ev(9))
+    assert drain(everything) == [*early, new]
+    assert drain(after_two) == [early[2], new]
+
+
+def test_the_kept_history_is_bounded_and_a_small_queue_reports_the_rest() -> None:
+    bus = make_bus()
+    for i in range(HISTORY + 5):
+        bus.publish(ev(i))
+    assert [e.seq for e in drain(bus.subscribe("all", since=0))] == list(
+        range(6, HISTORY + 6)
+    )
+    small = bus.subscribe("small", maxlen=2, since=0)
+    first = small.receive_nowait()
+    assert isinstance(first, Lagged) and first.dropped == HISTORY - 2
+    assert [e.seq for e in drain(small)] == [HISTORY + 4, HISTORY + 5]
 
 
 def test_subscribe_rejects_a_queue_bound_below_one() -> None:

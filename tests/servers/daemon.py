@@ -94,7 +94,9 @@ class DaemonProcess:
                     sock.close()
                     raise
                 time.sleep(0.02)
-        sock.sendall(b'{"cmd": "events"}\n')
+        # Everything since the daemon started: an event published before this
+        # subscription (a fast connect) is replayed, not missed.
+        sock.sendall(b'{"cmd": "events", "since": 0}\n')
         self._stream = sock
         self._reader = threading.Thread(target=self._follow, daemon=True)
         self._reader.start()
