@@ -26,8 +26,9 @@
 - `http`: streamable HTTP under uvicorn, serving anything `Served` (the
   `Gateway`) without importing `server`; `guard`: Host/Origin/token checks;
   `exchange`: its hot path, a plain request answered in its own task (JSON, or
-  SSE from its first notification); `compat_mcp_server`: the door to the SDK
-  server side's private names.
+  SSE from its first notification); `resumable`: the events kept so that a
+  client can resume a broken SSE stream; `compat_mcp_server`: the door to the
+  SDK server side's private names.
 
 Nothing is imported here until it is asked for (PEP 562): `stdio` answers
 `initialize` through `early` before the SDK loads, and uvicorn loads only with

@@ -64,6 +64,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
 from .compat_mcp_server import http_session_alive
+from .resumable import RETRY_MS, ResumableEvents, for_session
 
 __all__ = ["LEAN_BODY_LIMIT", "Exchange", "HandshakeSessions"]
 
@@ -170,16 +171,35 @@ class HandshakeSessions:
 
 @dataclass(slots=True)
 class _Answer:
-    """The response of one request: JSON unless a notification came first."""
+    """The response of one request: JSON unless a notification came first.
+
+    With `events` (a handshake-era session of 2025-11-25 or later), a stream
+    is resumable (SEP-1699): it opens with a priming event (an id and the
+    `retry` field), every event is kept under an id, and a client whose
+    stream broke gets the rest with a `GET` and `Last-Event-ID`
+    (`Exchange._resume`), the answer included.
+    """
 
     send: Any
     headers: list[tuple[bytes, bytes]]
+    events: ResumableEvents | None = None
+    stream_id: str | None = None
     streaming: bool = False
     gone: bool = False
 
-    async def event(self, message: Mapping[str, Any]) -> None:
+    def _frame(self, message: Mapping[str, Any]) -> bytes:
         data = json.dumps(message, separators=(",", ":"))
-        frame = f"event: message\r\ndata: {data}\r\n\r\n".encode()
+        if self.events is None or self.stream_id is None:
+            return f"event: message\r\ndata: {data}\r\n\r\n".encode()
+        event_id = self.events.keep(self.stream_id, data.encode())
+        return f"id: {event_id}\r\nevent: message\r\ndata: {data}\r\n\r\n".encode()
+
+    async def event(self, message: Mapping[str, Any]) -> None:
+        priming = b""
+        if not self.streaming and self.events is not None and self.stream_id:
+            event_id = self.events.keep(self.stream_id, None)
+            priming = f"id: {event_id}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
+        frame = priming + self._frame(message)  # kept even for a client gone
         if self.gone:
             return
         try:
@@ -195,19 +215,24 @@ class _Answer:
             await self.send(
                 {"type": "http.response.body", "body": frame, "more_body": True}
             )
-        except OSError:  # the client went away: its notes are lost with it
+        except OSError:  # the client went away; what follows is kept if it can resume
             self.gone = True
 
     async def finish(self, message: Mapping[str, Any] | None, status: int) -> None:
         """Send the answer (None: the request was cancelled, nothing to say)."""
-        if self.gone:
-            return
+        try:
+            await self._finish(message, status)
+        finally:
+            if self.events is not None and self.stream_id is not None:
+                self.events.end_lean(self.stream_id)
+
+    async def _finish(self, message: Mapping[str, Any] | None, status: int) -> None:
         if self.streaming:
-            body = b""
-            if message is not None:
-                data = json.dumps(message, separators=(",", ":"))
-                body = f"event: message\r\ndata: {data}\r\n\r\n".encode()
-            await self.send({"type": "http.response.body", "body": body})
+            body = self._frame(message) if message is not None else b""
+            if not self.gone:
+                await self.send({"type": "http.response.body", "body": body})
+            return
+        if self.gone:
             return
         if message is None:  # cancelled before a word was said: an empty stream
             await self.send(
@@ -286,6 +311,8 @@ class Exchange:
             be among the server's middleware).
         session_manager: Returns the SDK's session manager once the
             streamable HTTP app exists.
+        events: Where resumable streams keep their events (the SDK's
+            transport keeps its own there too).
         idle_timeout: The SDK sessions' idle timeout (kept from expiring
             while a session is used here).
         header_tools: The tools whose arguments are bound to `Mcp-Param-*`
@@ -300,8 +327,10 @@ class Exchange:
         session_manager: Callable[[], Any],
         idle_timeout: float | None,
         header_tools: Callable[[], Collection[str]] = frozenset,
+        events: ResumableEvents | None = None,
     ) -> None:
         self._server = server
+        self._events = events
         self._header_tools = header_tools
         self._sessions = sessions
         self._manager = session_manager
@@ -311,7 +340,12 @@ class Exchange:
         """Requests answered here (for tests and benches)."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any, sdk: Asgi) -> None:
-        """Serve a POST here when it qualifies, else pass it (as read) to `sdk`."""
+        """Serve a POST here when it qualifies, else pass it (as read) to `sdk`;
+        a GET that resumes one of our streams is served here too."""
+        if scope["method"] == "GET":
+            if not await self._resume(scope, receive, send):
+                await self._to_sdk(sdk, scope, receive, send)
+            return
         version = session = None
         json_accept = sse_accept = json_body = False
         for key, value in scope["headers"]:
@@ -326,11 +360,11 @@ class Exchange:
             elif key == b"content-type":
                 json_body = value.lower().startswith(b"application/json")
         if not (json_accept and sse_accept and json_body and version is not None):
-            await sdk(scope, receive, send)
+            await self._to_sdk(sdk, scope, receive, send)
             return
         body, more = await _read_body(receive)
         if more:
-            await sdk(scope, _replay(body, receive, more=True), send)
+            await self._to_sdk(sdk, scope, _replay(body, receive, more=True), send)
             return
         try:
             message = json.loads(body)
@@ -347,7 +381,32 @@ class Exchange:
             else:
                 handled = await self._modern(scope, receive, send, message)
         if not handled:
-            await sdk(scope, _replay(body, receive), send)
+            await self._to_sdk(sdk, scope, _replay(body, receive), send)
+
+    async def _to_sdk(self, sdk: Asgi, scope: Any, receive: Any, send: Any) -> None:
+        """Pass a request to the SDK, saying which session it is for (the
+        event store keeps each session's streams apart: `resumable`)."""
+        if self._events is None:
+            await sdk(scope, receive, send)
+            return
+        key = None
+        for name, value in scope["headers"]:
+            if name == b"mcp-session-id":
+                key = value.decode("latin-1")
+        box = for_session(key)
+        if key is not None:
+            await sdk(scope, receive, send)
+            return
+
+        async def named(message: Any) -> None:
+            # A new session: its id is in the answer to `initialize`.
+            if message["type"] == "http.response.start" and box.key is None:
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"mcp-session-id":
+                        box.key = value.decode("latin-1")
+            await send(message)
+
+        await sdk(scope, receive, named)
 
     # --- handshake era ------------------------------------------------------------
 
@@ -372,6 +431,9 @@ class Exchange:
         ):
             return False
         answer = _Answer(send, [(b"mcp-session-id", key.encode("latin-1"))])
+        if self._events is not None and known.protocol_version >= "2025-11-25":
+            answer.events = self._events
+            answer.stream_id = self._events.open_lean(key)
         dctx = _dispatch_context(scope, message, answer)
         runner = ServerRunner(self._server, known.envelope(), self._lifespan)
         self.served += 1
@@ -393,6 +455,49 @@ class Exchange:
         if cancel.cancelled_caught:
             reply = None  # the client cancelled it: never answered (JSON-RPC)
         await answer.finish(reply, 200)
+        return True
+
+    async def _resume(self, scope: Any, receive: Any, send: Any) -> bool:
+        """A GET with `Last-Event-ID` for a stream of ours: the rest of it."""
+        if self._events is None:
+            return False
+        last = session = None
+        for key, value in scope["headers"]:
+            if key == b"last-event-id":
+                last = value.decode("latin-1")
+            elif key == b"mcp-session-id":
+                session = value.decode("latin-1")
+        if last is None or session is None:
+            return False
+        stream_id = self._events.lean_stream(last, session)
+        if stream_id is None:
+            return False  # the SDK's own stream, or nothing it can resume
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    *_SSE_HEADERS,
+                    (b"mcp-session-id", session.encode("latin-1")),
+                ],
+            }
+        )
+        events = self._events
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+            try:
+                async for event_id, data in events.follow(stream_id, last):
+                    frame = b"id: %s\r\nevent: message\r\ndata: %s\r\n\r\n" % (
+                        event_id.encode(),
+                        data,
+                    )
+                    await send(
+                        {"type": "http.response.body", "body": frame, "more_body": True}
+                    )
+                await send({"type": "http.response.body", "body": b""})
+            except OSError:
+                pass  # the client went away again; it may resume once more
+            tg.cancel_scope.cancel()
         return True
 
     def _cancel(self, known: _Session, params: Any) -> bool:

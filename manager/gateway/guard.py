@@ -33,7 +33,8 @@ class Guard:
             other path still go to `app`.
         profiles: The declared profiles' names (`/mcp/NAME`).
         endpoint_path: Where the endpoint is (profiles are below it).
-        lean: Gets each POST to the endpoint (and its profiles) first, with
+        lean: Gets each POST to the endpoint (and its profiles) first, and
+            each GET (which may resume one of its streams), with
             the endpoint to pass it to when it does not serve it itself
             (`exchange.Exchange`).
     """
@@ -119,7 +120,7 @@ class Guard:
             self._on_delete(session.decode("latin-1"))
 
     async def _serve(self, scope: Any, receive: Any, send: Any, endpoint: Any) -> None:
-        if self._lean is not None and scope["method"] == "POST":
+        if self._lean is not None and scope["method"] in ("POST", "GET"):
             await self._lean(scope, receive, send, endpoint)
         else:
             await endpoint(scope, receive, send)

@@ -24,6 +24,7 @@ from starlette.routing import Route
 from .exchange import Exchange, HandshakeSessions
 from .guard import Guard
 from .options import SESSION_IDLE_TIMEOUT, EndpointError, EndpointOptions
+from .resumable import RETRY_MS, ResumableEvents
 
 __all__ = [
     "HTTP_KEEP_ALIVE",
@@ -138,6 +139,7 @@ class HttpEndpoint:
 
     def _app(self) -> Guard:
         options = self.options
+        events = ResumableEvents()
         app = self.gateway.server.streamable_http_app(
             streamable_http_path=HTTP_PATH,
             # Host/Origin are checked by `Guard`, with our own rules.
@@ -145,6 +147,9 @@ class HttpEndpoint:
                 enable_dns_rebinding_protection=False
             ),
             session_idle_timeout=SESSION_IDLE_TIMEOUT,
+            # SSE streams a client can resume with Last-Event-ID (SEP-1699).
+            event_store=events,
+            retry_interval=RETRY_MS,
             # An SSE stream per POST, as the SDK's servers answer: what an
             # upstream says about a request (progress, log messages, its
             # questions) travels on that request's stream, which a
@@ -183,6 +188,7 @@ class HttpEndpoint:
             lambda: server.session_manager,
             SESSION_IDLE_TIMEOUT,
             lambda: self.gateway.header_tools,
+            events,
         )
         self.exchange = lean
         return Guard(

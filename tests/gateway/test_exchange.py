@@ -236,3 +236,69 @@ async def test_a_2026_call_is_served_here_and_a_bad_envelope_by_the_sdk() -> Non
         assert response.status_code == 400
         assert answer[0]["error"]["code"] == HEADER_MISMATCH
         assert exchange.served == before + 1
+
+
+# --- resumable streams (SEP-1699) ---------------------------------------------
+
+
+def sse_events(text: str) -> list[dict[str, str]]:
+    """Each SSE event's fields (`id`, `retry`, `data`), in order."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.split("\n"):
+            name, _, value = line.partition(":")
+            if name:
+                fields[name] = value[1:] if value.startswith(" ") else value
+        if fields:
+            events.append(fields)
+    return events
+
+
+async def test_a_broken_stream_is_resumed_with_last_event_id_on_either_path() -> None:
+    """A call's stream (the hot path's, and the SDK's for a client that may be
+    asked things) opens with a priming event (an id, `retry`); the client
+    drops it after the first progress and gets the rest with a GET and
+    `Last-Event-ID`; another session cannot."""
+    async with demo_gateway() as gateway, wires(gateway) as (lean, sdk):
+        for wire in (lean, sdk):
+            request = call(5, "demo__sleep", {"seconds": 0.3}, progressToken="p")
+            headers = {
+                "accept": ACCEPT,
+                "mcp-protocol-version": HANDSHAKE,
+                "mcp-session-id": str(wire.session),
+            }
+            seen = ""
+            async with wire.http.stream(
+                "POST", wire.url, json=request, headers=headers
+            ) as response:
+                async for text in response.aiter_text():
+                    seen += text
+                    if '"notifications/progress"' in seen:
+                        break  # the connection is dropped here
+            first = sse_events(seen)
+            assert first[0]["data"] == "" and first[0]["retry"] == "1000"
+            last_id = first[1]["id"]
+            other = lean if wire is sdk else sdk
+            stranger = await wire.http.get(
+                wire.url,
+                headers={**headers, "mcp-session-id": str(other.session)}
+                | {"last-event-id": last_id},
+                timeout=5,
+            )
+            assert '"id":5' not in stranger.text
+            rest = ""
+            async with wire.http.stream(
+                "GET", wire.url, headers={**headers, "last-event-id": last_id}
+            ) as response:
+                assert response.status_code == 200
+                # The SDK keeps a resumed stream open after the answer (for
+                # what else the request might say); the hot path ends it.
+                async for text in response.aiter_text():
+                    rest += text
+                    if '"id":5' in rest:
+                        break
+            events = [json.loads(e["data"]) for e in sse_events(rest) if e["data"]]
+            assert events[-1]["id"] == 5
+            assert events[-1]["result"]["content"][0]["text"] == "slept 0.3"
+            assert events[0]["params"]["message"] == "awake"
