@@ -256,9 +256,25 @@ class PoolTransport(httpx2.AsyncBaseTransport):
             self._wake_slot()
 
 
-def _expire_waiter(waiter: asyncio.Future[bool]) -> None:
+def _expire(waiter: asyncio.Future[bool]) -> None:
     if not waiter.done():
         waiter.set_result(True)
+
+
+async def _settled(
+    loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[bool], limit: float | None
+) -> bool:
+    """`waiter`'s result (False: woken), or True when `limit` s passed first.
+
+    A timer on the loop, not a cancel scope: this is the per-read wait, and
+    an anyio scope costs several times what the read does.
+    """
+    timer = loop.call_later(limit, _expire, waiter) if limit is not None else None
+    try:
+        return await waiter
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 class _Connection(asyncio.Protocol):
@@ -367,17 +383,10 @@ class _Connection(asyncio.Protocol):
             return
         drained = self._loop.create_future()
         self._drained = drained
-        timer = (
-            self._loop.call_later(limit, _expire_drain, drained)
-            if limit is not None
-            else None
-        )
         try:
-            timed_out = await drained
+            timed_out = await _settled(self._loop, drained, limit)
         finally:
             self._drained = None
-            if timer is not None:
-                timer.cancel()
         if timed_out:
             raise httpx2.WriteTimeout("timed out while sending", request=request)
         if self.closed and self._write_paused:
@@ -393,17 +402,10 @@ class _Connection(asyncio.Protocol):
         """Until something is read or the socket ends; `ReadTimeout` after `limit` s."""
         waiter = self._loop.create_future()
         self._waiter = waiter
-        timer = (
-            self._loop.call_later(limit, _expire_waiter, waiter)
-            if limit is not None
-            else None
-        )
         try:
-            timed_out = await waiter
+            timed_out = await _settled(self._loop, waiter, limit)
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
         if timed_out:
             raise httpx2.ReadTimeout("timed out while reading", request=request)
 
@@ -543,11 +545,6 @@ class _Connection(asyncio.Protocol):
         assert self._parser is not None
         self.complete = True
         self.keep_alive = self._parser.should_keep_alive()
-
-
-def _expire_drain(drained: asyncio.Future[bool]) -> None:
-    if not drained.done():
-        drained.set_result(True)
 
 
 def _lost_text(lost: BaseException | None) -> str:
