@@ -22,10 +22,10 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from servers import HttpServerProcess, stdio_command
+from servers import HttpServerProcess, raw_command, stdio_command
 from servers.daemon import DaemonProcess
 from servers.process import sharing_children
-from test_gateway import demo_stdio, running_gateway, text_of, wait_until
+from test_gateway import demo_stdio, raw, running_gateway, text_of, wait_until
 
 from manager.cli import main
 from manager.core.spec import parse_spec
@@ -173,12 +173,14 @@ async def test_prompts_and_resources_of_every_upstream_are_listed_and_routed(
 
 @pytest.mark.anyio
 async def test_a_hidden_tool_is_neither_listed_nor_callable() -> None:
-    async with two_demos(tools={"deny": ["crash", "spawn_*"]}) as gateway:
+    # Tools only: the hand-written server (echo, pid, crash) will do.
+    specs = [raw("a", tools={"deny": ["crash", "p*"]}), raw("b", prefix="")]
+    async with running_gateway(specs, wait_for=("a", "b")) as (gateway, _, _):
         assert gateway.url is not None
         async with downstream(gateway.url, Client()) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert "a__echo" in names and "echo" in names
-            assert "a__crash" not in names and "a__spawn_child" not in names
+            assert "a__crash" not in names and "a__pid" not in names
             assert "crash" in names  # b hides nothing
             with pytest.raises(MCPError, match="unknown tool 'a__crash'"):
                 await client.call_tool("a__crash", {"code": 1})
@@ -439,7 +441,9 @@ async def test_the_early_initialize_answer_is_the_one_the_sdk_server_gives() -> 
 
     bus = EventBus()
     async with Manager(bus) as manager:
-        manager.add(demo_stdio("first"))  # on its first attempt: capabilities unknown
+        # On its first attempt for good (it never answers): capabilities unknown.
+        command, args = raw_command("--hang-on-initialize")
+        manager.add(parse_spec("first", {"command": command, "args": args}))
         gateway = Gateway(manager, bus)
         async with (
             create_client_server_memory_streams() as (client_streams, server_streams),
