@@ -5,6 +5,10 @@ A plain request of an initialized session is answered in its own task, as one
 notification it brings; what the hot path does not serve reaches the SDK as
 before. Each answer is compared with the SDK's own answer to the same request
 in the same run (a client that declares `roots` is served by the SDK).
+
+The tests share one gateway in front of the demo over stdio (`gateway`): each
+talks to it in sessions of its own, and counts what the hot path served from
+where it started.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import httpx2
 import pytest
 from mcp_types import HEADER_MISMATCH
 from servers import stdio_command
+from servers.process import sharing_children
 from test_gateway import FAST, running_gateway
 
 from manager.core.spec import parse_spec
@@ -45,6 +50,25 @@ async def demo_gateway() -> AsyncIterator[Gateway]:
     async with running_gateway([spec], wait_for=["demo"]) as (gateway, _, rec):
         gateway.recorder = rec  # type: ignore[attr-defined]
         yield gateway
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """One event loop for the module: its tests share one gateway."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def gateway(
+    no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Gateway]:
+    """`demo_gateway()` once for the module: one SDK server process instead of
+    one per test."""
+    with pytest.MonkeyPatch.context() as patch:  # its own state directory
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        async with demo_gateway() as running:
+            with sharing_children():
+                yield running
 
 
 class Wire:
@@ -115,8 +139,10 @@ async def wires(gateway: Gateway) -> AsyncIterator[tuple[Wire, Wire]]:
         yield lean, sdk
 
 
-async def test_a_plain_call_is_one_json_answer_the_same_as_the_sdks() -> None:
-    async with demo_gateway() as gateway, wires(gateway) as (lean, sdk):
+async def test_a_plain_call_is_one_json_answer_the_same_as_the_sdks(
+    gateway: Gateway,
+) -> None:
+    async with wires(gateway) as (lean, sdk):
         exchange = exchange_of(gateway)
         requests = [
             call(1, "demo__echo", {"text": "hi"}),
@@ -140,12 +166,15 @@ async def test_a_plain_call_is_one_json_answer_the_same_as_the_sdks() -> None:
             assert response.status_code == reference.status_code == 200
 
 
-async def test_notifications_of_a_call_turn_its_answer_into_a_stream() -> None:
-    async with demo_gateway() as gateway, wires(gateway) as (lean, sdk):
+async def test_notifications_of_a_call_turn_its_answer_into_a_stream(
+    gateway: Gateway,
+) -> None:
+    async with wires(gateway) as (lean, sdk):
         exchange = exchange_of(gateway)
+        before = exchange.served
         request = call(9, "demo__sleep", {"seconds": 0.05}, progressToken="p1")
         response, answer = await lean.post(request)
-        assert exchange.served == 1
+        assert exchange.served == before + 1
         assert response.headers["content-type"] == "text/event-stream"
         _, expected = await sdk.post(request)
         assert answer == expected
@@ -154,8 +183,10 @@ async def test_notifications_of_a_call_turn_its_answer_into_a_stream() -> None:
         assert answer[-1]["result"]["content"][0]["text"] == "slept 0.05"
 
 
-async def test_what_the_hot_path_does_not_serve_reaches_the_sdk() -> None:
-    async with demo_gateway() as gateway, wires(gateway) as (lean, _):
+async def test_what_the_hot_path_does_not_serve_reaches_the_sdk(
+    gateway: Gateway,
+) -> None:
+    async with wires(gateway) as (lean, _):
         exchange = exchange_of(gateway)
         before = exchange.served
         level = {
@@ -180,9 +211,12 @@ async def test_what_the_hot_path_does_not_serve_reaches_the_sdk() -> None:
         assert exchange.served == before
 
 
-async def test_a_cancelled_call_is_cancelled_upstream_and_never_answered() -> None:
-    async with demo_gateway() as gateway, wires(gateway) as (lean, _):
+async def test_a_cancelled_call_is_cancelled_upstream_and_never_answered(
+    gateway: Gateway,
+) -> None:
+    async with wires(gateway) as (lean, _):
         answers: list[list[dict[str, Any]]] = []
+        seen = gateway.recorder.last_seq  # type: ignore[attr-defined]
 
         async def slow() -> None:
             answers.append(
@@ -192,7 +226,7 @@ async def test_a_cancelled_call_is_cancelled_upstream_and_never_answered() -> No
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(slow)
-                await gateway.recorder.wait_for("call_started", "demo")  # type: ignore[attr-defined]
+                await gateway.recorder.wait_for("call_started", "demo", after=seen)  # type: ignore[attr-defined]
                 cancel = {
                     "jsonrpc": "2.0",
                     "method": "notifications/cancelled",
@@ -214,8 +248,10 @@ def envelope(**extra: Any) -> dict[str, Any]:
     }
 
 
-async def test_a_2026_call_is_served_here_and_a_bad_envelope_by_the_sdk() -> None:
-    async with demo_gateway() as gateway, httpx2.AsyncClient(timeout=30) as http:
+async def test_a_2026_call_is_served_here_and_a_bad_envelope_by_the_sdk(
+    gateway: Gateway,
+) -> None:
+    async with httpx2.AsyncClient(timeout=30) as http:
         exchange = exchange_of(gateway)
         wire = Wire(http, str(gateway.url))
         wire.version = MODERN

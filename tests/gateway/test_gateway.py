@@ -1,10 +1,10 @@
 """The aggregated MCP endpoint, seen by the official SDK client.
 
 Most tests run the gateway (manager + HTTP endpoint) in the test's own event loop,
-in front of real upstreams: the hand-written legacy server over stdio (fast to
-start), the demo server over stdio and over streamable HTTP. The end-to-end tests
-run the real daemon (`mcp-manager run --listen`, `mcp-manager stdio`) as a child
-process. Waits are on events, never on sleeps.
+in front of real upstreams: the hand-written servers over stdio and streamable
+HTTP (fast to start), the demo server over stdio and over streamable HTTP. The
+end-to-end tests run the real daemon (`mcp-manager run --listen`, `mcp-manager
+stdio`) as a child process. Waits are on events, never on sleeps.
 """
 
 from __future__ import annotations
@@ -392,7 +392,10 @@ async def test_upstream_progress_reaches_the_downstream_caller(
 async def test_upstreams_killed_mid_session_keep_the_session_and_the_tool_list(
     make_http_server: HttpServerFactory,
 ) -> None:
-    web = make_http_server("http")
+    # Both upstreams are the hand-written servers: what is tested is the
+    # gateway's session across their deaths, not the SDK's server (a tenth of
+    # its start-up CPU, and this one is started twice).
+    web = make_http_server("http", raw=True)
     specs = [raw("fast"), parse_spec("web", web.url, {**FAST, "hold": 0.5})]
     notes: list[object] = []
     async with (

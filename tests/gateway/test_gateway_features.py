@@ -22,10 +22,10 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from servers import HttpServerProcess, stdio_command
+from servers import HttpServerProcess, raw_command, stdio_command
 from servers.daemon import DaemonProcess
 from servers.process import sharing_children
-from test_gateway import demo_stdio, running_gateway, text_of, wait_until
+from test_gateway import demo_stdio, raw, running_gateway, text_of, wait_until
 
 from manager.cli import main
 from manager.core.spec import parse_spec
@@ -173,12 +173,14 @@ async def test_prompts_and_resources_of_every_upstream_are_listed_and_routed(
 
 @pytest.mark.anyio
 async def test_a_hidden_tool_is_neither_listed_nor_callable() -> None:
-    async with two_demos(tools={"deny": ["crash", "spawn_*"]}) as gateway:
+    # Tools only: the hand-written server (echo, pid, crash) will do.
+    specs = [raw("a", tools={"deny": ["crash", "p*"]}), raw("b", prefix="")]
+    async with running_gateway(specs, wait_for=("a", "b")) as (gateway, _, _):
         assert gateway.url is not None
         async with downstream(gateway.url, Client()) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert "a__echo" in names and "echo" in names
-            assert "a__crash" not in names and "a__spawn_child" not in names
+            assert "a__crash" not in names and "a__pid" not in names
             assert "crash" in names  # b hides nothing
             with pytest.raises(MCPError, match="unknown tool 'a__crash'"):
                 await client.call_tool("a__crash", {"code": 1})
@@ -267,35 +269,32 @@ def demo_lua(name: str, options: str = "") -> str:
 
 
 def test_the_cli_reads_gets_prompts_and_lists_what_is_exposed(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str], cli_daemon: DaemonProcess
 ) -> None:
-    script = tmp_path / "startup.lua"
-    script.write_text(
-        demo_lua("docs", 'prefix = "d", tools = {deny = {"crash", "spawn_*"}}')
-    )
-    with DaemonProcess(script) as daemon:
-        daemon.wait_event("connected", "docs")
-        sock = ["--socket", str(daemon.socket)]
-        assert main(["read", "docs", "demo://readme", *sock]) == 0
-        read = json.loads(capsys.readouterr().out)
-        assert read["contents"][0]["uri"] == "demo://readme"
-        assert main(["prompt", "docs", "greet", '{"name": "Ada"}', *sock]) == 0
-        prompt = json.loads(capsys.readouterr().out)
-        assert prompt["messages"][0]["content"]["text"] == "Hello, Ada!"
-        assert main(["read", "docs", "nowhere://x", *sock]) == 2
-        assert "resource not found" in capsys.readouterr().err
-        assert main(["tools", "docs", "--json", *sock]) == 0
-        tools = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
-        assert tools["echo"]["exposed"] == "d__echo"
-        assert tools["crash"]["hidden"] is True and tools["crash"]["exposed"] is None
-        assert main(["tools", *sock]) == 0
-        assert "docs: MCP 2025-11-25 (handshake era)" in capsys.readouterr().out
-        assert main(["prompts", *sock]) == 0
-        assert "d__greet" in capsys.readouterr().out
-        assert main(["resources", *sock]) == 0
-        assert "demo://items/{id}" in capsys.readouterr().out
-        (status,) = daemon.client.status()
-        assert (status.prompts, status.resources, status.hidden) == (3, 3, 2)
+    """`docs` of `cli_daemon`: the demo in the handshake era, prefix `d`, two
+    tools hidden."""
+    daemon = cli_daemon
+    sock = ["--socket", str(daemon.socket)]
+    assert main(["read", "docs", "demo://readme", *sock]) == 0
+    read = json.loads(capsys.readouterr().out)
+    assert read["contents"][0]["uri"] == "demo://readme"
+    assert main(["prompt", "docs", "greet", '{"name": "Ada"}', *sock]) == 0
+    prompt = json.loads(capsys.readouterr().out)
+    assert prompt["messages"][0]["content"]["text"] == "Hello, Ada!"
+    assert main(["read", "docs", "nowhere://x", *sock]) == 2
+    assert "resource not found" in capsys.readouterr().err
+    assert main(["tools", "docs", "--json", *sock]) == 0
+    tools = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert tools["echo"]["exposed"] == "d__echo"
+    assert tools["crash"]["hidden"] is True and tools["crash"]["exposed"] is None
+    assert main(["tools", *sock]) == 0
+    assert "docs: MCP 2025-11-25 (handshake era)" in capsys.readouterr().out
+    assert main(["prompts", *sock]) == 0
+    assert "d__greet" in capsys.readouterr().out
+    assert main(["resources", *sock]) == 0
+    assert "demo://items/{id}" in capsys.readouterr().out
+    status = {row.name: row for row in daemon.client.status()}["docs"]
+    assert (status.prompts, status.resources, status.hidden) == (3, 3, 2)
 
 
 def test_check_warns_about_a_shared_prefix(
@@ -442,7 +441,9 @@ async def test_the_early_initialize_answer_is_the_one_the_sdk_server_gives() -> 
 
     bus = EventBus()
     async with Manager(bus) as manager:
-        manager.add(demo_stdio("first"))  # on its first attempt: capabilities unknown
+        # On its first attempt for good (it never answers): capabilities unknown.
+        command, args = raw_command("--hang-on-initialize")
+        manager.add(parse_spec("first", {"command": command, "args": args}))
         gateway = Gateway(manager, bus)
         async with (
             create_client_server_memory_streams() as (client_streams, server_streams),
@@ -509,27 +510,32 @@ def test_a_resource_clash_is_said_once_whoever_lists_it_first() -> None:
 
 
 CLI_ERAS = {"2026-07-28": "web", "legacy": "old"}
-"""The `protocol` of each connection of `answering_daemon`, and its name."""
+"""The `protocol` of each connection of `cli_daemon` the CLI call test uses,
+and its name."""
 
 
 @pytest.fixture(scope="module")
-def answering_daemon(
+def cli_daemon(
     no_leaked_children_after_module: None,
     web: HttpServerProcess,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[DaemonProcess]:
-    """One daemon for both eras of the CLI call test: the HTTP demo declared
-    once per `protocol` (each call asks and is answered on its own)."""
+    """One daemon for the CLI tests that change nothing in it, all on the
+    HTTP demo: declared once per `protocol` for both eras of the call test
+    (each call asks and is answered on its own), and as `docs` (handshake
+    era, prefix `d`, `crash` and `spawn_*` hidden) for the reading test."""
     script = tmp_path_factory.mktemp("cli-call") / "startup.lua"
     script.write_text(
         "".join(
             f'mcp_add("{name}", "{web.url}", {{protocol = "{protocol}"}})\n'
             for protocol, name in CLI_ERAS.items()
         )
+        + f'mcp_add("docs", "{web.url}", {{protocol = "legacy", prefix = "d", '
+        'tools = {deny = {"crash", "spawn_*"}}})\n'
     )
     state = {"XDG_STATE_HOME": str(tmp_path_factory.mktemp("state"))}
     with DaemonProcess(script, env=state) as daemon:
-        for name in CLI_ERAS.values():
+        for name in (*CLI_ERAS.values(), "docs"):
             daemon.wait_event("connected", name)
         with sharing_children():
             yield daemon
@@ -538,14 +544,14 @@ def answering_daemon(
 @pytest.mark.parametrize("protocol", list(CLI_ERAS))
 def test_a_cli_call_answers_what_the_server_asks_with_its_answer(
     capsys: pytest.CaptureFixture[str],
-    answering_daemon: DaemonProcess,
+    cli_daemon: DaemonProcess,
     protocol: str,
 ) -> None:
     """`mcp-manager call ... --answer JSON`: no client stands behind the
     call, so a question the server asks during it (elicitation) gets that
     answer, in either era; without one the question is refused."""
     answer = '{"action": "accept", "content": {"answer": "blue"}}'
-    daemon = answering_daemon
+    daemon = cli_daemon
     name = CLI_ERAS[protocol]
     status = {row.name: row for row in daemon.client.status()}[name]
     assert status.protocol == ("2025-11-25" if protocol == "legacy" else protocol)

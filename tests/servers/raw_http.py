@@ -53,6 +53,8 @@ accepted). Flags:
   start, like an SDK server's imports on a loaded machine).
 - `--sleep-tool`: also list `sleep(seconds)`, which answers `slept SECONDS`
   after that long (other connections are served meanwhile).
+- `--fail-tool`: also list `fail(message)`, which answers a result with
+  `isError: true` and `message` as its text.
 - `--tools-file PATH`: list the tools in that JSON file (read at every
   `tools/list`, so a test can change them) plus `relist()`, which sends
   `notifications/tools/list_changed` on the session's event stream (if one is
@@ -116,6 +118,7 @@ class _Options:
     hang_on_initialize = False
     garbage = False
     sleep_tool = False
+    fail_tool = False
     tools_file: str | None = None
     event_stream = True
 
@@ -201,7 +204,9 @@ def _call_tool(params: dict[str, Any], session: _Session) -> dict[str, Any]:
     if name == "relist" and _Options.tools_file is not None:
         session.notify({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         return raw_tools.text("told")
-    return raw_tools.call(name, args, sleep_tool=_Options.sleep_tool)
+    return raw_tools.call(
+        name, args, sleep_tool=_Options.sleep_tool, fail_tool=_Options.fail_tool
+    )
 
 
 def _result(method: str, params: dict[str, Any], session: _Session) -> Any:
@@ -209,7 +214,10 @@ def _result(method: str, params: dict[str, Any], session: _Session) -> Any:
     if method == "ping":
         return {}
     if method == "tools/list":
-        return {"tools": raw_tools.listed(_Options.tools_file, _Options.sleep_tool)}
+        listed = raw_tools.listed(
+            _Options.tools_file, _Options.sleep_tool, _Options.fail_tool
+        )
+        return {"tools": listed}
     if method == "tools/call":
         return _call_tool(params, session)
     return None
@@ -501,6 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _Options.hang_on_initialize = args.hang_on_initialize
     _Options.garbage = args.garbage
     _Options.sleep_tool = args.sleep_tool
+    _Options.fail_tool = args.fail_tool
     _Options.tools_file = args.tools_file
     _Options.event_stream = not args.no_event_stream
     signal.signal(

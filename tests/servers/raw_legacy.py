@@ -23,6 +23,8 @@ Run as a script: `python tests/servers/raw_legacy.py [flags]`. Flags:
   start, like an SDK server's imports on a loaded machine).
 - `--sleep-tool`: also list `sleep(seconds)`, which answers `slept SECONDS`
   after that long (nothing else is served meanwhile).
+- `--fail-tool`: also list `fail(message)`, which answers a result with
+  `isError: true` and `message` as its text (a tool error, not a dead server).
 - `--tools-file PATH`: list the tools in that JSON file (read at every
   `tools/list`, so a test can change them) plus `relist()`, which sends
   `notifications/tools/list_changed` before its reply.
@@ -66,6 +68,7 @@ def _send(message: dict[str, Any]) -> None:
 
 _TOOLS_FILE: list[str] = []  # --tools-file, if given
 _SLEEP_TOOL: list[bool] = []  # --sleep-tool, if given
+_FAIL_TOOL: list[bool] = []  # --fail-tool, if given
 
 
 def _call_tool(params: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +76,9 @@ def _call_tool(params: dict[str, Any]) -> dict[str, Any]:
     if name == "relist":
         _send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         return raw_tools.text("told")
-    return raw_tools.call(name, args, sleep_tool=bool(_SLEEP_TOOL))
+    return raw_tools.call(
+        name, args, sleep_tool=bool(_SLEEP_TOOL), fail_tool=bool(_FAIL_TOOL)
+    )
 
 
 def _result(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -88,7 +93,9 @@ def _result(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
         return {}
     if method == "tools/list":
         return {
-            "tools": raw_tools.listed(next(iter(_TOOLS_FILE), None), bool(_SLEEP_TOOL))
+            "tools": raw_tools.listed(
+                next(iter(_TOOLS_FILE), None), bool(_SLEEP_TOOL), bool(_FAIL_TOOL)
+            )
         }
     if method == "tools/call":
         return _call_tool(params)
@@ -137,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.sleep_tool:
         _SLEEP_TOOL.append(True)
+    if args.fail_tool:
+        _FAIL_TOOL.append(True)
     if args.tools_file:
         _TOOLS_FILE.append(args.tools_file)
     if args.exit_immediately is not None:

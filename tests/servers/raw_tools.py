@@ -3,9 +3,11 @@
 
 `echo(text)` returns `text`; `pid()` the process id; `crash(code)` exits at
 once with `code`, without a reply; with `--sleep-tool`, `sleep(seconds)`
-answers `slept SECONDS` after that long; with `--tools-file PATH`, the tools in
-that JSON file (read at every `tools/list`) plus `relist()`, which each server
-answers itself (it sends `notifications/tools/list_changed` its own way).
+answers `slept SECONDS` after that long; with `--fail-tool`, `fail(message)`
+answers a tool error (`isError: true`) whose text is `message`; with
+`--tools-file PATH`, the tools in that JSON file (read at every `tools/list`)
+plus `relist()`, which each server answers itself (it sends
+`notifications/tools/list_changed` its own way).
 """
 
 from __future__ import annotations
@@ -52,6 +54,16 @@ SLEEP: dict[str, Any] = {
     },
 }
 
+FAIL: dict[str, Any] = {
+    "name": "fail",
+    "description": "Answer a tool error with the message.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"message": {"type": "string"}},
+        "required": ["message"],
+    },
+}
+
 RELIST: dict[str, Any] = {
     "name": "relist",
     "description": "Tell the client that the tool list changed.",
@@ -64,16 +76,24 @@ def text(value: str, *, is_error: bool = False) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": value}], "isError": is_error}
 
 
-def listed(tools_file: str | None, sleep_tool: bool) -> list[dict[str, Any]]:
+def listed(
+    tools_file: str | None, sleep_tool: bool, fail_tool: bool = False
+) -> list[dict[str, Any]]:
     """What `tools/list` answers."""
     if tools_file is None:
-        return [*TOOLS, SLEEP] if sleep_tool else TOOLS
+        return [
+            *TOOLS,
+            *([SLEEP] if sleep_tool else []),
+            *([FAIL] if fail_tool else []),
+        ]
     with open(tools_file, encoding="utf-8") as file:
         from_file: list[dict[str, Any]] = json.load(file)
     return [*from_file, RELIST]
 
 
-def call(name: object, args: dict[str, Any], *, sleep_tool: bool) -> dict[str, Any]:
+def call(
+    name: object, args: dict[str, Any], *, sleep_tool: bool, fail_tool: bool = False
+) -> dict[str, Any]:
     """What `tools/call` answers for every tool but `relist`."""
     if name == "echo":
         return text(str(args.get("text", "")))
@@ -82,6 +102,8 @@ def call(name: object, args: dict[str, Any], *, sleep_tool: bool) -> dict[str, A
     if name == "sleep" and sleep_tool:
         time.sleep(float(args.get("seconds", 0)))
         return text(f"slept {args.get('seconds', 0)}")
+    if name == "fail" and fail_tool:
+        return text(str(args.get("message", "")), is_error=True)
     if name == "crash":
         os._exit(int(args.get("code", 1)))
     return text(f"unknown tool {name!r}", is_error=True)
@@ -97,4 +119,5 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slow-start", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--busy-start", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--sleep-tool", action="store_true")
+    parser.add_argument("--fail-tool", action="store_true")
     parser.add_argument("--tools-file", metavar="PATH")

@@ -55,6 +55,23 @@ async def test_raw_legacy_server_answers_the_sdk_client() -> None:
             assert echoed.content == [types.TextContent(type="text", text="hi")]
 
 
+async def test_raw_legacy_fail_tool_answers_a_tool_error() -> None:
+    async with (
+        stdio_client(_raw_params("--sleep-tool", "--fail-tool")) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with anyio.fail_after(5):
+            await session.initialize()
+            tools = await session.list_tools()
+            names = [tool.name for tool in tools.tools]
+            assert names == ["echo", "pid", "crash", "sleep", "fail"]
+            failed = await session.call_tool("fail", {"message": "nope"})
+            assert failed.is_error
+            assert failed.content == [types.TextContent(type="text", text="nope")]
+            echoed = await session.call_tool("echo", {"text": "still here"})
+            assert not echoed.is_error
+
+
 async def test_raw_legacy_crash_after_handshake_exits_with_code_3() -> None:
     async with open_line_client(*raw_command("--crash-after-handshake")) as client:
         with anyio.fail_after(5):
@@ -155,7 +172,7 @@ def test_a_port_taken_before_the_server_binds_is_not_mistaken_for_it() -> None:
 async def test_raw_http_server_answers_the_sdk_client(
     make_http_server: HttpServerFactory,
 ) -> None:
-    server = make_http_server("http", "--sleep-tool", raw=True)
+    server = make_http_server("http", "--sleep-tool", "--fail-tool", raw=True)
     async with (
         streamable_http_client(server.url) as (read, write),
         ClientSession(read, write) as session,
@@ -166,7 +183,7 @@ async def test_raw_http_server_answers_the_sdk_client(
             assert init.server_info.name == raw_http.SERVER_NAME
             tools = await session.list_tools()
             names = [tool.name for tool in tools.tools]
-            assert names == ["echo", "pid", "crash", "sleep"]
+            assert names == ["echo", "pid", "crash", "sleep", "fail"]
             await session.send_ping()
             echoed = await session.call_tool("echo", {"text": "hi"})
             assert echoed.content == [types.TextContent(type="text", text="hi")]
@@ -174,6 +191,9 @@ async def test_raw_http_server_answers_the_sdk_client(
             assert pid.content == [types.TextContent(type="text", text=str(server.pid))]
             slept = await session.call_tool("sleep", {"seconds": 0.01})
             assert slept.content == [types.TextContent(type="text", text="slept 0.01")]
+            failed = await session.call_tool("fail", {"message": "nope"})
+            assert failed.is_error
+            assert failed.content == [types.TextContent(type="text", text="nope")]
     assert "Traceback" not in server.log_text()
 
 
@@ -243,7 +263,7 @@ async def test_raw_http_server_stops_on_sigterm_as_uvicorn_does(
 ) -> None:
     """The event stream ends and idle connections close at once; a request in
     flight keeps its connection for the grace; then the process ends -15."""
-    server = make_http_server("http", "--sleep-tool", raw=True)
+    server = make_http_server("http", "--sleep-tool", "--fail-tool", raw=True)
     async with (
         httpx2.AsyncClient(timeout=5) as client,
         await anyio.connect_tcp("127.0.0.1", server.port) as idle,
