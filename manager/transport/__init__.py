@@ -12,7 +12,8 @@
 - `requests`: what an upstream asks of us (sampling, elicitation, roots, logs).
 - `stdio`, `http`: the two ways bytes reach a server; `children`: the process
   groups of running stdio servers and the guardian that outlives us;
-  `http_pool`: HTTP/1.1 under the HTTP client (keep-alive, httptools).
+  `http_pool`: HTTP/1.1 under the HTTP client (keep-alive, httptools);
+  `waits`: a future awaited with a time limit (the hot paths' waits).
 - `ops`: requests besides `tools/call`, for callers without the SDK's types.
 - `signals`: how a session's end is noticed.
 - `errors`: where SDK, HTTP and OS errors become ours, as sentences

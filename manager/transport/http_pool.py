@@ -44,6 +44,8 @@ import anyio
 import httptools
 import httpx2
 
+from .waits import settled, wake
+
 __all__ = ["READ_HIGH_WATER", "PoolTransport"]
 
 READ_HIGH_WATER = 256 * 1024
@@ -256,27 +258,6 @@ class PoolTransport(httpx2.AsyncBaseTransport):
             self._wake_slot()
 
 
-def _expire(waiter: asyncio.Future[bool]) -> None:
-    if not waiter.done():
-        waiter.set_result(True)
-
-
-async def _settled(
-    loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[bool], limit: float | None
-) -> bool:
-    """`waiter`'s result (False: woken), or True when `limit` s passed first.
-
-    A timer on the loop, not a cancel scope: this is the per-read wait, and
-    an anyio scope costs several times what the read does.
-    """
-    timer = loop.call_later(limit, _expire, waiter) if limit is not None else None
-    try:
-        return await waiter
-    finally:
-        if timer is not None:
-            timer.cancel()
-
-
 class _Connection(asyncio.Protocol):
     """One HTTP/1.1 connection: the socket's protocol and the response parser's
     callbacks, with what was read of the current response."""
@@ -384,7 +365,7 @@ class _Connection(asyncio.Protocol):
         drained = self._loop.create_future()
         self._drained = drained
         try:
-            timed_out = await _settled(self._loop, drained, limit)
+            timed_out = await settled(drained, limit)
         finally:
             self._drained = None
         if timed_out:
@@ -403,7 +384,7 @@ class _Connection(asyncio.Protocol):
         waiter = self._loop.create_future()
         self._waiter = waiter
         try:
-            timed_out = await _settled(self._loop, waiter, limit)
+            timed_out = await settled(waiter, limit)
         finally:
             self._waiter = None
         if timed_out:
@@ -455,9 +436,8 @@ class _Connection(asyncio.Protocol):
         )
 
     def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(False)
+        if self._waiter is not None:
+            wake(self._waiter)
 
     # --- asyncio.Protocol ---------------------------------------------------------
 
@@ -492,18 +472,16 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         self.lost = exc
         self._wake()
-        drained = self._drained
-        if drained is not None and not drained.done():
-            drained.set_result(False)
+        if self._drained is not None:
+            wake(self._drained)
 
     def pause_writing(self) -> None:
         self._write_paused = True
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        drained = self._drained
-        if drained is not None and not drained.done():
-            drained.set_result(False)
+        if self._drained is not None:
+            wake(self._drained)
 
     # --- httptools callbacks ------------------------------------------------------
 

@@ -27,6 +27,7 @@ when tracing is on, a no-op otherwise).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -49,6 +50,7 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from .base import CallResult, ProgressCallback
+from .waits import settled, wake
 
 __all__ = [
     "CANCEL_WRITE_TIMEOUT",
@@ -102,7 +104,7 @@ class _Waiter:
     __slots__ = ("done", "error", "progress", "result")
 
     def __init__(self, progress: ProgressCallback | None) -> None:
-        self.done = anyio.Event()
+        self.done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self.progress = progress
         self.result: dict[str, Any] | None = None
         self.error: MCPError | None = None
@@ -183,8 +185,8 @@ class StdioRelay:
                     raise MCPError(
                         code=CONNECTION_CLOSED, message="Connection closed"
                     ) from None
-                with anyio.fail_after(limit):
-                    await waiter.done.wait()
+                if await settled(waiter.done, limit):
+                    raise TimeoutError
                 if waiter.error is not None and waiter.error.code != CONNECTION_CLOSED:
                     failed(waiter.error.code, waiter.error.message)
         except TimeoutError:
@@ -255,7 +257,7 @@ class StdioRelay:
             )
         else:  # not a valid answer: the SDK reports it as garbage, as before
             return False
-        waiter.done.set()
+        wake(waiter.done)
         return True
 
     def _log(self, line: bytes) -> bool:
@@ -303,11 +305,11 @@ class StdioRelay:
         """The server is gone: every waiting request ends with `CONNECTION_CLOSED`."""
         self._closed = True
         for waiter in self._pending.values():
-            if not waiter.done.is_set():
+            if not waiter.done.done():
                 waiter.error = MCPError(
                     code=CONNECTION_CLOSED, message="Connection closed"
                 )
-                waiter.done.set()
+                wake(waiter.done)
 
 
 class Relay(Protocol):
