@@ -107,7 +107,9 @@ async def test_tool_errors_and_timeouts_are_reported_not_retried(
     env: tuple[Manager, Recorder],
 ) -> None:
     mgr, rec = env
-    mgr.add(stdio("demo"))  # type: ignore[arg-type]
+    # The hand-written server: its `sleep` holds the whole server, which is
+    # what a slow tool of a single-threaded server does; it stays connected.
+    mgr.add(stdio("demo", "--sleep-tool", "--fail-tool", raw=True))  # type: ignore[arg-type]
     await rec.wait_for("connected", "demo")
     failed = await mgr.call("demo", "fail", {"message": "nope"})
     assert failed.is_error
@@ -287,7 +289,7 @@ async def test_shutdown_with_connections_in_every_state_leaves_nothing_running(
     tasks_before = len(anyio.get_running_tasks())
     started = anyio.current_time()
     async with Manager(bus) as mgr:
-        mgr.add(stdio("up"))  # type: ignore[arg-type]
+        mgr.add(stdio("up", raw=True))  # type: ignore[arg-type]
         mgr.add(stdio("stubborn", "--ignore-sigterm", raw=True))  # type: ignore[arg-type]
         mgr.add(stdio("hang", "--hang-on-initialize", raw=True))  # type: ignore[arg-type]
         mgr.add(parse_spec("hole", blackhole.url(), FAST))
