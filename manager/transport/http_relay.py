@@ -140,7 +140,7 @@ class HttpRelay:
     ) -> None:
         self._fail = fail
         self._client = client
-        self._url = url
+        self._url = httpx2.URL(url)  # parsed once, not on every request
         self._session_id = session_id
         self._inject = inject
         self._send_span = send_span
