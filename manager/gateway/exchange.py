@@ -183,7 +183,10 @@ class _Answer:
     send: Any
     headers: list[tuple[bytes, bytes]]
     events: ResumableEvents | None = None
+    session: str | None = None
+    """The session whose stream it is (with `events`)."""
     stream_id: str | None = None
+    """Opened with the first event: a plain JSON answer keeps nothing."""
     streaming: bool = False
     gone: bool = False
 
@@ -196,7 +199,8 @@ class _Answer:
 
     async def event(self, message: Mapping[str, Any]) -> None:
         priming = b""
-        if not self.streaming and self.events is not None and self.stream_id:
+        if not self.streaming and self.events is not None and self.session:
+            self.stream_id = self.events.open_lean(self.session)
             event_id = self.events.keep(self.stream_id, None)
             priming = f"id: {event_id}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
         frame = priming + self._frame(message)  # kept even for a client gone
@@ -433,7 +437,7 @@ class Exchange:
         answer = _Answer(send, [(b"mcp-session-id", key.encode("latin-1"))])
         if self._events is not None and known.protocol_version >= "2025-11-25":
             answer.events = self._events
-            answer.stream_id = self._events.open_lean(key)
+            answer.session = key
         dctx = _dispatch_context(scope, message, answer)
         runner = ServerRunner(self._server, known.envelope(), self._lifespan)
         self.served += 1
