@@ -19,9 +19,9 @@ Why each is used, and which public API would replace it:
 
 from __future__ import annotations
 
+import asyncio
 import math
 
-import anyio
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 __all__ = ["PRIVATE_NAMES", "WHY", "http_session_alive"]
@@ -51,5 +51,7 @@ def http_session_alive(
     if scope is not None and scope.cancel_called:
         return False  # expired: the SDK is ending it
     if scope is not None and idle_timeout is not None and scope.deadline != math.inf:
-        scope.deadline = max(scope.deadline, anyio.current_time() + idle_timeout)
+        # The loop's clock is anyio's on asyncio, without its backend lookup.
+        now = asyncio.get_running_loop().time()
+        scope.deadline = max(scope.deadline, now + idle_timeout)
     return True
