@@ -191,11 +191,10 @@ class _Answer:
     gone: bool = False
 
     def _frame(self, message: Mapping[str, Any]) -> bytes:
-        data = json.dumps(message, separators=(",", ":"))
+        data = json.dumps(message, separators=(",", ":")).encode()
         if self.events is None or self.stream_id is None:
-            return f"event: message\r\ndata: {data}\r\n\r\n".encode()
-        event_id = self.events.keep(self.stream_id, data.encode())
-        return f"id: {event_id}\r\nevent: message\r\ndata: {data}\r\n\r\n".encode()
+            return _sse_frame(data)
+        return _sse_frame(data, self.events.keep(self.stream_id, data))
 
     async def event(self, message: Mapping[str, Any]) -> None:
         priming = b""
@@ -491,10 +490,7 @@ class Exchange:
             tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
             try:
                 async for event_id, data in events.follow(stream_id, last):
-                    frame = b"id: %s\r\nevent: message\r\ndata: %s\r\n\r\n" % (
-                        event_id.encode(),
-                        data,
-                    )
+                    frame = _sse_frame(data, event_id)
                     await send(
                         {"type": "http.response.body", "body": frame, "more_body": True}
                     )
@@ -591,6 +587,13 @@ def _dispatch_context(
         answer=answer,
         progress_token=token if isinstance(token, str | int) else None,
     )
+
+
+def _sse_frame(data: bytes, event_id: str | None = None) -> bytes:
+    """One `message` event of an SSE stream (with its id when it is kept)."""
+    if event_id is None:
+        return b"event: message\r\ndata: %s\r\n\r\n" % data
+    return b"id: %s\r\nevent: message\r\ndata: %s\r\n\r\n" % (event_id.encode(), data)
 
 
 def _error(request_id: Any, error: ErrorData) -> dict[str, Any]:

@@ -117,6 +117,13 @@ def answering(*responses: bytes, then_close: bool = False) -> Handler:
     return handler
 
 
+async def echoing(reader: Reader, writer: Writer) -> None:
+    """Answers each request with its own body."""
+    while (request := await read_request(reader)) is not None:
+        writer.write(ok(request[1]))
+        await writer.drain()
+
+
 def client(transport: PoolTransport, **kwargs: object) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(transport=transport, **kwargs)  # type: ignore[arg-type]
 
@@ -255,29 +262,19 @@ async def test_an_interim_response_is_skipped() -> None:
 
 async def test_a_large_body_goes_out_whole_and_a_large_answer_comes_back() -> None:
     big = bytes(range(256)) * (4 * READ_HIGH_WATER // 256)
-
-    async def handler(reader: Reader, writer: Writer) -> None:
-        while (request := await read_request(reader)) is not None:
-            writer.write(ok(request[1]))
-            await writer.drain()
-
-    async with serving(handler) as server:
+    async with serving(echoing) as server:
         async with client(PoolTransport()) as http:
             response = await http.post(url(server), content=big)
             assert response.content == big
 
 
 async def test_a_streamed_request_body_is_sent_chunked() -> None:
-    async def handler(reader: Reader, writer: Writer) -> None:
-        while (request := await read_request(reader)) is not None:
-            writer.write(ok(request[1]))
-
     async def parts() -> AsyncIterator[bytes]:
         yield b'{"a":'
         yield b""
         yield b"1}"
 
-    async with serving(handler) as server:
+    async with serving(echoing) as server:
         async with client(PoolTransport()) as http:
             response = await http.post(url(server), content=parts())
             assert response.content == b'{"a":1}'
