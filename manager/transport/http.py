@@ -43,7 +43,7 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
     """Keeps HTTP connections reusable across calls, and watches the event stream.
 
     POST: the SDK closes a POST's SSE response as soon as the JSON-RPC response
-    event arrives, a moment before the server's closing chunk; httpcore then
+    event arrives, a moment before the server's closing chunk; the pool then
     drops the connection, so every call paid a new TCP connection and left a
     socket in TIME_WAIT (thousands a minute under load, measured). Reading that
     last chunk first (for at most `POST_DRAIN_LIMIT`) returns the connection to
@@ -118,12 +118,14 @@ def _reusable(response: httpx2.Response) -> bool:
 
 
 class _OnceStream(httpx2.AsyncByteStream):
-    """Iterates an httpcore body stream at most once.
+    """Iterates a response body stream at most once.
 
-    httpcore's body generator loops without awaiting when iterated again after
-    the body ended on a connection the peer closed: h11 answers
-    `ConnectionClosed` forever and no deadline can fire (it froze the daemon at
-    100 % CPU). So a second pass, or a drain after the end, never starts.
+    httpcore's body generator (still behind HEAD and upgrades; the pool's
+    `PoolTransport` ends a second pass at once) loops without awaiting when
+    iterated again after the body ended on a connection the peer closed: h11
+    answers `ConnectionClosed` forever and no deadline can fire (it froze the
+    daemon at 100 % CPU). So a second pass, or a drain after the end, never
+    starts.
     """
 
     def __init__(self, inner: Any) -> None:
@@ -173,7 +175,7 @@ class _DrainOnClose(_OnceStream):
         await super().aclose()
 
     async def _rest(self) -> AsyncIterator[bytes]:
-        # The first pass stopped before the end; httpcore continues the same
+        # The first pass stopped before the end; the pool continues the same
         # body where it stopped (a body that ended is never read again).
         try:
             async for chunk in self._inner:
