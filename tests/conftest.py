@@ -31,7 +31,6 @@ Tests under `campaigns/` are marked `campaign` (excluded by default).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -53,7 +52,7 @@ from servers.everything import (
     require_everything,
     serve_everything,
 )
-from servers.process import shared_children
+from servers.process import own_children, shared_children
 
 CAMPAIGNS = Path(__file__).parent / "campaigns"
 """Tests here are long campaigns: marked `campaign`, run by `.ci/run`'s second
@@ -185,7 +184,7 @@ def _leftover_children() -> list[psutil.Process]:
     skip = set(servers)
     for pid in servers:
         skip.update(p.pid for p in children_of(pid))
-    return [p for p in children_of(os.getpid()) if p.pid not in skip and _is_running(p)]
+    return [p for p in own_children() if p.pid not in skip and _is_running(p)]
 
 
 def _describe(proc: psutil.Process) -> str:

@@ -2,6 +2,9 @@
 
 - `process`: the demo server as a stdio command or an HTTP/SSE child process,
   the hand-written legacy server's command, process-tree helpers.
+- `preload`: a per-worker interpreter that has imported the SDK and forks the
+  daemons and HTTP demo servers tests start (`popen`), instead of an exec
+  that imports it all again.
 - `raw_legacy`: a hand-written, fast-starting stdio server with failure flags
   (run as a script; see `process.raw_command`).
 - `raw_http`: its streamable HTTP sibling, with a session, an event stream and
@@ -33,6 +36,7 @@ from .process import (
     children_of,
     free_port,
     live_server_pids,
+    own_children,
     raw_command,
     raw_http_program,
     stdio_command,
@@ -48,6 +52,7 @@ __all__ = [
     "free_port",
     "live_server_pids",
     "open_line_client",
+    "own_children",
     "raw_command",
     "raw_http_program",
     "stdio_command",

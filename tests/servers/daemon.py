@@ -1,5 +1,8 @@
 """Run the real daemon (`python -m manager run`) in a child process for tests.
 
+The process is forked from the worker's preloader (`preload`): the daemon's
+own code runs from its first line, without 1.9 s of SDK imports first.
+
 `DaemonProcess` starts it on a script and a private socket, follows its event
 stream on a thread (so tests wait on events, not sleeps), and always stops and
 reaps it. Only the process started here is signalled, by PID.
@@ -23,6 +26,8 @@ from types import TracebackType
 from manager.control.client import ControlClient
 from manager.control.paths import attach_socket_path
 from manager.core.errors import ManagerError
+
+from . import preload
 
 __all__ = ["DaemonProcess"]
 
@@ -58,11 +63,9 @@ class DaemonProcess:
         self._log = open(self.log_path, "wb")  # closed in close()
         command = [sys.executable, "-m", "manager", "run", str(script)]
         command += ["--socket", str(self.socket), *args]
-        self.process = subprocess.Popen(
+        self.process = preload.popen(
             command,
-            stdin=subprocess.DEVNULL,
             stdout=self._log,
-            stderr=subprocess.STDOUT,
             # No telemetry unless a test asks for it: nothing listens on 4317.
             env={**os.environ, "OTEL_SDK_DISABLED": "true", **(env or {})},
         )

@@ -31,6 +31,8 @@ from typing import IO, Literal, Protocol
 import anyio.to_thread
 import psutil
 
+from . import preload
+
 __all__ = [
     "CLOSING_HTTP_SCRIPT",
     "DEMO_MODULE",
@@ -41,6 +43,7 @@ __all__ = [
     "children_of",
     "free_port",
     "live_server_pids",
+    "own_children",
     "live_servers",
     "shared_children",
     "sharing_children",
@@ -95,6 +98,12 @@ def children_of(pid: int) -> list[psutil.Process]:
         return list(psutil.Process(pid).children(recursive=True))
     except psutil.NoSuchProcess:
         return []
+
+
+def own_children() -> list[psutil.Process]:
+    """All live descendants of this process but the worker's preloader (what
+    it forked is counted)."""
+    return [p for p in children_of(os.getpid()) if p.pid != preload.preloader_pid()]
 
 
 def live_servers() -> dict[int, HttpServerProcess]:
@@ -184,7 +193,7 @@ class HttpServerProcess:
         self.log_path = log_path or (
             Path(tempfile.mkdtemp(prefix="demo-server-")) / "server.log"
         )
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: subprocess.Popen[bytes] | preload.ForkedProcess | None = None
         self._log: IO[bytes] | None = None
 
     @property
@@ -234,13 +243,8 @@ class HttpServerProcess:
             raise RuntimeError(f"server already running as pid {self.pid}")
         self._log = self.log_path.open("ab")
         argv, env, cwd = self._launch()
-        self.process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **env},
+        self.process = preload.popen(
+            argv, cwd=cwd, stdout=self._log, env={**os.environ, **env}
         )
         _live[self.process.pid] = self
         deadline = time.monotonic() + within

@@ -26,7 +26,7 @@ from servers import (
     CLOSING_HTTP_SCRIPT,
     Blackhole,
     HttpServerFactory,
-    children_of,
+    own_children,
     raw_command,
     stdio_command,
 )
@@ -306,7 +306,7 @@ async def test_shutdown_with_connections_in_every_state_leaves_nothing_running(
         "hole",
         "refused",
     }
-    assert children_of(os.getpid()) == []
+    assert own_children() == []
     assert len(anyio.get_running_tasks()) == tasks_before
 
 
