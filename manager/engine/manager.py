@@ -202,6 +202,11 @@ class Manager:
             lists=self.lists,
             pins=self.pins,
         )
+        if not spec.enabled:
+            conn.disable()
+        # In place before `added`/`updated` goes out: a listener that counts
+        # connections by phase (the metrics gauge) sees the new one.
+        self._conns[spec.name] = conn
         if old is not None:
             self._retire(old, publish_removed=False)
             self.bus.publish(
@@ -219,11 +224,8 @@ class Manager:
                     endpoint=display_endpoint(spec),
                 )
             )
-        self._conns[spec.name] = conn
         if spec.enabled:
             self._start(conn)
-        else:
-            conn.disable()
         return True
 
     def _respec(self, conn: Connection, spec: ConnectionSpec) -> None:

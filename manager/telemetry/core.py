@@ -19,6 +19,20 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from .. import __version__
+from ..core.events import (
+    Added,
+    AttemptFailed,
+    Connected,
+    Connecting,
+    Event,
+    Idle,
+    Lost,
+    NeedsLogin,
+    Reconnecting,
+    Refused,
+    Removed,
+    Updated,
+)
 from ..core.redact import SecretRegistry, redact_url
 from ..core.replies import OTLP_OFF, OtlpStatus
 from ..engine.bus import EventBus
@@ -39,6 +53,22 @@ SCOPE = "mcp-manager"
 
 SWEEP_INTERVAL = 1.0
 """Seconds between two sweeps (episode cutting, metric snapshots)."""
+
+PHASE_EVENTS = (
+    Added,
+    Updated,
+    Connecting,
+    Connected,
+    AttemptFailed,
+    Lost,
+    Reconnecting,
+    Idle,
+    NeedsLogin,
+    Refused,
+    Removed,
+)
+"""Events published as a connection changes phase: the connections gauge is
+recounted at each (the sweep alone left it up to a second stale)."""
 
 
 class Telemetry:
@@ -84,9 +114,7 @@ class Telemetry:
         self._exporting = exporting
         self._states: Callable[[], Iterable[str]] | None = None
         self._capture: LogCapture | None = None
-        self._unlisten = (
-            bus.add_listener(self.lifecycle.on_event) if self.active else None
-        )
+        self._unlisten = bus.add_listener(self._on_event) if self.active else None
 
     @property
     def tracing(self) -> Tracing:
@@ -96,6 +124,15 @@ class Telemetry:
     def observe_states(self, states: Callable[[], Iterable[str]]) -> None:
         """Tell the connections gauge where to read states (loop thread only)."""
         self._states = states
+
+    def _on_event(self, event: Event) -> None:
+        self.lifecycle.on_event(event)
+        if (
+            isinstance(event, PHASE_EVENTS)
+            and self.metrics is not None
+            and self._states is not None
+        ):
+            self.metrics.count_states(self._states())
 
     def capture_logs(self, *, verbose: bool) -> None:
         """Take the `opentelemetry` loggers off the daemon log until `aclose()`.

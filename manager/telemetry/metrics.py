@@ -142,9 +142,15 @@ class Metrics:
 
     def snapshot(self, states: Iterable[str], dropped: Mapping[str, int]) -> None:
         """Replace the observed values (call from the event loop)."""
+        self.count_states(states)
+        self._dropped = dict(dropped)
+
+    def count_states(self, states: Iterable[str]) -> None:
+        """Replace the connections gauge's counts (event loop): at each change
+        of phase, so an export never reports a state the fleet left a second
+        ago."""
         counts = Counter(states)
         self._states = {state: counts.get(state, 0) for state in (*STATES, *counts)}
-        self._dropped = dict(dropped)
 
     def record_operation(
         self, duration: float, attributes: Mapping[str, AttributeValue]

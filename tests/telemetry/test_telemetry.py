@@ -492,10 +492,10 @@ async def test_metrics_count_states_reconnects_and_dropped_events(
             await m.call("s", "echo", {"text": "x"})  # 2 call events, 1 dropped
             tele.sweep()
         await m.call("s", "echo", {"text": "y"})
-    states = {
-        a["mcp.connection.state"]: v
-        for a, v in traced.points("mcp.manager.connections")
-    }
+        states = {
+            a["mcp.connection.state"]: v
+            for a, v in traced.points("mcp.manager.connections")
+        }
     assert states == {
         "connecting": 0,
         "connected": 1,
@@ -516,6 +516,34 @@ async def test_metrics_count_states_reconnects_and_dropped_events(
     assert calls[1] == 2 and calls[0]["mcp.method.name"] == "tools/call"
     (sessions,) = traced.points("mcp.client.session.duration")
     assert sessions[0] == {"mcp.server": "s", "mcp.protocol.version": "2025-11-25"}
+
+
+@pytest.mark.anyio
+async def test_the_connections_gauge_follows_each_change_of_phase_between_sweeps(
+    traced: Traced,
+) -> None:
+    """An export between two sweeps (a second apart) reports the states the
+    connections are in, not the ones they were in at the last sweep."""
+    rec = Recorder(traced.bus)
+    tele = traced.telemetry
+
+    def counted() -> dict[object, float]:
+        return {
+            a["mcp.connection.state"]: v
+            for a, v in traced.points("mcp.manager.connections")
+            if v
+        }
+
+    async with Manager(traced.bus, FakeTransport(), tracing=tele.tracing) as m:
+        tele.observe_states(lambda: [c.phase.value for c in m.connections()])
+        m.add(fake_spec("s"))
+        await rec.wait_for("connected", "s")
+        assert counted() == {"connected": 1}
+        m.add(fake_spec("off", enabled=False))
+        assert counted() == {"connected": 1, "disabled": 1}
+        m.remove("s")
+        await rec.wait_for("removed", "s")
+        assert counted() == {"disabled": 1}
 
 
 # ------------------------------------------------------------ export health
