@@ -659,7 +659,7 @@ async def test_only_subscribed_sessions_get_resource_updates(
 
 def _demo_process(*flags: str) -> AbstractAsyncContextManager[LineClient]:
     """The demo server over stdio as a bare process; SIGKILLed on the way out."""
-    return open_line_client(*stdio_command(*flags))
+    return open_line_client(*stdio_command(*flags, fork=False))
 
 
 async def test_crash_after_handshake_exits_with_code_3_once_tools_are_listed() -> None:
@@ -692,7 +692,7 @@ async def test_crash_tool_exits_with_the_requested_code() -> None:
 
 
 async def test_hang_on_initialize_never_answers() -> None:
-    command, args = stdio_command("--hang-on-initialize")
+    command, args = stdio_command("--hang-on-initialize", fork=False)
     params = StdioServerParameters(command=command, args=args)
     async with (
         stdio_client(params) as (read, write),
@@ -705,7 +705,7 @@ async def test_hang_on_initialize_never_answers() -> None:
 async def test_garbage_answers_initialize_with_a_non_json_line() -> None:
     watcher = _MessageWatcher()
     answered = False
-    command, args = stdio_command("--garbage")
+    command, args = stdio_command("--garbage", fork=False)
     params = StdioServerParameters(command=command, args=args)
     async with (
         stdio_client(params) as (read, write),
@@ -727,7 +727,7 @@ async def test_garbage_answers_initialize_with_a_non_json_line() -> None:
 
 
 async def test_exit_immediately_exits_with_the_given_code() -> None:
-    command, args = stdio_command("--exit-immediately", "7")
+    command, args = stdio_command("--exit-immediately", "7", fork=False)
     with anyio.fail_after(10):
         result = await anyio.run_process([command, *args], check=False)
     assert result.returncode == 7

@@ -10,11 +10,17 @@ runs the module as `python -m` does, then leaves the interpreter the normal way
 (atexit, thread joins, exit status). Nothing of `manager` is imported before
 the fork: the code under test starts as fresh as after an exec.
 
-`popen(argv, ...)` is the door: a `subprocess.Popen`-like handle (`pid`,
-`poll`, `wait`, `send_signal`, `kill`, `terminate`, `returncode`). It forks
-only for `sys.executable -m MODULE ...` whose `PYTHON*` environment is the
-preloader's (those shape the interpreter's start); anything else, or
-`MM_TESTS_FORK=0` in the environment, gets a real `subprocess.Popen`.
+Two doors:
+- `popen(argv, ...)`, for processes a test starts itself: a
+  `subprocess.Popen`-like handle (`pid`, `poll`, `wait`, `send_signal`,
+  `kill`, `terminate`, `returncode`). It forks only for `sys.executable -m
+  MODULE ...` whose `PYTHON*` environment starts an interpreter as the
+  preloader's did (`_starts_alike`: those variables shape the
+  interpreter's start); anything else gets a real `subprocess.Popen`.
+- `launch_command(module, *args)`, for stdio servers a daemon starts: the
+  command runs `launch.py`, a 20 ms stand-in process that has the preloader
+  fork the server with its stdio (see there for what it stands for).
+`MM_TESTS_FORK=0` in the environment turns both off: every process is exec'd.
 
 What differs from an exec, on purpose:
 - the process's parent is the preloader, not the test (its descendants are the
@@ -31,22 +37,25 @@ Run as a script, this file is the preloader: fd 3 is its control socket.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-__all__ = ["ForkedProcess", "popen", "preloader_pid"]
+__all__ = ["ForkedProcess", "launch_command", "popen", "preloader_pid"]
 
-CONTROL_FD = 3
+LAUNCH_SCRIPT = Path(__file__).with_name("launch.py")
 PRELOAD = (
     "mcp",
     "mcp.client.session",
@@ -76,8 +85,32 @@ the environment; checked for each when added). A name missing here costs only
 time in the child."""
 
 
+Forked = tuple[dict[str, object], list[int]]
+"""In a child: its request (module, argv, env, cwd) and its stdio fds."""
+
+
+MAY_LACK = frozenset({"PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})
+"""Variables a request may lack that the preloader has: one adds search paths
+(`make test`'s plugin directory), the other stops writing bytecode; neither
+changes what the code run does. A daemon starts its stdio servers with the
+SDK's short default environment, which has neither."""
+MAY_DIFFER = frozenset({"PYTHONUNBUFFERED"})
+"""Variables a request may set otherwise: the child builds its standard
+streams again as the interpreter's start would (`_standard_streams`)."""
+
+
 def _python_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith("PYTHON")}
+
+
+def _starts_alike(env: Mapping[str, str], own: Mapping[str, str]) -> bool:
+    """Whether an interpreter started with `env` starts as one with `own`
+    did: the same `PYTHON*` variables, but for what may be missing."""
+    theirs, ours = _python_env(env), _python_env(own)
+    missing = ours.keys() - theirs.keys() - MAY_DIFFER
+    return missing <= MAY_LACK and all(
+        ours.get(k) == v for k, v in theirs.items() if k not in MAY_DIFFER
+    )
 
 
 # --- the worker's side -------------------------------------------------------
@@ -140,16 +173,22 @@ class _Preloader:
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        with theirs:
+        self.dir = tempfile.mkdtemp(prefix="mm-preload-", dir="/tmp")
+        self.socket_path = os.path.join(self.dir, "launch.sock")
+        """Where `launch.py` asks for a fork (`launch_command`)."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(self.socket_path)
+        listener.listen(64)
+        with theirs, listener:
+            fds = [theirs.fileno(), listener.fileno()]
             self.process = subprocess.Popen(
                 [sys.executable, __file__],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                pass_fds=[theirs.fileno()],
-                env={**os.environ, "MM_PRELOAD_FD": str(theirs.fileno())},
+                pass_fds=fds,
+                env={**os.environ, "MM_PRELOAD_FDS": ",".join(map(str, fds))},
             )
         self.control = ours
-        self.python_env = _python_env(os.environ)
         self.lock = threading.Lock()
 
     def spawn(
@@ -173,6 +212,7 @@ class _Preloader:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _preloader: _Preloader | None = None
@@ -195,6 +235,16 @@ def preloader_pid() -> int | None:
     return None if _preloader is None else _preloader.process.pid
 
 
+def launch_command(module: str, *args: str) -> tuple[str, list[str]]:
+    """The `(command, args)` that runs `python -m MODULE ARGS` forked from the
+    preloader, through `launch.py`, for a daemon to start over stdio (the
+    plain command with `MM_TESTS_FORK=0`)."""
+    if os.environ.get("MM_TESTS_FORK", "1") == "0":
+        return sys.executable, ["-m", module, *args]
+    path = _the_preloader().socket_path
+    return sys.executable, ["-S", str(LAUNCH_SCRIPT), path, "-m", module, *args]
+
+
 def popen(
     argv: Sequence[str],
     *,
@@ -214,7 +264,7 @@ def popen(
         and argv[0] == sys.executable
         and argv[1] == "-m"
         and os.environ.get("MM_TESTS_FORK", "1") != "0"
-        and _python_env(env) == _python_env(os.environ)
+        and _starts_alike(env, os.environ)
     )
     if not forkable:
         return subprocess.Popen(
@@ -237,46 +287,175 @@ def popen(
 # --- the preloader's side ----------------------------------------------------
 
 
-def _serve(control: socket.socket) -> tuple[dict[str, object], list[int]] | None:
-    """Fork a child per request until the worker closes the socket.
+_EXIT: Forked = ({}, [])  # _Forker.run's answer when the worker is gone
 
-    Returns in the child only: the request and its stdio fds.
+
+class _Forker:
+    """The preloader's loop: a fork per request, each child's exit reported.
+
+    Requests come from the worker (its control socket: a status socket and a
+    pidfd go back) and from `launch.py` clients (the listening socket: the
+    status goes back on the client's connection, and the child is SIGKILLed if
+    the client dies first). Every descriptor it holds is closed in each child.
     """
-    poller = select.epoll()
-    poller.register(control.fileno(), select.EPOLLIN)
-    children: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> pid, status
-    while True:
-        for fd, _events in poller.poll():
-            if fd != control.fileno():
-                pid, status = children.pop(fd)
-                poller.unregister(fd)
-                _, wait_status = os.waitpid(pid, 0)
+
+    def __init__(self, control: socket.socket, listener: socket.socket) -> None:
+        self.control = control
+        self.listener = listener
+        self.poller = select.epoll()
+        self.handlers: dict[int, Callable[[], Forked | None]] = {}
+        self.held: dict[int, socket.socket | None] = {}
+        """Descriptors held (a socket, or None for a bare fd such as a pidfd)."""
+        self.hold(control)
+        self.hold(listener)
+        self.watch(control.fileno(), self.from_worker)
+        self.watch(listener.fileno(), self.accept)
+
+    def hold(self, held: socket.socket | int) -> int:
+        if isinstance(held, int):
+            self.held[held] = None
+            return held
+        self.held[held.fileno()] = held
+        return held.fileno()
+
+    def release(self, fd: int) -> None:
+        if fd in self.handlers:
+            del self.handlers[fd]
+            self.poller.unregister(fd)
+        held = self.held.pop(fd)
+        if held is not None:
+            held.close()
+        else:
+            os.close(fd)
+
+    def watch(self, fd: int, handler: Callable[[], Forked | None]) -> None:
+        self.handlers[fd] = handler
+        self.poller.register(fd, select.EPOLLIN)
+
+    def run(self) -> Forked:
+        """Serve until the worker goes (`_EXIT`); in a child, its request."""
+        while True:
+            for fd, _events in self.poller.poll():
+                handler = self.handlers.get(fd)
+                forked = handler() if handler is not None else None
+                if forked is not None:
+                    return forked
+
+    def fork(self, message: bytes, stdio: list[int]) -> int | Forked:
+        """Fork a child for `message`: its PID here, the request in the child."""
+        pid = os.fork()
+        if pid == 0:
+            self.poller.close()
+            for fd, held in self.held.items():
+                if held is not None:
+                    held.close()
+                else:
+                    os.close(fd)
+            return json.loads(message), stdio
+        for fd in stdio:
+            os.close(fd)
+        return pid
+
+    def from_worker(self) -> Forked | None:
+        message, stdio, _flags, _addr = socket.recv_fds(self.control, 1 << 20, 3)
+        if not message:
+            return _EXIT
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.hold(ours)
+        self.hold(theirs)
+        forked = self.fork(message, stdio)
+        if not isinstance(forked, int):
+            return forked
+        pidfd = self.hold(os.pidfd_open(forked))
+        reply = json.dumps({"pid": forked}).encode()
+        socket.send_fds(self.control, [reply], [theirs.fileno(), pidfd])
+        self.release(theirs.fileno())
+        self.watch(pidfd, lambda: self.reap(forked, pidfd, ours))
+        return None
+
+    def accept(self) -> None:
+        conn, _addr = self.listener.accept()
+        self.watch(self.hold(conn), lambda: self.from_client(conn))
+
+    def from_client(self, conn: socket.socket) -> Forked | None:
+        message, stdio, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+        request = json.loads(message) if message else None
+        if request is None or not _starts_alike(request["env"], os.environ):
+            for fd in stdio:
                 os.close(fd)
-                with status:
-                    status.send(str(os.waitstatus_to_exitcode(wait_status)).encode())
-                continue
-            message, stdio, _flags, _addr = socket.recv_fds(control, 1 << 20, 3)
-            if not message:
-                return None
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            pid = os.fork()
-            if pid == 0:
-                poller.close()
-                control.close()
-                ours.close()
-                theirs.close()
-                for pidfd, (_pid, status) in children.items():
-                    os.close(pidfd)
-                    status.close()
-                return json.loads(message), stdio
-            for fd_ in stdio:
-                os.close(fd_)
-            pidfd = os.pidfd_open(pid)
-            with theirs:
-                reply = json.dumps({"pid": pid}).encode()
-                socket.send_fds(control, [reply], [theirs.fileno(), pidfd])
-            children[pidfd] = (pid, ours)
-            poller.register(pidfd, select.EPOLLIN)
+            if request is not None:
+                conn.send(b"{}")  # exec it yourself
+            self.release(conn.fileno())
+            return None
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        client_pid = int.from_bytes(creds[:4], sys.byteorder)
+        forked = self.fork(message, stdio)
+        if not isinstance(forked, int):
+            return forked
+        # The connection now only carries the exit status: off the poller.
+        del self.handlers[conn.fileno()]
+        self.poller.unregister(conn.fileno())
+        pidfd = self.hold(os.pidfd_open(forked))
+        conn.send(json.dumps({"pid": forked}).encode())
+        client: int | None = None
+        try:
+            watched = self.hold(os.pidfd_open(client_pid))
+        except ProcessLookupError:  # gone already: its child goes at once
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        else:
+            client = watched
+            self.watch(watched, lambda: self.client_gone(watched, pidfd))
+        self.watch(pidfd, lambda: self.reap(forked, pidfd, conn, client))
+        return None
+
+    def client_gone(self, client: int, pidfd: int) -> None:
+        """The launcher died (SIGKILL, say): its child goes with it."""
+        self.release(client)
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def reap(
+        self, pid: int, pidfd: int, status: socket.socket, client: int | None = None
+    ) -> None:
+        _, wait_status = os.waitpid(pid, 0)
+        self.release(pidfd)
+        if client is not None and client in self.held:
+            self.release(client)
+        try:
+            status.send(str(os.waitstatus_to_exitcode(wait_status)).encode())
+        except OSError:
+            pass  # nobody waits any more
+        self.release(status.fileno())
+
+
+def _standard_streams(*, unbuffered: bool) -> None:
+    """`sys.stdin`, `sys.stdout` and `sys.stderr` over fds 0-2 as CPython's
+    start makes them (`create_stdio`): raw and write-through when unbuffered,
+    line-buffered on a terminal and always for stderr, newline "\\n", the
+    encoding and error handlers of the preloader's own."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        old = getattr(sys, name)
+        reading = fd == 0
+        raw = io.FileIO(fd, "rb" if reading else "wb", closefd=False)
+        buffer: io.RawIOBase | io.BufferedIOBase
+        if reading:
+            buffer = io.BufferedReader(raw)
+        elif unbuffered:
+            buffer = raw
+        else:
+            buffer = io.BufferedWriter(raw)
+        stream = io.TextIOWrapper(
+            buffer,
+            encoding=old.encoding,
+            errors=old.errors,
+            newline="\n",
+            line_buffering=not unbuffered and (raw.isatty() or fd == 2),
+            write_through=unbuffered,
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def _become(request: dict[str, object], stdio: list[int]) -> str:
@@ -292,6 +471,7 @@ def _become(request: dict[str, object], stdio: list[int]) -> str:
     assert isinstance(env, dict)
     os.environ.clear()
     os.environ.update(env)
+    _standard_streams(unbuffered=bool(env.get("PYTHONUNBUFFERED")))
     argv = request["argv"]
     assert isinstance(argv, list)
     sys.argv = [str(a) for a in argv]
@@ -302,14 +482,16 @@ def _become(request: dict[str, object], stdio: list[int]) -> str:
 def _main() -> None:
     import importlib
 
-    control = socket.socket(fileno=int(os.environ.pop("MM_PRELOAD_FD")))
+    control_fd, listener_fd = os.environ.pop("MM_PRELOAD_FDS").split(",")
+    control = socket.socket(fileno=int(control_fd))
+    listener = socket.socket(fileno=int(listener_fd))
     for name in PRELOAD:
         try:
             importlib.import_module(name)
         except ImportError:
             pass
-    forked = _serve(control)
-    if forked is None:
+    forked = _Forker(control, listener).run()
+    if forked is _EXIT:
         return
     module = _become(*forked)
     import runpy

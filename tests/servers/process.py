@@ -76,8 +76,15 @@ def free_port() -> int:
         return port
 
 
-def stdio_command(*flags: str) -> tuple[str, list[str]]:
-    """The command and arguments that run the demo server over stdio."""
+def stdio_command(*flags: str, fork: bool = True) -> tuple[str, list[str]]:
+    """The command and arguments that run the demo server over stdio.
+
+    Forked from the worker's preloader (`preload.launch_command`) unless
+    `fork=False`: the plain `python -m manager.demo_server`, for tests about
+    the process itself (exit statuses, process groups, its own start-up).
+    """
+    if fork:
+        return preload.launch_command(DEMO_MODULE, *flags)
     return sys.executable, ["-m", DEMO_MODULE, *flags]
 
 

@@ -42,8 +42,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 FAST = {"backoff": {"initial": 0.05, "cap": 0.4}}
 
 
-def stdio(name: str, *flags: str, raw: bool = False, **opts: object) -> object:
-    command, args = raw_command(*flags) if raw else stdio_command(*flags)
+def stdio(
+    name: str, *flags: str, raw: bool = False, fork: bool = True, **opts: object
+) -> object:
+    command, args = raw_command(*flags) if raw else stdio_command(*flags, fork=fork)
     return parse_spec(name, {"command": command, "args": args}, {**FAST, **opts})
 
 
@@ -203,7 +205,7 @@ async def test_grandchildren_of_a_stdio_server_are_swept_on_removal(
     env: tuple[Manager, Recorder],
 ) -> None:
     mgr, rec = env
-    mgr.add(stdio("parent"))  # type: ignore[arg-type]
+    mgr.add(stdio("parent", fork=False))  # type: ignore[arg-type]  # its group
     await rec.wait_for("connected", "parent")
     result = await mgr.call("parent", "spawn_child", {"seconds": 300})
     text = str(result.data)
