@@ -227,7 +227,7 @@ class StdioRelay:
             return _LOG_MARK in line and self._log(line)
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth
             return False
         if not isinstance(message, dict):
             return False
@@ -265,7 +265,7 @@ class StdioRelay:
             return False
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth
             return False
         params = message.get("params") if isinstance(message, dict) else None
         if (

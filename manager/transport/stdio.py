@@ -8,12 +8,15 @@ grandchild behind.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import cast
 
 import anyio
 import anyio.abc
@@ -32,7 +35,7 @@ from .compat_anyio import release_process, write_at_once
 from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from .signals import LostSignal
 
-__all__ = ["GARBAGE_SAMPLE", "stdio_streams"]
+__all__ = ["GARBAGE_SAMPLE", "StdoutLines", "stdio_streams"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,31 +72,20 @@ async def stdio_streams(
     """Spawn a stdio server in its own process group and bridge its pipes.
 
     The write stream carries the `StdioRelay` for `tools/call` (`relay`); the
-    stdout reader hands it the lines that answer its requests.
+    server's stdout is read by `StdoutLines`, which hands the relay the lines
+    that answer its requests as they arrive.
     """
     env = get_default_environment() | dict(spec.env)
+    # stdout is a pipe of our own, read by a protocol rather than anyio's
+    # stream and a reader task: an answer reaches its caller a loop turn sooner.
+    stdout_read, stdout_write = os.pipe()
     try:
-        process = await anyio.open_process(
-            [spec.command, *spec.args],
-            stdin=-1,
-            stdout=-1,
-            stderr=-1,
-            env=env,
-            cwd=spec.cwd,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise ConnectFailed(
-            f"cannot start {spec.command!r}: not found (check command, PATH and cwd)"
-        ) from exc
-    except PermissionError as exc:
-        raise ConnectFailed(
-            f"cannot start {spec.command!r}: permission denied"
-        ) from exc
-    except OSError as exc:
-        raise ConnectFailed(
-            f"cannot start {spec.command!r}: {exc.strerror or exc}"
-        ) from exc
+        process = await _spawn(spec, env, stdout_write)
+    except BaseException:
+        os.close(stdout_read)
+        raise
+    finally:
+        os.close(stdout_write)
 
     pid = process.pid
     CHILD_GROUPS.add(pid)  # start_new_session: the server leads its own group
@@ -132,27 +124,30 @@ async def stdio_streams(
         on_log=hooks.on_log,
     )
     write_stream.relay = relay
+    lines = StdoutLines(relay.take, hooks.on_stderr)
+    try:
+        pipe = os.fdopen(stdout_read, "rb", buffering=0)
+    except BaseException:
+        os.close(stdout_read)
+        raise
+    try:
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: lines, pipe
+        )
+    except BaseException:
+        pipe.close()
+        raise
 
     async def stdout_reader() -> None:
-        assert process.stdout is not None
-        buffer = b""
+        """What the relay did not take, to the SDK session, in order."""
         try:
             async with read_writer:
-                async for chunk in process.stdout:
-                    buffer += chunk
-                    if len(buffer) > MAX_LINE and b"\n" not in buffer:
-                        hooks.on_stderr(
-                            f"[stdout] line longer than {MAX_LINE} bytes dropped"
-                        )
-                        buffer = b""
+                while (line := await lines.next()) is not None:
+                    if relay.take(line):
                         continue
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if relay.take(line):
-                            continue
-                        message = _parse_stdout_line(line, garbage, hooks)
-                        if message is not None:
-                            await read_writer.send(message)
+                    message = _parse_stdout_line(line, garbage, hooks)
+                    if message is not None:
+                        await read_writer.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:
@@ -177,18 +172,132 @@ async def stdio_streams(
         if buffer:
             hooks.on_stderr(buffer.decode("utf-8", "replace"))
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(stdout_reader)
-        tg.start_soon(stderr_reader)
-        try:
-            yield read_stream, write_stream, pid
-        finally:
-            with anyio.CancelScope(shield=True):
-                relay.close()
-                await _stop_process(process)
-                write_stream.close()
-                read_stream.close()
-                tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stdout_reader)
+            tg.start_soon(stderr_reader)
+            try:
+                yield read_stream, write_stream, pid
+            finally:
+                with anyio.CancelScope(shield=True):
+                    relay.close()
+                    await _stop_process(process)
+                    write_stream.close()
+                    read_stream.close()
+                    tg.cancel_scope.cancel()
+    finally:
+        transport.close()
+
+
+async def _spawn(
+    spec: ConnectionSpec, env: dict[str, str], stdout: int
+) -> anyio.abc.Process:
+    try:
+        return await anyio.open_process(
+            [spec.command, *spec.args],
+            stdin=-1,
+            stdout=stdout,
+            stderr=-1,
+            env=env,
+            cwd=spec.cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ConnectFailed(
+            f"cannot start {spec.command!r}: not found (check command, PATH and cwd)"
+        ) from exc
+    except PermissionError as exc:
+        raise ConnectFailed(
+            f"cannot start {spec.command!r}: permission denied"
+        ) from exc
+    except OSError as exc:
+        raise ConnectFailed(
+            f"cannot start {spec.command!r}: {exc.strerror or exc}"
+        ) from exc
+
+
+class StdoutLines(asyncio.Protocol):
+    """A stdio server's stdout, cut into lines in the event loop's callback.
+
+    A line the relay takes (the answer to one of its calls, its progress, a
+    log message) is handed over right there, so the waiting call wakes on
+    the next loop turn, not after a reader task's. Every other line queues
+    for `next()` (the reader task, which forwards it to the SDK session), and
+    once one waits there, the lines after it queue behind it: the relay never
+    sees a line before one the server wrote earlier. Reading pauses while more
+    than `HIGH_WATER` lines wait (the SDK session sets the pace).
+
+    Args:
+        take: The relay's `take` (True: the line was its).
+        on_stderr: Where a note about an over-long line goes.
+    """
+
+    HIGH_WATER = 64
+
+    def __init__(
+        self, take: Callable[[bytes], bool], on_stderr: Callable[[str], None]
+    ) -> None:
+        self._take = take
+        self._on_stderr = on_stderr
+        self._buffer = b""
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._ended = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._transport: asyncio.ReadTransport | None = None
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A read pipe's transport (uvloop's is not an asyncio.ReadTransport
+        # subclass, but has its methods).
+        self._transport = cast(asyncio.ReadTransport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer + data
+        if len(buffer) > MAX_LINE and b"\n" not in buffer:
+            self._on_stderr(f"[stdout] line longer than {MAX_LINE} bytes dropped")
+            self._buffer = b""
+            return
+        *lines, self._buffer = buffer.split(b"\n")
+        queue = self._queue
+        for line in lines:
+            if not queue and self._take(line):
+                continue
+            queue.append(line)
+        if queue:
+            self._wake()
+            if len(queue) > self.HIGH_WATER and not self._paused:
+                self._paused = True
+                assert self._transport is not None
+                self._transport.pause_reading()
+
+    def eof_received(self) -> None:
+        self._end()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next(self) -> bytes | None:
+        """The next line the relay did not take; None once stdout ended."""
+        while not self._queue:
+            if self._ended:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        line = self._queue.popleft()
+        if self._paused and len(self._queue) <= self.HIGH_WATER // 2:
+            self._paused = False
+            assert self._transport is not None
+            self._transport.resume_reading()
+        return line
 
 
 class _StdinWriter:
