@@ -338,6 +338,13 @@ async def test_login_from_the_cli_then_a_restart_without_one_and_no_secret_shown
                 client.call("tracker", "echo", {"text": "one"})
                 server.expire_all()  # the next call refreshes its token
                 client.call("tracker", "echo", {"text": "two"})
+                # Published before the call's answer, but on the event stream,
+                # which the harness reads on a thread of its own.
+                daemon.wait_event(
+                    "auth",
+                    "tracker",
+                    where=lambda e: e["step"] == "refresh" and e["outcome"] == "ok",
+                )
                 surfaces["status"] = json.dumps(
                     [row.to_dict() for row in client.status()]
                 )
