@@ -18,6 +18,7 @@ from .wire import read_bool, read_float, read_int, read_names, read_str
 
 __all__ = [
     "EVENT_TYPES",
+    "PHASE_EVENTS",
     "Added",
     "AttemptFailed",
     "AuthStep",
@@ -380,19 +381,26 @@ class Unrecognized(Event):
     fields: tuple[tuple[str, str], ...] = ()
 
 
+PHASE_EVENTS: tuple[type[Event], ...] = (
+    Added,
+    Updated,
+    Connecting,
+    Connected,
+    AttemptFailed,
+    Lost,
+    Reconnecting,
+    Idle,
+    NeedsLogin,
+    Refused,
+    Removed,
+)
+"""The events published as a connection enters a phase (the connections
+gauge recounts at each)."""
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
-        Added,
-        Updated,
-        Connecting,
-        Connected,
-        AttemptFailed,
-        Lost,
-        Reconnecting,
-        Idle,
-        NeedsLogin,
-        Refused,
+        *PHASE_EVENTS,
         AuthStep,
         ToolsChanged,
         ToolChanged,
@@ -401,7 +409,6 @@ EVENT_TYPES: dict[str, type[Event]] = {
         CatalogChanged,
         ResourceUpdated,
         ServerLog,
-        Removed,
         ServerStderr,
         ConfigLoaded,
         ConfigRejected,

@@ -19,20 +19,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from .. import __version__
-from ..core.events import (
-    Added,
-    AttemptFailed,
-    Connected,
-    Connecting,
-    Event,
-    Idle,
-    Lost,
-    NeedsLogin,
-    Reconnecting,
-    Refused,
-    Removed,
-    Updated,
-)
+from ..core.events import PHASE_EVENTS, Event
 from ..core.redact import SecretRegistry, redact_url
 from ..core.replies import OTLP_OFF, OtlpStatus
 from ..engine.bus import EventBus
@@ -53,22 +40,6 @@ SCOPE = "mcp-manager"
 
 SWEEP_INTERVAL = 1.0
 """Seconds between two sweeps (episode cutting, metric snapshots)."""
-
-PHASE_EVENTS = (
-    Added,
-    Updated,
-    Connecting,
-    Connected,
-    AttemptFailed,
-    Lost,
-    Reconnecting,
-    Idle,
-    NeedsLogin,
-    Refused,
-    Removed,
-)
-"""Events published as a connection changes phase: the connections gauge is
-recounted at each (the sweep alone left it up to a second stale)."""
 
 
 class Telemetry:
