@@ -397,27 +397,26 @@ PHASE_EVENTS: tuple[type[Event], ...] = (
 """The events published as a connection enters a phase (the connections
 gauge recounts at each)."""
 
+_OTHER_EVENTS: tuple[type[Event], ...] = (
+    AuthStep,
+    ToolsChanged,
+    ToolChanged,
+    ToolsApproved,
+    SettingsChanged,
+    CatalogChanged,
+    ResourceUpdated,
+    ServerLog,
+    ServerStderr,
+    ConfigLoaded,
+    ConfigRejected,
+    HookFailed,
+    CallStarted,
+    CallFinished,
+    CallFailed,
+    Lagged,
+)
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.kind: cls
-    for cls in (
-        *PHASE_EVENTS,
-        AuthStep,
-        ToolsChanged,
-        ToolChanged,
-        ToolsApproved,
-        SettingsChanged,
-        CatalogChanged,
-        ResourceUpdated,
-        ServerLog,
-        ServerStderr,
-        ConfigLoaded,
-        ConfigRejected,
-        HookFailed,
-        CallStarted,
-        CallFinished,
-        CallFailed,
-        Lagged,
-    )
+    cls.kind: cls for cls in (*PHASE_EVENTS, *_OTHER_EVENTS)
 }
 """Every event class by its `kind`."""
 
