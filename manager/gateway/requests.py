@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import ServerRequestContext
 from mcp.server.connection import allowed_log_levels
 from mcp.shared.exceptions import MCPError
@@ -122,15 +123,17 @@ class CallNotes:
         if levels is None:
             levels = allowed_log_levels(ctx.protocol_version, ctx.meta)
         self._levels = frozenset(levels)
-        self._send, self._receive = anyio.create_memory_object_stream[
-            types.ServerNotification
-        ](NOTES_LIMIT)
+        # The stream and its end are made with the first note: most requests
+        # bring none, and pay for neither.
+        self._send: MemoryObjectSendStream[types.ServerNotification] | None = None
+        self._receive: MemoryObjectReceiveStream[types.ServerNotification] | None = None
+        self._delivered: anyio.Event | None = None
         token = ctx.meta.get("progress_token") if ctx.meta is not None else None
         self._token = token if isinstance(token, str | int) else None
         self.dropped = 0
         self._start: Starter | None = None
         self._started = False
-        self._delivered = anyio.Event()
+        self._closed = False
         self._abandoned = False
 
     @property
@@ -173,20 +176,28 @@ class CallNotes:
         self._start = start
 
     def _put(self, note: types.ServerNotification) -> None:
+        if self._closed:
+            return  # after the result: the request's stream is gone
+        if self._send is None:
+            self._send, self._receive = anyio.create_memory_object_stream[
+                types.ServerNotification
+            ](NOTES_LIMIT)
         try:
             self._send.send_nowait(note)
         except anyio.WouldBlock:
             self.dropped += 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return  # after the result: the request's stream is gone
+            return
         if not self._started and self._start is not None:
             self._started = True
+            self._delivered = anyio.Event()
             self._start(self.deliver)
 
     async def deliver(self) -> None:
         """Send every note on the request's stream until `close()`; a client
         that does not take one within `NOTIFY_TIMEOUT` loses the rest."""
         session, related = self._ctx.session, self._ctx.request_id
+        assert self._receive is not None and self._delivered is not None
         gone = False
         try:
             async with self._receive:
@@ -211,13 +222,15 @@ class CallNotes:
 
     async def delivered(self) -> None:
         """Return once every note is sent (or dropped): at once if none came."""
-        if self._started:
+        if self._delivered is not None:
             await self._delivered.wait()
 
     def close(self) -> None:
         """No more notes: `deliver` ends once it has sent what is queued."""
-        self._send.close()
-        if not self._started:
+        self._closed = True
+        if self._send is not None:
+            self._send.close()
+        if not self._started and self._receive is not None:
             self._receive.close()  # nobody will read it
 
 
