@@ -24,13 +24,17 @@ import math
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-__all__ = ["PRIVATE_NAMES", "WHY", "http_session_alive"]
+__all__ = ["IDLE_PUSH_SLACK", "PRIVATE_NAMES", "WHY", "http_session_alive"]
 
 WHY = (
     "mcp-manager reaches into the mcp SDK server side's private names (see "
     "manager/gateway/compat_mcp_server.py): this SDK version no longer has "
     "one; move to the public API named there"
 )
+
+IDLE_PUSH_SLACK = 1.0
+"""Seconds an idle countdown may lag behind the last request before it is
+moved (a twentieth of the timeout when that is shorter)."""
 
 PRIVATE_NAMES: dict[type, tuple[str, ...]] = {
     StreamableHTTPSessionManager: ("_server_instances",),
@@ -52,6 +56,9 @@ def http_session_alive(
         return False  # expired: the SDK is ending it
     if scope is not None and idle_timeout is not None and scope.deadline != math.inf:
         # The loop's clock is anyio's on asyncio, without its backend lookup.
-        now = asyncio.get_running_loop().time()
-        scope.deadline = max(scope.deadline, now + idle_timeout)
+        due = asyncio.get_running_loop().time() + idle_timeout
+        # Moving the deadline moves a loop timer: at most once per slack, not
+        # twice per request of a busy session (it ends at most that much early).
+        if due > scope.deadline + min(IDLE_PUSH_SLACK, idle_timeout / 20):
+            scope.deadline = due
     return True
