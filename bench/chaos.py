@@ -14,6 +14,7 @@ check failed. The workdir (startup.lua, server logs, `daemon.log`,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +23,9 @@ import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+# Real processes only: the test harness's preloader (tests/servers/preload.py)
+# would fork the daemon and HTTP servers from this process.
+os.environ["MM_TESTS_FORK"] = "0"
 
 from servers.chaos import ChaosCampaign, ChaosConfig  # noqa: E402
 

@@ -26,7 +26,8 @@ from there (`from servers import stdio_command, ...`), never from this file.
   `no_leaked_children_after_module` the same once per module, for modules
   whose tests share servers started by a module-scoped fixture.
 
-Tests under `campaigns/` are marked `campaign` (excluded by default).
+Tests under `campaigns/` are marked `campaign` (excluded by default) and
+exec every process (`campaigns_exec_every_process`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if CAMPAIGNS in item.path.parents:
             item.add_marker(pytest.mark.campaign)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def campaigns_exec_every_process(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Campaigns run against real processes only: every daemon and server is
+    exec'd (`MM_TESTS_FORK=0`), none forked from the worker's preloader. They
+    stop, kill and sweep processes and their groups and measure daemons over
+    time; a forked stand-in would bend what they check
+    (`tests/servers/launch.py`)."""
+    if CAMPAIGNS not in request.node.path.parents:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MM_TESTS_FORK", "0")
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -253,7 +253,8 @@ class ChaosCampaign:
         self._script = config.workdir / "startup.lua"
         self._port = free_port()
         self._url = f"http://127.0.0.1:{self._port}/mcp"
-        raw, demo = raw_command(), stdio_command()
+        # Real processes (signals, process groups): never forked stand-ins.
+        raw, demo = raw_command(), stdio_command(fork=False)
         self._stdio = {f"raw{i:02d}": raw for i in range(config.raw_servers)}
         self._stdio.update({f"demo{i}": demo for i in range(config.demo_servers)})
         self._spares = [f"spare{i}" for i in range(config.spare_servers)]
