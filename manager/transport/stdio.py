@@ -16,7 +16,7 @@ import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import cast
+from typing import BinaryIO, cast
 
 import anyio
 import anyio.abc
@@ -125,17 +125,21 @@ async def stdio_streams(
     )
     write_stream.relay = relay
     lines = StdoutLines(relay.take, hooks.on_stderr)
+    pipe: BinaryIO | None = None
     try:
         pipe = os.fdopen(stdout_read, "rb", buffering=0)
-    except BaseException:
-        os.close(stdout_read)
-        raise
-    try:
         transport, _ = await asyncio.get_running_loop().connect_read_pipe(
             lambda: lines, pipe
         )
-    except BaseException:
-        pipe.close()
+    except BaseException:  # cancelled here too (a removal mid-connect)
+        if pipe is None:
+            os.close(stdout_read)
+        else:
+            pipe.close()
+        with anyio.CancelScope(shield=True):
+            await _stop_process(process)
+        read_writer.close()
+        read_stream.close()
         raise
 
     async def stdout_reader() -> None:

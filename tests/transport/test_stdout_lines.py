@@ -1,13 +1,20 @@
 """`StdoutLines`: a stdio server's stdout cut into lines in the loop's callback,
-the relay's taken at once, the rest queued in the server's order."""
+the relay's taken at once, the rest queued in the server's order; and the
+start of `stdio_streams` around it."""
 
 from __future__ import annotations
 
 import asyncio
 
+import anyio
+import psutil
 import pytest
+from servers import own_children, raw_command
 
-from manager.transport.stdio import MAX_LINE, StdoutLines
+from manager.core.spec import parse_spec
+from manager.transport.base import Hooks
+from manager.transport.signals import LostSignal
+from manager.transport.stdio import MAX_LINE, StdoutLines, stdio_streams
 
 pytestmark = pytest.mark.anyio
 
@@ -89,3 +96,24 @@ async def test_a_waiting_reader_wakes_for_a_line_and_for_the_end() -> None:
     loop.call_soon(lines.connection_lost, None)
     assert await waiting is None
     assert notes == [f"[stdout] line longer than {MAX_LINE} bytes dropped"]
+
+
+async def test_a_start_cancelled_right_after_the_spawn_leaves_no_process() -> None:
+    """Removed mid-connect: cancelled at the first wait after the spawn (the
+    stdout pipe's set-up), the server is still stopped and reaped, its pipes
+    closed (the churn campaign once found one left running)."""
+    command, args = raw_command()
+    spec = parse_spec("s", {"command": command, "args": args})
+    spawned: list[int] = []
+    with anyio.CancelScope() as scope:
+
+        def cancel_at_once(pid: int) -> None:
+            spawned.append(pid)
+            scope.cancel()
+
+        async with stdio_streams(spec, Hooks(on_spawn=cancel_at_once), LostSignal()):
+            pytest.fail("never reached: cancelled before the streams were ready")
+    assert scope.cancelled_caught
+    (pid,) = spawned
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    assert own_children() == []
