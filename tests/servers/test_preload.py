@@ -27,6 +27,12 @@ if sys.argv[1:] == ["wait"]:
 """
 
 
+@pytest.fixture(autouse=True)
+def forking_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the fork, even under `MM_TESTS_FORK=0`."""
+    monkeypatch.delenv("MM_TESTS_FORK", raising=False)
+
+
 @pytest.fixture
 def probe_dir(tmp_path: Path) -> Path:
     (tmp_path / "mm_probe.py").write_text(PROBE)
