@@ -56,6 +56,9 @@ from typing import IO
 __all__ = ["ForkedProcess", "launch_command", "popen", "preloader_pid"]
 
 LAUNCH_SCRIPT = Path(__file__).with_name("launch.py")
+SPAWN_TIMEOUT = 30.0
+"""Seconds a fork may take, the first one's imports included (a test's own
+60 s timeout would otherwise be the only bound)."""
 PRELOAD = (
     "mcp",
     "mcp.client.session",
@@ -188,8 +191,10 @@ class _Preloader:
                 pass_fds=fds,
                 env={**os.environ, "MM_PRELOAD_FDS": ",".join(map(str, fds))},
             )
+        ours.settimeout(SPAWN_TIMEOUT)
         self.control = ours
         self.lock = threading.Lock()
+        self.broken = False
 
     def spawn(
         self, argv: list[str], env: Mapping[str, str], cwd: str, stdio: Sequence[int]
@@ -198,8 +203,17 @@ class _Preloader:
             {"module": argv[2], "argv": argv[2:], "env": dict(env), "cwd": cwd}
         ).encode()
         with self.lock:
+            if self.broken:
+                raise RuntimeError("the preloader stopped answering earlier")
             socket.send_fds(self.control, [request], list(stdio))
-            reply, fds, _flags, _addr = socket.recv_fds(self.control, 4096, 2)
+            try:
+                reply, fds, _flags, _addr = socket.recv_fds(self.control, 4096, 2)
+            except TimeoutError:
+                self.broken = True  # a late reply would answer the next request
+                raise RuntimeError(
+                    f"the preloader (pid {self.process.pid}) did not fork "
+                    f"{argv[2]} within {SPAWN_TIMEOUT} s"
+                ) from None
         if not reply:
             raise RuntimeError("the preloader exited")
         pid = int(json.loads(reply)["pid"])
