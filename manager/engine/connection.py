@@ -12,13 +12,12 @@ and bounded by the transport.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -309,18 +308,10 @@ class Connection:
 
     # --- what the supervisor records ----------------------------------------------
 
-    @contextlib.contextmanager
-    def in_use(self) -> Iterator[None]:
-        """A request to it is under way: an on-demand connection starts (if
-        idle) and is not stopped before it ends."""
-        self.busy += 1
-        if self.spec.on_demand:
-            self.supervisor.want()
-        try:
-            yield
-        finally:
-            self.busy -= 1
-            self.last_used = time.monotonic()
+    def in_use(self) -> _InUse:
+        """A request to it is under way (`with conn.in_use():`): an on-demand
+        connection starts (if idle) and is not stopped before it ends."""
+        return _InUse(self)
 
     def set_connected(self, upstream: Upstream, elapsed: float) -> None:
         """A try connected: the session, its lists, `connected`."""
@@ -401,3 +392,24 @@ def _item_name(item: Any, key: str) -> object:
     if isinstance(item, Mapping):
         return item.get(key)
     return getattr(item, "name", None)
+
+
+class _InUse:
+    """`Connection.in_use`: a class, not a generator, as it is on every call's
+    path (a generator context manager costs several times more)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        conn = self._conn
+        conn.busy += 1
+        if conn.spec.on_demand:
+            conn.supervisor.want()
+
+    def __exit__(self, *exc_info: object) -> None:
+        conn = self._conn
+        conn.busy -= 1
+        conn.last_used = time.monotonic()

@@ -562,8 +562,12 @@ class Manager:
                 upstream = await ready(conn, self._clock)
                 describe_session(span, upstream)
                 limit = timeout if timeout is not None else conn.spec.call_timeout
-                with anyio.fail_after(limit + CALL_DEADLINE_SLACK):
+                # A backstop past the request's own limit (`fail_after` without
+                # its two generator context managers: this is every call's path).
+                deadline = anyio.current_time() + limit + CALL_DEADLINE_SLACK
+                with anyio.CancelScope(deadline=deadline):
                     return await send(upstream, limit)
+                raise TimeoutError  # only the backstop's deadline gets here
         except BaseException as exc:
             error = call_error(exc, conn, target, timeout, self.secrets)
             if on_error is not None:

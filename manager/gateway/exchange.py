@@ -99,6 +99,9 @@ _SSE_HEADERS = [
 
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower().encode()
 
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+"""`json.dumps` with these separators, without a new encoder per answer."""
+
 Asgi = Callable[[Any, Any, Any], Awaitable[None]]
 
 
@@ -112,16 +115,21 @@ class _Session:
     askable: bool
     """The client can be asked things mid-call (sampling, elicitation, roots)."""
     in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
-    connection: Connection | None = None
-    """What the SDK's request pipeline knows of the client, made once."""
+    runner: ServerRunner[Any] | None = None
+    """The SDK's request pipeline for this client (one per connection, as the
+    SDK makes it), made with its first request here."""
 
-    def envelope(self) -> Connection:
-        """A connection born ready, with the session's version and client."""
-        if self.connection is None:
-            self.connection = Connection.from_envelope(
+    def pipeline(
+        self, server: Server[Any], lifespan: dict[str, Any]
+    ) -> ServerRunner[Any]:
+        """The session's runner: a connection born ready, with the session's
+        version and client."""
+        if self.runner is None:
+            connection = Connection.from_envelope(
                 self.protocol_version, self.client_info, self.capabilities
             )
-        return self.connection
+            self.runner = ServerRunner(server, connection, lifespan)
+        return self.runner
 
 
 class HandshakeSessions:
@@ -191,7 +199,7 @@ class _Answer:
     gone: bool = False
 
     def _frame(self, message: Mapping[str, Any]) -> bytes:
-        data = json.dumps(message, separators=(",", ":")).encode()
+        data = _compact(message).encode()
         if self.events is None or self.stream_id is None:
             return _sse_frame(data)
         return _sse_frame(data, self.events.keep(self.stream_id, data))
@@ -247,7 +255,7 @@ class _Answer:
             )
             await self.send({"type": "http.response.body", "body": b""})
             return
-        body = json.dumps(message, separators=(",", ":")).encode()
+        body = _compact(message).encode()
         await self.send(
             {
                 "type": "http.response.start",
@@ -273,8 +281,16 @@ class _DispatchContext:
     message_metadata: ServerMessageMetadata
     answer: _Answer
     progress_token: Any = None
-    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
     can_send_request: bool = False
+    _cancel_requested: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        """Made when asked for: no handler here reads it, every call would
+        pay for one."""
+        if self._cancel_requested is None:
+            self._cancel_requested = anyio.Event()
+        return self._cancel_requested
 
     async def send_raw_request(
         self, method: str, params: Mapping[str, Any] | None, opts: Any = None
@@ -438,7 +454,7 @@ class Exchange:
             answer.events = self._events
             answer.session = key
         dctx = _dispatch_context(scope, message, answer)
-        runner = ServerRunner(self._server, known.envelope(), self._lifespan)
+        runner = known.pipeline(self._server, self._lifespan)
         self.served += 1
         reply: dict[str, Any] | None = None
         with anyio.CancelScope() as cancel:

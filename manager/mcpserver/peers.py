@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from mcp.server import NotificationOptions, Server, ServerRequestContext
@@ -79,9 +79,17 @@ def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
     request = ctx.request
     if not isinstance(request, Request):
         return "stdio"
-    return request.headers.get("mcp-session-id") or request.query_params.get(
-        "session_id", "unknown"
-    )
+    scope = request.scope  # one per HTTP request: asked for 3 times per call
+    key = scope.get(_SESSION_KEY)
+    if key is None:
+        key = scope[_SESSION_KEY] = request.headers.get(
+            "mcp-session-id"
+        ) or request.query_params.get("session_id", "unknown")
+    return cast(str, key)
+
+
+_SESSION_KEY = "mcp_manager.session_key"
+"""Where `session_key` keeps its answer in the request's ASGI scope."""
 
 
 _Send = Callable[[ServerSession], Awaitable[None]]

@@ -435,12 +435,15 @@ async def _report(
         logger.exception("progress callback raised")
 
 
+_dumps = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+
 def dumps(value: object) -> str:
     """Compact JSON; `ValueError` for what JSON cannot carry (NaN, objects)."""
     try:
-        return json.dumps(
-            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        return _dumps(value)
     except TypeError as exc:
         raise ValueError(str(exc)) from exc
 
