@@ -7,12 +7,13 @@ daemon owns signals), and is stopped with `should_exit` and a bounded grace.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
 import socket
-from collections.abc import Collection, Iterator
-from typing import Any, Protocol
+from collections.abc import Collection, Iterable, Iterator
+from typing import Any, Protocol, cast
 
 import anyio
 import anyio.abc
@@ -20,6 +21,7 @@ import uvicorn
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .exchange import Exchange, HandshakeSessions
 from .guard import Guard
@@ -66,6 +68,80 @@ class _Uvicorn(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+
+class _Coalescing:
+    """A connection's transport as uvicorn sees it: what is written in one
+    turn of the event loop leaves in one `write`.
+
+    uvicorn writes a response's head when the app starts it and the body when
+    the app sends it: two segments for every JSON answer. The first wakes the
+    client, which reads the head and sleeps again before the body comes (and
+    on a busy machine the woken client can take the CPU from the daemon
+    between the two writes). One segment costs the client a single wake:
+    same-run A/B, sequential calls, p50 2.85 -> 2.55 ms and 3.49 -> 3.21 ms.
+
+    Writes wait for the end of the loop's turn (`call_soon`), in order;
+    `close` sends what waits first, `abort` drops it. Everything else is the
+    transport's own.
+    """
+
+    __slots__ = ("_loop", "_pending", "_transport")
+
+    def __init__(
+        self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] | None = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if self._pending is None:
+            self._pending = [bytes(data)]
+            self._loop.call_soon(self._flush)
+        else:
+            self._pending.append(bytes(data))
+
+    def writelines(self, lines: Iterable[bytes | bytearray | memoryview]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending and not self._transport.is_closing():
+            self._transport.write(
+                pending[0] if len(pending) == 1 else b"".join(pending)
+            )
+
+    def get_write_buffer_size(self) -> int:
+        waiting = sum(map(len, self._pending)) if self._pending else 0
+        return self._transport.get_write_buffer_size() + waiting
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending = None
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class _HttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol on a `_Coalescing` transport."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(
+            cast(asyncio.Transport, _Coalescing(transport, self.loop))
+        )
 
 
 class Served(Protocol):
@@ -222,6 +298,7 @@ class HttpEndpoint:
             proxy_headers=False,
             timeout_graceful_shutdown=HTTP_SHUTDOWN_GRACE,
             timeout_keep_alive=HTTP_KEEP_ALIVE,
+            http=_HttpProtocol,
         )
         server = self._server = _Uvicorn(config)
         try:
