@@ -3,6 +3,12 @@
 `tools/call` to a streamable HTTP server goes out by `http_relay.HttpRelay` on
 the same client; everything else through the SDK's transport.
 
+The proxy the environment names for a server's URL (`HTTP_PROXY`,
+`HTTPS_PROXY`, `ALL_PROXY`, less what `NO_PROXY` excludes: the rules of
+`urllib` and of every httpx client) is used, as the SDK's own clients (legacy
+SSE, OAuth) use it: such a server is reached through httpx2's own transport
+(HTTP forwarding, `CONNECT` for https), every other one through our pool.
+
 Connections are kept reusable across calls (a POST body's last chunk is read
 before the connection goes back to the pool, never twice), the server's event
 stream is watched for its end, and the session id is remembered for spans.
@@ -11,9 +17,12 @@ stream is watched for its end, and the session id is remembered for spans.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+import logging
+import urllib.request
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -21,6 +30,7 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from ..core.redact import redact_url
 from ..core.spec import ConnectionSpec
 from .base import LINK_META_KEY, Refusal, RequestLinks
 from .http_pool import PoolTransport
@@ -31,6 +41,7 @@ __all__ = [
     "HTTP_READ_TIMEOUT",
     "DrainingTransport",
     "SessionIdWriter",
+    "environment_proxy",
     "open_http_streams",
     "open_sse_streams",
 ]
@@ -98,6 +109,69 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
 
 HTTP_KEEPALIVE_EXPIRY = 2.0
 """Seconds an idle upstream HTTP connection is kept for reuse."""
+
+logger = logging.getLogger("manager.transport")
+
+
+def environment_proxy(url: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The proxy the environment names for `url`, or None.
+
+    `HTTPS_PROXY`/`HTTP_PROXY` by the URL's scheme, else `ALL_PROXY` (lower
+    case too); a host `NO_PROXY` lists (or `*`) goes direct. A proxy given
+    without a scheme is `http://`.
+    """
+    if environ is None:
+        proxies = urllib.request.getproxies_environment()
+    else:
+        proxies = {
+            key.lower()[: -len("_proxy")]: value
+            for key, value in environ.items()
+            if key.lower().endswith("_proxy") and value
+        }
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return None
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or not host:
+        return None
+    if _bypassed(host, parts.port, proxies.get("no", "")):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
+    """`NO_PROXY`: `*`, or entries naming the host or a domain above it
+    (`example.com` and `.example.com` both cover `api.example.com`), with an
+    optional `:port`."""
+    host = host.lower().rstrip(".")
+    for entry in no_proxy.replace(" ", "").lower().split(","):
+        if entry == "*":
+            return True
+        name, _, only_port = (
+            entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+        )
+        if only_port and only_port != str(port):
+            continue
+        name = name.strip("[]").lstrip(".").rstrip(".")
+        if name and (host == name or host.endswith("." + name)):
+            return True
+    return False
+
+
+def _base_transport(url: str) -> httpx2.AsyncBaseTransport:
+    """Our pool, or httpx2's transport through the environment's proxy."""
+    proxy = environment_proxy(url)
+    if proxy is None:
+        # Idle connections expire before a server's own keep-alive timeout
+        # (uvicorn: 5 s), never in a race with it.
+        return PoolTransport(keepalive_expiry=HTTP_KEEPALIVE_EXPIRY)
+    logger.debug("%s through the proxy %s", redact_url(url), redact_url(proxy))
+    return httpx2.AsyncHTTPTransport(
+        proxy=proxy, limits=httpx2.Limits(keepalive_expiry=HTTP_KEEPALIVE_EXPIRY)
+    )
+
 
 POST_DRAIN_LIMIT = 0.1
 """Seconds to wait for the rest of a POST response before dropping its connection."""
@@ -332,9 +406,7 @@ async def open_http_streams(
         event_hooks={"response": [remember_session]},
         auth=auth,
         transport=DrainingTransport(
-            # Idle connections expire before a server's own keep-alive
-            # timeout (uvicorn: 5 s), never in a race with it.
-            PoolTransport(keepalive_expiry=HTTP_KEEPALIVE_EXPIRY),
+            _base_transport(spec.url),
             on_event_stream_end=on_event_stream_end,
             links=links,
             refusals=refusals,

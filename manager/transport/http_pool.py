@@ -7,8 +7,8 @@ an `httpx2.AsyncClient` POST to a local server takes 760-930 µs of CPU, its
 client layer alone 226 µs, an asyncio protocol with httptools 40-70 µs).
 `PoolTransport` is that lower layer, kept under httpx2's client, so that
 everything the client does is kept: headers, auth flows (OAuth), event hooks,
-timeouts. (Proxies from the environment, `HTTPS_PROXY`, were not used before
-either: httpx2 ignores them for a client given its own transport.)
+timeouts. It speaks to servers directly: a server the environment's proxy
+covers is reached through httpx2's own transport instead (`http.py`).
 
 What it does, as httpcore does for HTTP/1.1:
 
