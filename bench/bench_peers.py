@@ -49,10 +49,11 @@ compared with like ("same client"): our MCP fronts with the MCP peers, both
 through the SDK's client; our raw POST with mcp-hub REST, both through the
 bare client. The "clients differ" rows (our MCP front through the SDK's
 client against any peer, REST included through the bare client) carry the
-SDK client's own cost, about 1-1.5 ms per call over the bare one here. Where a path is faster than
-direct (an added p50 below 0, as through a lean front to a streamable HTTP
-upstream, whose direct SDK client is the slow part), the ratio means nothing:
-the summary names who adds less and by how much ("ours -0.67ms").
+SDK client's own cost, about 1-1.5 ms per call over the bare one here.
+Where a path is faster than direct (an added p50 below 0, as through a lean
+front to a streamable HTTP upstream, whose direct SDK client is the slow
+part), the ratio means nothing: the summary names who adds less and by how
+much ("ours -0.67ms").
 
 Network namespace: mcp-hub fetches a marketplace catalogue from the internet at
 start and listens on all interfaces. So when mcp-hub is to be measured, the
