@@ -44,12 +44,16 @@ loaded machine is done in about three minutes. It prints, per upstream, p50/p99
 callers, and each proxy process's CPU time per call during the 16-caller batches
 (utime+stime from /proc/PID/stat; the upstream's CPU is not in it). Then a
 summary: mcp-manager's added p50 over the best peer's (<= 1 favours mcp-manager)
-and its calls/s over the best peer's (>= 1 favours mcp-manager). Like is
-compared with like ("same client"): our MCP fronts with the MCP peers, both
-through the SDK's client; our raw POST with mcp-hub REST, both through the
-bare client. The "clients differ" rows (our MCP front through the SDK's
-client against any peer, REST included through the bare client) carry the
-SDK client's own cost, about 1-1.5 ms per call over the bare one here.
+and its calls/s over the best peer's (>= 1 favours mcp-manager). "REST,
+same client" is the one comparison of like with like: our raw POST and
+mcp-hub's REST front, the same bare client, one request and one JSON answer
+each. "MCP, SDK clients" compares MCP fronts through the SDK's clients, but
+not the same one: mcp-hub 4.2.1 serves only legacy SSE, whose client posts
+and reads the answer off a stream it holds open, where ours is streamable
+HTTP, a POST and its answer (the SDK's streamable HTTP client costs about
+1.5 ms per call more than its SSE client here). The "clients differ" rows
+(the SDK's client here, the bare one there) carry the SDK client's whole
+cost, 2-3 ms per call over the bare one.
 Where a path is faster than direct (an added p50 below 0, as through a lean
 front to a streamable HTTP upstream, whose direct SDK client is the slow
 part), the ratio means nothing: the summary names who adds less and by how
@@ -526,9 +530,9 @@ def report(upstream: str, rows: dict[str, Row], how: str) -> None:
         f" {'calls/s ratio':>13}  {'best peer':<17}"
     )
     pairs = (
-        (OURS_HTTP, (("MCP, same client", MCP_PEERS), ("any, clients differ", PEERS))),
+        (OURS_HTTP, (("MCP, SDK clients", MCP_PEERS), ("any, clients differ", PEERS))),
         (OURS_RAW, (("REST, same client", (HUB_REST,)),)),
-        (OURS_STDIO, (("MCP, same client", MCP_PEERS), ("any, clients differ", PEERS))),
+        (OURS_STDIO, (("MCP, SDK clients", MCP_PEERS), ("any, clients differ", PEERS))),
     )
     for ours, against in pairs:
         if ours not in rows:
@@ -551,9 +555,9 @@ def report(upstream: str, rows: dict[str, Row], how: str) -> None:
                 f" {rate:13.2f}  {by_rate:<17}"
             )
     print(
-        "  same client: both sides called alike (the SDK's client to MCP fronts, "
-        "the bare client to the raw POST and to REST); clients differ: the SDK's "
-        "client here, the bare one there, so the client's own cost is in it"
+        "  REST, same client: one bare client for both; MCP, SDK clients: the "
+        "SDK's streamable HTTP client (ours) vs its SSE client (mcp-hub); clients "
+        "differ: the SDK's client here, the bare one there"
     )
     for ours in (OURS_HTTP, OURS_RAW):
         daemon = rows[ours].cpu_per_call if ours in rows else None
