@@ -50,8 +50,9 @@ mcp-hub's REST front, the same bare client, one request and one JSON answer
 each. "MCP, SDK clients" compares MCP fronts through the SDK's clients, but
 not the same one: mcp-hub 4.2.1 serves only legacy SSE, whose client posts
 and reads the answer off a stream it holds open, where ours is streamable
-HTTP, a POST and its answer (the SDK's streamable HTTP client costs about
-1.5 ms per call more than its SSE client here). The "clients differ" rows
+HTTP, a POST and its answer (the SDK's streamable HTTP pair is the slower:
+straight at the SDK's demo server, 5.2 ms per call against 2.7 ms over SSE,
+same run, this machine). The "clients differ" rows
 (the SDK's client here, the bare one there) carry the SDK client's whole
 cost, 2-3 ms per call over the bare one.
 Where a path is faster than direct (an added p50 below 0, as through a lean
