@@ -115,6 +115,32 @@ class ResourceTable:
         return rewritten(server, uri)
 
 
+def rewrites_line(keys: Sequence[str], lines: Sequence[str]) -> str:
+    """One log line for the rewrites of one server found in one rebuild
+    (`is_rewrite` keys, with their own lines): the line itself when there is
+    one, else how many and which, so that two instances of one server say it
+    once, not once per URI."""
+    if len(keys) == 1:
+        return lines[0]
+    server = keys[0].split("\0")[1]
+    names = [
+        ("template " if key.startswith("template\0") else "") + key.split("\0")[2]
+        for key in keys
+    ]
+    shown = ", ".join(repr(name) for name in names[:RESOURCE_NAMES_SHOWN])
+    more = len(names) - RESOURCE_NAMES_SHOWN
+    if more > 0:
+        shown += f" and {more} more"
+    return (
+        f"{server}: {len(names)} resource URIs that another server lists too "
+        f"are exposed under '{REWRITE_SCHEME}{server}/': {shown}"
+    )
+
+
+RESOURCE_NAMES_SHOWN = 5
+"""URIs named in a `rewrites_line` (the rest are counted)."""
+
+
 def is_rewrite(problem_key: str) -> bool:
     """Whether a problem (`ResourceTable.problem_keys`) is a URI two servers
     share, rewritten for one of them: handled, and worth an INFO line (two

@@ -62,7 +62,7 @@ from ..engine.tracing import NO_TRACING
 from ..mcpserver.peers import ListChangedServer, Peers
 from ..transport.base import TASKS_EXTENSION
 from .attached import Attached
-from .catalog import is_rewrite
+from .catalog import is_rewrite, rewrites_line
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .exchange import HandshakeSessions
 from .names import NameSource, ToolTable, build_name_table
@@ -402,11 +402,21 @@ class Gateway:
     def _refresh_all(self) -> tuple[bool, bool, bool]:
         tools = self._refresh()
         prompts, resources = self.features.rebuild()
+        rewrites: dict[str, tuple[list[str], list[str]]] = {}
         for key, problem in self.features.problems():
-            if key not in self._reported:
-                self._reported.add(key)
-                level = logging.INFO if is_rewrite(key) else logging.WARNING
-                logger.log(level, "gateway: %s", problem)
+            if key in self._reported:
+                continue
+            self._reported.add(key)
+            if is_rewrite(key):
+                # Handled, so INFO; one line per server (two instances of one
+                # server share every URI).
+                keys, lines = rewrites.setdefault(key.split("\0")[1], ([], []))
+                keys.append(key)
+                lines.append(problem)
+            else:
+                logger.warning("gateway: %s", problem)
+        for keys, lines in rewrites.values():
+            logger.info("gateway: %s", rewrites_line(keys, lines))
         return tools, prompts, resources
 
     def _refresh(self) -> bool:

@@ -30,7 +30,12 @@ from test_gateway import demo_stdio, raw, running_gateway, text_of, wait_until
 from manager.cli import main
 from manager.core.spec import parse_spec
 from manager.gateway import Gateway
-from manager.gateway.catalog import CatalogSource, build_resource_table, is_rewrite
+from manager.gateway.catalog import (
+    CatalogSource,
+    build_resource_table,
+    is_rewrite,
+    rewrites_line,
+)
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -503,6 +508,32 @@ def test_a_resource_clash_is_said_once_whoever_lists_it_first() -> None:
     assert len(set(every.problem_keys)) == 2
     # Handled (a rewrite), so said at INFO: two instances of one server do it.
     assert all(is_rewrite(key) for key in every.problem_keys)
+
+
+def test_the_rewrites_of_one_server_are_said_in_one_line() -> None:
+    """Two instances of one server share every URI: the log gets one line per
+    server and rebuild, naming a few of them, not one line per URI."""
+
+    def listing(server: str, count: int) -> CatalogSource:
+        return CatalogSource(
+            server,
+            [{"uri": f"x://r{i}", "name": f"r{i}"} for i in range(count)],
+            [{"uriTemplate": "x://items/{id}", "name": "items"}],
+        )
+
+    one = build_resource_table([listing("a", 0), CatalogSource("b", [], [])])
+    assert one.problems == ()
+    pair = build_resource_table([listing("a", 1), listing("b", 1)])
+    assert len(pair.problems) == 2  # b's resource and b's template
+    line = rewrites_line(pair.problem_keys, pair.problems)
+    assert line == (
+        "b: 2 resource URIs that another server lists too are exposed under "
+        "'mcp-manager://b/': 'x://r0', 'template x://items/{id}'"
+    )
+    assert rewrites_line(pair.problem_keys[:1], pair.problems[:1]) == pair.problems[0]
+    many = build_resource_table([listing("a", 7), listing("b", 7)])
+    line = rewrites_line(many.problem_keys, many.problems)
+    assert line.startswith("b: 8 resource URIs") and line.endswith("and 3 more")
     invalid = build_resource_table(
         [CatalogSource("d", [{"uri": "x://bad", "name": 5}], [])]
     )
