@@ -78,6 +78,8 @@ class HeldCall:
         self._error: BaseException | None = None
         self.ended_at: float | None = None
         self.scope = anyio.CancelScope()
+        self.abandoned = False
+        """Cancelled because the request waiting for it went away."""
         self.given: dict[str, Any] = {}
         """Answers the client sent before being asked (a stateless client
         may send `inputResponses` with its first request): a question under
@@ -135,6 +137,12 @@ class HeldCall:
         call: while it does, that call asks nothing more (a handshake-era
         tool awaits each request it makes)."""
         return any(not q.answered.is_set() for q in self._open.values())
+
+    def abandon(self) -> None:
+        """Nobody waits for the call any more: cancel it, unless it ended."""
+        if not self._done:
+            self.abandoned = True
+            self.scope.cancel()
 
     def finish(self, result: Any, error: BaseException | None, now: float) -> None:
         """The upstream call ended."""
@@ -230,7 +238,13 @@ class HeldCalls:
             if isinstance(responses, Mapping):
                 held.given = dict(responses)
             self._spawn(held, start, limit)
-        outcome = await held.next_round()
+        try:
+            outcome = await held.next_round()
+        except BaseException:
+            # The request was cancelled: its client closed the response stream,
+            # which cancels the call (2026-07-28), upstream included.
+            held.abandon()
+            raise
         if outcome.asks is None:
             if outcome.error is not None:
                 raise outcome.error
@@ -258,7 +272,12 @@ class HeldCalls:
                 except Exception as exc:  # handed to the round that collects it
                     error = exc
             if held.scope.cancelled_caught:
-                error = MCPError(INVALID_PARAMS, "the call waited too long for input")
+                error = MCPError(
+                    INVALID_PARAMS,
+                    "the client went away"
+                    if held.abandoned
+                    else "the call waited too long for input",
+                )
             held.finish(result, error, anyio.current_time())
 
         self._tg.start_soon(run)

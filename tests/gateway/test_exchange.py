@@ -274,6 +274,41 @@ async def test_a_2026_call_is_served_here_and_a_bad_envelope_by_the_sdk(
         assert exchange.served == before + 1
 
 
+async def test_a_2026_client_that_closes_its_response_cancels_the_call(
+    gateway: Gateway,
+) -> None:
+    """2026-07-28: a request is cancelled by closing its response stream; the
+    call upstream ends as cancelled, and the endpoint serves on."""
+    seen = gateway.recorder.last_seq  # type: ignore[attr-defined]
+    request = call(7, "demo__sleep", {"seconds": 30}, **envelope())
+    headers = {
+        "accept": ACCEPT,
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "demo__sleep",
+    }
+    with anyio.fail_after(20):
+        async with httpx2.AsyncClient(timeout=30) as http:
+            async with anyio.create_task_group() as tg:
+
+                async def post() -> None:
+                    await http.post(str(gateway.url), json=request, headers=headers)
+
+                tg.start_soon(post)
+                await gateway.recorder.wait_for("call_started", "demo", after=seen)  # type: ignore[attr-defined]
+                tg.cancel_scope.cancel()  # the client hangs up mid-call
+        failed = await gateway.recorder.wait_for("call_failed", "demo", after=seen)  # type: ignore[attr-defined]
+    assert failed.error == "cancelled"
+    async with httpx2.AsyncClient(timeout=30) as http:
+        wire = Wire(http, str(gateway.url))
+        wire.version = MODERN
+        _, answer = await wire.post(
+            call(8, "demo__echo", {"text": "still here"}, **envelope()),
+            **{"mcp-method": "tools/call", "mcp-name": "demo__echo"},
+        )
+    assert answer[0]["result"]["content"][0]["text"] == "still here"
+
+
 # --- resumable streams (SEP-1699) ---------------------------------------------
 
 
