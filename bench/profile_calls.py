@@ -1,6 +1,7 @@
 """Where a forwarded call's CPU goes: a profile of the endpoint, by package.
 
-Run: `.venv/bin/python bench/profile_calls.py [--calls N] [--upstream stdio|http]`.
+Run: `.venv/bin/python bench/profile_calls.py [--calls N] [--upstream stdio|http]
+[--era 2025-11-25|2026] [--top N]`.
 
 This process runs the daemon's manager and HTTP endpoint (telemetry off) in
 front of the demo server (a subprocess), under cProfile with the process CPU
@@ -39,14 +40,21 @@ from manager.gateway import EndpointOptions, Gateway  # noqa: E402
 CLIENT = textwrap.dedent(
     """
     import sys, time, anyio, httpx2
-    from mcp import ClientSession
+    from contextlib import AsyncExitStack
+    from mcp import Client, ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    async def main(url, n):
-        async with httpx2.AsyncClient() as http, streamable_http_client(
-            url, http_client=http
-        ) as (r, w), ClientSession(r, w) as s:
-            await s.initialize()
+    async def main(url, n, era):
+        async with AsyncExitStack() as stack:
+            if era == "2026":  # the SDK's default client negotiates 2026-07-28
+                s = await stack.enter_async_context(Client(url))
+            else:
+                http = await stack.enter_async_context(httpx2.AsyncClient())
+                r, w, *_ = await stack.enter_async_context(
+                    streamable_http_client(url, http_client=http)
+                )
+                s = await stack.enter_async_context(ClientSession(r, w))
+                await s.initialize()
             for i in range(50):
                 await s.call_tool("demo__echo", {"text": "warm"})
             print("go", flush=True)
@@ -56,7 +64,7 @@ CLIENT = textwrap.dedent(
                 await s.call_tool("demo__echo", {"text": "x"})
             print("done %.6f" % (time.perf_counter() - t0), flush=True)
 
-    anyio.run(main, sys.argv[1], int(sys.argv[2]))
+    anyio.run(main, sys.argv[1], int(sys.argv[2]), sys.argv[3])
     """
 )
 
@@ -106,7 +114,9 @@ class TurnCounter:
         base._run_once = counted  # type: ignore[attr-defined]
 
 
-async def run(calls: int, upstream: str, work: Path, top: int = 0) -> None:
+async def run(
+    calls: int, upstream: str, work: Path, top: int = 0, era: str = "2025-11-25"
+) -> None:
     turns = TurnCounter()
     with_http = upstream == "http"
     bus = EventBus()
@@ -125,7 +135,7 @@ async def run(calls: int, upstream: str, work: Path, top: int = 0) -> None:
         manager.add(spec)
         await manager.connection("demo").wait_connected()  # type: ignore[union-attr]
         client = await anyio.open_process(
-            [sys.executable, "-c", CLIENT, str(gateway.url), str(calls)],
+            [sys.executable, "-c", CLIENT, str(gateway.url), str(calls), era],
             stdout=subprocess.PIPE,
             stdin=subprocess.PIPE,
         )
@@ -157,7 +167,10 @@ async def run(calls: int, upstream: str, work: Path, top: int = 0) -> None:
     for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
         shares[package_of(filename)] += tottime
         total += tottime
-    print(f"\n{calls} calls through the endpoint to the demo server over {upstream}")
+    print(
+        f"\n{calls} calls ({era} client) through the endpoint to the demo server "
+        f"over {upstream}"
+    )
     print(f"wall per call (client)      {wall / calls * 1000:7.3f} ms")
     print(f"daemon CPU per call         {cpu / calls * 1000:7.3f} ms")
     print(f"event-loop turns per call   {loop_turns / calls:7.1f}")
@@ -186,10 +199,17 @@ def main() -> int:
     parser.add_argument(
         "--top", type=int, default=0, help="also list the N costliest functions"
     )
+    parser.add_argument(
+        "--era",
+        choices=("2025-11-25", "2026"),
+        default="2025-11-25",
+        help="the client: a handshake ClientSession, or the SDK's default Client "
+        "(2026-07-28)",
+    )
     args = parser.parse_args()
     work = Path("/tmp") / f"profile-calls-{free_port()}"
     work.mkdir()
-    anyio.run(run, args.calls, args.upstream, work, args.top)
+    anyio.run(run, args.calls, args.upstream, work, args.top, args.era)
     return 0
 
 

@@ -82,9 +82,11 @@ def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
     scope = request.scope  # one per HTTP request: asked for 3 times per call
     key = scope.get(_SESSION_KEY)
     if key is None:
-        key = scope[_SESSION_KEY] = request.headers.get(
-            "mcp-session-id"
-        ) or request.query_params.get("session_id", "unknown")
+        key = request.headers.get("mcp-session-id")
+        if not key:  # SSE names it in the query; 2026-07-28 has none
+            query = scope.get("query_string")
+            key = request.query_params.get("session_id") if query else None
+        key = scope[_SESSION_KEY] = key or "unknown"
     return cast(str, key)
 
 
