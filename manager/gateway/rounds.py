@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from pydantic import ValidationError
 
-__all__ = ["HELD_GRACE", "HeldCall", "HeldCalls", "Round"]
+__all__ = ["ASKABLE", "HELD_GRACE", "HeldCall", "HeldCalls", "Round", "may_need_rounds"]
 
 HELD_GRACE = 60.0
 """Seconds a held call that ended (or waits on its client) stays collectable
@@ -173,6 +173,25 @@ def _dumped(params: Any) -> Any:
     if hasattr(params, "model_dump"):
         return params.model_dump(by_alias=True, mode="json", exclude_none=True)
     return params
+
+
+ASKABLE = ("sampling", "elicitation", "roots")
+"""The client capabilities under which an upstream's question can reach a
+client (`ClientRequests.upstream_request` refuses it otherwise)."""
+
+
+def may_need_rounds(params: Mapping[str, Any] | None, capabilities: Any) -> bool:
+    """Whether a 2026-07-28 request must go through `HeldCalls.call`: it
+    continues a held call (`requestState`) or brings answers
+    (`inputResponses`), or its client declared a capability an upstream's
+    question could use. Otherwise no question can ever reach this client
+    (each is refused for want of the capability), no round can come of it,
+    and the call runs in the request's own task: no held call, no task."""
+    if params and ("requestState" in params or "inputResponses" in params):
+        return True
+    return capabilities is not None and any(
+        getattr(capabilities, name, None) is not None for name in ASKABLE
+    )
 
 
 class HeldCalls:

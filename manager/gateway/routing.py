@@ -32,7 +32,7 @@ from .errors import client_error
 from .freshness import list_hint
 from .names import NameSource, ToolRoute, ToolTable, build_name_table
 from .requests import CallNotes, ClientRequests, upstream_meta
-from .rounds import HeldCall, HeldCalls
+from .rounds import HeldCall, HeldCalls, may_need_rounds
 from .views import PROFILE, current_profile, visible_items, visible_resources
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
@@ -185,6 +185,7 @@ class Features:
             if (
                 method in INPUT_METHODS
                 and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+                and may_need_rounds(ctx.params, ctx.session.client_capabilities)
             ):
                 # What the upstream asks meanwhile comes back as input rounds.
                 return await self.held.call(ctx.params, self.call_timeout(server), run)

@@ -31,7 +31,7 @@ from .errors import client_error
 from .freshness import list_hint
 from .names import SEPARATOR, ToolTable
 from .requests import upstream_meta
-from .rounds import HeldCall
+from .rounds import HeldCall, may_need_rounds
 from .routing import Features
 from .tasks import exposed_task
 from .views import current_profile, visible_items
@@ -190,7 +190,9 @@ class ToolCalls:
                 )
 
         try:
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_need_rounds(
+                ctx.params, caps
+            ):
                 # What the upstream asks mid-call comes back as input rounds.
                 limit = self._features.call_timeout(server)
                 outcome = await self._features.held.call(ctx.params, limit, run)

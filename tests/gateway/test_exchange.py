@@ -274,13 +274,21 @@ async def test_a_2026_call_is_served_here_and_a_bad_envelope_by_the_sdk(
         assert exchange.served == before + 1
 
 
+@pytest.mark.parametrize(
+    "capabilities",
+    [{}, {"elicitation": {}}],
+    ids=["runs-in-the-request", "held-for-input-rounds"],
+)
 async def test_a_2026_client_that_closes_its_response_cancels_the_call(
-    gateway: Gateway,
+    gateway: Gateway, capabilities: dict[str, Any]
 ) -> None:
     """2026-07-28: a request is cancelled by closing its response stream; the
-    call upstream ends as cancelled, and the endpoint serves on."""
+    call upstream ends as cancelled, and the endpoint serves on. A client
+    that may be asked things has its call held (for input rounds) in a task
+    of the gateway's own: that one is cancelled too."""
     seen = gateway.recorder.last_seq  # type: ignore[attr-defined]
-    request = call(7, "demo__sleep", {"seconds": 30}, **envelope())
+    caps = {"io.modelcontextprotocol/clientCapabilities": capabilities}
+    request = call(7, "demo__sleep", {"seconds": 30}, **envelope(**caps))
     headers = {
         "accept": ACCEPT,
         "mcp-protocol-version": MODERN,
