@@ -29,18 +29,20 @@ from ..core.errors import (
     AuthMismatch,
     AuthorizationRefused,
     ConfigError,
+    ConnectFailed,
+    ConnectTimeout,
     Disconnected,
     LoginRequired,
     TransportError,
 )
-from ..core.redact import SecretRegistry
+from ..core.redact import SecretRegistry, redact_url
 from ..core.resolve import resolve_spec
 from ..core.spec import ConnectionSpec
 from .auth import oauth_auth, uses_oauth
 from .base import TASKS_EXTENSION, Hooks, Upstream
 from .eras import EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
-from .http import open_http_streams, open_sse_streams
+from .http import environment_proxy, open_http_streams, open_sse_streams
 from .login import LoginDesk
 from .probe import tcp_precheck
 from .relay import NO_SEND_SPAN, SendSpan
@@ -253,7 +255,19 @@ class McpTransport:
             ):
                 yield read, write, pid
             return
-        await tcp_precheck(spec.url, deadline)
+        proxy = environment_proxy(spec.url)
+        if proxy is not None and not proxy.lower().startswith(("http://", "https://")):
+            raise ConnectFailed(
+                f"the proxy {redact_url(proxy)} (HTTPS_PROXY, HTTP_PROXY or "
+                "ALL_PROXY) is not an http:// or https:// proxy, the only kinds "
+                "supported; list this server's host in NO_PROXY to reach it directly"
+            )
+        try:  # through a proxy, the proxy is what must listen
+            await tcp_precheck(proxy or spec.url, deadline)
+        except (ConnectFailed, ConnectTimeout) as exc:
+            if proxy is None:
+                raise
+            raise type(exc)(f"the proxy {redact_url(proxy)}: {exc}") from None
         auth = None
         if uses_oauth(spec):
             issuer = spec.oauth.issuer if spec.oauth is not None else None

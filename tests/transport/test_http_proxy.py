@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 from urllib.parse import urlsplit
@@ -185,3 +186,31 @@ async def test_a_streamable_http_server_is_reached_through_the_proxy(
         seen = len(proxy.lines)
         assert (await mgr.call("direct", "echo", {"text": "x"})).is_error is False
         assert len(proxy.lines) == seen
+
+
+async def test_a_proxy_that_is_down_or_unsupported_is_named_in_the_error(
+    no_proxy_variables: pytest.MonkeyPatch,
+) -> None:
+    """The cheap pre-check connects to the proxy, not to the server (which may
+    be out of reach but through it); its failure names the proxy, password
+    masked. A SOCKS proxy is refused in words, not with httpx's advice."""
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as mgr:
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        no_proxy_variables.setenv("HTTP_PROXY", f"http://me:s3cret@127.0.0.1:{port}")
+        mgr.add(parse_spec("web", "http://mcp.example.invalid/mcp", FAST))
+        failed = await rec.wait_for("connect_failed", "web")
+        error = failed.error  # type: ignore[attr-defined]
+        assert f"the proxy http://me:***@127.0.0.1:{port}" in error
+        assert "connection refused" in error and "s3cret" not in error
+        mgr.remove("web")
+
+        no_proxy_variables.setenv("HTTP_PROXY", "socks5://127.0.0.1:1080")
+        mgr.add(parse_spec("socks", "http://mcp.example.invalid/mcp", FAST))
+        failed = await rec.wait_for("connect_failed", "socks")
+        error = failed.error  # type: ignore[attr-defined]
+        assert "is not an http:// or https:// proxy" in error
+        assert "NO_PROXY" in error
