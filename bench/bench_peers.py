@@ -14,7 +14,8 @@ the `node` on PATH (mcp-hub 4.2.1 runs on Node 20) or `--node PATH`.
 For each upstream (the SDK demo server `python -m manager.demo_server` over stdio,
 then over streamable HTTP), every path below calls `echo` in the same run, in
 interleaved rounds (sequential calls, then 16 concurrent callers on one session,
-path after path), so that background load weighs on all of them alike:
+path after path, in reverse order every other round), so that background load
+and a path's place in the round weigh on all of them alike:
 
 - direct SDK: `ClientSession` straight to the upstream;
 - mcp-manager HTTP: `mcp-manager run --listen` (streamable HTTP), `demo__echo`;
@@ -470,7 +471,10 @@ async def run_upstream(
             while done < plan.rounds and (
                 done == 0 or measured + measured / done <= plan.budget
             ):
-                for target in targets.values():
+                # Every other round in reverse: where a path sits in a round
+                # moved its CPU per call by up to ~20 % in A/B runs here.
+                order = list(targets.values())
+                for target in order if done % 2 == 0 else reversed(order):
                     await measure_round(target, plan.seq, plan.per)
                 done += 1
                 measured = time.monotonic() - started
