@@ -66,6 +66,7 @@ from starlette.requests import Request
 
 from .compat_mcp_server import http_session_alive
 from .resumable import RETRY_MS, ResumableEvents, for_session
+from .rounds import can_be_asked
 
 __all__ = ["LEAN_BODY_LIMIT", "Exchange", "HandshakeSessions"]
 
@@ -173,7 +174,7 @@ class HandshakeSessions:
                     capabilities=caps.model_dump(
                         by_alias=True, mode="json", exclude_none=True
                     ),
-                    askable=bool(caps.sampling or caps.elicitation or caps.roots),
+                    askable=can_be_asked(caps),
                 )
         return await call_next(ctx)
 

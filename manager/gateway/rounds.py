@@ -36,7 +36,15 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from pydantic import ValidationError
 
-__all__ = ["ASKABLE", "HELD_GRACE", "HeldCall", "HeldCalls", "Round", "may_need_rounds"]
+__all__ = [
+    "ASKABLE",
+    "HELD_GRACE",
+    "HeldCall",
+    "HeldCalls",
+    "Round",
+    "can_be_asked",
+    "may_need_rounds",
+]
 
 HELD_GRACE = 60.0
 """Seconds a held call that ended (or waits on its client) stays collectable
@@ -189,6 +197,12 @@ def may_need_rounds(params: Mapping[str, Any] | None, capabilities: Any) -> bool
     and the call runs in the request's own task: no held call, no task."""
     if params and ("requestState" in params or "inputResponses" in params):
         return True
+    return can_be_asked(capabilities)
+
+
+def can_be_asked(capabilities: Any) -> bool:
+    """Whether a client with these capabilities (`ClientCapabilities`, or None)
+    can be asked anything mid-call: it declared one of `ASKABLE`."""
     return capabilities is not None and any(
         getattr(capabilities, name, None) is not None for name in ASKABLE
     )
