@@ -287,5 +287,6 @@ class McpTransport:
             auth,
             self._send_span,
             hooks.on_log,
+            proxy=proxy,
         ) as (h_read, h_write):
             yield h_read, h_write, None

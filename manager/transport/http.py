@@ -160,9 +160,8 @@ def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
     return False
 
 
-def _base_transport(url: str) -> httpx2.AsyncBaseTransport:
-    """Our pool, or httpx2's transport through the environment's proxy."""
-    proxy = environment_proxy(url)
+def _base_transport(url: str, proxy: str | None) -> httpx2.AsyncBaseTransport:
+    """Our pool, or httpx2's transport through `proxy`."""
     if proxy is None:
         # Idle connections expire before a server's own keep-alive timeout
         # (uvicorn: 5 s), never in a race with it.
@@ -385,8 +384,10 @@ async def open_http_streams(
     auth: httpx2.Auth | None = None,
     send_span: SendSpan = NO_SEND_SPAN,
     on_log: Callable[[str, str | None, object], None] | None = None,
+    proxy: str | None = None,
 ) -> AsyncIterator[tuple[Any, SessionIdWriter]]:
-    """The SDK's streamable HTTP client streams for `spec`, on our HTTP client.
+    """The SDK's streamable HTTP client streams for `spec`, on our HTTP client
+    (through `proxy`, an `environment_proxy` of its URL, when there is one).
 
     The write stream tells the session id and carries the `HttpRelay` for
     `tools/call` (`relay`, with `send_span` and `on_log`);
@@ -406,7 +407,7 @@ async def open_http_streams(
         event_hooks={"response": [remember_session]},
         auth=auth,
         transport=DrainingTransport(
-            _base_transport(spec.url),
+            _base_transport(spec.url, proxy),
             on_event_stream_end=on_event_stream_end,
             links=links,
             refusals=refusals,
