@@ -9,11 +9,14 @@ library: it answers its first message in a few milliseconds.
 **The daemon restarting under it.** When the socket closes, `attach`
 connects again (every 50 ms at first, doubling to 1 s) and, on the new
 daemon, replays the client's `initialize` (its answer swallowed) and
-`notifications/initialized`, sends again every request not answered yet, and
-tells a handshake-era client `notifications/tools/list_changed`. A request
-still unanswered `hold` seconds after the daemon went away gets a JSON-RPC
-error naming the socket and what to do. A request may thus reach the new
-daemon twice only if the old one died between forwarding it and answering.
+`notifications/initialized`, and tells a handshake-era client
+`notifications/tools/list_changed`. A request is never sent twice where it
+may have run (`core.once`): the daemon acknowledges each request it reads
+before serving it, and answers those in flight when it stops; after a crash,
+the new daemon gets only what the old one never acknowledged, plus requests
+that only read. Any other request in flight gets `core.once.stopped_error`.
+A request still waiting `hold` seconds after the daemon went away gets a
+JSON-RPC error naming the socket and what to do.
 
 **No daemon at start**: one line on stderr and exit 2; with `--start`, a
 daemon is started in the background (`mcp-manager run CONFIG`, its output
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..control.paths import attach_socket_path, socket_path
+from ..core.once import may_repeat, stopped_error
 
 if TYPE_CHECKING:
     import subprocess
@@ -105,8 +109,9 @@ class Refused(Exception):
     """The daemon answered the greeting with an error (an unknown profile)."""
 
 
-def connect(path: Path, profile: str | None) -> socket.socket:
-    """A connection to the attach socket, greeted and accepted.
+def connect(path: Path, profile: str | None) -> tuple[socket.socket, bool]:
+    """A connection to the attach socket, greeted and accepted, and whether
+    the daemon acknowledges the requests it takes (`gateway.attached`).
 
     Raises:
         OSError: Nobody listens there (FileNotFoundError, ConnectionRefusedError).
@@ -121,6 +126,7 @@ def connect(path: Path, profile: str | None) -> socket.socket:
             "profile": profile,
             "client": _client_name(),
             "pid": os.getpid(),
+            "ack": True,
         }
         sock.sendall(json.dumps(greeting).encode() + b"\n")
         reply = b""
@@ -134,10 +140,25 @@ def connect(path: Path, profile: str | None) -> socket.socket:
             message = answer.get("error") if isinstance(answer, dict) else None
             raise Refused(str(message or f"unexpected greeting answer {reply!r}"))
         sock.setblocking(False)
-        return sock
+        return sock, answer.get("ack") is True
     except BaseException:
         sock.close()
         raise
+
+
+QUEUED, SENT, TAKEN = "queued", "sent", "taken"
+"""Where a request of the client stands: waiting for a daemon, handed to the
+socket, acknowledged by the daemon (it may run)."""
+
+
+class _Request:
+    __slots__ = ("line", "method", "since", "state")
+
+    def __init__(self, line: bytes, method: object, since: float, state: str) -> None:
+        self.line = line
+        self.method = method
+        self.since = since
+        self.state = state
 
 
 class Bridge:
@@ -150,6 +171,7 @@ class Bridge:
         sock: A connection already made (`connect`).
         stdin_fd: Where the client's messages come from.
         stdout_fd: Where the daemon's go.
+        acks: Whether the daemon behind `sock` acknowledges what it takes.
     """
 
     def __init__(
@@ -160,6 +182,8 @@ class Bridge:
         sock: socket.socket,
         stdin_fd: int = 0,
         stdout_fd: int = 1,
+        *,
+        acks: bool = True,
     ) -> None:
         self.path = path
         self.profile = profile
@@ -169,7 +193,8 @@ class Bridge:
         self.stdout_fd = stdout_fd
         self.to_client = bytearray()
         self.to_daemon = bytearray()
-        self.pending: dict[str, tuple[bytes, float]] = {}  # id -> (line, sent)
+        self.acks = acks
+        self.pending: dict[str, _Request] = {}  # by `_key(id)`
         self.initialize: dict[str, object] | None = None
         self.initialized: bytes | None = None
         self.down_since: float | None = None
@@ -238,8 +263,8 @@ class Bridge:
         deadlines = [self.retry_at]
         if self.down_since is not None:
             deadlines += [
-                max(sent, self.down_since) + self.hold
-                for _, sent in self.pending.values()
+                max(request.since, self.down_since) + self.hold
+                for request in self.pending.values()
             ]
         return max(0.0, min(deadlines) - now)
 
@@ -248,10 +273,10 @@ class Bridge:
             return
         now = time.monotonic()
         if self.down_since is not None:
-            for key, (line, sent) in list(self.pending.items()):
-                if now - max(sent, self.down_since) >= self.hold:
+            for key, request in list(self.pending.items()):
+                if now - max(request.since, self.down_since) >= self.hold:
                     del self.pending[key]
-                    self._answer_error(line, now - self.down_since)
+                    self._answer_error(request.line, now - self.down_since)
         if now >= self.retry_at:
             self._reconnect()
 
@@ -279,7 +304,10 @@ class Bridge:
         if isinstance(message, dict) and "method" in message:
             method = message["method"]
             if "id" in message:
-                self.pending[_key(message["id"])] = (line, time.monotonic())
+                state = SENT if self.sock is not None else QUEUED
+                self.pending[_key(message["id"])] = _Request(
+                    line, method, time.monotonic(), state
+                )
                 if method == "initialize":
                     self.initialize = message
             elif method == "notifications/initialized":
@@ -325,21 +353,43 @@ class Bridge:
         if not chunk:
             self._lost()
             return
+        self._from_daemon(chunk)
+        self._flush_client()
+
+    def _from_daemon(self, chunk: bytes) -> None:
         *lines, self.from_daemon = (self.from_daemon + chunk).split(b"\n")
         for line in lines:
             if not line.strip():
                 continue
             message = _parsed(line)
-            if (
-                isinstance(message, dict)
-                and "method" not in message
-                and "id" in message
-            ):
-                if str(message["id"]).startswith(REPLAY_ID):
-                    continue  # the replayed initialize's answer
-                self.pending.pop(_key(message["id"]), None)
+            if isinstance(message, dict) and "method" not in message:
+                if "ack" in message and "jsonrpc" not in message:
+                    self._taken(message["ack"])
+                    continue  # ours, not the client's
+                if "id" in message:
+                    if str(message["id"]).startswith(REPLAY_ID):
+                        continue  # the replayed initialize's answer
+                    self.pending.pop(_key(message["id"]), None)
             self.to_client += line + b"\n"
-        self._flush_client()
+
+    def _taken(self, ids: object) -> None:
+        for request_id in ids if isinstance(ids, list) else ():
+            request = self.pending.get(_key(request_id))
+            if request is not None:
+                request.state = TAKEN
+
+    def _drain_daemon(self) -> None:
+        """What the daemon wrote before it went away: answers and
+        acknowledgements decide what may be sent again."""
+        assert self.sock is not None
+        while True:
+            try:
+                chunk = self.sock.recv(_CHUNK)
+            except OSError:  # drained (BlockingIOError), or reset
+                return
+            if not chunk:
+                return
+            self._from_daemon(chunk)
 
     def _flush_daemon(self, *, blocking: bool = False) -> None:
         if self.sock is None:
@@ -351,18 +401,39 @@ class Bridge:
 
     def _lost(self) -> None:
         if self.sock is not None:
+            self._drain_daemon()
             self.sock.close()
         self.sock = None
+        self._settle()
         self.to_daemon.clear()
         self.from_daemon = b""
         now = time.monotonic()
         self.down_since = now
         self.retry_wait = RETRY_FIRST
         self.retry_at = now + self.retry_wait
+        self._flush_client()
+
+    def _settle(self) -> None:
+        """After the daemon went away: a request it may have run gets
+        `stopped_error` now; the others wait for the next daemon."""
+        for key, request in list(self.pending.items()):
+            taken = request.state == TAKEN or (request.state == SENT and not self.acks)
+            if taken and not may_repeat(request.method):
+                del self.pending[key]
+                message = _parsed(request.line)
+                assert isinstance(message, dict)
+                answer = stopped_error(
+                    message.get("id"),
+                    request.method,
+                    where="the mcp-manager daemon went away",
+                )
+                self.to_client += json.dumps(answer).encode() + b"\n"
+            else:
+                request.state = QUEUED
 
     def _reconnect(self) -> None:
         try:
-            sock = connect(self.path, self.profile)
+            sock, self.acks = connect(self.path, self.profile)
         except Refused as exc:
             self.refused = str(exc)
             return
@@ -378,8 +449,9 @@ class Bridge:
             self.to_daemon += json.dumps(replay).encode() + b"\n"
             if self.initialized is not None:
                 self.to_daemon += self.initialized + b"\n"
-        for line, _ in self.pending.values():
-            self.to_daemon += line + b"\n"
+        for request in self.pending.values():
+            request.state = SENT
+            self.to_daemon += request.line + b"\n"
         if self.initialize is not None:
             # What the new daemon lists may differ: a handshake-era client
             # lists again when told.
@@ -448,7 +520,7 @@ def _cmd_attach(args: argparse.Namespace) -> int:
     control = socket_path(args.socket)
     path = attach_socket_path(control)
     try:
-        sock = connect(path, args.profile)
+        sock, acks = connect(path, args.profile)
     except Refused as exc:
         return fail(f"attach: {exc}")
     except OSError as exc:
@@ -468,7 +540,7 @@ def _cmd_attach(args: argparse.Namespace) -> int:
         deadline = time.monotonic() + START_WAIT
         while True:
             try:
-                sock = connect(path, args.profile)
+                sock, acks = connect(path, args.profile)
                 break
             except Refused as exc:
                 return fail(f"attach: {exc}")
@@ -479,7 +551,7 @@ def _cmd_attach(args: argparse.Namespace) -> int:
                         f"{control.parent / 'daemon.log'})"
                     )
                 time.sleep(0.05)
-    bridge = Bridge(path, args.profile, args.hold, sock)
+    bridge = Bridge(path, args.profile, args.hold, sock, acks=acks)
     with contextlib.suppress(KeyboardInterrupt):
         return bridge.run()
     return 0

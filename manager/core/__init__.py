@@ -18,6 +18,8 @@
   with its wire form both ways (`to_dict`, `from_dict`).
 - `wire`: forgiving readers for values coming back over the socket.
 - `state`: the connection state machine (`transition`).
+- `once`: at most once: which requests may be sent again (`may_repeat`) and
+  what a client whose request may have run is told (`stopped_error`).
 - `suspicious`: definitions whose text speaks to the model (`scan_definition`,
   `Finding`): hidden characters, instructions, secrets, URLs to send data to.
 

@@ -16,7 +16,9 @@
 - `errors`: ours as what a client gets (the one translation).
 - `attached`: the endpoint on a Unix socket, one session per `mcp-manager
   attach` (editors' stdio servers that are the running daemon).
-- `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop;
+- `stdio`: the endpoint's own stdin/stdout (`mcp-manager stdio`), on the loop,
+  and `fd_streams` under it and `attached`: requests in flight answered when
+  the daemon stops, acknowledged for `attach`;
   `early`, `replay`: its `initialize` answered before the SDK loads.
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.
 - `discovery`: `search_tools`, `describe_tool`, `call_tool` in place of every
@@ -25,6 +27,7 @@
   long an idle HTTP session lives.
 - `http`: streamable HTTP under uvicorn, serving anything `Served` (the
   `Gateway`) without importing `server`; `guard`: Host/Origin/token checks;
+  `stopping`: what is in flight when the daemon stops, answered in words;
   `exchange`: its hot path, a plain request answered in its own task (JSON, or
   SSE from its first notification); `resumable`: the events kept so that a
   client can resume a broken SSE stream; `compat_mcp_server`: the door to the

@@ -9,13 +9,20 @@ nobody else.
 
 Each connection starts with one greeting line, answered before any MCP:
 
-    -> {"attach": 1, "profile": "coding", "client": "code", "pid": 4242}
-    <- {"ok": true}                       (or {"error": "no profile named ..."})
+    -> {"attach": 1, "profile": "coding", "client": "code", "pid": 4242, "ack": true}
+    <- {"ok": true, "ack": true}          (or {"error": "no profile named ..."})
 
 then carries MCP messages, one JSON text per line as on stdio, both eras: the
 connection is one downstream session of the `Gateway`, so what an upstream
 asks mid-call (sampling, elicitation, roots) goes to this client and no other.
 The profile holds for the whole connection (`views.PROFILE`).
+
+**At most once** (`core.once`). With `"ack": true` in the greeting, every
+request read is acknowledged on a line of its own, `{"ack": [ids]}`, written
+before the request goes anywhere: after a crash, `attach` sends again only
+what was never acknowledged (or only reads). When the daemon stops, every
+request still in flight is answered with `core.once.stopped_error` before the
+socket closes (`stdio.fd_streams`).
 """
 
 from __future__ import annotations
@@ -141,7 +148,8 @@ class Attached:
             if problem is not None:
                 await _send_line(conn, {"error": problem})
                 return
-            await _send_line(conn, {"ok": True})
+            acks = greeting.get("ack") is True
+            await _send_line(conn, {"ok": True, "ack": True} if acks else {"ok": True})
             profile = str(greeting.get("profile") or "")
             self._clients[key] = AttachedClient(
                 profile=profile,
@@ -151,10 +159,9 @@ class Attached:
             )
             token = PROFILE.set(profile or None)
             try:
-                async with fd_streams(conn.fileno(), conn.fileno(), rest) as (
-                    read,
-                    write,
-                ):
+                async with fd_streams(
+                    conn.fileno(), conn.fileno(), rest, acks=acks
+                ) as (read, write):
                     await self._run_session(read, write)
             except Exception as exc:  # boundary: one client's end is not ours
                 logger.debug("attach: a client's session ended: %r", exc)

@@ -27,6 +27,7 @@ from .exchange import Exchange, HandshakeSessions
 from .guard import Guard
 from .options import SESSION_IDLE_TIMEOUT, EndpointError, EndpointOptions
 from .resumable import RETRY_MS, ResumableEvents
+from .stopping import AnswerAtStop
 
 __all__ = [
     "HTTP_KEEP_ALIVE",
@@ -180,6 +181,7 @@ class HttpEndpoint:
         self.port = options.port
         self.exchange: Exchange | None = None
         """The hot path, once serving."""
+        self._stopping: AnswerAtStop | None = None
 
     @property
     def url(self) -> str:
@@ -213,7 +215,7 @@ class HttpEndpoint:
         self._sock = sock
         self.port = sock.getsockname()[1]
 
-    def _app(self) -> Guard:
+    def _app(self) -> AnswerAtStop:
         options = self.options
         events = ResumableEvents()
         app = self.gateway.server.streamable_http_app(
@@ -267,17 +269,20 @@ class HttpEndpoint:
             events,
         )
         self.exchange = lean
-        return Guard(
-            app,
-            hosts=hosts,
-            origins=frozenset(origins),
-            token=options.token,
-            on_delete=self.gateway.forget_session,
-            direct=endpoint,
-            profiles=self.gateway.profile_names,
-            endpoint_path=HTTP_PATH,
-            lean=lean,
+        self._stopping = AnswerAtStop(
+            Guard(
+                app,
+                hosts=hosts,
+                origins=frozenset(origins),
+                token=options.token,
+                on_delete=self.gateway.forget_session,
+                direct=endpoint,
+                profiles=self.gateway.profile_names,
+                endpoint_path=HTTP_PATH,
+                lean=lean,
+            )
         )
+        return self._stopping
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -317,9 +322,14 @@ class HttpEndpoint:
             self._sock.close()
 
     async def aclose(self) -> None:
-        """Stop uvicorn gracefully, waiting at most `HTTP_STOP_LIMIT` seconds."""
+        """Answer what is in flight (`AnswerAtStop`), then stop uvicorn
+        gracefully, waiting at most `HTTP_STOP_LIMIT` seconds."""
         if self._server is None:
             return
+        if self._stopping is not None:
+            cut = self._stopping.stop()
+            if cut:
+                logger.info("HTTP endpoint: %d request(s) in flight answered", cut)
         self._server.should_exit = True
         with anyio.move_on_after(HTTP_STOP_LIMIT, shield=True):
             await self._done.wait()

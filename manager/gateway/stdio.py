@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -25,6 +26,8 @@ import anyio
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
+
+from ..core.once import stopped_error
 
 __all__ = ["READ_CHUNK", "WRITER_DRAIN_TIMEOUT", "fd_streams", "stdio_streams"]
 
@@ -70,15 +73,6 @@ async def _read(fd: int) -> bytes:
             await anyio.wait_readable(fd)
 
 
-async def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            await anyio.wait_writable(fd)
-
-
 def _parse(line: bytes) -> SessionMessage | Exception:
     try:
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -122,7 +116,7 @@ async def stdio_streams(
 
 @asynccontextmanager
 async def fd_streams(
-    read_fd: int, write_fd: int, already_read: bytes = b""
+    read_fd: int, write_fd: int, already_read: bytes = b"", *, acks: bool = False
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
@@ -132,26 +126,43 @@ async def fd_streams(
     """MCP messages, one JSON text per line, on non-blocking descriptors (a
     pipe pair, or one Unix socket for both), read and written on the loop.
 
+    Every request read is in flight until its answer is written; those still
+    in flight when serving ends (the daemon stops) are answered with
+    `core.once.stopped_error` before the exit, bounded by
+    `WRITER_DRAIN_TIMEOUT`, so no client waits on a request nobody will
+    answer, or sends it again.
+
     Args:
         read_fd: Where messages come from.
         write_fd: Where messages go.
         already_read: Bytes read from `read_fd` before (the socket's
             greeting line had company); they come first.
+        acks: Acknowledge each request read (`{"ack": [ids]}` on a line of
+            its own) before it goes on to be served: `mcp-manager attach`
+            then knows which requests the daemon took (`core.once`).
     """
     read_writer, read_stream = anyio.create_memory_object_stream[
         SessionMessage | Exception
     ](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    wire = _Wire(write_fd)
     written = anyio.Event()
 
     async def reader() -> None:
+        with contextlib.suppress(anyio.BrokenResourceError):  # serving ended
+            await read_lines()
+
+    async def read_lines() -> None:
         buffer = already_read
         async with read_writer:
             while True:
                 *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        await read_writer.send(_parse(line))
+                parsed = [_parse(line) for line in lines if line.strip()]
+                taken = wire.take(parsed)
+                if taken and acks:
+                    await wire.send(_ack_line(taken))
+                for message in parsed:
+                    await read_writer.send(message)
                 try:
                     chunk = await _read(read_fd)
                 except OSError:  # a reset socket: the client is gone
@@ -160,11 +171,15 @@ async def fd_streams(
                     break
                 buffer += chunk
             if buffer.strip():  # a last line without its newline
-                await read_writer.send(_parse(buffer))
+                last = _parse(buffer)
+                taken = wire.take([last])
+                if taken and acks:
+                    await wire.send(_ack_line(taken))
+                await read_writer.send(last)
 
     async def writer() -> None:
         try:
-            await _write_messages(write_reader, write_fd)
+            await _write_messages(write_reader, wire)
         finally:
             written.set()
 
@@ -178,20 +193,106 @@ async def fd_streams(
             read_stream.close()
             with anyio.move_on_after(WRITER_DRAIN_TIMEOUT, shield=True):
                 await written.wait()
+                await wire.answer_in_flight()
             tg.cancel_scope.cancel()
 
 
+class _Wire:
+    """The outgoing side of `fd_streams`: one writer at a time (an
+    acknowledgement never lands inside a message), and the requests read
+    and not answered yet.
+
+    What a write left unsent stays in `pending`, so the last words at the
+    end (`answer_in_flight`) finish the line a cancelled write began.
+    """
+
+    __slots__ = ("_fd", "_lock", "broken", "in_flight", "pending")
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = anyio.Lock()
+        self.pending = bytearray()
+        self.in_flight: dict[types.RequestId, str] = {}
+        self.broken = False
+
+    def take(self, messages: list[SessionMessage | Exception]) -> list[types.RequestId]:
+        """Note the requests among `messages` as in flight; their ids."""
+        taken = []
+        for item in messages:
+            if isinstance(item, SessionMessage):
+                message = item.message
+                if isinstance(message, types.JSONRPCRequest):
+                    self.in_flight[message.id] = message.method
+                    taken.append(message.id)
+        return taken
+
+    def answered(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            if message.id is not None:
+                self.in_flight.pop(message.id, None)
+
+    async def send(self, data: bytes) -> None:
+        """Write `data` after whatever is pending, all of it, one writer at a time.
+
+        Raises:
+            OSError: The peer is gone.
+        """
+        try:
+            self._lock.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._lock.acquire()
+        try:
+            self.pending += data
+            await self._flush()
+        finally:
+            self._lock.release()
+
+    async def _flush(self) -> None:
+        try:
+            while self.pending:
+                try:
+                    del self.pending[: os.write(self._fd, self.pending)]
+                except BlockingIOError:
+                    await anyio.wait_writable(self._fd)
+        except OSError:
+            self.broken = True
+            raise
+
+    async def answer_in_flight(self) -> None:
+        """Finish what was being written, then answer every request still in
+        flight with `stopped_error` (the daemon stops: nobody else will)."""
+        if self.broken:
+            return
+        lines = [
+            json.dumps(stopped_error(key, method, where="mcp-manager stopped"))
+            for key, method in self.in_flight.items()
+        ]
+        self.in_flight.clear()
+        if lines:
+            self.pending += ("\n".join(lines) + "\n").encode()
+        with contextlib.suppress(OSError):
+            await self._flush()
+
+
+def _ack_line(ids: list[types.RequestId]) -> bytes:
+    return json.dumps({"ack": ids}).encode() + b"\n"
+
+
 async def _write_messages(
-    messages: MemoryObjectReceiveStream[SessionMessage], fd: int
+    messages: MemoryObjectReceiveStream[SessionMessage], wire: _Wire
 ) -> None:
     """Write each message; those that queued meanwhile go out in one write."""
     async with messages:
         async for item in messages:
+            wire.answered(item)
             parts = [_encode(item)]
             with contextlib.suppress(anyio.WouldBlock, anyio.EndOfStream):
                 while True:
-                    parts.append(_encode(messages.receive_nowait()))
+                    more = messages.receive_nowait()
+                    wire.answered(more)
+                    parts.append(_encode(more))
             try:
-                await _write_all(fd, b"".join(parts))
+                await wire.send(b"".join(parts))
             except OSError:  # the client is gone: senders see a closed stream
                 return

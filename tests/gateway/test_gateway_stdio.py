@@ -71,3 +71,56 @@ async def test_stdio_streams_serve_the_wire_and_keep_stray_output_off_it() -> No
     assert all(a["result"] == {"seen": f"m{a['id']}"} for a in answers)
     assert b"stray output while serving" in stderr
     assert b"bad line" in stderr
+
+
+async def test_requests_in_flight_are_acknowledged_then_answered_at_the_end() -> None:
+    """`fd_streams` on one socket, as `attach`'s: each request is
+    acknowledged before it is handed on, an answered one is done, and one
+    still in flight when serving is cancelled (the daemon stops) is answered
+    with `stopped_error`, after the line a write had begun."""
+    import socket
+
+    import mcp.types as types
+    from mcp.shared.message import SessionMessage
+
+    from manager.core.once import STOPPED_CODE
+    from manager.gateway.stdio import fd_streams
+
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    peer.settimeout(10)
+    lines = peer.makefile("rb")
+
+    async def line() -> dict[str, object]:
+        parsed = json.loads(await anyio.to_thread.run_sync(lines.readline))
+        assert isinstance(parsed, dict)
+        return parsed
+
+    try:
+        with anyio.fail_after(10):
+            with anyio.CancelScope() as stop:
+                async with fd_streams(ours.fileno(), ours.fileno(), acks=True) as (
+                    read,
+                    write,
+                ):
+                    peer.sendall(_request(1) + _request(2))
+                    first = await read.receive()
+                    # Acknowledged before either was handed on.
+                    assert await line() == {"ack": [1, 2]}
+                    assert isinstance(first, SessionMessage)
+                    answer = types.JSONRPCResponse(jsonrpc="2.0", id=1, result={})
+                    await write.send(SessionMessage(answer))
+                    assert (await line())["id"] == 1
+                    await read.receive()  # 2 is served, never answered
+                    stop.cancel()
+                    await anyio.sleep_forever()
+        last = await line()
+        error = last["error"]
+        assert isinstance(error, dict) and last["id"] == 2
+        assert error["code"] == STOPPED_CODE and "m2" in error["message"]
+        ours.close()
+        assert lines.readline() == b""  # 1 was answered once, and only once
+    finally:
+        lines.close()
+        peer.close()
+        ours.close()

@@ -1,0 +1,171 @@
+"""The HTTP endpoint's requests in flight, answered when the daemon stops.
+
+Without this, uvicorn's graceful shutdown waits for open requests, then
+cancels them: a client in the middle of a call got a closed connection (and
+the log a traceback), and could not tell whether the call ran. Here every
+request in flight when the daemon stops is cancelled at once and answered in
+words (`core.once.stopped_error`: the server may have run it, it was not sent
+again), on the response it already had:
+
+* nothing sent yet: a JSON answer (200) with one error per request of the body;
+* an event stream begun: one more event per request, then the end of the stream;
+* an event stream with no request (a GET): its end.
+
+Requests that come in while the daemon stops get 503 and the same words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import anyio
+
+from ..core.once import STOPPED_CODE, stopped_error
+
+__all__ = ["AnswerAtStop"]
+
+_WHERE = "mcp-manager stopped"
+
+
+class AnswerAtStop:
+    """ASGI middleware: what is in flight when `stop()` is called is
+    cancelled and answered (see the module docstring).
+
+    Args:
+        app: The endpoint's ASGI app (the `Guard`).
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._scopes: set[anyio.CancelScope] = set()
+        self.stopping = False
+
+    def stop(self) -> int:
+        """Cancel every request in flight (each answers as it ends); refuse
+        new ones. Returns how many were in flight."""
+        self.stopping = True
+        for scope in self._scopes:
+            scope.cancel()
+        return len(self._scopes)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.stopping:
+            await _refuse(send)
+            return
+        exchange = _Exchange(receive, send)
+        with anyio.CancelScope() as cancel:
+            self._scopes.add(cancel)
+            try:
+                await self.app(scope, exchange.receive, exchange.send)
+            finally:
+                self._scopes.discard(cancel)
+        if cancel.cancel_called and not exchange.done:
+            with contextlib.suppress(Exception):  # boundary: the client may be gone
+                await exchange.answer_stopped()
+
+
+class _Exchange:
+    """One request as the app sees it: its body kept, its response followed."""
+
+    __slots__ = ("_receive", "_send", "body", "done", "event_stream", "started")
+
+    def __init__(self, receive: Any, send: Any) -> None:
+        self._receive = receive
+        self._send = send
+        self.body: list[bytes] = []
+        self.started = self.event_stream = self.done = False
+
+    async def receive(self) -> Any:
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.body.append(message.get("body", b""))
+        return message
+
+    async def send(self, message: Any) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.started = True
+            self.event_stream = any(
+                key == b"content-type" and value.startswith(b"text/event-stream")
+                for key, value in message.get("headers", ())
+            )
+        elif kind == "http.response.body" and not message.get("more_body", False):
+            self.done = True
+        await self._send(message)
+
+    async def answer_stopped(self) -> None:
+        answers = [
+            stopped_error(request_id, method, where=_WHERE)
+            for request_id, method in _requests(b"".join(self.body))
+        ]
+        if not self.started:
+            if not answers:
+                await _refuse(self._send)
+                return
+            body = json.dumps(answers[0] if len(answers) == 1 else answers).encode()
+            await self._send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await self._send({"type": "http.response.body", "body": body})
+            return
+        if self.event_stream:
+            for answer in answers:
+                event = f"event: message\r\ndata: {json.dumps(answer)}\r\n\r\n"
+                await self._send(
+                    {
+                        "type": "http.response.body",
+                        "body": event.encode(),
+                        "more_body": True,
+                    }
+                )
+        await self._send({"type": "http.response.body", "body": b""})
+
+
+def _requests(body: bytes) -> list[tuple[Any, object]]:
+    """The (id, method) of each request in a POST body (one message or a batch)."""
+    try:
+        parsed = json.loads(body) if body else None
+    except ValueError:
+        return []
+    messages = parsed if isinstance(parsed, list) else [parsed]
+    return [
+        (message["id"], message["method"])
+        for message in messages
+        if isinstance(message, dict) and "method" in message and "id" in message
+    ]
+
+
+async def _refuse(send: Any) -> None:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": STOPPED_CODE,
+                "message": "mcp-manager is stopping; nothing was sent to any server",
+            },
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
