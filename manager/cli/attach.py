@@ -18,9 +18,12 @@ that only read. Any other request in flight gets `core.once.stopped_error`.
 A request still waiting `hold` seconds after the daemon went away gets a
 JSON-RPC error naming the socket and what to do.
 
-**No daemon at start**: one line on stderr and exit 2; with `--start`, a
-daemon is started in the background (`mcp-manager run CONFIG`, its output
-in `daemon.log` beside the socket) and waited for.
+**Which daemon**: the one at `control.paths.find_socket` (the default places
+are looked at even when the client that spawned us dropped
+`$XDG_RUNTIME_DIR`). **No daemon at start**: one line on stderr and exit 2;
+with `--start`, a daemon is started in the background (`mcp-manager run
+CONFIG`, its output in `daemon.log` beside the socket) and waited for; a lock
+beside the socket makes `attach --start`s started together start one.
 """
 
 from __future__ import annotations
@@ -28,17 +31,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import selectors
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..control.paths import attach_socket_path, socket_path
+from ..control.paths import attach_socket_path, find_socket
 from ..core.once import may_repeat, stopped_error
 
 if TYPE_CHECKING:
@@ -516,8 +520,62 @@ def _start_daemon(control: Path, config: Path) -> subprocess.Popen[bytes]:
         )
 
 
+@contextlib.contextmanager
+def _start_lock(control: Path) -> Iterator[None]:
+    """One `attach --start` at a time for a socket (a lock file beside it):
+    the others wait, then find the daemon the first one started.
+
+    Raises:
+        OSError: The lock is not ours within `START_WAIT` seconds.
+    """
+    control.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock = control.with_name(f"{control.name}.start.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + START_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise OSError(
+                        f"another `attach --start` holds {lock} for more than "
+                        f"{START_WAIT:g} s"
+                    ) from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
+def _start_and_connect(
+    control: Path, config: Path, profile: str | None
+) -> tuple[socket.socket, bool]:
+    """A daemon started on `control` (unless one started meanwhile), connected.
+
+    Raises:
+        OSError: It did not start; the message says where its log is.
+        Refused: It refused the greeting.
+    """
+    path = attach_socket_path(control)
+    with _start_lock(control):
+        with contextlib.suppress(OSError):
+            return connect(path, profile)  # started by the one before us
+        daemon = _start_daemon(control, config)
+        deadline = time.monotonic() + START_WAIT
+        while True:
+            try:
+                return connect(path, profile)
+            except OSError:
+                if daemon.poll() is not None or time.monotonic() > deadline:
+                    log = control.parent / "daemon.log"
+                    raise OSError(f"the daemon did not start (see {log})") from None
+                time.sleep(0.05)
+
+
 def _cmd_attach(args: argparse.Namespace) -> int:
-    control = socket_path(args.socket)
+    control = find_socket(args.socket)
     path = attach_socket_path(control)
     try:
         sock, acks = connect(path, args.profile)
@@ -536,21 +594,12 @@ def _cmd_attach(args: argparse.Namespace) -> int:
                 "attach --start: no startup.lua to run (tried $MCP_MANAGER_CONFIG, "
                 "~/.config/mcp-manager/startup.lua, ./startup.lua); give --config FILE"
             )
-        daemon = _start_daemon(control, config.resolve())
-        deadline = time.monotonic() + START_WAIT
-        while True:
-            try:
-                sock, acks = connect(path, args.profile)
-                break
-            except Refused as exc:
-                return fail(f"attach: {exc}")
-            except OSError:
-                if daemon.poll() is not None or time.monotonic() > deadline:
-                    return fail(
-                        f"attach --start: the daemon did not start (see "
-                        f"{control.parent / 'daemon.log'})"
-                    )
-                time.sleep(0.05)
+        try:
+            sock, acks = _start_and_connect(control, config.resolve(), args.profile)
+        except Refused as exc:
+            return fail(f"attach: {exc}")
+        except OSError as exc:
+            return fail(f"attach --start: {exc}")
     bridge = Bridge(path, args.profile, args.hold, sock, acks=acks)
     with contextlib.suppress(KeyboardInterrupt):
         return bridge.run()

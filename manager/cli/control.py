@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..control.client import ControlClient
-from ..control.paths import socket_path
+from ..control.paths import find_socket
 from ..core.errors import CallError, ConfigError, ControlError
 from .exits import fail, first_line
 
@@ -31,7 +31,7 @@ __all__ = ["add_parsers"]
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    client = ControlClient(socket_path(args.socket))
+    client = ControlClient(find_socket(args.socket))
     conns = client.status()
     if args.json:
         rows = [conn.to_dict() for conn in conns]
@@ -59,7 +59,7 @@ def _cmd_hud(args: argparse.Namespace) -> int:
         return fail("hud needs a terminal; use `status` or `events` in scripts")
     from ..hud.run import run_attached  # textual: only for the HUD
 
-    return run_attached(ControlClient(socket_path(args.socket)))
+    return run_attached(ControlClient(find_socket(args.socket)))
 
 
 # ---------------------------------------------------------------------- events
@@ -79,7 +79,7 @@ def _format_event(event: Event) -> str:
 
 
 def _cmd_events(args: argparse.Namespace) -> int:
-    client = ControlClient(socket_path(args.socket))
+    client = ControlClient(find_socket(args.socket))
     lines = (
         (json.dumps(e, ensure_ascii=False) for e in client.event_dicts(args.since))
         if args.json
@@ -104,7 +104,7 @@ def _cmd_events(args: argparse.Namespace) -> int:
 
 def _cmd_reconnect(args: argparse.Namespace) -> int:
     try:
-        result = ControlClient(socket_path(args.socket)).reconnect(args.server)
+        result = ControlClient(find_socket(args.socket)).reconnect(args.server)
     except CallError as exc:  # no such connection
         return fail(first_line(exc))
     if result.retrying:
@@ -119,7 +119,7 @@ def _cmd_reconnect(args: argparse.Namespace) -> int:
 
 def _cmd_reload(args: argparse.Namespace) -> int:
     try:
-        result = ControlClient(socket_path(args.socket)).reload()
+        result = ControlClient(find_socket(args.socket)).reload()
     except ConfigError as exc:
         print(first_line(exc), file=sys.stderr)
         return 1

@@ -32,6 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..control.paths import find_socket
 from .clients import (
     CLIENTS,
     TITLES,
@@ -331,7 +332,10 @@ def _client_entry(client: str, name: str, command: str, argv: list[str]) -> str:
 def _cmd_client_config(args: argparse.Namespace) -> int:
     if not args.name:
         return fail("--name must not be empty")
-    argv = ["attach"] + (["--profile", args.profile] if args.profile else [])
+    # The socket, named: a client passes only a few variables to what it
+    # spawns, and `attach` must reach this daemon whatever they are.
+    argv = ["attach", "--socket", str(find_socket(args.socket))]
+    argv += ["--profile", args.profile] if args.profile else []
     print(_client_entry(args.client, args.name, _executable(), argv))
     paths = [str(p) for p in candidate_files(args.client)]
     if args.client == "vscode":

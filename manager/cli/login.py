@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from ..control.client import ControlClient
-from ..control.paths import socket_path
+from ..control.paths import find_socket
 from ..control.protocol import LOGIN_DEFAULT_TIMEOUT
 from ..core.replies import LoginResult
 from .exits import fail
@@ -74,7 +74,7 @@ def _device_login(client: ControlClient, name: str, timeout: float) -> int:
 
 
 def _cmd_login(args: argparse.Namespace) -> int:
-    client = ControlClient(socket_path(args.socket))
+    client = ControlClient(find_socket(args.socket))
     name = args.server
     if args.timeout <= 0:
         return fail("--timeout must be a positive number of seconds")
@@ -108,7 +108,7 @@ def _cmd_login(args: argparse.Namespace) -> int:
 
 
 def _cmd_logout(args: argparse.Namespace) -> int:
-    result = ControlClient(socket_path(args.socket)).logout(args.server)
+    result = ControlClient(find_socket(args.socket)).logout(args.server)
     what = "forgot its tokens" if result.forgot else "no tokens were stored"
     print(f"{args.server}: logged out ({what}); it now waits for a login")
     return 0

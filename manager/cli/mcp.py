@@ -14,7 +14,7 @@ import argparse
 import json
 
 from ..control.client import ControlClient
-from ..control.paths import socket_path
+from ..control.paths import find_socket
 from ..core.errors import CallError
 from ..core.status import MODERN_ERA
 from .arguments import positive_float
@@ -44,7 +44,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
         if isinstance(given, str):
             return fail(given)
         answer = given
-    client = ControlClient(socket_path(args.socket))
+    client = ControlClient(find_socket(args.socket))
     try:
         result = client.call(
             args.server, args.tool, tool_args, args.timeout, answer=answer
@@ -61,7 +61,7 @@ def _cmd_request(args: argparse.Namespace) -> int:
     arguments = _json_object(getattr(args, "json_args", "{}"), "JSON_ARGS")
     if isinstance(arguments, str):
         return fail(arguments)
-    client = ControlClient(socket_path(args.socket))
+    client = ControlClient(find_socket(args.socket))
     try:
         result = client.mcp_request(args.server, op, target, arguments, args.timeout)
     except CallError as exc:
@@ -76,7 +76,7 @@ def _cmd_changes(args: argparse.Namespace) -> int:
     from ..core.describe import describe
     from ..core.events import event_to_dict
 
-    client = ControlClient(socket_path(args.socket))
+    client = ControlClient(find_socket(args.socket))
     try:
         changes = client.changes(args.server)
     except CallError as exc:  # no such connection
@@ -100,7 +100,7 @@ def _cmd_changes(args: argparse.Namespace) -> int:
 
 def _cmd_approve(args: argparse.Namespace) -> int:
     """`approve SERVER [ITEM...]`: pin what the server lists now."""
-    client = ControlClient(socket_path(args.socket))
+    client = ControlClient(find_socket(args.socket))
     try:
         reply = client.approve(args.server, list(args.items))
     except CallError as exc:  # no such connection or item: the names it knows
@@ -113,7 +113,7 @@ def _cmd_approve(args: argparse.Namespace) -> int:
 def _cmd_catalog(args: argparse.Namespace) -> int:
     if args.kind == "tools" and args.changed:
         return _cmd_changes(args)
-    client = ControlClient(socket_path(args.socket))
+    client = ControlClient(find_socket(args.socket))
     rows = client.catalog(args.kind, args.server)
     if args.json:
         print(json.dumps([row.to_dict() for row in rows], indent=2, ensure_ascii=False))

@@ -7,6 +7,7 @@ else could have prepared.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -14,18 +15,33 @@ from pathlib import Path
 from ..core.errors import ControlError
 
 __all__ = [
+    "RUNTIME_BASE",
+    "TMP_BASE",
     "attach_socket_path",
     "check_socket_dir",
+    "find_socket",
     "prepare_socket_dir",
     "socket_path",
 ]
+
+
+RUNTIME_BASE = Path("/run/user")
+"""Where the system keeps each user's runtime directory (`/run/user/UID`, what
+`$XDG_RUNTIME_DIR` names on a systemd machine)."""
+
+TMP_BASE = Path("/tmp")
+"""Where the socket's directory goes when there is no runtime directory
+(`/tmp/mcp-manager-UID`)."""
 
 
 def socket_path(explicit: str | None = None) -> Path:
     """Where the control socket lives.
 
     In order: `explicit` (the `--socket` option), `$MCP_MANAGER_SOCKET`,
-    `$XDG_RUNTIME_DIR/mcp-manager/control.sock`, `/tmp/mcp-manager-UID/control.sock`.
+    `$XDG_RUNTIME_DIR/mcp-manager/control.sock`, then, without
+    `$XDG_RUNTIME_DIR` (a client that spawns `attach` passes on only a few
+    variables), `/run/user/UID/mcp-manager/control.sock` if that runtime
+    directory is ours, else `/tmp/mcp-manager-UID/control.sock`.
     Nothing is created.
     """
     if explicit:
@@ -33,10 +49,39 @@ def socket_path(explicit: str | None = None) -> Path:
     env = os.environ.get("MCP_MANAGER_SOCKET")
     if env:
         return Path(env).expanduser()
+    return _candidates()[0]
+
+
+def find_socket(explicit: str | None = None) -> Path:
+    """The control socket a client should talk to: `socket_path`, unless
+    neither `explicit` nor `$MCP_MANAGER_SOCKET` chose it and a daemon
+    listens at another of the default places (one started where
+    `$XDG_RUNTIME_DIR` was set, asked from where it is not, or the other way
+    round). Nothing is created.
+    """
+    chosen = socket_path(explicit)
+    if explicit or os.environ.get("MCP_MANAGER_SOCKET"):
+        return chosen
+    for candidate in (chosen, *_candidates()):
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.stat(candidate).st_mode):
+                return candidate
+    return chosen
+
+
+def _candidates() -> list[Path]:
+    """The default places, the one a daemon here would take first."""
+    places = []
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime):
-        return Path(runtime) / "mcp-manager" / "control.sock"
-    return Path(f"/tmp/mcp-manager-{os.getuid()}") / "control.sock"
+        places.append(Path(runtime) / "mcp-manager" / "control.sock")
+    own = RUNTIME_BASE / str(os.getuid())
+    with contextlib.suppress(OSError):
+        st = os.stat(own)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            places.append(own / "mcp-manager" / "control.sock")
+    places.append(TMP_BASE / f"mcp-manager-{os.getuid()}" / "control.sock")
+    return list(dict.fromkeys(places))
 
 
 def attach_socket_path(control: Path) -> Path:

@@ -566,6 +566,14 @@ def test_a_write_appends_after_check_and_keeps_the_old_file(
 # -------------------------------------------------------------- client-config
 
 
+class _AnySocket:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.endswith("control.sock")
+
+
+ANY_SOCKET = _AnySocket()
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_client_config_prints_an_entry_that_runs_attach(
     client: str, machine: Machine, capsys: pytest.CaptureFixture[str]
@@ -578,7 +586,9 @@ def test_client_config_prints_an_entry_that_runs_attach(
     else:
         top = "servers" if client == "vscode" else "mcpServers"
         entry = json.loads(out)[top]["mcp-manager"]
-    assert entry["args"] == ["attach", "--profile", "work"]
+    # The socket is named: the client passes on no XDG_RUNTIME_DIR.
+    assert entry["args"] == ["attach", "--socket", ANY_SOCKET, "--profile", "work"]
+    assert Path(entry["args"][2]).name == "control.sock"
     command = entry["command"]
     assert command == "mcp-manager" or Path(command).is_absolute()
     assert Path(command).name.startswith("mcp-manager")
@@ -592,7 +602,8 @@ def test_client_config_quotes_an_odd_name(
 ) -> None:
     code, out, _ = run(capsys, "client-config", "codex", "--name", 'my "hub"')
     assert code == 0
-    assert tomllib.loads(out)["mcp_servers"]['my "hub"']["args"] == ["attach"]
+    args = tomllib.loads(out)["mcp_servers"]['my "hub"']["args"]
+    assert args[:2] == ["attach", "--socket"] and len(args) == 3
 
 
 def test_client_commands_import_no_heavy_library(machine: Machine) -> None:

@@ -18,8 +18,9 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from manager.control import paths
 from manager.control.client import ControlClient
-from manager.control.paths import prepare_socket_dir, socket_path
+from manager.control.paths import find_socket, prepare_socket_dir, socket_path
 from manager.control.protocol import IDLE_TIMEOUT, MAX_REQUEST_BYTES
 from manager.control.server import serve_control
 from manager.core.errors import (
@@ -273,12 +274,52 @@ def test_socket_path_then_the_xdg_runtime_dir(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_socket_path_falls_back_to_a_per_user_tmp_dir(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("MCP_MANAGER_SOCKET", raising=False)
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(paths, "RUNTIME_BASE", tmp_path / "no-run-user")
     expected = Path(f"/tmp/mcp-manager-{os.getuid()}/control.sock")
     assert socket_path(None) == expected
+
+
+def test_without_xdg_runtime_dir_the_user_s_runtime_directory_is_taken(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What a client that spawns `attach` leaves out (XDG_RUNTIME_DIR) does
+    not move the socket: /run/user/UID is where a login shell's daemon is."""
+    monkeypatch.delenv("MCP_MANAGER_SOCKET", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(paths, "RUNTIME_BASE", tmp_path)
+    runtime = tmp_path / str(os.getuid())
+    runtime.mkdir(mode=0o700)
+    expected = runtime / "mcp-manager" / "control.sock"
+    assert socket_path(None) == expected
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    assert socket_path(None) == expected  # the same place, asked either way
+
+
+def test_a_client_finds_a_daemon_at_another_default_place(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A daemon started where XDG_RUNTIME_DIR was unset (and the system has
+    no runtime directory for us) is found by a client whose XDG_RUNTIME_DIR
+    names one; a choice made by option or by MCP_MANAGER_SOCKET is kept."""
+    monkeypatch.delenv("MCP_MANAGER_SOCKET", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(paths, "RUNTIME_BASE", tmp_path / "no-run-user")
+    monkeypatch.setattr(paths, "TMP_BASE", tmp_path)  # not a real daemon's
+    placed = socket_path(None)
+    prepare_socket_dir(placed.parent)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    assert socket_path(None) != placed
+    assert find_socket(None) == socket_path(None)  # nothing listens yet
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(placed))
+        assert find_socket(None) == placed  # found all the same
+        assert find_socket("/explicit.sock") == Path("/explicit.sock")
+        monkeypatch.setenv("MCP_MANAGER_SOCKET", "/from/env.sock")
+        assert find_socket(None) == Path("/from/env.sock")  # chosen: no search
 
 
 # ------------------------------------------------------------------ directory

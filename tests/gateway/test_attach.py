@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+import psutil
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
@@ -262,3 +263,42 @@ def test_attach_to_an_unknown_profile_names_the_declared_ones(
     assert done.returncode == 2 and done.stdout == b""
     message = done.stderr.decode()
     assert "no profile named 'nope'" in message and "one" in message
+
+
+def test_attach_start_twice_at_once_starts_one_daemon(
+    tmp_path: Path, control_socket: Path
+) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text("-- nothing declared\n")
+    start = [sys.executable, "-m", "manager", "attach", "--start"]
+    start += ["--config", str(script), "--socket", str(control_socket)]
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode() + b"\n"
+    editors = [
+        subprocess.Popen(start, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    daemon_pid = None
+    try:
+        for editor in editors:
+            out, _ = editor.communicate(ping, timeout=60)
+            assert editor.returncode == 0
+            assert json.loads(out.splitlines()[0])["id"] == 1
+        from manager.control.client import ControlClient
+
+        daemon_pid = ControlClient(control_socket).info().pid
+        assert daemon_pid is not None
+        daemons = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if "run" in (p.info["cmdline"] or [])
+            and str(control_socket) in (p.info["cmdline"] or [])
+        ]
+        assert [p.pid for p in daemons] == [daemon_pid]  # one, not two
+    finally:
+        for editor in editors:
+            if editor.poll() is None:
+                editor.kill()
+                editor.wait()
+        if daemon_pid is not None:
+            os.kill(daemon_pid, signal.SIGTERM)
+            psutil.Process(daemon_pid).wait(timeout=20)
