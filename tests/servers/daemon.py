@@ -92,7 +92,9 @@ class DaemonProcess:
             try:
                 sock.connect(str(self.socket))
                 break
-            except ConnectionRefusedError:
+            # Refused: not listening yet, or a killed daemon's file; not
+            # found: that file removed, the new one not bound yet.
+            except (ConnectionRefusedError, FileNotFoundError):
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     sock.close()
                     raise
