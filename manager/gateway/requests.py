@@ -11,10 +11,17 @@ Requests from an upstream (`sampling/createMessage`, `elicitation/create`) go
 to the downstream session whose request that upstream is serving, related to
 that request. Over streamable HTTP upstreams the match is exact: a call from a
 client that can be asked carries a token (`LINK_META_KEY`), and the transport
-notes which server requests arrive on that call's response stream. Over stdio
-or SSE the protocol carries no link on the client side: while requests of two
-sessions are in flight to one upstream, its request is refused with a clear
-error rather than guessed (never to another client).
+notes which server requests arrive on that call's response stream; a
+2026-07-28 upstream asks in the answer to the call itself. Over stdio or SSE in
+the handshake era the protocol carries no link on the client side, so clients
+that can be asked take turns there (`Turns`): while one client's requests are
+in flight to such an upstream, another client's wait (at most that server's
+`call_timeout`), and a question it asks has one client to go to. Straight at
+the server each client would have had a process of its own; the cost is that
+their calls to it no longer overlap. A request of a client that cannot be
+asked never waits. Should a question still find two clients' requests in
+flight, it is refused with a clear error rather than guessed (never sent to
+another client).
 """
 
 from __future__ import annotations
@@ -35,11 +42,12 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..core.errors import CallTimeout
 from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
 from ..transport.base import ProgressCallback
-from .rounds import HeldCall
+from .rounds import HeldCall, can_be_asked
 
-__all__ = ["NOTES_LIMIT", "CallNotes", "ClientRequests", "upstream_meta"]
+__all__ = ["NOTES_LIMIT", "CallNotes", "ClientRequests", "Turns", "upstream_meta"]
 
 logger = logging.getLogger("manager.gateway")
 
@@ -234,6 +242,68 @@ class CallNotes:
             self._receive.close()  # nobody will read it
 
 
+class Turns:
+    """The clients that can be asked, taking turns on one upstream whose
+    questions name no request (`ClientRequests`).
+
+    One client (a downstream session; in 2026-07-28, one request) holds the
+    turn at a time, for as many requests as it makes meanwhile (a client that
+    calls again while it answers a question is never made to wait for
+    itself); the others queue, first come first served, and when the holder's
+    last request ends the first in the queue gets the turn, with every other
+    request of that same client that queued.
+    """
+
+    __slots__ = ("_count", "_holder", "_queue")
+
+    def __init__(self) -> None:
+        self._holder: str | None = None
+        self._count = 0
+        self._queue: list[tuple[str, anyio.Event]] = []
+
+    @property
+    def waiting(self) -> int:
+        """Requests queued for a turn."""
+        return len(self._queue)
+
+    @property
+    def idle(self) -> bool:
+        """Nobody holds the turn or waits for it."""
+        return self._holder is None and not self._queue
+
+    async def take(self, key: str) -> None:
+        """Wait for `key`'s turn (joined at once if it holds it already)."""
+        if self._holder is None or self._holder == key:
+            self._holder = key
+            self._count += 1
+            return
+        entry = (key, anyio.Event())
+        self._queue.append(entry)
+        try:
+            await entry[1].wait()
+        except BaseException:
+            if entry[1].is_set():
+                self.give_back()  # granted as it was cancelled
+            else:
+                self._queue.remove(entry)
+            raise
+
+    def give_back(self) -> None:
+        """One request of the holder ended; the last one passes the turn on."""
+        self._count -= 1
+        if self._count > 0:
+            return
+        self._holder = None
+        if not self._queue:
+            return
+        key = self._queue[0][0]
+        granted = [entry for entry in self._queue if entry[0] == key]
+        self._queue = [entry for entry in self._queue if entry[0] != key]
+        self._holder, self._count = key, len(granted)
+        for _, event in granted:
+            event.set()
+
+
 @dataclass(slots=True)
 class _Waiting:
     """A downstream request an upstream is serving now; `token` is the link
@@ -254,12 +324,22 @@ class ClientRequests:
         deadline: Seconds the client may take to answer a request of that
             upstream (its `call_timeout`: the question cannot outlive the
             call it serves); a client that never answers gets the upstream an
-            error then, not a request that waits forever.
+            error then, not a request that waits forever. A request waits
+            as long for its turn (`Turns`).
+        unlinked: Whether an upstream's questions name no request (a
+            handshake-era stdio or SSE server): clients that can be asked
+            take turns there.
     """
 
-    def __init__(self, deadline: Callable[[str], float]) -> None:
+    def __init__(
+        self,
+        deadline: Callable[[str], float],
+        unlinked: Callable[[str], bool] = lambda server: False,
+    ) -> None:
         self._waiting: dict[str, list[_Waiting]] = {}
         self._deadline = deadline
+        self._unlinked = unlinked
+        self._turns: dict[str, Turns] = {}
         self.spawn: Starter | None = None
         """Starts a task in the serving gateway's own task group (set while it
         runs): a request's notes are delivered there, so a request that brings
@@ -280,6 +360,10 @@ class ClientRequests:
         2026-07-28 client), what the upstream asks goes to its input rounds.
 
         An error of the body leaves as itself, not in an exception group.
+
+        Raises:
+            CallTimeout: Its turn (`Turns`) did not come within the server's
+                `call_timeout`.
         """
         key = session_key(ctx)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -287,6 +371,46 @@ class ClientRequests:
             # (two of them in flight to one stdio server are told apart or
             # refused, never confused).
             key = f"{key}#{id(notes)}"
+        if self._unlinked(server) and can_be_asked(ctx.session.client_capabilities):
+            async with self._turn(server, key):
+                async with self._serving(server, key, ctx, notes, token, held):
+                    yield
+            return
+        async with self._serving(server, key, ctx, notes, token, held):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, server: str, key: str) -> AsyncIterator[None]:
+        turns = self._turns.setdefault(server, Turns())
+        limit = self._deadline(server)
+        try:
+            with anyio.fail_after(limit):
+                await turns.take(key)
+        except TimeoutError:
+            if turns.idle:
+                self._turns.pop(server, None)
+            raise CallTimeout(
+                f"{server}: waited {limit:g} s for its turn: clients that can be "
+                f"asked questions take turns at {server} (its questions name no "
+                "request), and other clients' requests held it all that time"
+            ) from None
+        try:
+            yield
+        finally:
+            turns.give_back()
+            if turns.idle:
+                self._turns.pop(server, None)
+
+    @contextlib.asynccontextmanager
+    async def _serving(
+        self,
+        server: str,
+        key: str,
+        ctx: ServerRequestContext[Any, Any],
+        notes: CallNotes,
+        token: str | None,
+        held: HeldCall | None,
+    ) -> AsyncIterator[None]:
         item = _Waiting(key, ctx, token, notes, held)
         waiting = self._waiting.setdefault(server, [])
         if self.spawn is not None:

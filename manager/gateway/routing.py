@@ -21,7 +21,7 @@ from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError
 from ..engine.manager import Manager
@@ -99,7 +99,7 @@ class Features:
         self.prompts = ToolTable()
         self.resources = ResourceTable()
         self._seen: dict[str, str] = {}  # URIs seen in results -> server
-        self.asks = ClientRequests(self.call_timeout)
+        self.asks = ClientRequests(self.call_timeout, self._unlinked)
         self.held = HeldCalls()
         self._subscribers: dict[str, _Subscriber] = {}
         self._upstream_subs: dict[tuple[str, str], int] = {}
@@ -108,6 +108,17 @@ class Features:
         self._log_views: dict[str, str | None] = {}
         manager.requests.handler = self.asks.upstream_request
         manager.requests.on_log = self._call_log
+
+    def _unlinked(self, server: str) -> bool:
+        """Whether `server`'s questions name no request: a handshake-era stdio
+        or SSE server (one not connected yet counts as the era it is
+        declared in; `auto` as the handshake era, as stdio starts it)."""
+        conn = self.manager.connection(server)
+        if conn is None or conn.spec.transport == "http":
+            return False
+        if conn.upstream is not None:
+            return conn.upstream.info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+        return conn.spec.protocol not in MODERN_PROTOCOL_VERSIONS
 
     def call_timeout(self, server: str) -> float:
         """`server`'s `call_timeout` (a default once it was removed)."""

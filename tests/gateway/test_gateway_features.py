@@ -594,3 +594,53 @@ def test_a_cli_call_answers_what_the_server_asks_with_its_answer(
     code = main(asked)
     out = capsys.readouterr()
     assert code != 0 and "blue" not in out.out
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("clients", [4, 8])
+async def test_many_clients_eliciting_at_once_through_one_stdio_server_each_get_theirs(
+    demos: Gateway, clients: int
+) -> None:
+    """A handshake-era stdio server's questions name no request: clients that
+    can be asked take turns there, so with `clients` of both eras each making
+    50 calls at once, every call is asked of its own client, none is refused
+    and none crosses (before turns, most were refused)."""
+    from mcp import Client as SdkClient
+
+    gateway = demos
+    assert gateway.url is not None
+    calls = 50
+    results: dict[str, list[str]] = {}
+
+    def answering(name: str) -> Any:
+        async def answer(context: Any, params: Any) -> types.ElicitResult:
+            return types.ElicitResult(action="accept", content={"answer": name})
+
+        return answer
+
+    async def handshake(name: str) -> None:
+        client = Client()
+        client.on_elicit = answering(name)  # type: ignore[method-assign]
+        async with downstream(gateway.url or "", client) as session:
+            async with anyio.create_task_group() as tg:
+                for _ in range(calls):
+                    tg.start_soon(one_call, name, session.call_tool)
+
+    async def modern(name: str) -> None:
+        url = gateway.url or ""
+        async with SdkClient(url, elicitation_callback=answering(name)) as client:
+            async with anyio.create_task_group() as tg:
+                for _ in range(calls):
+                    tg.start_soon(one_call, name, client.call_tool)
+
+    async def one_call(name: str, call: Any) -> None:
+        got = await call("a__ask_user", {"message": name})
+        results.setdefault(name, []).append(text_of(got))
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            for k in range(clients):
+                tg.start_soon(handshake if k % 2 else modern, f"client{k}")
+    assert sorted(results) == sorted(f"client{k}" for k in range(clients))
+    for name, texts in results.items():
+        assert texts == [f'accept: {{"answer": "{name}"}}'] * calls, (name, texts[:3])
