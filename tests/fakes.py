@@ -147,6 +147,9 @@ class FakeUpstream:
         data = {"content": [{"type": "text", "text": f"{name}:{arguments}"}]}
         return CallResult(is_error=False, data={**data, "isError": False})
 
+    async def for_era(self, era: str | None, limit: float) -> FakeUpstream:
+        return self  # one era
+
     async def notify_roots_changed(self) -> None:
         self.roots_changed += 1
 

@@ -387,6 +387,7 @@ class Manager:
         meta: Mapping[str, object] | None = None,
         progress: ProgressCallback | None = None,
         answer: Mapping[str, object] | None = None,
+        era: str | None = None,
     ) -> CallResult:
         """Call `tool` on `server` through its live session. Never retried.
 
@@ -403,6 +404,9 @@ class Manager:
                 token (`LINK_META_KEY`) to tell its questions apart, so servers
                 that say which request a question serves (2026-07-28, streamable
                 HTTP) get it; a question that names no request is refused.
+            era: The era of the client the call is made for
+                (`transport.base.HANDSHAKE`, or None): a server that speaks
+                both meets the client in its own era.
 
         Returns:
             The result; `is_error` tells whether the tool reported an error.
@@ -447,6 +451,7 @@ class Manager:
                 self.requests.answers[token] = answer
 
             async def send(upstream: Upstream, limit: float) -> CallResult:
+                upstream = await upstream.for_era(era, limit)
                 return await upstream.call_tool(
                     tool, arguments, limit, meta=sent_meta, progress=progress
                 )

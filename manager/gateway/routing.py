@@ -26,7 +26,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from ..core.errors import CallError
 from ..engine.manager import Manager
 from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
-from ..transport.base import ProgressCallback, Upstream
+from ..transport.base import HANDSHAKE, ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .errors import client_error
 from .freshness import list_hint
@@ -183,10 +183,21 @@ class Features:
         downstream request served meanwhile (`serving`); an upstream error
         reaches the client with the upstream's own code."""
 
+        # What may ask the client meets a server of both eras in the client's
+        # own era (`Upstream.for_era`), its questions on the back-channel.
+        era = (
+            HANDSHAKE
+            if method in INPUT_METHODS
+            and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+            else None
+        )
+
         async def run(held: HeldCall | None = None) -> Any:
             notes = self.notes(ctx)
 
             async def sent(upstream: Upstream, limit: float) -> Any:
+                if era is not None:
+                    upstream = await upstream.for_era(era, limit)
                 return await send(upstream, limit, notes.progress)
 
             async with self.serving(server, ctx, notes, None, held):

@@ -26,7 +26,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..core.profile import Profile
 from ..engine.manager import Manager
-from ..transport.base import LINK_META_KEY, CallResult
+from ..transport.base import HANDSHAKE, LINK_META_KEY, CallResult
 from .errors import client_error
 from .freshness import list_hint
 from .names import SEPARATOR, ToolTable
@@ -182,11 +182,20 @@ class ToolCalls:
             token = uuid.uuid4().hex
             meta = {**(meta or {}), LINK_META_KEY: token}
 
+        # A server that speaks both eras meets a handshake-era client in its
+        # own era (its questions on the back-channel, as straight).
+        era = HANDSHAKE if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS else None
+
         async def run(held: HeldCall | None = None) -> CallResult:
             notes = self._features.notes(ctx)
             async with self._features.serving(server, ctx, notes, token, held):
                 return await self.manager.call(
-                    server, tool, arguments, meta=meta, progress=notes.progress
+                    server,
+                    tool,
+                    arguments,
+                    meta=meta,
+                    progress=notes.progress,
+                    era=era,
                 )
 
         try:

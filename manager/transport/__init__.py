@@ -4,7 +4,9 @@
   no `mcp` import. `connection.py` and the test fakes know only this.
 - `connect`: `McpTransport`, the real transport (stdio, streamable HTTP, SSE).
 - `session`: an initialized session: handshake, calls, pings, loss signals.
-- `eras`: which protocol era each upstream speaks, learned once, remembered.
+- `eras`: which protocol era each upstream speaks, learned once, remembered;
+  `side`: a handshake-era session beside a 2026-07-28 one, so that a
+  handshake-era client meets a server of both eras in its own era.
 - `lists`: what on-demand servers listed, kept between their sessions.
 - `state_files`: the state directory, and its private JSON files' one writer.
 - `relay`: the lean `tools/call` relay of a handshake-era session (one JSON

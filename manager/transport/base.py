@@ -15,6 +15,7 @@ from ..core.spec import ConnectionSpec
 
 __all__ = [
     "CATALOG_KINDS",
+    "HANDSHAKE",
     "LINK_META_KEY",
     "TASKS_EXTENSION",
     "Refusal",
@@ -179,6 +180,9 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 """The tasks extension (SEP-2663): routed by the gateway, claimed by the
 session (`transport/tasks.py`)."""
 
+HANDSHAKE = "handshake"
+"""`call_tool`'s `era` for a client of the handshake era (2024-11-05 to 2025-11-25)."""
+
 LINK_META_KEY = "mcp-manager/request"
 """`_meta` key we put on a request to an upstream that may ask the client
 something mid-request: a token naming the downstream request it serves."""
@@ -326,6 +330,15 @@ class Upstream(Protocol):
             TransportError: Disconnected (the session died) or ConnectTimeout-like
                 failures; `MCPError`s from the server are mapped too.
         """
+        ...
+
+    async def for_era(self, era: str | None, limit: float) -> Upstream:
+        """The session that serves a client of `era` (`HANDSHAKE`, or None: a
+        2026-07-28 client, or none): this one, or, for a handshake-era client
+        of a server that speaks both eras and is spoken to in 2026-07-28, a
+        handshake-era session beside it (`side.HandshakeSide`), so the client
+        meets the server as it would straight. Waits at most `limit` seconds
+        for that session to open; this one if it cannot."""
         ...
 
     async def notify_roots_changed(self) -> None:

@@ -12,6 +12,7 @@ Every failure leaves as a `TransportError` (`ConnectFailed`, `ConnectTimeout`,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -23,6 +24,7 @@ import anyio.abc
 import mcp.types as types
 from mcp import ClientSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..core.errors import (
@@ -48,6 +50,7 @@ from .probe import tcp_precheck
 from .relay import NO_SEND_SPAN, SendSpan
 from .requests import server_request_callbacks
 from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
+from .side import HandshakeSide
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .starts import Slot, StartSlots
 from .state_files import default_state_dir
@@ -145,7 +148,7 @@ class McpTransport:
     @asynccontextmanager
     async def _session(
         self, resolved: ConnectionSpec, hooks: Hooks, slot: Slot | None
-    ) -> AsyncIterator[Upstream]:
+    ) -> AsyncIterator[McpSession]:
         deadline = anyio.current_time() + resolved.connect_timeout
         login = self.logins.pending(resolved.name)
         if login is not None:
@@ -207,7 +210,8 @@ class McpTransport:
                         if slot is not None:
                             slot.release()  # started: the next server may begin
                         try:
-                            yield upstream
+                            async with self._beside(resolved, hooks, upstream):
+                                yield upstream
                         except BaseException as exc:
                             body_error = exc
                             raise
@@ -242,6 +246,39 @@ class McpTransport:
                 if upstream is None:
                     raise map_failure(exc, "") from exc
                 raise Disconnected(f"lost the server: {describe_error(exc)}") from exc
+
+    @asynccontextmanager
+    async def _beside(
+        self, resolved: ConnectionSpec, hooks: Hooks, upstream: McpSession
+    ) -> AsyncIterator[None]:
+        """While the body runs: a handshake-era session beside a 2026-07-28
+        one with an HTTP server under `auto` (`side.HandshakeSide`), in a
+        task group whose end is the body's (its own error leaves as itself)."""
+        if (
+            resolved.transport != "http"
+            or resolved.protocol != "auto"
+            or upstream.info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+        ):
+            yield
+            return
+        legacy = dataclasses.replace(resolved, protocol="legacy")
+        try:
+            async with anyio.create_task_group() as tg:
+                upstream.side = HandshakeSide(
+                    resolved.name,
+                    lambda: self._session(legacy, hooks, None),
+                    tg,
+                    resolved.connect_timeout,
+                )
+                try:
+                    yield
+                finally:
+                    upstream.side = None
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0]  # noqa: B904 - the body's own error
+            raise
 
     @asynccontextmanager
     async def _streams(

@@ -57,6 +57,7 @@ from ..core.spec import ConnectionSpec
 from .base import (
     CATALOG_KINDS,
     EXIT_CODE_WAIT,
+    HANDSHAKE,
     LINK_META_KEY,
     CallResult,
     Catalog,
@@ -74,6 +75,7 @@ from .liveness import TcpSentinel
 from .probe import address
 from .relay import Relay, ToolCallRelay, plain_tool_result
 from .requests import asked
+from .side import HandshakeSide
 from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 from .tasks import ROUTED_EXTENSIONS
@@ -148,6 +150,9 @@ class McpSession:
         self._sentinel = sentinel
         self._tools: tuple[ToolInfo, ...] = ()
         self._catalog = Catalog()
+        self.side: HandshakeSide | None = None
+        """Where calls of handshake-era clients go, when this is a 2026-07-28
+        session with a server that may speak both eras (set by the transport)."""
 
     @property
     def info(self) -> ServerInfo:
@@ -160,6 +165,18 @@ class McpSession:
     @property
     def tools(self) -> tuple[ToolInfo, ...]:
         return self._tools
+
+    @property
+    def closed(self) -> bool:
+        """The session ended (the server went away, or closed it)."""
+        return self._lost.is_set
+
+    async def for_era(self, era: str | None, limit: float) -> McpSession:
+        if era == HANDSHAKE and self.side is not None:
+            side = await self.side.session(limit)
+            if side is not None:
+                return side
+        return self
 
     async def list_tools(self) -> tuple[ToolInfo, ...]:
         tools: list[ToolInfo] = []

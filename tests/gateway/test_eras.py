@@ -557,3 +557,67 @@ async def test_a_subscription_through_a_2026_upstream_rides_its_listen_stream(
                 # The listen stream reopens with the URI; touch until it is in.
                 await client.call_tool("touch_resource", {"uri": "demo://readme"})
                 await anyio.sleep(0.05)
+
+
+@pytest.fixture
+def backchannel_http() -> Iterator[HttpServerProcess]:
+    """`servers/backchannel.py` over streamable HTTP: dual-era, asking only
+    the handshake way."""
+    script = Path(__file__).parent.parent / "servers" / "backchannel.py"
+    server = HttpServerProcess("http", program=(sys.executable, script))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.anyio
+async def test_a_handshake_client_meets_a_dual_era_http_server_in_its_own_era(
+    backchannel_http: HttpServerProcess,
+) -> None:
+    """Under `auto` the daemon speaks 2026-07-28 to a dual-era HTTP server;
+    a handshake-era client's call still reaches it in the handshake era (a
+    handshake session opened on first need), so the server's back-channel
+    questions reach that client, as straight. A 2026 client is refused by
+    that server straight and through us alike."""
+    url = backchannel_http.url
+    spec = parse_spec("bc", url, {"prefix": ""})
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"answer": "blue"})
+
+    async def sample(context: Any, params: Any) -> types.CreateMessageResult:
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="sampled"),
+            model="test",
+        )
+
+    async def outcome(where: str, mode: ConnectMode) -> tuple[bool, str, str, str]:
+        async with Client(
+            where, mode=mode, elicitation_callback=answer, sampling_callback=sample
+        ) as client:
+            asks = await client.call_tool("ask", {"message": "colour?"})
+            samples = await client.call_tool("sample", {"prompt": "hi"})
+            prompt = await client.get_prompt("asking")
+        texts = [c.text for c in [*asks.content, *samples.content]]  # type: ignore[union-attr]
+        (message,) = prompt.messages
+        assert isinstance(message.content, types.TextContent)
+        return (
+            asks.is_error or samples.is_error,
+            texts[0],
+            texts[-1],
+            message.content.text,
+        )
+
+    straight = await outcome(url, "legacy")
+    assert straight == (False, "accept: blue", "sampled", "Write about blue")
+    async with running_gateway([spec], wait_for=["bc"]) as (gateway, manager, _):
+        status = manager.status("bc")
+        assert status is not None and status.protocol == "2026-07-28"
+        through = await outcome(str(gateway.url), "legacy")
+    assert through == straight
+    assert asked == ["colour?", "topic?", "colour?", "topic?"]
