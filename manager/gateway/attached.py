@@ -42,6 +42,7 @@ import anyio
 import anyio.abc
 
 from ..core.replies import AttachedClient
+from ..mcpserver.peers import STREAM_KEY
 from .stdio import fd_streams
 from .views import PROFILE
 
@@ -158,6 +159,9 @@ class Attached:
                 since=time.time(),
             )
             token = PROFILE.set(profile or None)
+            # Its own name: what is kept per session (questions' routing, log
+            # level, subscriptions) is never shared with another attach.
+            stream = STREAM_KEY.set(f"attach:{key}")
             try:
                 async with fd_streams(
                     conn.fileno(), conn.fileno(), rest, acks=acks
@@ -166,6 +170,7 @@ class Attached:
             except Exception as exc:  # boundary: one client's end is not ours
                 logger.debug("attach: a client's session ended: %r", exc)
             finally:
+                STREAM_KEY.reset(stream)
                 PROFILE.reset(token)
                 self._clients.pop(key, None)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -35,6 +36,7 @@ from starlette.requests import Request
 
 __all__ = [
     "NOTIFY_TIMEOUT",
+    "STREAM_KEY",
     "ListChangedServer",
     "Peers",
     "session_key",
@@ -44,6 +46,11 @@ logger = logging.getLogger(__name__)
 
 NOTIFY_TIMEOUT = 1.0
 """Seconds one downstream session may take to accept a notification."""
+
+STREAM_KEY: ContextVar[str] = ContextVar("mcp_manager_stream_key", default="stdio")
+"""The name of the stream session a request comes in on, set by whoever
+serves several of them in one process (one per `attach` connection); the one
+stdio peer is `stdio`."""
 
 
 class ListChangedServer(Server[dict[str, Any]]):
@@ -74,11 +81,12 @@ def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
 
     `ctx.session` is a new proxy per request, so sessions are keyed by the
     transport's own id: the `mcp-session-id` header (streamable HTTP), the
-    `session_id` query parameter (SSE), or the single stdio peer.
+    `session_id` query parameter (SSE), or the stream it came on
+    (`STREAM_KEY`: an `attach` connection, or the single stdio peer).
     """
     request = ctx.request
     if not isinstance(request, Request):
-        return "stdio"
+        return STREAM_KEY.get()
     scope = request.scope  # one per HTTP request: asked for 3 times per call
     key = scope.get(_SESSION_KEY)
     if key is None:

@@ -302,3 +302,41 @@ def test_attach_start_twice_at_once_starts_one_daemon(
         if daemon_pid is not None:
             os.kill(daemon_pid, signal.SIGTERM)
             psutil.Process(daemon_pid).wait(timeout=20)
+
+
+async def test_two_attached_clients_asked_at_once_each_get_their_own_question(
+    shared_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    """Each attach connection is a session of its own (not one "stdio" peer
+    for all): questions of a stdio upstream never cross between handshake-era
+    clients (2026-07-28 requests are told apart one by one anyway)."""
+    _, control_socket = shared_daemon
+    got: dict[str, list[str]] = {}
+
+    def answering(name: str) -> Any:
+        async def answer(context: Any, params: Any) -> types.ElicitResult:
+            return types.ElicitResult(action="accept", content={"answer": name})
+
+        return answer
+
+    async def client(name: str) -> None:
+        params = attach(control_socket)
+        async with Client(
+            params, mode="legacy", elicitation_callback=answering(name)
+        ) as session:
+
+            async def call() -> None:
+                asked = await session.call_tool("a__ask_user", {"message": name})
+                got.setdefault(name, []).append(_text(asked))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(10):
+                    tg.start_soon(call)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client, "one")
+            tg.start_soon(client, "two")
+    assert got == {
+        name: [f'accept: {{"answer": "{name}"}}'] * 10 for name in ("one", "two")
+    }

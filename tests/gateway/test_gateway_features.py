@@ -597,7 +597,7 @@ def test_a_cli_call_answers_what_the_server_asks_with_its_answer(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("clients", [4, 8])
+@pytest.mark.parametrize("clients", [4])  # 8, through attach too: campaigns
 async def test_many_clients_eliciting_at_once_through_one_stdio_server_each_get_theirs(
     demos: Gateway, clients: int
 ) -> None:
