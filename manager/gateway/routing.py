@@ -32,7 +32,7 @@ from .errors import client_error
 from .freshness import list_hint
 from .names import NameSource, ToolRoute, ToolTable, build_name_table
 from .requests import CallNotes, ClientRequests, upstream_meta
-from .rounds import HeldCall, HeldCalls, may_need_rounds
+from .rounds import HeldCall, HeldCalls, can_be_asked, may_need_rounds
 from .views import PROFILE, current_profile, visible_items, visible_resources
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
@@ -189,6 +189,7 @@ class Features:
             HANDSHAKE
             if method in INPUT_METHODS
             and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+            and can_be_asked(ctx.session.client_capabilities)
             else None
         )
 

@@ -31,7 +31,7 @@ from .errors import client_error
 from .freshness import list_hint
 from .names import SEPARATOR, ToolTable
 from .requests import upstream_meta
-from .rounds import HeldCall, may_need_rounds
+from .rounds import HeldCall, can_be_asked, may_need_rounds
 from .routing import Features
 from .tasks import exposed_task
 from .views import current_profile, visible_items
@@ -182,9 +182,16 @@ class ToolCalls:
             token = uuid.uuid4().hex
             meta = {**(meta or {}), LINK_META_KEY: token}
 
-        # A server that speaks both eras meets a handshake-era client in its
-        # own era (its questions on the back-channel, as straight).
-        era = HANDSHAKE if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS else None
+        # A server that speaks both eras meets a handshake-era client that can
+        # be asked in its own era: its questions on the back-channel, as
+        # straight. (Other clients get nothing from a back-channel; their
+        # calls keep the 2026-07-28 route, the leaner one.)
+        era = (
+            HANDSHAKE
+            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+            and can_be_asked(caps)
+            else None
+        )
 
         async def run(held: HeldCall | None = None) -> CallResult:
             notes = self._features.notes(ctx)

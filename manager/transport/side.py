@@ -7,8 +7,8 @@ the conformance project's) speak the handshake era too, and ask their
 questions (sampling, elicitation) on the handshake session's back-channel,
 which a 2026-07-28 request does not have: straight, a handshake-era client
 gets the question; through a 2026-07-28 channel the server's tool fails. So a
-call made for a handshake-era client goes through a handshake session of its
-own with that server (`HandshakeSide`), opened on the first such call, over
+call made for a handshake-era client that can be asked goes through a
+handshake session of the daemon's own with that server (`HandshakeSide`), opened on the first such call, over
 the same pool of connections, its questions linked to the call they belong to
 as on any streamable HTTP session (`http._LinkingStream`).
 
