@@ -8,9 +8,11 @@ questions (sampling, elicitation) on the handshake session's back-channel,
 which a 2026-07-28 request does not have: straight, a handshake-era client
 gets the question; through a 2026-07-28 channel the server's tool fails. So a
 call made for a handshake-era client that can be asked goes through a
-handshake session of the daemon's own with that server (`HandshakeSide`), opened on the first such call, over
-the same pool of connections, its questions linked to the call they belong to
-as on any streamable HTTP session (`http._LinkingStream`).
+handshake session of the daemon's own with that server (`HandshakeSide`),
+opened on the first such call, over the same pool of connections, its
+questions linked to the call they belong to as on any streamable HTTP session
+(`http._LinkingStream`). A stdio pipe serves one era; a second process would
+not share the first one's state, so stdio has no side session (README).
 
 A server that refuses the handshake (2026-07-28 only) is not asked again for
 `REFUSED_FOR` seconds; meanwhile those calls go in 2026-07-28 and its
