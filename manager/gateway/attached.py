@@ -73,15 +73,20 @@ class Attached:
         run_session: Runs one MCP session on a (read, write) stream pair until
             the client leaves (`Server.run` with the gateway's options).
         profiles: The declared profiles' names, asked at each greeting.
+        forget: Called with a connection's session key once it ended, so
+            nothing kept for that session (log level, subscriptions,
+            list_changed) outlives it (`Gateway.forget_session`).
     """
 
     def __init__(
         self,
         run_session: Callable[[Any, Any], Any],
         profiles: Callable[[], Collection[str]],
+        forget: Callable[[str], None] = lambda key: None,
     ) -> None:
         self._run_session = run_session
         self._profiles = profiles
+        self._forget = forget
         self._clients: dict[int, AttachedClient] = {}
         self._ids = itertools.count(1)
         self.path: Path | None = None
@@ -161,7 +166,8 @@ class Attached:
             token = PROFILE.set(profile or None)
             # Its own name: what is kept per session (questions' routing, log
             # level, subscriptions) is never shared with another attach.
-            stream = STREAM_KEY.set(f"attach:{key}")
+            session = f"attach:{key}"
+            stream = STREAM_KEY.set(session)
             try:
                 async with fd_streams(
                     conn.fileno(), conn.fileno(), rest, acks=acks
@@ -172,6 +178,7 @@ class Attached:
             finally:
                 STREAM_KEY.reset(stream)
                 PROFILE.reset(token)
+                self._forget(session)
                 self._clients.pop(key, None)
 
     def _refusal(self, greeting: dict[str, object]) -> str | None:

@@ -248,7 +248,9 @@ class Gateway:
         """Handshake-era HTTP sessions, for the endpoint's hot path (`exchange`)."""
         self.server.middleware.append(self.http_sessions.track)
         self.server.middleware.append(self.tools.relay)
-        self.attached = Attached(self._run_session, self.profile_names)
+        self.attached = Attached(
+            self._run_session, self.profile_names, self.forget_session
+        )
 
     @property
     def table(self) -> ToolTable:

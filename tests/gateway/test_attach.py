@@ -340,3 +340,31 @@ async def test_two_attached_clients_asked_at_once_each_get_their_own_question(
     assert got == {
         name: [f'accept: {{"answer": "{name}"}}'] * 10 for name in ("one", "two")
     }
+
+
+async def test_what_is_kept_for_an_attached_client_goes_when_it_leaves(
+    tmp_path: Path, control_socket: Path
+) -> None:
+    """Each attach connection is a session of its own: once it ends, the
+    gateway keeps nothing of it (its list_changed peer, log level,
+    subscriptions), however many editor windows come and go."""
+    from manager.engine.bus import EventBus
+    from manager.engine.manager import Manager
+    from manager.gateway import Gateway
+
+    path = control_socket.with_name("control.mcp.sock")
+    async with Manager(EventBus()) as manager:
+        gateway = Gateway(manager, EventBus())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: gateway.serve(None, attach=path))
+            with anyio.fail_after(10):
+                while not path.exists():  # noqa: ASYNC110 - a socket file, no event
+                    await anyio.sleep(0.01)
+            for _ in range(3):
+                async with Client(attach(control_socket), mode="legacy") as client:
+                    await client.list_tools()
+                    assert gateway.sessions == 1  # this client only
+                with anyio.fail_after(10):
+                    while gateway.sessions:  # noqa: ASYNC110 - forgotten as it ends
+                        await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
