@@ -13,15 +13,16 @@ that request. Over streamable HTTP upstreams the match is exact: a call from a
 client that can be asked carries a token (`LINK_META_KEY`), and the transport
 notes which server requests arrive on that call's response stream; a
 2026-07-28 upstream asks in the answer to the call itself. Over stdio or SSE in
-the handshake era the protocol carries no link on the client side, so clients
-that can be asked take turns there (`Turns`): while one client's requests are
-in flight to such an upstream, another client's wait (at most that server's
-`call_timeout`), and a question it asks has one client to go to. Straight at
-the server each client would have had a process of its own; the cost is that
-their calls to it no longer overlap. A request of a client that cannot be
-asked never waits. Should a question still find two clients' requests in
-flight, it is refused with a clear error rather than guessed (never sent to
-another client).
+the handshake era the protocol carries no link on the client side, so once
+such an upstream has asked a question, clients that can be asked take turns
+there (`Turns`): while one client's requests are in flight to it, another
+client's wait (at most that server's `call_timeout`), and a question it asks
+has one client to go to. Straight at the server each client would have had a
+process of its own; the cost is that their calls to it no longer overlap. A
+server that never asks (most) costs nothing, and a request of a client that
+cannot be asked never waits. A question that still finds two clients'
+requests in flight (the first one a server asks) is refused with a clear
+error rather than guessed (never sent to another client).
 """
 
 from __future__ import annotations
@@ -328,7 +329,7 @@ class ClientRequests:
             as long for its turn (`Turns`).
         unlinked: Whether an upstream's questions name no request (a
             handshake-era stdio or SSE server): clients that can be asked
-            take turns there.
+            take turns there, once it has asked a question.
     """
 
     def __init__(
@@ -340,6 +341,9 @@ class ClientRequests:
         self._deadline = deadline
         self._unlinked = unlinked
         self._turns: dict[str, Turns] = {}
+        self._askers: set[str] = set()
+        """Upstreams that asked a question since the daemon started: only
+        there do clients take turns."""
         self.spawn: Starter | None = None
         """Starts a task in the serving gateway's own task group (set while it
         runs): a request's notes are delivered there, so a request that brings
@@ -371,7 +375,11 @@ class ClientRequests:
             # (two of them in flight to one stdio server are told apart or
             # refused, never confused).
             key = f"{key}#{id(notes)}"
-        if self._unlinked(server) and can_be_asked(ctx.session.client_capabilities):
+        if (
+            server in self._askers
+            and self._unlinked(server)
+            and can_be_asked(ctx.session.client_capabilities)
+        ):
             async with self._turn(server, key):
                 async with self._serving(server, key, ctx, notes, token, held):
                     yield
@@ -475,6 +483,7 @@ class ClientRequests:
         (of a connection that declares no roots) from `server` to the
         downstream session whose request it is serving: the one its
         link names (streamable HTTP upstreams), else the only session waiting."""
+        self._askers.add(server)  # from now on its askable clients take turns
         waiting = self._waiting.get(server, [])
         linked = [w for w in waiting if link is not None and w.token == link]
         if linked:

@@ -69,6 +69,9 @@ async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_their
                         tg.start_soon(call)
 
         with anyio.fail_after(240):
+            # Turns begin once the server has asked a question: one ask first.
+            async with Client(url, elicitation_callback=_answering("x")) as first:
+                await first.call_tool("demo__ask_user", {"message": "warm-up"})
             async with anyio.create_task_group() as tg:
                 for k in range(CLIENTS):
                     tg.start_soon(client, k)

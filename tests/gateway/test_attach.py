@@ -334,6 +334,10 @@ async def test_two_attached_clients_asked_at_once_each_get_their_own_question(
                     tg.start_soon(call)
 
     with anyio.fail_after(60):
+        # Turns begin once the server has asked a question: one ask first.
+        params = attach(control_socket)
+        async with Client(params, elicitation_callback=answering("x")) as first:
+            await first.call_tool("a__ask_user", {"message": "warm-up"})
         async with anyio.create_task_group() as tg:
             tg.start_soon(client, "one")
             tg.start_soon(client, "two")

@@ -638,6 +638,11 @@ async def test_many_clients_eliciting_at_once_through_one_stdio_server_each_get_
         results.setdefault(name, []).append(text_of(got))
 
     with anyio.fail_after(120):
+        # Turns begin once the server has asked a question: one ask first.
+        async with SdkClient(
+            gateway.url, elicitation_callback=answering("warm-up")
+        ) as first:
+            await first.call_tool("a__ask_user", {"message": "warm-up"})
         async with anyio.create_task_group() as tg:
             for k in range(clients):
                 tg.start_soon(handshake if k % 2 else modern, f"client{k}")
