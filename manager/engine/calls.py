@@ -143,8 +143,8 @@ def call_error(
         return type(exc)(text)
     if isinstance(exc, Disconnected):
         return ServerUnavailable(
-            f"{conn.name} disconnected during the call ({redact(str(exc), secrets)}); "
-            "the call was not retried"
+            f"{conn.name} disconnected during the call ({redact(str(exc), secrets)}): "
+            "the server may have run it, and it was not sent again"
         )
     if isinstance(exc, TransportError):
         return ServerUnavailable(f"{conn.name}: {redact(str(exc), secrets)}")
