@@ -253,11 +253,16 @@ class McpTransport:
     ) -> AsyncIterator[None]:
         """While the body runs: a handshake-era session beside a 2026-07-28
         one with an HTTP server under `auto` (`side.HandshakeSide`), in a
-        task group whose end is the body's (its own error leaves as itself)."""
+        task group whose end is the body's (its own error leaves as itself).
+
+        Not for a server we hold OAuth tokens for, yet: the session beside
+        would be a second user of them, and two refreshes of a rotating
+        refresh token burn it."""
         if (
             resolved.transport != "http"
             or resolved.protocol != "auto"
             or upstream.info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+            or token_path(self.state_dir, resolved.name).exists()
         ):
             yield
             return
