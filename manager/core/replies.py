@@ -285,6 +285,7 @@ class DaemonInfo:
             dies, while it runs.
         profiles: The declared profiles (`mcp_profile`), by name.
         attached: The clients attached now (`mcp-manager attach`).
+        endpoint: The HTTP endpoint's URL (`--listen`), None without one.
     """
 
     version: str = ""
@@ -300,6 +301,7 @@ class DaemonInfo:
     guardian: int | None = None
     profiles: tuple[str, ...] = ()
     attached: tuple[AttachedClient, ...] = ()
+    endpoint: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The wire form: every field, by name; the nested ones as objects."""
@@ -321,6 +323,7 @@ class DaemonInfo:
             "guardian": self.guardian,
             "profiles": list(self.profiles),
             "attached": [client.to_dict() for client in self.attached],
+            "endpoint": self.endpoint,
         }
 
     @classmethod
@@ -353,6 +356,7 @@ class DaemonInfo:
                 for item in _list(data.get("attached"))
                 if (row := read_mapping(item)) is not None
             ),
+            endpoint=read_str(data.get("endpoint")),
         )
 
 

@@ -153,6 +153,7 @@ class Daemon:
             guardian=CHILD_GROUPS.guardian_pid,
             profiles=tuple(self.manager.profiles),
             attached=self.gateway.attached.clients if self.gateway else (),
+            endpoint=self.gateway.url if self.gateway else None,
         )
 
     def reconnect(self, server: str) -> ReconnectReply:

@@ -208,6 +208,7 @@ class HudState:
         otlp: The OTLP exporter status from `info` (`"off"` if none).
         starts: The stdio start slots from `info`.
         attached: The clients attached through `mcp-manager attach`.
+        endpoint: The daemon's HTTP endpoint (`--listen`), if it serves one.
         hud_dropped: Events this HUD lost by falling behind (`lagged`).
         daemon_dropped: Events dropped per subscriber, daemon-wide (`info`).
         daemon_pid: The daemon's process id, if known.
@@ -226,6 +227,7 @@ class HudState:
     otlp: OtlpStatus | str = OTLP_OFF
     starts: StartSlots = field(default_factory=StartSlots)
     attached: tuple[AttachedClient, ...] = ()
+    endpoint: str | None = None
     hud_dropped: int = 0
     daemon_dropped: dict[str, int] = field(default_factory=dict)
     daemon_pid: int | None = None
@@ -274,6 +276,7 @@ class HudState:
         self.otlp = info.otlp
         self.starts = info.starts
         self.attached = info.attached
+        self.endpoint = info.endpoint
         self.daemon_pid = info.pid
         self.version = info.version or self.version
         self.daemon_dropped = dict(info.dropped)

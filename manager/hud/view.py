@@ -261,6 +261,8 @@ def footer_lines(hud: HudState) -> tuple[Cell, list[Cell]]:
     if waiting:
         slots = hud.starts.slots
         spans.append((f"{waiting} waiting to start ({slots} at a time)", "yellow"))
+    if hud.endpoint:
+        spans.append((f"endpoint {hud.endpoint}", "cyan"))
     if hud.attached:
         spans.append((attached_text(hud.attached), "cyan"))
     return config, spans

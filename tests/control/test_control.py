@@ -571,6 +571,7 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "guardian": None,
             "profiles": [],
             "attached": [],
+            "endpoint": None,
         },
     ),
     ({"cmd": "reconnect", "server": "web"}, {"server": "web", "retrying": True}),

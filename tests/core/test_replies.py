@@ -75,6 +75,7 @@ FULL: list[Reply] = [
         guardian=4243,
         profiles=("coding", "review"),
         attached=(AttachedClient(profile="", client="claude", pid=7, since=3.5),),
+        endpoint="http://127.0.0.1:8080/mcp",
     ),
     DaemonInfo(otlp="off"),
     AlreadyApplied(time=3.25, trigger="file watcher"),

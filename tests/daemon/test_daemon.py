@@ -62,6 +62,7 @@ INFO_KEYS = (
     "guardian",
     "profiles",
     "attached",
+    "endpoint",
 )
 """The keys of `info` on the wire, in order."""
 

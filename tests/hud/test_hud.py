@@ -340,6 +340,14 @@ def test_a_config_error_stays_in_the_footer_until_a_later_load() -> None:
     assert footer_lines(hud)[0][0] == "config startup.lua ✔ loaded 22:13:23"
 
 
+def test_the_footer_names_the_http_endpoint_the_daemon_serves() -> None:
+    hud = HudState()
+    hud.set_info(DaemonInfo(endpoint="http://127.0.0.1:8080/mcp"))
+    assert ("endpoint http://127.0.0.1:8080/mcp", "cyan") in footer_lines(hud)[1]
+    hud.set_info(DaemonInfo())  # no --listen
+    assert not any("endpoint" in text for text, _ in footer_lines(hud)[1])
+
+
 def test_the_footer_says_how_many_stdio_servers_wait_to_start() -> None:
     hud = HudState()
     hud.set_info(DaemonInfo(starts=StartSlots(slots=2, starting=2, waiting=28)))
