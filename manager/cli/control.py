@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from .exits import fail, first_line
 if TYPE_CHECKING:
     from ..core.events import Event
     from ..core.replies import DaemonInfo, ReloadSummary
+    from ..core.spec import ConnectionSpec
 
 __all__ = ["add_parsers"]
 
@@ -166,6 +168,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     for clash in prefix_clashes({spec.name: spec.prefix for spec in result.specs}):
         print(f"{path}: warning: {clash}", file=sys.stderr)
+    for spec in result.specs:
+        missing = _missing_command(spec)
+        if missing is not None:
+            print(f"{path}: warning: {spec.name}: {missing}", file=sys.stderr)
     names = [spec.name for spec in result.specs]
     shown = ", ".join(names[:20]) + (
         f", … ({len(names) - 20} more)" if len(names) > 20 else ""
@@ -180,6 +186,27 @@ def _cmd_check(args: argparse.Namespace) -> int:
         line += f"; profiles: {views}"
     print(line)
     return 0
+
+
+def _missing_command(spec: ConnectionSpec) -> str | None:
+    """Why a stdio server's command would not start here, if it would not:
+    not on the `PATH` it gets (the daemon's, or its own `env`), or not an
+    executable file. A command still holding `${env:...}` is not judged."""
+    command = spec.command
+    if spec.transport != "stdio" or not command or "${" in command:
+        return None
+    search = dict(spec.env).get("PATH", os.environ.get("PATH", os.defpath))
+    if os.sep in command:
+        where = Path(command) if spec.cwd is None else Path(spec.cwd) / command
+        if os.access(where, os.X_OK) and where.is_file():
+            return None
+        return f"command {command!r} is not an executable file; fix the path"
+    if shutil.which(command, path=search) is not None:
+        return None
+    return (
+        f"command {command!r} is not on PATH ({search}); install it, or give "
+        "its full path (a client that started it may have had another PATH)"
+    )
 
 
 def add_parsers(

@@ -669,6 +669,29 @@ def test_check_accepts_a_good_script(
     assert capsys.readouterr().out.endswith("; profiles: agent (search)\n")
 
 
+def test_check_warns_of_a_command_that_would_not_start_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command missing from PATH (`npx` on a machine without Node, say)
+    is named before the daemon runs into it; the script is still OK."""
+    pytest.importorskip("manager.lua")
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        'mcp_add("gone", {command = "no-such-command-here"})\n'
+        'mcp_add("path", {command = "/no/such/dir/server"})\n'
+        'mcp_add("fine", {command = "cat"})\n'
+        'mcp_add("own", {command = "cat", env = {PATH = "/nowhere"}})\n'
+    )
+    assert main(["check", str(script)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"{script}: OK, 4 connections")
+    warned = [line for line in err.splitlines() if ": warning: " in line]
+    assert len(warned) == 3, err
+    assert "gone: command 'no-such-command-here' is not on PATH" in warned[0]
+    assert "path: command '/no/such/dir/server' is not an executable" in warned[1]
+    assert "own: command 'cat' is not on PATH (/nowhere)" in warned[2]
+
+
 def test_check_reports_a_bad_script_with_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
