@@ -28,6 +28,7 @@ socket closes (`stdio.fd_streams`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
@@ -63,6 +64,9 @@ GREETING_TIMEOUT = 5.0
 
 GREETING_LIMIT = 64 * 1024
 """Bytes a greeting line may take."""
+
+_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+"""Where a 2026-07-28 request's envelope says who the client is."""
 
 
 class Attached:
@@ -170,7 +174,11 @@ class Attached:
             stream = STREAM_KEY.set(session)
             try:
                 async with fd_streams(
-                    conn.fileno(), conn.fileno(), rest, acks=acks
+                    conn.fileno(),
+                    conn.fileno(),
+                    rest,
+                    acks=acks,
+                    introduced=lambda params: self._introduced(key, params),
                 ) as (read, write):
                     await self._run_session(read, write)
             except Exception as exc:  # boundary: one client's end is not ours
@@ -180,6 +188,25 @@ class Attached:
                 PROFILE.reset(token)
                 self._forget(session)
                 self._clients.pop(key, None)
+
+    def _introduced(self, key: int, params: object) -> bool:
+        """Whether a request says who the client is (`clientInfo.name` of
+        its `initialize`, or of a 2026-07-28 request's envelope); if so, that
+        is its name from now on, better than its process's (a Node or
+        Electron client's is `MainThread`)."""
+        if not isinstance(params, dict):
+            return False
+        info = params.get("clientInfo")
+        meta = params.get("_meta")
+        if info is None and isinstance(meta, dict):
+            info = meta.get(_CLIENT_INFO)
+        name = info.get("name") if isinstance(info, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            return False
+        client = self._clients.get(key)
+        if client is not None:
+            self._clients[key] = dataclasses.replace(client, client=name[:40])
+        return True
 
     def _refusal(self, greeting: dict[str, object]) -> str | None:
         if greeting.get("attach") != ATTACH_VERSION:

@@ -116,7 +116,12 @@ async def stdio_streams(
 
 @asynccontextmanager
 async def fd_streams(
-    read_fd: int, write_fd: int, already_read: bytes = b"", *, acks: bool = False
+    read_fd: int,
+    write_fd: int,
+    already_read: bytes = b"",
+    *,
+    acks: bool = False,
+    introduced: Callable[[object], bool] | None = None,
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
@@ -140,12 +145,15 @@ async def fd_streams(
         acks: Acknowledge each request read (`{"ack": [ids]}` on a line of
             its own) before it goes on to be served: `mcp-manager attach`
             then knows which requests the daemon took (`core.once`).
+        introduced: Called with the params of each request read, until it
+            returns True (it found who the client says it is: `clientInfo`
+            of `initialize`, or of a 2026-07-28 request's envelope).
     """
     read_writer, read_stream = anyio.create_memory_object_stream[
         SessionMessage | Exception
     ](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    wire = _Wire(write_fd)
+    wire = _Wire(write_fd, introduced)
     written = anyio.Event()
 
     async def reader() -> None:
@@ -206,10 +214,13 @@ class _Wire:
     end (`answer_in_flight`) finish the line a cancelled write began.
     """
 
-    __slots__ = ("_fd", "_lock", "broken", "in_flight", "pending")
+    __slots__ = ("_fd", "_introduced", "_lock", "broken", "in_flight", "pending")
 
-    def __init__(self, fd: int) -> None:
+    def __init__(
+        self, fd: int, introduced: Callable[[object], bool] | None = None
+    ) -> None:
         self._fd = fd
+        self._introduced = introduced
         self._lock = anyio.Lock()
         self.pending = bytearray()
         self.in_flight: dict[types.RequestId, str] = {}
@@ -224,6 +235,10 @@ class _Wire:
                 if isinstance(message, types.JSONRPCRequest):
                     self.in_flight[message.id] = message.method
                     taken.append(message.id)
+                    if self._introduced is not None and self._introduced(
+                        message.params
+                    ):
+                        self._introduced = None
         return taken
 
     def answered(self, item: SessionMessage) -> None:

@@ -201,7 +201,8 @@ async def test_a_profile_through_attach_and_the_clients_it_serves(
     daemon, control_socket = shared_daemon
     for mode in ("auto", "legacy"):
         params = attach(control_socket, "--profile", "one")
-        async with Client(params, mode=mode) as client:
+        me = types.Implementation(name=f"editor-{mode}", version="1")
+        async with Client(params, mode=mode, client_info=me) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools and all(t.startswith("a__") for t in tools)
             assert "a__fail" not in tools
@@ -212,6 +213,8 @@ async def test_a_profile_through_attach_and_the_clients_it_serves(
             attached = info["attached"]
             assert isinstance(attached, list)
             assert [row["profile"] for row in attached] == ["one"]
+            # Named as the client says it is, not as its process is called.
+            assert [row["client"] for row in attached] == [f"editor-{mode}"]
 
 
 async def test_what_an_upstream_asks_goes_to_the_client_that_called(
