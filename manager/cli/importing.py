@@ -329,9 +329,36 @@ def _client_entry(client: str, name: str, command: str, argv: list[str]) -> str:
     return json.dumps({top: {name: entry}}, indent=2, ensure_ascii=False)
 
 
+def _unknown_profile(socket: Path, profile: str) -> str | None:
+    """Why `profile` is not one the daemon at `socket` serves, if it is not;
+    None when it is, or when no daemon answers (said on stderr)."""
+    from ..control.client import ControlClient
+    from ..core.errors import ControlError
+
+    try:
+        declared = ControlClient(socket).info().profiles
+    except ControlError:
+        _say(
+            f"could not check that profile {profile!r} exists: no daemon answers "
+            f"on {socket}; `mcp-manager check startup.lua` lists the profiles"
+        )
+        return None
+    if profile in declared:
+        return None
+    known = ", ".join(sorted(declared)) or "none declared"
+    return (
+        f"no profile named {profile!r} (profiles: {known}); declare it with "
+        "mcp_profile in startup.lua, or leave --profile out"
+    )
+
+
 def _cmd_client_config(args: argparse.Namespace) -> int:
     if not args.name:
         return fail("--name must not be empty")
+    if args.profile:
+        problem = _unknown_profile(find_socket(args.socket), args.profile)
+        if problem is not None:
+            return fail(f"client-config: {problem}")
     # The socket, named: a client passes only a few variables to what it
     # spawns, and `attach` must reach this daemon whatever they are.
     argv = ["attach", "--socket", str(find_socket(args.socket))]

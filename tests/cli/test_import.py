@@ -67,6 +67,8 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("APPDATA", str(home / "AppData" / "Roaming"))
     monkeypatch.delenv("CODEX_HOME", raising=False)
+    # No daemon here (nor a real one of this machine's) to check profiles with.
+    monkeypatch.setenv("MCP_MANAGER_SOCKET", str(tmp_path / "none" / "control.sock"))
     monkeypatch.chdir(project)
     return Machine(home, project)
 

@@ -375,3 +375,28 @@ async def test_what_is_kept_for_an_attached_client_goes_when_it_leaves(
                     while gateway.sessions:  # noqa: ASYNC110 - forgotten as it ends
                         await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
+
+
+def test_client_config_refuses_a_profile_the_daemon_does_not_serve(
+    shared_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    _, control_socket = shared_daemon
+
+    def client_config(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "manager", "client-config", "cursor"]
+            + ["--socket", str(control_socket), *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    wrong = client_config("--profile", "nope")
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert "no profile named 'nope' (profiles: one)" in wrong.stderr
+    right = client_config("--profile", "one")
+    assert right.returncode == 0
+    assert json.loads(right.stdout)["mcpServers"]["mcp-manager"]["args"][-2:] == [
+        "--profile",
+        "one",
+    ]
