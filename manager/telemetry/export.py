@@ -140,9 +140,9 @@ class Exporting:
         the whole budget.
         """
         status = self.status
-        flush = status is None or status.ok
+        flush = status is None or status.ok is not False
         if flush and flush_budget > 0:
-            failing = (lambda: not status.ok) if status is not None else None
+            failing = (lambda: status.ok is False) if status is not None else None
             await _in_daemon_thread(self._flush, flush_budget, abort=failing)
         if status is not None:
             status.closing = True

@@ -98,7 +98,7 @@ class ExportStatus:
     ) -> None:
         self.endpoint = redact_url(endpoint)
         self.protocol = protocol
-        self.ok = True
+        self.ok: bool | None = None  # no export yet: the footer says so
         self.last_error: str | None = None
         self.exports = 0
         self.failures = 0
@@ -292,7 +292,7 @@ class PauseWhileFailing(Sampler):
         links: Sequence[Link] | None = None,
         trace_state: TraceState | None = None,
     ) -> SamplingResult:
-        if self._status.ok:
+        if self._status.ok is not False:
             return self._inner.should_sample(
                 parent_context, trace_id, name, kind, attributes, links, trace_state
             )
@@ -306,7 +306,8 @@ class PauseWhileFailing(Sampler):
         """True while exports fail and no probe is due: no span would be recorded,
         so callers may skip building one at all (the cost of hundreds of dead
         upstreams' attempt spans, with no collector)."""
-        return not self._status.ok and self._clock() - self._probed < self._probe_every
+        failing = self._status.ok is False
+        return failing and self._clock() - self._probed < self._probe_every
 
     def get_description(self) -> str:
         return "PauseWhileFailing"

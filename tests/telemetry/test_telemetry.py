@@ -632,6 +632,19 @@ def test_an_unreachable_collector_is_warned_about_once(
     assert logging.getLogger("opentelemetry").propagate
 
 
+def test_before_the_first_export_the_status_says_so_and_spans_are_still_made() -> None:
+    """The HUD's footer showed ✔ before anything was exported: the status
+    is unknown (None) until the first export, and spans are sampled then."""
+    status = ExportStatus("http://c:4317", "grpc")
+    assert status.snapshot().ok is None
+    sampler = PauseWhileFailing(status, probe_every=30.0, clock=lambda: 0.0)
+    assert not sampler.quiet()
+    provider = TracerProvider(sampler=sampler, shutdown_on_exit=False)
+    assert provider.get_tracer("t").start_span("first").is_recording()
+    status.record(True)
+    assert status.snapshot().ok is True and status.snapshot().exports == 1
+
+
 def test_quiet_tells_span_builders_to_skip_work_until_a_probe_is_due() -> None:
     clock = [100.0]
     status = ExportStatus("http://c:4317", "grpc")
