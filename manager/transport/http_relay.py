@@ -324,6 +324,8 @@ class HttpRelay:
         """
         async for chunk in chunks:
             for data in events.feed(chunk):
+                if not data.strip():
+                    continue  # a priming event (its id lets a stream resume)
                 try:
                     message = json.loads(data)
                 except ValueError:
