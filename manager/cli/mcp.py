@@ -133,6 +133,8 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
         server = row.server
         exposed = row.exposed
         shown = "(hidden)" if row.hidden else exposed or "(not exposed)"
+        if row.held:
+            shown = f"(held back: `mcp-manager approve {row.server}` to show it)"
         if args.kind == "resources" and exposed == row.name:
             shown = "" if not row.template else "(template)"
         print(f"{row.server:<12} {row.name:<{width}}  {shown}".rstrip())

@@ -694,6 +694,8 @@ class CatalogRow:
         exposed: The name (or URI) the endpoint shows it under; None when a
             filter hides it or the endpoint leaves it out.
         hidden: A filter of the connection hides it.
+        held: Pinning holds it back (`pin = "strict"`: it changed since it
+            was pinned, or is new); `mcp-manager approve` shows it again.
         description: Its description ("" if none).
         input_schema: A tool's input schema (JSON Schema, as the server sent it).
         template: A resource row lists a URI template.
@@ -704,6 +706,7 @@ class CatalogRow:
     name: str = ""
     exposed: str | None = None
     hidden: bool = False
+    held: bool = False
     description: str = ""
     input_schema: Mapping[str, object] = field(default_factory=dict)
     template: bool = False
@@ -719,6 +722,7 @@ class CatalogRow:
                 "uri": self.name,
                 "exposed": self.exposed,
                 "hidden": self.hidden,
+                "held": self.held,
                 "template": self.template,
                 "description": self.description,
             }
@@ -727,6 +731,7 @@ class CatalogRow:
             "name": self.name,
             "exposed": self.exposed,
             "hidden": self.hidden,
+            "held": self.held,
             "description": self.description,
         }
         if self.kind == "tools":
@@ -742,6 +747,7 @@ class CatalogRow:
             name=read_str(data.get("uri" if kind == "resources" else "name")) or "",
             exposed=read_str(data.get("exposed")),
             hidden=data.get("hidden") is True,
+            held=data.get("held") is True,
             description=read_str(data.get("description")) or "",
             input_schema=read_mapping(data.get("inputSchema")) or {},
             template=data.get("template") is True,

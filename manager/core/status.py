@@ -35,7 +35,8 @@ class ConnectionStatus:
         stderr: The last lines the server wrote to stderr (at most 10).
         prompts: Prompt count of the current (or last) session.
         resources: Resources and resource templates of it.
-        hidden: Tools, prompts and resources its filters hide from the endpoint.
+        hidden: Tools, prompts and resources its filters hide from the
+            endpoint, or pinning holds back.
         auth: `none`, `oauth` (the connection has or gets its tokens) or
             `needs_login` (it waits for `mcp-manager login NAME`) or `refused`
             (it stopped asking for logins; `login` or `reconnect` try again).

@@ -43,16 +43,18 @@ def connection_status(
 
 
 def _hidden(conn: Connection) -> int:
-    """Items of `conn` its filters hide from the endpoint."""
+    """Items of `conn` its filters hide from the endpoint, or pinning holds
+    back (`pin = "strict"`)."""
     exposure, catalog = conn.spec.exposure, conn.catalog
+    held = sum(len(names) for names in conn.held.values())
     if (
         exposure.tools.is_open
         and exposure.prompts.is_open
         and exposure.resources.is_open
     ):
-        return 0
+        return held
     hidden = sum(not exposure.tools.allows(t.name) for t in conn.tools)
     hidden += sum(not exposure.prompts.allows(n) for n in catalog.names("prompts"))
     for kind in ("resources", "templates"):
         hidden += sum(not exposure.resources.allows(u) for u in catalog.names(kind))
-    return hidden
+    return hidden + held

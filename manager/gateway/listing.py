@@ -6,7 +6,8 @@ what a client of the endpoint sees.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import mcp.types as types
 
@@ -22,11 +23,16 @@ def _named(
 ) -> list[dict[str, object]]:
     conns = list(conns)
     model = types.Tool if kind == "tools" else types.Prompt
+
+    def items(c: Connection) -> Sequence[Any]:
+        return c.tools if kind == "tools" else c.catalog.prompts
+
+    # Named as the endpoint names them: without what pinning holds back.
     sources = [
         NameSource(
             c.name,
             c.spec.prefix,
-            c.tools if kind == "tools" else c.catalog.prompts,
+            c.shown(kind, items(c)),
             c.spec.exposure.tools if kind == "tools" else c.spec.exposure.prompts,
         )
         for c in conns
@@ -34,10 +40,11 @@ def _named(
     table = build_name_table(sources, model, kind[:-1])
     exposed = {(r.server, r.tool): name for name, r in table.routes.items()}
     rows: list[dict[str, object]] = []
-    for source in sources:
+    for c, source in zip(conns, sources, strict=True):
         if server is not None and source.server != server:
             continue
-        for item in source.items:
+        held = c.held.get(kind, frozenset())
+        for item in items(c):
             name = item.name if kind == "tools" else str(item.get("name", ""))
             description = (
                 item.description if kind == "tools" else item.get("description", "")
@@ -47,6 +54,7 @@ def _named(
                 "name": name,
                 "exposed": exposed.get((source.server, name)),
                 "hidden": not source.filter.allows(name),
+                "held": name in held,
                 "description": description or "",
             }
             if kind == "tools":
@@ -66,7 +74,10 @@ def catalog_rows(
     conns = list(conns)
     table = build_resource_table(
         CatalogSource(
-            c.name, c.catalog.resources, c.catalog.templates, c.spec.exposure.resources
+            c.name,
+            c.catalog.resources,
+            c.shown("templates", c.catalog.templates),
+            c.spec.exposure.resources,
         )
         for c in conns
     )
@@ -76,11 +87,12 @@ def catalog_rows(
     for c in conns:
         if server is not None and c.name != server:
             continue
-        for is_template, items in (
+        held = c.held.get("templates", frozenset())
+        for is_template, listed in (
             (False, c.catalog.resources),
             (True, c.catalog.templates),
         ):
-            for item in items:
+            for item in listed:
                 uri = str(item.get("uriTemplate" if is_template else "uri", ""))
                 rows.append(
                     {
@@ -88,6 +100,7 @@ def catalog_rows(
                         "uri": uri,
                         "exposed": exposed.get((c.name, uri)),
                         "hidden": not c.spec.exposure.resources.allows(uri),
+                        "held": is_template and uri in held,
                         "template": is_template,
                         "description": str(item.get("description", "") or ""),
                     }

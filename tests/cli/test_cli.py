@@ -533,6 +533,7 @@ def test_tools_json_prints_the_rows_in_their_wire_form(
         "name": "read_file",
         "exposed": "fs__read_file",
         "hidden": False,
+        "held": False,
         "description": "Read a file.",
         "inputSchema": {"type": "object"},
     }

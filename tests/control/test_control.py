@@ -602,6 +602,7 @@ WIRE: list[tuple[dict[str, object], object]] = [
                 "name": "one of the prompts",
                 "exposed": None,
                 "hidden": False,
+                "held": False,
                 "description": "",
             }
         ],

@@ -308,15 +308,24 @@ def test_the_wire_form_is_the_documented_one_key_for_key() -> None:
         "name",
         "exposed",
         "hidden",
+        "held",
         "description",
         "inputSchema",
     ]
-    assert list(prompt) == ["server", "name", "exposed", "hidden", "description"]
+    assert list(prompt) == [
+        "server",
+        "name",
+        "exposed",
+        "hidden",
+        "held",
+        "description",
+    ]
     assert list(resource) == [
         "server",
         "uri",
         "exposed",
         "hidden",
+        "held",
         "template",
         "description",
     ]

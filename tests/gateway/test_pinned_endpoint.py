@@ -14,6 +14,7 @@ from servers import raw_command
 from test_gateway import running_gateway, wait_until
 
 from manager.core.spec import parse_spec
+from manager.gateway.listing import catalog_rows
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -44,6 +45,14 @@ async def test_a_held_tool_is_neither_listed_nor_callable_until_approved(
         )
         await manager.call("s", "relist", {})
         await rec.wait_for("tool_changed", "s")
+        # What the CLI shows (`tools`, `tools --json`, `status`) says so too.
+        rows = {
+            row["name"]: row for row in catalog_rows(manager.connections(), "tools")
+        }
+        assert rows["echo"]["held"] is True and rows["echo"]["exposed"] is None
+        assert rows["relist"]["held"] is False
+        status = manager.status("s")
+        assert status is not None and status.hidden == 1
         for mode in ("auto", "legacy"):
             async with Client(gateway.url, mode=mode) as client:
                 listed = {t.name for t in (await client.list_tools()).tools}
@@ -53,6 +62,10 @@ async def test_a_held_tool_is_neither_listed_nor_callable_until_approved(
                 assert "mcp-manager approve s echo" in _text(refused)
         manager.approve("s")
         await wait_until(lambda: "s__echo" in gateway.table.routes)
+        rows = {
+            row["name"]: row for row in catalog_rows(manager.connections(), "tools")
+        }
+        assert rows["echo"]["held"] is False and rows["echo"]["exposed"] == "s__echo"
         async with Client(gateway.url, mode="legacy") as client:
             listed = {t.name for t in (await client.list_tools()).tools}
             assert listed == {"s__echo", "s__relist"}
