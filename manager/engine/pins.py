@@ -246,7 +246,9 @@ class PinBook:
                         held[kind].add(name)
                 told = _Told(kind, name, change, digest, findings, strict)
                 self._tell(server, told, old, view)
-        if first_sight:
+        if first_sight and any(current.values()):
+            # Nothing listed yet (an on-demand server before its first start)
+            # is no first use: its first real listing is.
             self._save(server, trusted)
         return Review(
             held={k: frozenset(v) for k, v in held.items() if v},

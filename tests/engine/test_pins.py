@@ -78,6 +78,18 @@ def test_first_sight_pins_silently_and_a_changed_description_is_told_once(
     assert len(told) == 1
 
 
+def test_an_empty_listing_is_no_first_use(tmp_path: Path) -> None:
+    """An on-demand server is reviewed before its first start with nothing
+    listed: that must not pin "nothing", or its first real listing would be
+    all new, and all held under strict."""
+    pins, told = book(tmp_path)
+    before = pins.review(spec("strict", start="on_demand"), {"tools": []})
+    assert not before.held and not (tmp_path / "pins" / "s.json").exists()
+    first = pins.review(spec("strict", start="on_demand"), {"tools": [ECHO, PID]})
+    assert not first.held and not first.pending and not told
+    assert (tmp_path / "pins" / "s.json").exists()
+
+
 def test_strict_holds_back_changed_and_new_items_until_approved(tmp_path: Path) -> None:
     pins, told = book(tmp_path)
     pins.review(spec("strict"), {"tools": [ECHO]})
