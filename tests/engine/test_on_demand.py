@@ -122,3 +122,25 @@ def test_bad_on_demand_options_say_what_to_write(
 ) -> None:
     with pytest.raises(ConfigError, match=expected):
         parse_spec("od", {"command": "x"}, opts)
+
+
+async def test_a_new_on_demand_server_is_trusted_on_its_first_listing(
+    tmp_path: Path,
+) -> None:
+    """`pin = "strict"`: what a new on-demand server lists at its first start
+    is pinned as first seen, not held back as new (nothing was pinned before
+    it started)."""
+    bus = EventBus()
+    rec = Recorder(bus)
+    command, args = raw_command()
+    spec = parse_spec(
+        "od",
+        {"command": command, "args": args},
+        {"start": "on_demand", "idle_stop": 0.2, "ping_interval": 0, "pin": "strict"},
+    )
+    async with Manager(bus, lists=ListMemory(tmp_path)) as manager:
+        manager.add(spec)
+        await rec.wait_for("idle", "od")
+        result = await manager.call("od", "echo", {"text": "trusted"})
+        assert not result.is_error and "trusted" in str(result.data)
+        assert not rec.of("tool_changed", "od")
