@@ -25,7 +25,9 @@ def connection_status(
         endpoint=display_endpoint(conn.spec),
         state=state.phase.value,
         attempt=state.attempt,
-        tools=len(state.tools),
+        # The tools it offers: those listed by its session, or (an idle
+        # on-demand server after a restart) remembered from its last one.
+        tools=len(conn.tools) or len(state.tools),
         error=state.error,
         next_retry_in=next_in,
         since=state.since,

@@ -92,6 +92,8 @@ async def test_a_request_starts_an_idle_server_and_a_restart_remembers_its_tools
         assert isinstance(idle, Idle) and idle.reason == "starts at the first request"
         conn = manager.connection("od")
         assert conn is not None and {t.name for t in conn.tools} >= {"echo", "pid"}
+        status = manager.status("od")  # what `status` and the HUD show
+        assert status is not None and status.tools == len(conn.tools)
         assert not rec.of("connecting", "od")
         result = await manager.call("od", "echo", {"text": "cold"})
         assert not result.is_error
