@@ -90,8 +90,14 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+TERMINATION_FAILED = "Session termination failed"
+"""How the SDK's streamable HTTP client says its `DELETE` of a session failed."""
+
+
 class TeardownNoiseFilter(logging.Filter):
-    """Turns the SDK's ERROR tracebacks about closed streams into one DEBUG line.
+    """Turns the SDK's ERROR tracebacks about closed streams into one DEBUG
+    line, and its warning that a session could not be ended (the server is
+    down) into a DEBUG line too.
 
     When an HTTP session ends (a server restart, our own teardown, a cancelled
     call), the SDK's SSE readers log `ERROR ... Error parsing SSE message` or
@@ -114,6 +120,14 @@ class TeardownNoiseFilter(logging.Filter):
         self.suppressed = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and str(record.msg).startswith(
+            TERMINATION_FAILED
+        ):
+            # The goodbye (DELETE) to a server that is down: the connection
+            # already says the server is down; at every attempt, noise.
+            self.suppressed += 1
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
         if record.levelno < logging.ERROR or not record.exc_info:
             return True
         exc = record.exc_info[1]

@@ -494,6 +494,23 @@ def _sdk_error(exc: BaseException, name: str = "mcp.client.streamable_http") -> 
 
 
 @pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_the_sdk_failing_to_end_a_session_of_a_server_that_is_down_is_debug(
+    root_logging: None, level: str
+) -> None:
+    """37 such WARNINGs in a 5-minute fault run, for servers known to be down."""
+    out = io.StringIO()
+    setup_logging(level, "text", out, secrets=SecretRegistry())
+    sdk = logging.getLogger("mcp.client.streamable_http")
+    sdk.warning("Session termination failed: %s", "All connection attempts failed")
+    lines = out.getvalue().splitlines()
+    if level == "INFO":
+        assert lines == []
+    else:
+        (line,) = lines
+        assert " DEBUG " in line and "Session termination failed" in line
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
 def test_sdk_teardown_tracebacks_become_one_debug_line(
     root_logging: None, level: str
 ) -> None:
