@@ -6,6 +6,7 @@ The real daemon in a child process, SDK clients of both eras spawning
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -280,7 +281,17 @@ def test_attach_start_twice_at_once_starts_one_daemon(
         subprocess.Popen(start, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         for _ in range(2)
     ]
-    daemon_pid = None
+
+    def started() -> list[psutil.Process]:
+        """The daemons `attach --start` started on this test's socket (they
+        outlive the attach that started them: their own session)."""
+        return [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if "run" in (p.info["cmdline"] or [])
+            and str(control_socket) in (p.info["cmdline"] or [])
+        ]
+
     try:
         for editor in editors:
             out, _ = editor.communicate(ping, timeout=60)
@@ -290,21 +301,16 @@ def test_attach_start_twice_at_once_starts_one_daemon(
 
         daemon_pid = ControlClient(control_socket).info().pid
         assert daemon_pid is not None
-        daemons = [
-            p
-            for p in psutil.process_iter(["cmdline"])
-            if "run" in (p.info["cmdline"] or [])
-            and str(control_socket) in (p.info["cmdline"] or [])
-        ]
-        assert [p.pid for p in daemons] == [daemon_pid]  # one, not two
+        assert [p.pid for p in started()] == [daemon_pid]  # one, not two
     finally:
         for editor in editors:
             if editor.poll() is None:
                 editor.kill()
                 editor.wait()
-        if daemon_pid is not None:
-            os.kill(daemon_pid, signal.SIGTERM)
-            psutil.Process(daemon_pid).wait(timeout=20)
+        for daemon in started():  # every one, even when the test failed
+            with contextlib.suppress(psutil.NoSuchProcess):
+                daemon.send_signal(signal.SIGTERM)
+                daemon.wait(timeout=20)
 
 
 async def test_two_attached_clients_asked_at_once_each_get_their_own_question(
