@@ -156,11 +156,17 @@ socket, acknowledged by the daemon (it may run)."""
 
 
 class _Request:
-    __slots__ = ("line", "method", "since", "state")
+    """A request of the client not answered yet: its line as the client
+    wrote it, its id and method, since when it waits, where it stands."""
 
-    def __init__(self, line: bytes, method: object, since: float, state: str) -> None:
+    __slots__ = ("id", "line", "method", "since", "state")
+
+    def __init__(
+        self, line: bytes, message: dict[str, object], since: float, state: str
+    ) -> None:
         self.line = line
-        self.method = method
+        self.id = message["id"]
+        self.method = message["method"]
         self.since = since
         self.state = state
 
@@ -280,7 +286,7 @@ class Bridge:
             for key, request in list(self.pending.items()):
                 if now - max(request.since, self.down_since) >= self.hold:
                     del self.pending[key]
-                    self._answer_error(request.line, now - self.down_since)
+                    self._answer_error(request, now - self.down_since)
         if now >= self.retry_at:
             self._reconnect()
 
@@ -310,7 +316,7 @@ class Bridge:
             if "id" in message:
                 state = SENT if self.sock is not None else QUEUED
                 self.pending[_key(message["id"])] = _Request(
-                    line, method, time.monotonic(), state
+                    line, message, time.monotonic(), state
                 )
                 if method == "initialize":
                     self.initialize = message
@@ -325,13 +331,10 @@ class Bridge:
     def _flush_client(self, *, blocking: bool = False) -> None:
         _send(lambda data: os.write(self.stdout_fd, data), self.to_client, blocking)
 
-    def _answer_error(self, line: bytes, down: float) -> None:
-        message = _parsed(line)
-        if not isinstance(message, dict):
-            return
+    def _answer_error(self, request: _Request, down: float) -> None:
         error = {
             "jsonrpc": "2.0",
-            "id": message.get("id"),
+            "id": request.id,
             "error": {
                 "code": INTERNAL_ERROR,
                 "message": (
@@ -424,12 +427,8 @@ class Bridge:
             taken = request.state == TAKEN or (request.state == SENT and not self.acks)
             if taken and not may_repeat(request.method):
                 del self.pending[key]
-                message = _parsed(request.line)
-                assert isinstance(message, dict)
                 answer = stopped_error(
-                    message.get("id"),
-                    request.method,
-                    where="the mcp-manager daemon went away",
+                    request.id, request.method, where="the mcp-manager daemon went away"
                 )
                 self.to_client += json.dumps(answer).encode() + b"\n"
             else:

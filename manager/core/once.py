@@ -58,14 +58,16 @@ def may_repeat(method: object) -> bool:
     return isinstance(method, str) and method in REPEATABLE
 
 
-def stopped_error(request_id: Any, method: object, *, where: str) -> dict[str, Any]:
+def stopped_error(
+    request_id: Any, method: object, *, where: str = "mcp-manager stopped"
+) -> dict[str, Any]:
     """The answer to a request in flight when the daemon stopped (or died).
 
     Args:
         request_id: The request's id, as the client sent it.
         method: Its method (named in the message).
-        where: Who saw it end, as a clause: "mcp-manager stopped" (the daemon,
-            answering before it closes) or "the mcp-manager daemon went away"
+        where: Who saw it end, as a clause: the daemon, answering before it
+            closes (the default), or "the mcp-manager daemon went away"
             (`attach`, after a crash).
     """
     what = f"this {method} request" if isinstance(method, str) else "this request"

@@ -34,7 +34,10 @@ import anyio.abc
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+
+from ..transport.base import HANDSHAKE
 
 __all__ = [
     "ASKABLE",
@@ -43,6 +46,7 @@ __all__ = [
     "HeldCalls",
     "Round",
     "can_be_asked",
+    "client_era",
     "may_need_rounds",
 ]
 
@@ -198,6 +202,19 @@ def may_need_rounds(params: Mapping[str, Any] | None, capabilities: Any) -> bool
     if params and ("requestState" in params or "inputResponses" in params):
         return True
     return can_be_asked(capabilities)
+
+
+def client_era(ctx: Any) -> str | None:
+    """The era a server that speaks both should meet this request's client in
+    (`Upstream.for_era`): `HANDSHAKE` for a handshake-era client that can be
+    asked (its questions go on the back-channel, as straight); None for the
+    others (a client that cannot be asked gains nothing there and keeps the
+    leaner 2026-07-28 route)."""
+    if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and can_be_asked(
+        ctx.session.client_capabilities
+    ):
+        return HANDSHAKE
+    return None
 
 
 def can_be_asked(capabilities: Any) -> bool:

@@ -26,13 +26,13 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from ..core.errors import CallError
 from ..engine.manager import Manager
 from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
-from ..transport.base import HANDSHAKE, ProgressCallback, Upstream
+from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .errors import client_error
 from .freshness import list_hint
 from .names import NameSource, ToolRoute, ToolTable, build_name_table
 from .requests import CallNotes, ClientRequests, upstream_meta
-from .rounds import HeldCall, HeldCalls, can_be_asked, may_need_rounds
+from .rounds import HeldCall, HeldCalls, client_era, may_need_rounds
 from .views import PROFILE, current_profile, visible_items, visible_resources
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
@@ -185,13 +185,7 @@ class Features:
 
         # What may ask the client meets a server of both eras in the client's
         # own era (`Upstream.for_era`), its questions on the back-channel.
-        era = (
-            HANDSHAKE
-            if method in INPUT_METHODS
-            and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-            and can_be_asked(ctx.session.client_capabilities)
-            else None
-        )
+        era = client_era(ctx) if method in INPUT_METHODS else None
 
         async def run(held: HeldCall | None = None) -> Any:
             notes = self.notes(ctx)

@@ -153,8 +153,25 @@ async def fd_streams(
         SessionMessage | Exception
     ](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    wire = _Wire(write_fd, introduced)
+    wire = _Wire(write_fd)
     written = anyio.Event()
+    introducing = [introduced] if introduced is not None else []
+
+    async def hand_on(lines: list[bytes]) -> None:
+        """Parse, note as in flight (acknowledged first, if asked), pass on."""
+        parsed = [_parse(line) for line in lines if line.strip()]
+        taken = wire.take(parsed)
+        if taken and acks:
+            await wire.send(_ack_line(taken))
+        for message in parsed:
+            if (
+                introducing
+                and isinstance(message, SessionMessage)
+                and isinstance(message.message, types.JSONRPCRequest)
+                and introducing[0](message.message.params)
+            ):
+                introducing.clear()
+            await read_writer.send(message)
 
     async def reader() -> None:
         with contextlib.suppress(anyio.BrokenResourceError):  # serving ended
@@ -165,12 +182,7 @@ async def fd_streams(
         async with read_writer:
             while True:
                 *lines, buffer = buffer.split(b"\n")
-                parsed = [_parse(line) for line in lines if line.strip()]
-                taken = wire.take(parsed)
-                if taken and acks:
-                    await wire.send(_ack_line(taken))
-                for message in parsed:
-                    await read_writer.send(message)
+                await hand_on(lines)
                 try:
                     chunk = await _read(read_fd)
                 except OSError:  # a reset socket: the client is gone
@@ -178,12 +190,7 @@ async def fd_streams(
                 if not chunk:
                     break
                 buffer += chunk
-            if buffer.strip():  # a last line without its newline
-                last = _parse(buffer)
-                taken = wire.take([last])
-                if taken and acks:
-                    await wire.send(_ack_line(taken))
-                await read_writer.send(last)
+            await hand_on([buffer])  # a last line without its newline
 
     async def writer() -> None:
         try:
@@ -214,13 +221,10 @@ class _Wire:
     end (`answer_in_flight`) finish the line a cancelled write began.
     """
 
-    __slots__ = ("_fd", "_introduced", "_lock", "broken", "in_flight", "pending")
+    __slots__ = ("_fd", "_lock", "broken", "in_flight", "pending")
 
-    def __init__(
-        self, fd: int, introduced: Callable[[object], bool] | None = None
-    ) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._introduced = introduced
         self._lock = anyio.Lock()
         self.pending = bytearray()
         self.in_flight: dict[types.RequestId, str] = {}
@@ -235,10 +239,6 @@ class _Wire:
                 if isinstance(message, types.JSONRPCRequest):
                     self.in_flight[message.id] = message.method
                     taken.append(message.id)
-                    if self._introduced is not None and self._introduced(
-                        message.params
-                    ):
-                        self._introduced = None
         return taken
 
     def answered(self, item: SessionMessage) -> None:
@@ -280,8 +280,8 @@ class _Wire:
         if self.broken:
             return
         lines = [
-            json.dumps(stopped_error(key, method, where="mcp-manager stopped"))
-            for key, method in self.in_flight.items()
+            json.dumps(stopped_error(request_id, method))
+            for request_id, method in self.in_flight.items()
         ]
         self.in_flight.clear()
         if lines:

@@ -26,8 +26,6 @@ from ..core.once import STOPPED_CODE, stopped_error
 
 __all__ = ["AnswerAtStop"]
 
-_WHERE = "mcp-manager stopped"
-
 
 class AnswerAtStop:
     """ASGI middleware: what is in flight when `stop()` is called is
@@ -100,25 +98,14 @@ class _Exchange:
 
     async def answer_stopped(self) -> None:
         answers = [
-            stopped_error(request_id, method, where=_WHERE)
+            stopped_error(request_id, method)
             for request_id, method in _requests(b"".join(self.body))
         ]
         if not self.started:
             if not answers:
                 await _refuse(self._send)
                 return
-            body = json.dumps(answers[0] if len(answers) == 1 else answers).encode()
-            await self._send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await self._send({"type": "http.response.body", "body": body})
+            await _json(self._send, 200, answers[0] if len(answers) == 1 else answers)
             return
         if self.event_stream:
             for answer in answers:
@@ -148,24 +135,19 @@ def _requests(body: bytes) -> list[tuple[Any, object]]:
 
 
 async def _refuse(send: Any) -> None:
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": None,
-            "error": {
-                "code": STOPPED_CODE,
-                "message": "mcp-manager is stopping; nothing was sent to any server",
-            },
-        }
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 503,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
+    error = {
+        "code": STOPPED_CODE,
+        "message": "mcp-manager is stopping; nothing was sent to any server",
+    }
+    await _json(send, 503, {"jsonrpc": "2.0", "id": None, "error": error})
+
+
+async def _json(send: Any, status: int, payload: object) -> None:
+    """A whole JSON answer: its head, then its body."""
+    body = json.dumps(payload).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

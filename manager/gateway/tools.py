@@ -26,12 +26,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..core.profile import Profile
 from ..engine.manager import Manager
-from ..transport.base import HANDSHAKE, LINK_META_KEY, CallResult
+from ..transport.base import LINK_META_KEY, CallResult
 from .errors import client_error
 from .freshness import list_hint
 from .names import SEPARATOR, ToolTable
 from .requests import upstream_meta
-from .rounds import HeldCall, can_be_asked, may_need_rounds
+from .rounds import HeldCall, client_era, may_need_rounds
 from .routing import Features
 from .tasks import exposed_task
 from .views import current_profile, visible_items
@@ -182,16 +182,7 @@ class ToolCalls:
             token = uuid.uuid4().hex
             meta = {**(meta or {}), LINK_META_KEY: token}
 
-        # A server that speaks both eras meets a handshake-era client that can
-        # be asked in its own era: its questions on the back-channel, as
-        # straight. (Other clients get nothing from a back-channel; their
-        # calls keep the 2026-07-28 route, the leaner one.)
-        era = (
-            HANDSHAKE
-            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-            and can_be_asked(caps)
-            else None
-        )
+        era = client_era(ctx)  # a server of both eras meets it in its own
 
         async def run(held: HeldCall | None = None) -> CallResult:
             notes = self._features.notes(ctx)
