@@ -15,6 +15,10 @@ from there (`from servers import stdio_command, ...`), never from this file.
   detection, reconnects); the demo server where the SDK's server is.
   `http_server` / `sse_server` are one started demo server.
 - `blackhole`: a `Blackhole` TCP listener, closed at teardown.
+- `control_socket`: a control socket path in a private directory of its own
+  that outlives daemons (for tests that stop one and start another on it).
+- `backchannel_http`: `servers/backchannel.py` over streamable HTTP, a
+  dual-era server that asks only the handshake way.
 - `everything_stdio` / `everything_sse` / `everything_http`: the official
   reference server `@modelcontextprotocol/server-everything` (npm, pinned in
   `tests/node`): a `(command, args)` pair for stdio, or the URL of a running
@@ -32,6 +36,9 @@ exec every process (`campaigns_exec_every_process`).
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -170,6 +177,31 @@ def everything_http(tmp_path: Path) -> Iterator[str]:
     require_everything()
     with serve_everything("http", log_path=tmp_path / "everything-http.log") as url:
         yield url
+
+
+@pytest.fixture
+def control_socket() -> Iterator[Path]:
+    """A control socket path in a private directory that outlives daemons."""
+    directory = Path(tempfile.mkdtemp(prefix="mm-sock-", dir="/tmp"))
+    os.chmod(directory, 0o700)
+    try:
+        yield directory / "control.sock"
+    finally:
+        for leftover in directory.iterdir():
+            leftover.unlink()
+        directory.rmdir()
+
+
+@pytest.fixture
+def backchannel_http() -> Iterator[HttpServerProcess]:
+    """`servers/backchannel.py` over streamable HTTP, started and stopped."""
+    script = Path(__file__).parent / "servers" / "backchannel.py"
+    server = HttpServerProcess("http", program=(sys.executable, script))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
+import mcp.types as types
 
 from manager.core.errors import ConnectFailed, Disconnected, UpstreamError
 from manager.core.events import Event
@@ -29,7 +30,7 @@ from manager.transport.base import (
     ToolInfo,
 )
 
-__all__ = ["FakeTransport", "FakeUpstream", "Recorder", "eventually"]
+__all__ = ["FakeTransport", "FakeUpstream", "Recorder", "accepting", "eventually"]
 
 WAIT_LIMIT = 15.0
 """Default seconds a test waits for an event before failing."""
@@ -227,3 +228,14 @@ async def eventually(
     with anyio.fail_after(within):
         while not predicate():  # noqa: ASYNC110 - polling the OS, no event exists
             await anyio.sleep(step)
+
+
+def accepting(answer: str) -> Any:
+    """An SDK client's `elicitation_callback` that accepts with `answer`
+    (what the demo server's `ask_user` asks for): a client that can be asked
+    and says who it is in every answer."""
+
+    async def answer_it(context: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"answer": answer})
+
+    return answer_it

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp.types as types
 import pytest
+from fakes import accepting
 from mcp import Client, StdioServerParameters
 from servers import free_port, stdio_command
 from servers.daemon import DaemonProcess
@@ -23,13 +23,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
 CLIENTS = 8
 CALLS = 50
-
-
-def _answering(name: str) -> Any:
-    async def answer(context: Any, params: Any) -> types.ElicitResult:
-        return types.ElicitResult(action="accept", content={"answer": name})
-
-    return answer
 
 
 async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_theirs(
@@ -56,7 +49,7 @@ async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_their
             where: Any = url if k % 2 else attach
             mode: Any = "legacy" if k % 4 < 2 else "auto"
             async with Client(
-                where, mode=mode, elicitation_callback=_answering(name)
+                where, mode=mode, elicitation_callback=accepting(name)
             ) as session:
 
                 async def call() -> None:
@@ -70,7 +63,7 @@ async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_their
 
         with anyio.fail_after(240):
             # Turns begin once the server has asked a question: one ask first.
-            async with Client(url, elicitation_callback=_answering("x")) as first:
+            async with Client(url, elicitation_callback=accepting("x")) as first:
                 await first.call_tool("demo__ask_user", {"message": "warm-up"})
             async with anyio.create_task_group() as tg:
                 for k in range(CLIENTS):

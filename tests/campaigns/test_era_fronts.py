@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +24,6 @@ from servers import HttpServerProcess, free_port
 from servers.daemon import DaemonProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
-
-BACKCHANNEL = Path(__file__).parent.parent / "servers" / "backchannel.py"
-
-
-@pytest.fixture
-def backchannel() -> Iterator[HttpServerProcess]:
-    server = HttpServerProcess("http", program=(sys.executable, BACKCHANNEL))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def _answer(context: Any, params: Any) -> types.ElicitResult:
@@ -60,11 +47,11 @@ async def _outcome(where: Any, mode: Any) -> tuple[object, ...]:
 
 
 async def test_a_dual_era_server_through_every_front_as_straight(
-    tmp_path: Path, backchannel: HttpServerProcess
+    tmp_path: Path, backchannel_http: HttpServerProcess
 ) -> None:
     script = tmp_path / "startup.lua"
     script.write_text(
-        f"mcp_add('bc', {json.dumps(backchannel.url)}, {{prefix = ''}})\n"
+        f"mcp_add('bc', {json.dumps(backchannel_http.url)}, {{prefix = ''}})\n"
     )
     port = free_port()
     with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
@@ -83,9 +70,9 @@ async def test_a_dual_era_server_through_every_front_as_straight(
         }
         with anyio.fail_after(120):
             for mode in ("legacy", "auto"):
-                straight = await _outcome(backchannel.url, mode)
+                straight = await _outcome(backchannel_http.url, mode)
                 for front, where in fronts.items():
                     through = await _outcome(where, mode)
                     assert through == straight, (mode, front, straight, through)
-        handshake = await _outcome(backchannel.url, "legacy")
+        handshake = await _outcome(backchannel_http.url, "legacy")
         assert handshake == (False, "accept: blue", "Write about blue")

@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +61,9 @@ def _request(request_id: int, method: str) -> bytes:
 
 
 @pytest.fixture
-def socket_path() -> Iterator[Path]:
-    directory = Path(tempfile.mkdtemp(prefix="mm-bridge-", dir="/tmp"))
-    try:
-        yield directory / "control.mcp.sock"
-    finally:
-        for leftover in directory.iterdir():
-            leftover.unlink()
-        directory.rmdir()
+def socket_path(control_socket: Path) -> Path:
+    """The attach socket beside `control_socket`, in its private directory."""
+    return control_socket.with_name("control.mcp.sock")
 
 
 class _Attached:

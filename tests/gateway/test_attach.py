@@ -22,6 +22,7 @@ import anyio
 import mcp.types as types
 import psutil
 import pytest
+from fakes import accepting
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from servers import children_of, raw_command, stdio_command
@@ -36,19 +37,6 @@ def _mcp_add(name: str, command: str, args: list[str]) -> str:
         f"mcp_add({json.dumps(name)}, {{command = {json.dumps(command)}, "
         f"args = {{{', '.join(json.dumps(a) for a in args)}}}}})\n"
     )
-
-
-@pytest.fixture
-def control_socket() -> Iterator[Path]:
-    """A control socket path in a private directory that outlives daemons."""
-    directory = Path(tempfile.mkdtemp(prefix="mm-attach-", dir="/tmp"))
-    os.chmod(directory, 0o700)
-    try:
-        yield directory / "control.sock"
-    finally:
-        for leftover in directory.iterdir():
-            leftover.unlink()
-        directory.rmdir()
 
 
 @pytest.fixture(scope="module")
@@ -322,16 +310,10 @@ async def test_two_attached_clients_asked_at_once_each_get_their_own_question(
     _, control_socket = shared_daemon
     got: dict[str, list[str]] = {}
 
-    def answering(name: str) -> Any:
-        async def answer(context: Any, params: Any) -> types.ElicitResult:
-            return types.ElicitResult(action="accept", content={"answer": name})
-
-        return answer
-
     async def client(name: str) -> None:
         params = attach(control_socket)
         async with Client(
-            params, mode="legacy", elicitation_callback=answering(name)
+            params, mode="legacy", elicitation_callback=accepting(name)
         ) as session:
 
             async def call() -> None:
@@ -345,7 +327,7 @@ async def test_two_attached_clients_asked_at_once_each_get_their_own_question(
     with anyio.fail_after(60):
         # Turns begin once the server has asked a question: one ask first.
         params = attach(control_socket)
-        async with Client(params, elicitation_callback=answering("x")) as first:
+        async with Client(params, elicitation_callback=accepting("x")) as first:
             await first.call_tool("a__ask_user", {"message": "warm-up"})
         async with anyio.create_task_group() as tg:
             tg.start_soon(client, "one")

@@ -559,19 +559,6 @@ async def test_a_subscription_through_a_2026_upstream_rides_its_listen_stream(
                 await anyio.sleep(0.05)
 
 
-@pytest.fixture
-def backchannel_http() -> Iterator[HttpServerProcess]:
-    """`servers/backchannel.py` over streamable HTTP: dual-era, asking only
-    the handshake way."""
-    script = Path(__file__).parent.parent / "servers" / "backchannel.py"
-    server = HttpServerProcess("http", program=(sys.executable, script))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.mark.anyio
 async def test_a_handshake_client_meets_a_dual_era_http_server_in_its_own_era(
     backchannel_http: HttpServerProcess,

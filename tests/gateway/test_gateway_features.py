@@ -19,6 +19,7 @@ import anyio
 import httpx2
 import mcp.types as types
 import pytest
+from fakes import accepting
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -612,15 +613,9 @@ async def test_many_clients_eliciting_at_once_through_one_stdio_server_each_get_
     calls = 20
     results: dict[str, list[str]] = {}
 
-    def answering(name: str) -> Any:
-        async def answer(context: Any, params: Any) -> types.ElicitResult:
-            return types.ElicitResult(action="accept", content={"answer": name})
-
-        return answer
-
     async def handshake(name: str) -> None:
         client = Client()
-        client.on_elicit = answering(name)  # type: ignore[method-assign]
+        client.on_elicit = accepting(name)  # type: ignore[method-assign]
         async with downstream(gateway.url or "", client) as session:
             async with anyio.create_task_group() as tg:
                 for _ in range(calls):
@@ -628,7 +623,7 @@ async def test_many_clients_eliciting_at_once_through_one_stdio_server_each_get_
 
     async def modern(name: str) -> None:
         url = gateway.url or ""
-        async with SdkClient(url, elicitation_callback=answering(name)) as client:
+        async with SdkClient(url, elicitation_callback=accepting(name)) as client:
             async with anyio.create_task_group() as tg:
                 for _ in range(calls):
                     tg.start_soon(one_call, name, client.call_tool)
@@ -640,7 +635,7 @@ async def test_many_clients_eliciting_at_once_through_one_stdio_server_each_get_
     with anyio.fail_after(120):
         # Turns begin once the server has asked a question: one ask first.
         async with SdkClient(
-            gateway.url, elicitation_callback=answering("warm-up")
+            gateway.url, elicitation_callback=accepting("warm-up")
         ) as first:
             await first.call_tool("a__ask_user", {"message": "warm-up"})
         async with anyio.create_task_group() as tg:

@@ -12,11 +12,8 @@ run and was not sent again.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +27,6 @@ from servers.daemon import DaemonProcess
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
 LEDGER_SCRIPT = Path(__file__).parent.parent / "servers" / "ledger.py"
-
-
-@pytest.fixture
-def control_socket() -> Iterator[Path]:
-    """A control socket path in a private directory that outlives daemons."""
-    directory = Path(tempfile.mkdtemp(prefix="mm-once-", dir="/tmp"))
-    os.chmod(directory, 0o700)
-    try:
-        yield directory / "control.sock"
-    finally:
-        for leftover in directory.iterdir():
-            leftover.unlink()
-        directory.rmdir()
 
 
 def _script(tmp_path: Path, ledger: Path, extra: str = "") -> Path:
@@ -96,6 +80,21 @@ async def _call_then_stop(
     return outcome[0] if outcome else None
 
 
+async def _second_call_runs_once(
+    script: Path, args: tuple[str, ...], url: str, mode: Any, ledger: Path
+) -> None:
+    """The next daemon on the same port: a call made now runs there, and the
+    first one is not sent again by anyone."""
+    with DaemonProcess(script, *args) as second:
+        second.wait_event("connected", "ledger")
+        async with Client(url, mode=mode) as client:
+            done = await client.call_tool(
+                "ledger__record", {"text": "second", "seconds": 0}
+            )
+            assert not done.is_error
+    assert _lines(ledger) == ["first", "second"]
+
+
 def _says_it_may_have_run(outcome: object) -> None:
     assert isinstance(outcome, MCPError), outcome
     message = str(outcome)
@@ -141,14 +140,7 @@ async def test_a_call_over_http_is_answered_when_the_daemon_stops_under_it(
             outcome = await _call_then_stop(client, daemon, ledger, signal.SIGTERM)
         _says_it_may_have_run(outcome)
         assert "Exception in ASGI application" not in daemon.log()
-    with DaemonProcess(script, *args) as second:
-        second.wait_event("connected", "ledger")
-        async with Client(url, mode=mode) as client:
-            done = await client.call_tool(
-                "ledger__record", {"text": "second", "seconds": 0}
-            )
-            assert not done.is_error
-    assert _lines(ledger) == ["first", "second"]
+    await _second_call_runs_once(script, args, url, mode, ledger)
 
 
 @pytest.mark.parametrize("mode", ["auto"])  # legacy: the same HTTP client
@@ -174,14 +166,7 @@ async def test_a_call_over_http_fails_once_when_the_daemon_is_killed_under_it(
         except Exception as exc:  # the client's own end is what is checked
             told.append(exc)
         assert told and isinstance(told[0], Exception), told
-    with DaemonProcess(script, *args) as second:
-        second.wait_event("connected", "ledger")
-        async with Client(url, mode=mode) as client:
-            done = await client.call_tool(
-                "ledger__record", {"text": "second", "seconds": 0}
-            )
-            assert not done.is_error
-    assert _lines(ledger) == ["first", "second"]
+    await _second_call_runs_once(script, args, url, mode, ledger)
 
 
 async def test_a_call_in_flight_when_a_reload_restarts_its_server_runs_once(
