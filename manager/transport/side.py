@@ -66,8 +66,9 @@ class HandshakeSide:
         self._tg = tg
         self._limit = limit
         self._current: McpSession | None = None
-        self._ready: anyio.Event | None = None
-        self._closed: anyio.Event | None = None
+        self._ready: anyio.Event | None = None  # set once an opening ended
+        self._closed: anyio.Event | None = None  # set to close the one open
+        self._ended: anyio.Event | None = None  # set once it is closed
         self._refused_until = -1.0
 
     async def session(self, limit: float) -> McpSession | None:
@@ -80,10 +81,11 @@ class HandshakeSide:
         if current is not None:
             if not current.closed:
                 return current
-            self.drop(current)  # ended: open another
+            # The server ended it: close it, then open another.
+            assert self._closed is not None and self._ended is not None
+            self._closed.set()
             with anyio.move_on_after(min(limit, self._limit)):
-                while self._ready is not None:
-                    await self._ready.wait()
+                await self._ended.wait()
         if self._ready is None:
             self._ready = anyio.Event()
             self._tg.start_soon(self._run, self._ready)
@@ -92,13 +94,9 @@ class HandshakeSide:
             await ready.wait()
         return self._current
 
-    def drop(self, session: McpSession) -> None:
-        """`session` failed: the next call opens another."""
-        if self._current is session and self._closed is not None:
-            self._closed.set()
-
     async def _run(self, ready: anyio.Event) -> None:
         closed = self._closed = anyio.Event()
+        ended = self._ended = anyio.Event()
         opened = False
         try:
             # The opener bounds its own handshake (connect_timeout) and teardown.
@@ -125,3 +123,4 @@ class HandshakeSide:
         finally:
             self._ready = None
             ready.set()
+            ended.set()
