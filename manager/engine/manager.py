@@ -451,7 +451,8 @@ class Manager:
                 self.requests.answers[token] = answer
 
             async def send(upstream: Upstream, limit: float) -> CallResult:
-                upstream = await upstream.for_era(era, limit)
+                if era is not None:  # a client met in its own era (`for_era`)
+                    upstream = await upstream.for_era(era, limit)
                 return await upstream.call_tool(
                     tool, arguments, limit, meta=sent_meta, progress=progress
                 )
