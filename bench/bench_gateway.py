@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import statistics
@@ -57,6 +58,10 @@ FASTMCP_VENV = Path("/tmp/mcp-manager-fastmcp-venv")
 FASTMCP_PINS = ("fastmcp==4.1.2", "mcp==2.3.0")
 CALLERS = 16
 START_TIMEOUT = 30.0
+TOKEN = os.environ.setdefault("MCP_MANAGER_TOKEN", secrets.token_urlsafe(24))
+"""The bearer token of the daemons started here (they inherit it); every
+client here sends it to every peer alike (`AUTH`), which the others ignore."""
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @dataclass
@@ -128,6 +133,7 @@ def child(
 async def http_session(url: str) -> AsyncIterator[ClientSession]:
     async with (
         httpx2.AsyncClient(
+            headers=AUTH,
             timeout=httpx2.Timeout(30, read=300),
             # expire idle connections before the servers do (uvicorn: 5 s);
             # sessions sit idle while the other paths are measured

@@ -97,6 +97,7 @@ from mcp.client.sse import sse_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gateway import (
+    AUTH,
     CALLERS,
     ROOT,
     START_TIMEOUT,
@@ -217,6 +218,7 @@ def bare_client() -> httpx2.AsyncClient:
     1.6 ms of CPU per call, more than either proxy; on a 2-core machine the
     16-caller rate then measured the client more than the proxy behind it."""
     return httpx2.AsyncClient(
+        headers=AUTH,
         timeout=httpx2.Timeout(30),
         transport=PoolTransport(keepalive_expiry=2.0),
     )

@@ -343,6 +343,10 @@ def daemon(
     port = free_port()
     command = [sys.executable, "-m", "manager", "run", str(startup)]
     command += ["--listen", f"127.0.0.1:{port}", "--no-hud", "--no-telemetry"]
+    # The suite sends no Authorization header: the endpoint takes none here
+    # (a daemon from before tokens took none anyway).
+    if "--no-token" in (source / "manager" / "cli" / "commands.py").read_text():
+        command += ["--no-token"]
     command += ["--socket", str(private / "control.sock")]
     env = {**child_env(), "XDG_STATE_HOME": str(private)}
     if source != ROOT:

@@ -107,8 +107,11 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
     "control": frozenset({"core", "engine"}),
     "mcpserver": frozenset({"core"}),
     # style.md: core, engine. Also the transport's seam (`Upstream`, the
-    # progress callback, the request link), never its SDK client side.
-    "gateway": frozenset({"core", "engine", "mcpserver", "transport.base"}),
+    # progress callback, the request link), never its SDK client side; and
+    # where the state directory is (the endpoint's own token file lives there).
+    "gateway": frozenset(
+        {"core", "engine", "mcpserver", "transport.base", "transport.state_files"}
+    ),
     "daemon": frozenset(
         {"core", "transport", "engine", "lua", "logs", "telemetry", "hud"}
         | {"control", "gateway"}

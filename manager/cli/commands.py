@@ -38,9 +38,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         reason = "not a file" if config.exists() else "no such file"
         return fail(f"cannot run {config}: {reason}")
     if args.listen is None and (
-        args.token_file or args.allow_host or args.allow_origin
+        args.token_file or args.no_token or args.allow_host or args.allow_origin
     ):
-        return fail("--token-file, --allow-host and --allow-origin need --listen")
+        return fail(
+            "--token-file, --no-token, --allow-host and --allow-origin need --listen"
+        )
     endpoint = None
     if args.listen is not None:
         from ..gateway.options import EndpointError, endpoint_options
@@ -49,6 +51,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             endpoint = endpoint_options(
                 args.listen,
                 token_file=args.token_file,
+                no_token=args.no_token,
                 allowed_hosts=args.allow_host,
                 allowed_origins=args.allow_origin,
             )
@@ -239,13 +242,20 @@ def build_parser() -> argparse.ArgumentParser:
     endpoint.add_argument(
         "--listen",
         metavar="HOST:PORT",
-        help="serve every upstream's tools as SERVER__TOOL at http://HOST:PORT/mcp "
-        "(loopback unless a token is set)",
+        help="serve every upstream's tools as SERVER__TOOL at http://HOST:PORT/mcp; "
+        "every request needs the bearer token (`mcp-manager token` prints it)",
     )
     endpoint.add_argument(
         "--token-file",
         metavar="FILE",
-        help="require this bearer token (default: $MCP_MANAGER_TOKEN, if set)",
+        help="require the bearer token in FILE (default: $MCP_MANAGER_TOKEN if "
+        "set, else the daemon's own, made once in its state directory)",
+    )
+    endpoint.add_argument(
+        "--no-token",
+        action="store_true",
+        help="require no token (loopback only; any local process may then call "
+        "every tool)",
     )
     endpoint.add_argument(
         "--allow-host",

@@ -1,5 +1,6 @@
 """The CLI's commands for a running daemon (`status`, `hud`, `events`,
-`reload`, `reconnect`) and `check`, which validates a startup.lua without one.
+`reload`, `reconnect`, `token`) and `check`, which validates a startup.lua
+without one.
 
 Light: the control client and the standard library (rich only to print the
 status table, textual only for `hud`, Lua only for `check`).
@@ -209,11 +210,82 @@ def _missing_command(spec: ConnectionSpec) -> str | None:
     )
 
 
+# ----------------------------------------------------------------------- token
+
+
+def endpoint_token(socket: Path, rotate: bool = False) -> tuple[str | None, str]:
+    """The HTTP endpoint's bearer token and where it is, for `token` and
+    `client-config --http`; with `rotate`, a new one first.
+
+    The running daemon says where its token is (a file it reads, the
+    environment, or none) and the token is read from there: it never crosses
+    the control socket. With no daemon running, the daemon's own file (made
+    if there is none yet) is the one a `run --listen` will use.
+
+    Raises:
+        ControlError: The daemon runs but cannot say, or cannot rotate.
+    """
+    from ..gateway.options import (
+        TOKEN_ENV,
+        EndpointError,
+        own_token,
+        own_token_path,
+        write_token,
+    )
+
+    client = ControlClient(socket)
+    try:
+        client.ping()
+    except ControlError:  # no daemon: its own file, for the next `run --listen`
+        path = own_token_path()
+        try:
+            token = write_token(path) if rotate else own_token(path)
+        except EndpointError as exc:
+            raise ControlError(str(exc)) from None
+        return token, str(path)
+    reply = client.token(rotate)
+    if reply.path is not None:
+        try:
+            token = Path(reply.path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ControlError(
+                f"cannot read the endpoint's token file {reply.path}: "
+                f"{exc.strerror or exc}"
+            ) from None
+        return token, reply.path
+    if reply.source == f"${TOKEN_ENV}":
+        return os.environ.get(TOKEN_ENV, "").strip() or None, reply.source
+    return None, reply.source
+
+
+def _cmd_token(args: argparse.Namespace) -> int:
+    socket = find_socket(args.socket)
+    token, where = endpoint_token(socket, args.rotate)
+    if token is None:
+        if where.startswith("$"):
+            return fail(
+                f"the daemon's token comes from {where} in its environment, "
+                "which this shell does not have; it is not stored anywhere"
+            )
+        return fail(
+            f"the daemon's HTTP endpoint takes no token ({where}): any process "
+            "on this machine can call its tools; restart it without --no-token"
+        )
+    print(token)
+    if args.rotate:
+        print(
+            f"a new token is in {where}; clients with the old one now get 401: "
+            "give them this one (`mcp-manager client-config CLIENT --http`)",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def add_parsers(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     common: argparse.ArgumentParser,
 ) -> None:
-    """Add `status`, `hud`, `events`, `reload`, `reconnect` and `check`."""
+    """Add `status`, `hud`, `events`, `reload`, `reconnect`, `token` and `check`."""
     status = sub.add_parser("status", parents=[common], help="show every connection")
     status.add_argument("--json", action="store_true", help="a JSON array")
     status.set_defaults(handler=_cmd_status)
@@ -244,6 +316,21 @@ def add_parsers(
     )
     reconnect.add_argument("server", metavar="SERVER")
     reconnect.set_defaults(handler=_cmd_reconnect)
+
+    token = sub.add_parser(
+        "token",
+        parents=[common],
+        help="print the HTTP endpoint's bearer token (--rotate: replace it)",
+        description="Print the bearer token every request to the daemon's HTTP "
+        "endpoint (run --listen) must carry, from where the running daemon reads "
+        "it; with no daemon running, the one the next run --listen will use.",
+    )
+    token.add_argument(
+        "--rotate",
+        action="store_true",
+        help="replace it with a new one; clients with the old one get 401",
+    )
+    token.set_defaults(handler=_cmd_token)
 
     check = sub.add_parser(
         "check", parents=[common], help="validate a startup.lua without running it"

@@ -43,7 +43,7 @@ from .clients import (
     candidate_files,
     read_servers,
 )
-from .exits import PROG, fail
+from .exits import PROG, fail, first_line
 from .translate import (
     Declaration,
     Translator,
@@ -329,6 +329,56 @@ def _client_entry(client: str, name: str, command: str, argv: list[str]) -> str:
     return json.dumps({top: {name: entry}}, indent=2, ensure_ascii=False)
 
 
+_HTTP_URL_KEY = {"windsurf": "serverUrl", "gemini": "httpUrl"}
+"""The key a client reads a remote server's URL from, where it is not `url`."""
+
+
+def _http_entry(client: str, name: str, url: str, token: str | None) -> str:
+    """A client's entry for the daemon's HTTP endpoint, with the bearer token."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if client == "codex":
+        key = name if _BARE_KEY.fullmatch(name) else _toml_string(name)
+        lines = [f"[mcp_servers.{key}]", f"url = {_toml_string(url)}"]
+        if headers:
+            value = _toml_string(headers["Authorization"])
+            lines.append(f"http_headers = {{ Authorization = {value} }}")
+        return "\n".join(lines)
+    entry: dict[str, object] = {_HTTP_URL_KEY.get(client, "url"): url}
+    if client in ("vscode", "claude-code"):
+        entry = {"type": "http", **entry}
+    if headers:
+        entry["headers"] = headers
+    top = "servers" if client == "vscode" else "mcpServers"
+    return json.dumps({top: {name: entry}}, indent=2, ensure_ascii=False)
+
+
+def _http_config(args: argparse.Namespace, socket: Path) -> tuple[str, str] | str:
+    """The endpoint's URL (the profile's, with --profile) and the client's
+    entry for it; or why there is none."""
+    from ..control.client import ControlClient
+    from ..core.errors import ControlError
+    from .control import endpoint_token
+
+    url = args.http
+    if not url:
+        try:
+            url = ControlClient(socket).info().endpoint
+        except ControlError as exc:
+            return f"{first_line(str(exc))}; or give the URL: --http URL"
+        if not url:
+            return (
+                "the daemon serves no HTTP endpoint: run it with --listen "
+                "127.0.0.1:PORT, or give the URL: --http URL"
+            )
+    if args.profile:
+        url = url.rstrip("/") + "/" + args.profile
+    try:
+        token, _ = endpoint_token(socket)
+    except ControlError as exc:
+        return first_line(str(exc))
+    return url, _http_entry(args.client, args.name, url, token)
+
+
 def _unknown_profile(socket: Path, profile: str) -> str | None:
     """Why `profile` is not one the daemon at `socket` serves, if it is not;
     None when it is, or when no daemon answers (said on stderr)."""
@@ -359,11 +409,28 @@ def _cmd_client_config(args: argparse.Namespace) -> int:
         problem = _unknown_profile(find_socket(args.socket), args.profile)
         if problem is not None:
             return fail(f"client-config: {problem}")
-    # The socket, named: a client passes only a few variables to what it
-    # spawns, and `attach` must reach this daemon whatever they are.
-    argv = ["attach", "--socket", str(find_socket(args.socket))]
-    argv += ["--profile", args.profile] if args.profile else []
-    print(_client_entry(args.client, args.name, _executable(), argv))
+    socket = find_socket(args.socket)
+    if args.http is not None:
+        if args.client == "claude-desktop":
+            return fail(
+                "Claude Desktop starts local servers from its file and takes no "
+                "URL there: leave --http out (it then runs `mcp-manager attach`)"
+            )
+        made = _http_config(args, socket)
+        if isinstance(made, str):
+            return fail(f"client-config: {made}")
+        _, entry = made
+        print(entry)
+        _say(
+            "the entry holds the endpoint's bearer token: keep the file private; "
+            "after `mcp-manager token --rotate`, run this again"
+        )
+    else:
+        # The socket, named: a client passes only a few variables to what it
+        # spawns, and `attach` must reach this daemon whatever they are.
+        argv = ["attach", "--socket", str(socket)]
+        argv += ["--profile", args.profile] if args.profile else []
+        print(_client_entry(args.client, args.name, _executable(), argv))
     paths = [str(p) for p in candidate_files(args.client)]
     if args.client == "vscode":
         paths = [paths[0], paths[2]]  # settings.json holds it as "mcp": {"servers"}
@@ -420,6 +487,14 @@ def add_parsers(
     config.add_argument("client", choices=CLIENTS, metavar="CLIENT", help=clients)
     config.add_argument(
         "--profile", metavar="P", help="attach with --profile P (default: none)"
+    )
+    config.add_argument(
+        "--http",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="use the daemon's HTTP endpoint (run --listen) instead of attach: "
+        "its URL (default: the running daemon's) and its bearer token",
     )
     config.add_argument(
         "--name",

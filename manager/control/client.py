@@ -31,6 +31,7 @@ from ..core.replies import (
     Pong,
     ReconnectReply,
     ReloadSummary,
+    TokenReply,
 )
 from ..core.status import ConnectionStatus
 from .paths import check_socket_dir
@@ -254,6 +255,16 @@ class ControlClient:
         """Forget the tokens and client registration of `server`."""
         result = self.request({"cmd": "logout", "server": server})
         return LogoutReply.from_dict(_as_dict(result))
+
+    def token(self, rotate: bool = False) -> TokenReply:
+        """Where the HTTP endpoint's token is; with `rotate`, replace it.
+
+        Raises:
+            ControlError: The daemon is unreachable, serves no HTTP endpoint,
+                or does not own its token.
+        """
+        result = self.request({"cmd": "token", "rotate": rotate})
+        return TokenReply.from_dict(_as_dict(result))
 
     def reload(self) -> ReloadSummary:
         """Run startup.lua again in the daemon and apply it.

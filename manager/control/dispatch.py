@@ -29,6 +29,7 @@ from ..core.replies import (
     Pong,
     ReconnectReply,
     ReloadSummary,
+    TokenReply,
 )
 from .protocol import LOGIN_DEFAULT_TIMEOUT, error_body
 
@@ -161,6 +162,15 @@ class ControlBackend(Protocol):
         """Forget the tokens and client registration of `server`."""
         ...
 
+    def token(self, rotate: bool) -> TokenReply:
+        """Where the HTTP endpoint's bearer token is; with `rotate`, a new
+        one replaces it first.
+
+        Raises:
+            EndpointError: No HTTP endpoint, or a token the daemon does not own.
+        """
+        ...
+
 
 class BadRequest(Exception):
     """The request line is not a valid request; answered with ControlError."""
@@ -203,6 +213,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "logout": frozenset({"server"}),
     "changes": frozenset({"server"}),
     "approve": frozenset({"server", "items"}),
+    "token": frozenset({"rotate"}),
 }
 
 CATALOG_KINDS = ("tools", "prompts", "resources")
@@ -308,6 +319,11 @@ async def dispatch(
             ):
                 raise BadRequest('approve: "items" must be a list of names')
             result = backend.approve(server, list(items)).to_dict()
+        elif cmd == "token":
+            rotate = req.get("rotate", False)
+            if not isinstance(rotate, bool):
+                raise BadRequest('token: "rotate" must be true or false')
+            result = backend.token(rotate).to_dict()
         elif cmd in ("login", "login_wait", "login_callback", "logout"):
             result = await _login_command(backend, cmd, req)
         elif cmd == "request":

@@ -57,6 +57,10 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
            redirect URL)                                     str}`
   logout   `server` str                                      `{"server", "forgot":
                                                              bool}`
+  token    `rotate` bool (default false: a new token         `{"source", "path",
+           replaces the HTTP endpoint's own first)           "rotated",
+                                                             "streams_ended"}`
+                                                             (never the token)
   ======== ================================================= ======================
 
   Each result but `call`'s and `request`'s is the `to_dict()` of a typed reply

@@ -52,6 +52,7 @@ __all__ = [
     "ReconnectReply",
     "ReloadSummary",
     "StartSlots",
+    "TokenReply",
 ]
 
 
@@ -286,6 +287,8 @@ class DaemonInfo:
         profiles: The declared profiles (`mcp_profile`), by name.
         attached: The clients attached now (`mcp-manager attach`).
         endpoint: The HTTP endpoint's URL (`--listen`), None without one.
+        endpoint_token: Where its bearer token is (a file's path,
+            `$MCP_MANAGER_TOKEN`, or `none (--no-token)`); never the token.
     """
 
     version: str = ""
@@ -302,6 +305,7 @@ class DaemonInfo:
     profiles: tuple[str, ...] = ()
     attached: tuple[AttachedClient, ...] = ()
     endpoint: str | None = None
+    endpoint_token: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The wire form: every field, by name; the nested ones as objects."""
@@ -324,6 +328,7 @@ class DaemonInfo:
             "profiles": list(self.profiles),
             "attached": [client.to_dict() for client in self.attached],
             "endpoint": self.endpoint,
+            "endpoint_token": self.endpoint_token,
         }
 
     @classmethod
@@ -357,6 +362,7 @@ class DaemonInfo:
                 if (row := read_mapping(item)) is not None
             ),
             endpoint=read_str(data.get("endpoint")),
+            endpoint_token=read_str(data.get("endpoint_token")),
         )
 
 
@@ -677,6 +683,46 @@ class LogoutReply:
         return cls(
             server=read_str(data.get("server")) or "",
             forgot=data.get("forgot") is True,
+        )
+
+
+# ------------------------------------------------------------------ token
+
+
+@dataclass(frozen=True, slots=True)
+class TokenReply:
+    """`token`: where the HTTP endpoint's bearer token is (never the token).
+
+    Attributes:
+        source: Where it comes from: a file's path, `$MCP_MANAGER_TOKEN`, or
+            `none (--no-token)`.
+        path: The file it is read from (None: the environment, or none).
+        rotated: A new one has just replaced it.
+        streams_ended: Listening streams opened with the old one, ended.
+    """
+
+    source: str = ""
+    path: str | None = None
+    rotated: bool = False
+    streams_ended: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        """The wire form: every field, by name."""
+        return {
+            "source": self.source,
+            "path": self.path,
+            "rotated": self.rotated,
+            "streams_ended": self.streams_ended,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> TokenReply:
+        """Read the wire form back, forgivingly."""
+        return cls(
+            source=read_str(data.get("source")) or "",
+            path=read_str(data.get("path")),
+            rotated=data.get("rotated") is True,
+            streams_ended=read_int(data.get("streams_ended")) or 0,
         )
 
 

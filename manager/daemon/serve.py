@@ -40,6 +40,7 @@ from ..core.replies import (
     ReconnectReply,
     ReloadSummary,
     StartSlots,
+    TokenReply,
 )
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
@@ -154,7 +155,18 @@ class Daemon:
             profiles=tuple(self.manager.profiles),
             attached=self.gateway.attached.clients if self.gateway else (),
             endpoint=self.gateway.url if self.gateway else None,
+            endpoint_token=(
+                self.options.endpoint.token_from
+                if self.options.endpoint is not None
+                else None
+            ),
         )
+
+    def token(self, rotate: bool) -> TokenReply:
+        """Where the endpoint's token is; with `rotate`, replace it first."""
+        if self.gateway is None:
+            raise EndpointError("this daemon serves no HTTP endpoint")
+        return self.gateway.token_reply(rotate)
 
     def reconnect(self, server: str) -> ReconnectReply:
         """Skip `server`'s backoff wait (control API)."""

@@ -1,14 +1,21 @@
 """The HTTP endpoint's gate: Host (DNS rebinding), Origin and bearer token.
 
 Checked before the SDK sees a request; a refusal is a plain HTTP error.
+`Guard.set_token` replaces the token (`mcp-manager token --rotate`): each
+listening stream (a GET) opened with the old one ends, and every request that
+carries it from then on gets 401. A request already running finishes: it was
+let in, and cutting it would leave the client not knowing whether it ran.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
+
+import anyio
 
 from .views import PROFILE
 
@@ -62,6 +69,16 @@ class Guard:
         self._token = f"Bearer {token}".encode() if token else None
         self._on_delete = on_delete
         self._lean = lean
+        self._listening: set[anyio.CancelScope] = set()
+        """The GET streams open now, to end when the token changes."""
+
+    def set_token(self, token: str) -> int:
+        """Require `token` from now on; end the listening streams opened with
+        the old one. Returns how many were ended."""
+        self._token = f"Bearer {token}".encode()
+        for scope in self._listening:
+            scope.cancel()
+        return len(self._listening)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -120,10 +137,41 @@ class Guard:
             self._on_delete(session.decode("latin-1"))
 
     async def _serve(self, scope: Any, receive: Any, send: Any, endpoint: Any) -> None:
-        if self._lean is not None and scope["method"] in ("POST", "GET"):
+        method = scope["method"]
+        if method == "GET" and self._token is not None:
+            await self._listen(scope, receive, send, endpoint)
+        elif self._lean is not None and method in ("POST", "GET"):
             await self._lean(scope, receive, send, endpoint)
         else:
             await endpoint(scope, receive, send)
+
+    async def _listen(self, scope: Any, receive: Any, send: Any, endpoint: Any) -> None:
+        """A GET stream, ended (cleanly) if the token changes while it is open."""
+        started = finished = False
+
+        async def tracked(message: Any) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif not message.get("more_body", False):
+                finished = True
+            await send(message)
+
+        with anyio.CancelScope() as cancel:
+            self._listening.add(cancel)
+            try:
+                if self._lean is not None:
+                    await self._lean(scope, receive, tracked, endpoint)
+                else:
+                    await endpoint(scope, receive, tracked)
+            finally:
+                self._listening.discard(cancel)
+        if cancel.cancel_called and not finished:
+            with contextlib.suppress(Exception):  # boundary: the client may be gone
+                if started:
+                    await send({"type": "http.response.body", "body": b""})
+                else:
+                    await _reject(send, 401, "the bearer token was replaced", [])
 
     def _check(
         self, host: bytes | None, origin: bytes | None, auth: bytes | None

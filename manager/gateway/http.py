@@ -12,7 +12,7 @@ import contextlib
 import errno
 import logging
 import socket
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Protocol, cast
 
 import anyio
@@ -25,7 +25,12 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .exchange import Exchange, HandshakeSessions
 from .guard import Guard
-from .options import SESSION_IDLE_TIMEOUT, EndpointError, EndpointOptions
+from .options import (
+    SESSION_IDLE_TIMEOUT,
+    EndpointError,
+    EndpointOptions,
+    write_token,
+)
 from .resumable import RETRY_MS, ResumableEvents
 from .stopping import AnswerAtStop
 
@@ -182,6 +187,7 @@ class HttpEndpoint:
         self.exchange: Exchange | None = None
         """The hot path, once serving."""
         self._stopping: AnswerAtStop | None = None
+        self._guard: Guard | None = None
 
     @property
     def url(self) -> str:
@@ -269,20 +275,40 @@ class HttpEndpoint:
             events,
         )
         self.exchange = lean
-        self._stopping = AnswerAtStop(
-            Guard(
-                app,
-                hosts=hosts,
-                origins=frozenset(origins),
-                token=options.token,
-                on_delete=self.gateway.forget_session,
-                direct=endpoint,
-                profiles=self.gateway.profile_names,
-                endpoint_path=HTTP_PATH,
-                lean=lean,
-            )
+        self._guard = Guard(
+            app,
+            hosts=hosts,
+            origins=frozenset(origins),
+            token=options.token,
+            on_delete=self.gateway.forget_session,
+            direct=endpoint,
+            profiles=self.gateway.profile_names,
+            endpoint_path=HTTP_PATH,
+            lean=lean,
         )
+        self._stopping = AnswerAtStop(self._guard)
         return self._stopping
+
+    def rotate_token(self, register: Callable[[str], None]) -> int:
+        """Write a new token to the endpoint's own token file and require it
+        from now on; the listening streams opened with the old one end.
+        `register` gets the new token first (to mask it in logs). Returns how
+        many streams ended.
+
+        Raises:
+            EndpointError: The token is not the daemon's to replace (it comes
+                from `$MCP_MANAGER_TOKEN` or there is none), or the file
+                cannot be written.
+        """
+        path = self.options.token_path
+        if path is None or self.options.token is None:
+            raise EndpointError(
+                f"the endpoint's token comes from {self.options.token_from}, "
+                "not a file the daemon owns: change it there and restart the daemon"
+            )
+        token = write_token(path)
+        register(token)
+        return self._guard.set_token(token) if self._guard is not None else 0
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -315,7 +341,16 @@ class HttpEndpoint:
                             f"the MCP endpoint at {self.url} failed to start"
                         )
                     await anyio.sleep(0.005)
-                logger.info("MCP endpoint listening at %s", self.url)
+                logger.info(
+                    "MCP endpoint listening at %s (bearer token: %s)",
+                    self.url,
+                    self.options.token_from or "none",
+                )
+                if self.options.token is None:
+                    logger.warning(
+                        "the MCP endpoint takes no token (--no-token): any "
+                        "process on this machine can call every tool through it"
+                    )
                 task_status.started()
         finally:
             self._done.set()

@@ -56,6 +56,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from .. import __version__
 from ..core.events import Connected, Event, ResourceUpdated, ServerLog
+from ..core.replies import TokenReply
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
@@ -66,7 +67,7 @@ from .catalog import is_rewrite, rewrites_line
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .exchange import HandshakeSessions
 from .names import NameSource, ToolTable, build_name_table
-from .options import SESSION_IDLE_TIMEOUT, EndpointOptions
+from .options import SESSION_IDLE_TIMEOUT, EndpointError, EndpointOptions
 from .replay import replayed
 from .routing import Features
 from .stdio import stdio_streams
@@ -261,6 +262,30 @@ class Gateway:
     def url(self) -> str | None:
         """The HTTP endpoint's URL once it listens, else None."""
         return self._http.url if self._http is not None else None
+
+    def token_reply(self, rotate: bool = False) -> TokenReply:
+        """Where the HTTP endpoint's token is (`mcp-manager token`); with
+        `rotate`, a new one replaces it first.
+
+        Raises:
+            EndpointError: No HTTP endpoint, or its token is not the daemon's
+                to replace.
+        """
+        http = self._http
+        if http is None:
+            raise EndpointError(
+                "this daemon serves no HTTP endpoint (run it with --listen)"
+            )
+        ended = 0
+        if rotate:
+            ended = http.rotate_token(lambda token: self.manager.secrets.add([token]))
+        options = http.options
+        return TokenReply(
+            source=options.token_from,
+            path=str(options.token_path) if options.token_path else None,
+            rotated=rotate,
+            streams_ended=ended,
+        )
 
     # --- lifecycle ------------------------------------------------------------
 

@@ -209,6 +209,7 @@ class HudState:
         starts: The stdio start slots from `info`.
         attached: The clients attached through `mcp-manager attach`.
         endpoint: The daemon's HTTP endpoint (`--listen`), if it serves one.
+        endpoint_token: Where that endpoint's bearer token is (never the token).
         hud_dropped: Events this HUD lost by falling behind (`lagged`).
         daemon_dropped: Events dropped per subscriber, daemon-wide (`info`).
         daemon_pid: The daemon's process id, if known.
@@ -228,6 +229,7 @@ class HudState:
     starts: StartSlots = field(default_factory=StartSlots)
     attached: tuple[AttachedClient, ...] = ()
     endpoint: str | None = None
+    endpoint_token: str | None = None
     hud_dropped: int = 0
     daemon_dropped: dict[str, int] = field(default_factory=dict)
     daemon_pid: int | None = None
@@ -277,6 +279,7 @@ class HudState:
         self.starts = info.starts
         self.attached = info.attached
         self.endpoint = info.endpoint
+        self.endpoint_token = info.endpoint_token
         self.daemon_pid = info.pid
         self.version = info.version or self.version
         self.daemon_dropped = dict(info.dropped)

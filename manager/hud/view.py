@@ -263,6 +263,10 @@ def footer_lines(hud: HudState) -> tuple[Cell, list[Cell]]:
         spans.append((f"{waiting} waiting to start ({slots} at a time)", "yellow"))
     if hud.endpoint:
         spans.append((f"endpoint {hud.endpoint}", "cyan"))
+        if hud.endpoint_token and hud.endpoint_token.startswith("none"):
+            spans.append(("no token: any local process may call", "yellow"))
+        elif hud.endpoint_token:
+            spans.append((f"token {hud.endpoint_token}", "dim"))
     if hud.attached:
         spans.append((attached_text(hud.attached), "cyan"))
     return config, spans

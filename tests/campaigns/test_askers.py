@@ -17,7 +17,7 @@ import pytest
 from fakes import accepting
 from mcp import Client, StdioServerParameters
 from servers import free_port, stdio_command
-from servers.daemon import DaemonProcess
+from servers.daemon import DaemonProcess, bearer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -39,6 +39,7 @@ async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_their
     with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
         daemon.wait_event("connected", "demo")
         url = f"http://127.0.0.1:{port}/mcp"
+        token = daemon.token
         attach = StdioServerParameters(
             command=sys.executable,
             args=["-m", "manager", "attach", "--socket", str(daemon.socket)],
@@ -46,7 +47,7 @@ async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_their
 
         async def client(k: int) -> None:
             name = f"client{k}"
-            where: Any = url if k % 2 else attach
+            where: Any = bearer(url, token) if k % 2 else attach
             mode: Any = "legacy" if k % 4 < 2 else "auto"
             async with Client(
                 where, mode=mode, elicitation_callback=accepting(name)
@@ -63,7 +64,9 @@ async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_their
 
         with anyio.fail_after(240):
             # Turns begin once the server has asked a question: one ask first.
-            async with Client(url, elicitation_callback=accepting("x")) as first:
+            async with Client(
+                bearer(url, token), elicitation_callback=accepting("x")
+            ) as first:
                 await first.call_tool("demo__ask_user", {"message": "warm-up"})
             async with anyio.create_task_group() as tg:
                 for k in range(CLIENTS):

@@ -21,7 +21,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from servers import HttpServerProcess, free_port
-from servers.daemon import DaemonProcess
+from servers.daemon import DaemonProcess, bearer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -56,8 +56,9 @@ async def test_a_dual_era_server_through_every_front_as_straight(
     port = free_port()
     with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
         daemon.wait_event("connected", "bc")
+        url, token = f"http://127.0.0.1:{port}/mcp", daemon.token
         fronts: dict[str, Any] = {
-            "/mcp": f"http://127.0.0.1:{port}/mcp",
+            "/mcp": lambda: bearer(url, token),  # a transport is used once
             "attach": StdioServerParameters(
                 command=sys.executable,
                 args=["-m", "manager", "attach", "--socket", str(daemon.socket)],
@@ -72,7 +73,9 @@ async def test_a_dual_era_server_through_every_front_as_straight(
             for mode in ("legacy", "auto"):
                 straight = await _outcome(backchannel_http.url, mode)
                 for front, where in fronts.items():
-                    through = await _outcome(where, mode)
+                    through = await _outcome(
+                        where() if callable(where) else where, mode
+                    )
                     assert through == straight, (mode, front, straight, through)
         handshake = await _outcome(backchannel_http.url, "legacy")
         assert handshake == (False, "accept: blue", "Write about blue")

@@ -44,6 +44,7 @@ from manager.core.replies import (
     Pong,
     ReconnectReply,
     ReloadSummary,
+    TokenReply,
 )
 from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus, Subscription
@@ -176,6 +177,10 @@ class FakeBackend:
     def logout(self, server: str) -> LogoutReply:
         self.logins.append(("logout", server, None))
         return LogoutReply(server=server, forgot=True)
+
+    def token(self, rotate: bool) -> TokenReply:
+        where = "/state/endpoint-token"
+        return TokenReply(where, where, rotated=rotate, streams_ended=2 * rotate)
 
     def changes(self, server: str | None) -> list[ToolChanged]:
         if server not in (None, "web"):
@@ -572,6 +577,7 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "profiles": [],
             "attached": [],
             "endpoint": None,
+            "endpoint_token": None,
         },
     ),
     ({"cmd": "reconnect", "server": "web"}, {"server": "web", "retrying": True}),
@@ -653,6 +659,15 @@ WIRE: list[tuple[dict[str, object], object]] = [
         {"server": "api", "message": "Logged in."},
     ),
     ({"cmd": "logout", "server": "api"}, {"server": "api", "forgot": True}),
+    (
+        {"cmd": "token", "rotate": True},
+        {
+            "source": "/state/endpoint-token",
+            "path": "/state/endpoint-token",
+            "rotated": True,
+            "streams_ended": 2,
+        },
+    ),
 ]
 """Each command's answer on the wire, key for key and in order (a client of
 another version reads these)."""

@@ -26,6 +26,7 @@ from manager.core.replies import (
     ReconnectReply,
     ReloadSummary,
     StartSlots,
+    TokenReply,
 )
 from manager.core.wire import read_counts, read_mapping
 
@@ -44,6 +45,7 @@ Reply = (
     | LoginResult
     | CallbackReply
     | LogoutReply
+    | TokenReply
 )
 
 FULL: list[Reply] = [
@@ -76,6 +78,7 @@ FULL: list[Reply] = [
         profiles=("coding", "review"),
         attached=(AttachedClient(profile="", client="claude", pid=7, since=3.5),),
         endpoint="http://127.0.0.1:8080/mcp",
+        endpoint_token="/state/endpoint-token",
     ),
     DaemonInfo(otlp="off"),
     AlreadyApplied(time=3.25, trigger="file watcher"),
@@ -116,6 +119,13 @@ FULL: list[Reply] = [
     ),
     CallbackReply(server="api", message="Logged in."),
     LogoutReply(server="api", forgot=True),
+    TokenReply(
+        source="/state/endpoint-token",
+        path="/state/endpoint-token",
+        rotated=True,
+        streams_ended=3,
+    ),
+    TokenReply(source="$MCP_MANAGER_TOKEN"),
 ]
 
 ROWS = [
@@ -235,6 +245,7 @@ WRONG: dict[type, dict[str, object]] = {
     },
     CallbackReply: {"server": [], "message": 3},
     LogoutReply: {"server": None, "forgot": 1},
+    TokenReply: {"source": 1, "path": [], "rotated": "yes", "streams_ended": "2"},
 }
 
 

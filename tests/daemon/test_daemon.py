@@ -63,6 +63,7 @@ INFO_KEYS = (
     "profiles",
     "attached",
     "endpoint",
+    "endpoint_token",
 )
 """The keys of `info` on the wire, in order."""
 

@@ -45,6 +45,8 @@ class Target:
     def __init__(self, daemon: DaemonProcess, port: int) -> None:
         self.daemon = daemon
         self.port = port
+        self.auth = daemon.headers()
+        """The bearer token: fuzz reaches what is past the gate."""
 
     def request(
         self, method: str, body: bytes | None, headers: dict[str, str]
@@ -52,7 +54,7 @@ class Target:
         """One HTTP request on a fresh connection (a bad one may be dropped)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            conn.request(method, "/mcp", body=body, headers=headers)
+            conn.request(method, "/mcp", body=body, headers={**self.auth, **headers})
             response = conn.getresponse()
             text = response.read(4096).decode(errors="replace")
             return Response(response.status, text)
@@ -70,7 +72,9 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
         f"args = {{{', '.join(json.dumps(a) for a in args)}}}}})\n"
     )
     port = free_port()
-    with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
+    # Module-wide, so before each test's own state directory: one of its own.
+    state = {"XDG_STATE_HOME": str(Path(tmp) / "state")}
+    with DaemonProcess(script, "--listen", f"127.0.0.1:{port}", env=state) as daemon:
         daemon.wait_event("connected", "fast")
         yield Target(daemon, port)
         assert daemon.process.poll() is None, "the daemon died under fuzzing"

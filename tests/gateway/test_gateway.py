@@ -211,20 +211,20 @@ def test_a_tool_listed_twice_is_exposed_once_and_reported() -> None:
         ("[::1]:1", "::1", 1),
     ],
 )
-def test_loopback_listen_addresses_need_no_token(
+def test_loopback_listen_addresses_parse_and_may_go_without_a_token(
     listen: str, host: str, port: int
 ) -> None:
-    options = endpoint_options(listen, env={})
+    options = endpoint_options(listen, no_token=True, env={})
     assert (options.host, options.port, options.token) == (host, port, None)
-    assert options.loopback
+    assert options.loopback and options.token_from == "none (--no-token)"
 
 
 @pytest.mark.parametrize(
     ("listen", "message"),
     [
-        ("0.0.0.0:8765", "refusing to listen on 0.0.0.0:8765 without a token"),
-        ("[::]:8765", "without a token"),
-        ("10.1.2.3:80", "without a token"),
+        ("0.0.0.0:8765", "refusing --no-token on 0.0.0.0:8765"),
+        ("[::]:8765", "refusing --no-token"),
+        ("10.1.2.3:80", "refusing --no-token"),
         ("example.com:80", "give an IP address"),
         ("127.0.0.1:99999", "port must be a number"),
         ("127.0.0.1", "use HOST:PORT"),
@@ -235,7 +235,7 @@ def test_bad_or_unprotected_listen_addresses_are_refused(
     listen: str, message: str
 ) -> None:
     with pytest.raises(EndpointError, match=message.replace("[", r"\[")):
-        endpoint_options(listen, env={})
+        endpoint_options(listen, no_token=True, env={})
 
 
 def test_the_token_comes_from_the_file_or_the_environment(tmp_path: Path) -> None:
@@ -264,16 +264,21 @@ def test_a_busy_port_is_a_clear_endpoint_error() -> None:
             endpoint.bind()
 
 
-def test_the_cli_refuses_a_non_loopback_bind_without_a_token(
+def test_the_cli_refuses_no_token_off_loopback_or_beside_a_token(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MCP_MANAGER_TOKEN", raising=False)
     script = tmp_path / "startup.lua"
     script.write_text("")
-    assert main(["run", str(script), "--listen", "0.0.0.0:8765"]) == 2
+    assert main(["run", str(script), "--listen", "0.0.0.0:8765", "--no-token"]) == 2
     err = capsys.readouterr().err
-    assert "refusing to listen on 0.0.0.0:8765 without a token" in err
-    assert "MCP_MANAGER_TOKEN" in err and "--token-file" in err
+    assert "refusing --no-token on 0.0.0.0:8765" in err
+    assert "listen on 127.0.0.1" in err
+    token = tmp_path / "token"
+    token.write_text("t")
+    argv = ["run", str(script), "--listen", "8765", "--no-token", "--token-file"]
+    assert main([*argv, str(token)]) == 2
+    assert "--no-token and --token-file contradict" in capsys.readouterr().err
     assert main(["run", str(script), "--token-file", "x"]) == 2
     assert "need --listen" in capsys.readouterr().err
 
@@ -583,7 +588,7 @@ async def test_the_daemon_serves_the_endpoint_and_survives_an_upstream_kill(
     with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
         up = await anyio.to_thread.run_sync(daemon.wait_event, "connected", "fast")
         url = f"http://127.0.0.1:{port}/mcp"
-        async with session(url) as client:
+        async with session(url, headers=daemon.headers()) as client:
             names = [t.name for t in (await client.list_tools()).tools]
             assert names == ["fast__echo", "fast__pid", "fast__crash"]
             pid = int(text_of(await client.call_tool("fast__pid", {})))

@@ -22,7 +22,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from servers import free_port
-from servers.daemon import DaemonProcess
+from servers.daemon import DaemonProcess, bearer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -87,7 +87,7 @@ async def _second_call_runs_once(
     first one is not sent again by anyone."""
     with DaemonProcess(script, *args) as second:
         second.wait_event("connected", "ledger")
-        async with Client(url, mode=mode) as client:
+        async with Client(bearer(url, second.token), mode=mode) as client:
             done = await client.call_tool(
                 "ledger__record", {"text": "second", "seconds": 0}
             )
@@ -149,7 +149,7 @@ async def test_a_call_over_http_runs_once_when_the_daemon_stops_under_it(
         # POST got no answer at all, as straight at a server that was killed.
         told: list[object] = []
         try:
-            async with Client(url, mode=mode) as client:
+            async with Client(bearer(url, daemon.token), mode=mode) as client:
                 told.append(await _call_then_stop(client, daemon, ledger, sig))
         except Exception as exc:  # the client's own end is what is checked
             told.append(exc)

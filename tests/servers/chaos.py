@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import secrets
 import signal
 import subprocess
 import sys
@@ -253,6 +254,8 @@ class ChaosCampaign:
         self._script = config.workdir / "startup.lua"
         self._port = free_port()
         self._url = f"http://127.0.0.1:{self._port}/mcp"
+        self._token = secrets.token_urlsafe(24)
+        """The endpoint's bearer token, given to the daemon by its environment."""
         # Real processes (signals, process groups): never forked stand-ins.
         raw, demo = raw_command(), stdio_command(fork=False)
         self._stdio = {f"raw{i:02d}": raw for i in range(config.raw_servers)}
@@ -308,6 +311,7 @@ class ChaosCampaign:
                 self._script,
                 *("--listen", f"127.0.0.1:{self._port}"),
                 *("--log-level", cfg.log_level, "--no-hud"),
+                env={"MCP_MANAGER_TOKEN": self._token},
             )
             self._daemon = daemon
             try:
@@ -345,6 +349,7 @@ class ChaosCampaign:
             self._url,
             sorted([*self._stdio, *self._http]),
             report.calls,
+            token=self._token,
             count=cfg.clients,
             seed=self.seed,
             timeout=cfg.client_timeout,
@@ -484,7 +489,7 @@ class ChaosCampaign:
         demos = sorted(n for n in self._stdio if n.startswith("demo"))
         try:
             with anyio.fail_after(self.config.client_timeout):
-                async with open_session(self._url) as session:
+                async with open_session(self._url, self._token) as session:
                     for name in demos:
                         args = {"seconds": GRANDCHILD_SECONDS}
                         result = await session.call_tool(f"{name}__spawn_child", args)
@@ -716,7 +721,7 @@ class ChaosCampaign:
         timeout = self.config.client_timeout
         try:
             with anyio.fail_after(timeout * 2):
-                async with open_session(self._url) as session:
+                async with open_session(self._url, self._token) as session:
                     for name in names:
                         text = f"final-{name}-{uuid.uuid4().hex[:8]}"
                         result = await session.call_tool(

@@ -45,10 +45,14 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def open_session(url: str) -> AsyncIterator[ClientSession]:
-    """An initialized SDK client session over streamable HTTP to `url`."""
+async def open_session(url: str, token: str) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session over streamable HTTP to `url`,
+    carrying the endpoint's bearer `token`."""
+    headers = {"Authorization": f"Bearer {token}"}
     async with (
-        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
+        httpx2.AsyncClient(
+            headers=headers, timeout=httpx2.Timeout(30, read=300)
+        ) as http,
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
@@ -108,6 +112,7 @@ class EchoClients:
         seed: Seeds each client's choice of targets.
         timeout: Seconds before a call counts as hung.
         pause: Seconds a client waits between two calls.
+        token: The endpoint's bearer token.
     """
 
     def __init__(
@@ -120,8 +125,10 @@ class EchoClients:
         seed: int,
         timeout: float,
         pause: float,
+        token: str,
     ) -> None:
         self.url = url
+        self.token = token
         self.targets = list(targets)
         self.stats = stats
         self.count = count
@@ -151,7 +158,7 @@ class EchoClients:
         try:
             while not self._stop.is_set():
                 try:
-                    async with open_session(self.url) as session:
+                    async with open_session(self.url, self.token) as session:
                         while not self._stop.is_set():
                             ok = await self._call(session, index, rng)
                             if ok and not warmed:

@@ -6,10 +6,15 @@ own code runs from its first line, without 1.9 s of SDK imports first.
 `DaemonProcess` starts it on a script and a private socket, follows its event
 stream on a thread (so tests wait on events, not sleeps), and always stops and
 reaps it. Only the process started here is signalled, by PID.
+
+With `--listen` the daemon requires its bearer token, as it does for users:
+`DaemonProcess.token` reads it from where the daemon made it, and `bearer(url,
+token)` is an SDK transport that carries it (`Client(bearer(url, token))`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,9 +24,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from manager.control.client import ControlClient
 from manager.control.paths import attach_socket_path
@@ -29,7 +38,7 @@ from manager.core.errors import ManagerError
 
 from . import preload
 
-__all__ = ["DaemonProcess"]
+__all__ = ["DaemonProcess", "bearer"]
 
 START_TIMEOUT = 20.0
 """Seconds for the daemon to answer on its control socket."""
@@ -75,6 +84,18 @@ class DaemonProcess:
         self._stream: socket.socket | None = None
         self._reader: threading.Thread | None = None
         self._final_log: str | None = None
+
+    @property
+    def token(self) -> str:
+        """The bearer token the daemon's HTTP endpoint requires (the daemon's
+        own, made in the test's private state directory)."""
+        path = self.client.token().path
+        assert path is not None, "the daemon's token is not in a file"
+        return Path(path).read_text().strip()
+
+    def headers(self) -> dict[str, str]:
+        """The `Authorization` header the HTTP endpoint wants."""
+        return {"Authorization": f"Bearer {self.token}"}
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -216,3 +237,15 @@ class DaemonProcess:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+@contextlib.asynccontextmanager
+async def bearer(url: str, token: str) -> AsyncIterator[Any]:
+    """Streamable HTTP to `url` carrying `Authorization: Bearer TOKEN`: an
+    SDK transport, `Client(bearer(url, token))`."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams

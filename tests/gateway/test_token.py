@@ -1,0 +1,237 @@
+"""The HTTP endpoint answers only its own user: a bearer token by default.
+
+`run --listen` with no token setting makes one (the daemon's own file, 0600,
+kept across restarts); a request without it, or with a wrong one, gets 401
+and reaches no server. `client-config CLIENT --http` writes an entry that
+carries it, and SDK clients of both eras work with that entry. `token
+--rotate` replaces it: streams opened with the old one end, requests with it
+get 401. The token never shows in the log, events or status.
+
+The upstream is `servers/ledger.py`, whose `record` tool appends a line to a
+file: the line count says whether a call reached the server.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from servers import free_port
+from servers.daemon import DaemonProcess, bearer
+
+from manager.cli import main
+from manager.gateway.options import (
+    TOKEN_FILE,
+    endpoint_options,
+    own_token_path,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+LEDGER_SCRIPT = Path(__file__).parent.parent / "servers" / "ledger.py"
+STREAM = {"accept": "application/json, text/event-stream"}
+MODERN = {
+    **STREAM,
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "ledger__record",
+}
+"""The headers of a 2026-07-28 `tools/call` of `ledger__record` (`_record`)."""
+HANDSHAKE = "2025-11-25"
+
+
+def _script(tmp_path: Path, ledger: Path) -> Path:
+    script = tmp_path / "startup.lua"
+    args = ", ".join(json.dumps(a) for a in ["-S", str(LEDGER_SCRIPT), str(ledger)])
+    script.write_text(
+        f"mcp_add('ledger', {{command = {json.dumps(sys.executable)}, "
+        f"args = {{{args}}}}})\n"
+    )
+    return script
+
+
+def _lines(ledger: Path) -> list[str]:
+    return ledger.read_text().splitlines() if ledger.exists() else []
+
+
+def _record(text: str, request_id: int = 1) -> dict[str, Any]:
+    """A 2026-07-28 `tools/call` of `ledger__record`, envelope and all."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "curl", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {
+            "name": "ledger__record",
+            "arguments": {"text": text, "seconds": 0},
+            "_meta": meta,
+        },
+    }
+
+
+def _initialize(request_id: int = 1) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": HANDSHAKE,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+
+
+# ------------------------------------------------------------------ options
+
+
+def test_the_daemon_makes_its_own_token_once_and_keeps_it(
+    tmp_path: Path,
+) -> None:
+    first = endpoint_options("127.0.0.1:0", env={})
+    path = own_token_path()
+    assert first.token_path == path and path.name == TOKEN_FILE
+    assert first.token and len(first.token) >= 32
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert first.token_from == str(path) and first.token not in repr(first)
+    # A restart reads the same one.
+    assert endpoint_options("127.0.0.1:0", env={}).token == first.token
+    # The environment, then a file, win over the daemon's own (left alone).
+    by_env = endpoint_options("127.0.0.1:0", env={"MCP_MANAGER_TOKEN": "e"})
+    assert (by_env.token, by_env.token_from, by_env.token_path) == (
+        "e",
+        "$MCP_MANAGER_TOKEN",
+        None,
+    )
+    mine = tmp_path / "mine"
+    mine.write_text("f\n")
+    mine.chmod(0o600)
+    by_file = endpoint_options(
+        "127.0.0.1:0", token_file=str(mine), env={"MCP_MANAGER_TOKEN": "e"}
+    )
+    assert (by_file.token, by_file.token_path) == ("f", mine)
+    assert path.read_text().strip() == first.token
+
+
+def test_token_prints_the_one_the_next_daemon_will_use_and_rotates_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nobody = tmp_path / "control.sock"  # no daemon answers there
+    assert main(["token", "--socket", str(nobody)]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == own_token_path().read_text().strip()
+    assert endpoint_options("127.0.0.1:0", env={}).token == printed
+    assert main(["token", "--rotate", "--socket", str(nobody)]) == 0
+    rotated = capsys.readouterr().out.strip()
+    assert rotated != printed and rotated == own_token_path().read_text().strip()
+
+
+# --------------------------------------------------------------- end to end
+
+
+async def test_without_the_token_nothing_reaches_a_server_and_a_configured_client_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with DaemonProcess(_script(tmp_path, ledger), "--listen", f"127.0.0.1:{port}") as d:
+        d.wait_event("connected", "ledger")
+        token = d.token
+        async with httpx2.AsyncClient(timeout=30) as http:
+            for auth in (None, "Bearer wrong", token, f"Bearer {token}x", "Basic x"):
+                headers = {**MODERN, **({"authorization": auth} if auth else {})}
+                for body in (_record("stolen"), _initialize()):
+                    refused = await http.post(url, json=body, headers=headers)
+                    assert refused.status_code == 401, (auth, refused.text)
+                    assert refused.headers["www-authenticate"].startswith("Bearer")
+        assert _lines(ledger) == []
+
+        # What `client-config cursor --http` writes is all a client needs.
+        argv = ["client-config", "cursor", "--http", "--socket", str(d.socket)]
+        assert await anyio.to_thread.run_sync(main, argv) == 0
+        entry = json.loads(capsys.readouterr().out)["mcpServers"]["mcp-manager"]
+        assert entry["url"] == url
+        assert entry["headers"] == {"Authorization": f"Bearer {token}"}
+        with anyio.fail_after(60):
+            for mode in ("legacy", "auto"):
+                async with Client(bearer(url, token), mode=mode) as client:
+                    done = await client.call_tool(
+                        "ledger__record", {"text": mode, "seconds": 0}
+                    )
+                    assert not done.is_error, done
+        assert _lines(ledger) == ["legacy", "auto"]
+
+        # Nothing says the token itself; the start-up line and status say where.
+        info = d.client.info()
+        assert info.endpoint_token == str(own_token_path())
+        shown = [
+            d.log(),
+            json.dumps(d.events),
+            json.dumps(info.to_dict()),
+            json.dumps([row.to_dict() for row in d.client.status()]),
+        ]
+        assert all(token not in text for text in shown)
+        assert f"(bearer token: {own_token_path()})" in d.log()
+
+
+async def test_a_rotation_ends_the_streams_of_the_old_token_and_refuses_it(
+    tmp_path: Path,
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with DaemonProcess(_script(tmp_path, ledger), "--listen", f"127.0.0.1:{port}") as d:
+        d.wait_event("connected", "ledger")
+        old = {**STREAM, "authorization": f"Bearer {d.token}"}
+        async with httpx2.AsyncClient(timeout=30) as http:
+            opened = await http.post(url, json=_initialize(), headers=old)
+            assert opened.status_code == 200, opened.text
+            session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+            headers = {**old, **session, "mcp-protocol-version": HANDSHAKE}
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await http.post(url, json=note, headers=headers)).is_success
+            with anyio.fail_after(30):
+                async with http.stream("GET", url, headers=headers) as listening:
+                    assert listening.status_code == 200
+                    reply = await anyio.to_thread.run_sync(d.client.token, True)
+                    assert reply.rotated and reply.streams_ended == 1
+                    assert [chunk async for chunk in listening.aiter_bytes()] in (
+                        [],
+                        [b""],
+                    )  # ended, cleanly
+            again = await http.post(url, json=_record("old"), headers=headers)
+            assert again.status_code == 401
+            new = {**MODERN, "authorization": f"Bearer {d.token}"}
+            assert new != old
+            done = await http.post(url, json=_record("new"), headers=new)
+            assert done.status_code == 200 and "recorded new" in done.text, done.text
+        assert _lines(ledger) == ["new"]
+        assert d.token not in d.log()
+
+
+async def test_no_token_serves_loopback_with_a_warning(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.txt"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    args = ("--listen", f"127.0.0.1:{port}", "--no-token")
+    with DaemonProcess(_script(tmp_path, ledger), *args) as d:
+        d.wait_event("connected", "ledger")
+        async with httpx2.AsyncClient(timeout=30) as http:
+            done = await http.post(url, json=_record("open"), headers=MODERN)
+            assert done.status_code == 200 and "recorded open" in done.text
+        assert "takes no token (--no-token)" in d.log()
+        assert d.client.info().endpoint_token == "none (--no-token)"
+        assert not own_token_path().exists()
