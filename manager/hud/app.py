@@ -37,7 +37,7 @@ from ..core.errors import ManagerError
 from .details import DetailsScreen, details_text
 from .feed import FeedItem, HudBackend, HudFeed, Note, Snapshot, Unreachable
 from .state import HudState, Row
-from .view import footer_lines, header_cells, log_cell
+from .view import counts_text, footer_lines, header_cells, log_cell
 from .widgets import ConnectionTable, EventLog, column_titles
 
 __all__ = ["FRAME_RATE", "INFO_INTERVAL", "MAX_ITEMS_PER_FRAME", "HudApp"]
@@ -250,7 +250,9 @@ class HudApp(App[str]):
         config, facts = footer_lines(self.hud)
         status = Text(*config, overflow="fold")
         status.append("\n")
-        for i, (text, style) in enumerate(facts[:-1]):  # counts: in the header
+        counts = counts_text(self.hud)  # in the header already
+        shown = [(text, style) for text, style in facts if text != counts]
+        for i, (text, style) in enumerate(shown):
             if i:
                 status.append(" │ ", style="dim")
             status.append(text, style=style)

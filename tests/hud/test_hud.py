@@ -627,6 +627,7 @@ async def rig(
     size: tuple[int, int] = (120, 30),
     maxlen: int = 10_000,
     bus_clock: Callable[[], float] | None = None,
+    info: DaemonInfo | None = None,
 ) -> AsyncIterator[Rig]:
     clock = Clock()
     bus = EventBus(clock=bus_clock or clock)
@@ -635,7 +636,9 @@ async def rig(
         app = HudApp(
             backend,
             SubscriptionFeed(sub),
-            initial=Snapshot([], DaemonInfo(config="startup.lua", version="9.9")),
+            initial=Snapshot(
+                [], info or DaemonInfo(config="startup.lua", version="9.9")
+            ),
             clock=clock,
         )
         async with app.run_test(size=size, notifications=True) as pilot:
@@ -681,6 +684,29 @@ async def test_hud_shows_state_changes_from_bus_events() -> None:
         assert "● connected" in screen and "↻" not in screen
         assert "web: connected in 0.00 s (attempt 2, 1 tools)" in screen
         assert "config startup.lua" in screen and "otlp: off" in screen
+
+
+@pytest.mark.anyio
+async def test_the_footer_says_where_the_endpoint_and_its_token_are() -> None:
+    info = DaemonInfo(
+        config="startup.lua",
+        endpoint="http://127.0.0.1:8765/mcp",
+        endpoint_token="/state/endpoint-token",
+    )
+    async with rig(info=info) as r:
+        r.publish(*fleet())
+        r.frame()
+        screen = await r.screen()
+        footer = "endpoint http://127.0.0.1:8765/mcp │ token /state/endpoint-token"
+        assert footer in screen
+    open_info = DaemonInfo(
+        config="startup.lua",
+        endpoint="http://127.0.0.1:8765/mcp",
+        endpoint_token="none (--no-token)",
+    )
+    async with rig(info=open_info) as r:
+        r.frame()
+        assert "no token: any local process may call" in await r.screen()
 
 
 @pytest.mark.anyio
