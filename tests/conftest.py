@@ -202,6 +202,7 @@ def backchannel_http() -> Iterator[HttpServerProcess]:
         yield server
     finally:
         server.stop()
+        server.close()
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ Only processes started here are signalled, always by PID, and always reaped.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -197,9 +198,11 @@ class HttpServerProcess:
         self._port_chosen = port is None
         """The port was picked here (not asked for): free to pick another."""
         self._started_once = False
-        self.log_path = log_path or (
-            Path(tempfile.mkdtemp(prefix="demo-server-")) / "server.log"
+        self._own_dir = (
+            None if log_path else Path(tempfile.mkdtemp(prefix="demo-server-"))
         )
+        """The folder made for the log when none was given; `close()` removes it."""
+        self.log_path = log_path or Path(self._own_dir or ".") / "server.log"
         self.process: subprocess.Popen[bytes] | preload.ForkedProcess | None = None
         self._log: IO[bytes] | None = None
 
@@ -349,6 +352,13 @@ class HttpServerProcess:
         """`wait()` in a worker thread; cancelling the caller abandons the wait."""
         return await anyio.to_thread.run_sync(self.wait, within, abandon_on_cancel=True)
 
+    def close(self) -> None:
+        """Kill the server and remove the log folder made for it, if any."""
+        self.kill()
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
+            self._own_dir = None
+
     def __enter__(self) -> HttpServerProcess:
         self.start()
         return self
@@ -359,7 +369,7 @@ class HttpServerProcess:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.kill()
+        self.close()
 
 
 class HttpServerFactory(Protocol):
