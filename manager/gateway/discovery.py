@@ -53,6 +53,7 @@ __all__ = [
     "Hit",
     "ToolIndex",
     "describe_result",
+    "nearest_result",
     "search_result",
     "unknown_tool_result",
 ]
@@ -167,11 +168,16 @@ class Hit:
         name: The tool's exposed name, as `call_tool` takes it.
         score: BM25 score (higher is better); only comparable within a search.
         summary: The description's first sentence, at most `SUMMARY_CHARS`.
+        server: The connection it comes from ("" if unknown).
+        flags: What its annotations say about running it (`read-only`,
+            `destructive`), for the model to weigh before calling.
     """
 
     name: str
     score: float
     summary: str
+    server: str = ""
+    flags: tuple[str, ...] = ()
 
 
 _K1 = 1.2
@@ -216,15 +222,31 @@ class ToolIndex:
 
     Args:
         tools: The tools to index, by the names the endpoint exposes.
+        origins: Exposed name -> (connection, the server's own tool name);
+            by default read off the name (`PREFIX__TOOL`).
     """
 
-    def __init__(self, tools: Iterable[types.Tool]) -> None:
+    def __init__(
+        self,
+        tools: Iterable[types.Tool],
+        origins: Mapping[str, tuple[str, str]] | None = None,
+    ) -> None:
         by_name: dict[str, types.Tool] = {}
         for tool in tools:
             by_name.setdefault(tool.name, tool)
         # Sorted by name: ties are broken by index order, so by name.
         self._tools = tuple(by_name[name] for name in sorted(by_name))
         self._by_name = by_name
+        self._origins = {
+            name: (origins or {}).get(name) or _origin(name) for name in by_name
+        }
+        own: dict[str, list[str]] = {}
+        for name, (_, tool_name) in self._origins.items():
+            own.setdefault(tool_name, []).append(name)
+        self._by_own_name = {
+            tool_name: names[0] for tool_name, names in own.items() if len(names) == 1
+        }
+        self._grams: tuple[frozenset[str], ...] | None = None
         self._summaries = tuple(_summary(tool) for tool in self._tools)
         self._fields: tuple[tuple[_Field, float], ...] = ()
         if self._tools:
@@ -271,14 +293,39 @@ class ToolIndex:
                 scores[index] += weight * score
         found = [index for index, score in enumerate(scores) if score > 0]
         found.sort(key=lambda index: (-scores[index], index))
-        return [
-            Hit(self._tools[i].name, round(scores[i], 4), self._summaries[i])
-            for i in found[: min(limit, MAX_LIMIT)]
+        return [self._hit(i, scores[i]) for i in found[: min(limit, MAX_LIMIT)]]
+
+    def nearest(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+        """The tools whose text is spelled closest to the query's, for a query
+        that shares no word with any tool (`search` found nothing): overlap of
+        letter trigrams, so a misspelling or a word in another form still
+        lands somewhere. Empty only when nothing is indexed."""
+        if self._grams is None:
+            self._grams = tuple(_grams(_spelling(tool)) for tool in self._tools)
+        wanted = _grams(query)
+        scores = [
+            len(wanted & grams) / (len(wanted | grams) or 1) for grams in self._grams
         ]
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        return [self._hit(i, scores[i]) for i in order[: min(limit, MAX_LIMIT)]]
+
+    def _hit(self, index: int, score: float) -> Hit:
+        tool = self._tools[index]
+        return Hit(
+            tool.name,
+            round(score, 4),
+            self._summaries[index],
+            self._origins[tool.name][0],
+            _flags(tool),
+        )
 
     def describe(self, name: str) -> types.Tool | None:
-        """The full definition of the tool with this exposed name, if indexed."""
-        return self._by_name.get(name)
+        """The full definition of the tool with this name: as the endpoint
+        exposes it, or the server's own name where only one server has it."""
+        tool = self._by_name.get(name)
+        if tool is None and name in self._by_own_name:
+            tool = self._by_name[self._by_own_name[name]]
+        return tool
 
 
 def search_result(hits: Sequence[Hit], servers: Sequence[str] = ()) -> str:
@@ -298,12 +345,32 @@ def search_result(hits: Sequence[Hit], servers: Sequence[str] = ()) -> str:
             "No tool matches. Try other words: the action and the object "
             f"('list pull requests'), or the service's name.{where}"
         )
-    lines = [f"{hit.name}: {hit.summary}" if hit.summary else hit.name for hit in hits]
+    lines = [_line(hit) for hit in hits]
     lines.append(
         f"Call {DESCRIBE_TOOL}(name) for a tool's arguments, then "
         f"{CALL_TOOL}(name, arguments)."
     )
     return "\n".join(lines)
+
+
+def nearest_result(hits: Sequence[Hit], servers: Sequence[str] = ()) -> str:
+    """The text `search_tools` answers with when no tool shares a word with
+    the query: the closest by spelling, and the servers they come from."""
+    near = list(dict.fromkeys(hit.server for hit in hits if hit.server))
+    where = f" Servers: {', '.join(servers)}." if servers else ""
+    head = (
+        "No tool shares a word with that query. Closest by spelling"
+        + (f" (from {', '.join(near)})" if near else "")
+        + f"; search again naming the action and the object, or a server.{where}"
+    )
+    return "\n".join([head, *(_line(hit) for hit in hits)])
+
+
+def _line(hit: Hit) -> str:
+    """`NAME (server, read-only): summary`."""
+    about = ", ".join(part for part in (hit.server, *hit.flags) if part)
+    head = f"{hit.name} ({about})" if about else hit.name
+    return f"{head}: {hit.summary}" if hit.summary else head
 
 
 def describe_result(tool: types.Tool) -> str:
@@ -498,6 +565,39 @@ def _has_phrase(tokens: Sequence[str], phrase: tuple[str, ...]) -> bool:
 def _prefix(name: str) -> str:
     server, separator, _ = name.partition(_SEPARATOR)
     return server if separator else ""
+
+
+def _origin(name: str) -> tuple[str, str]:
+    """(server, own tool name) as a `PREFIX__TOOL` name says it."""
+    server, separator, tool = name.partition(_SEPARATOR)
+    return (server, tool) if separator else ("", name)
+
+
+def _flags(tool: types.Tool) -> tuple[str, ...]:
+    """What the tool's annotations (hints, not promises) say about running it."""
+    notes = tool.annotations
+    if notes is None:
+        return ()
+    if notes.read_only_hint:
+        return ("read-only",)
+    if notes.destructive_hint:
+        return ("destructive",)
+    return ()
+
+
+def _spelling(tool: types.Tool) -> str:
+    """The text `nearest` compares a query with: name, title, description."""
+    name = _CAMEL.sub(" ", tool.name).replace("_", " ").replace("-", " ")
+    return " ".join((name, tool.title or "", (tool.description or "")[:300]))
+
+
+def _grams(text: str) -> frozenset[str]:
+    """The letter trigrams of each word of `text` (lowercased, padded)."""
+    grams: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        padded = f" {word} "
+        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return frozenset(grams)
 
 
 def _schema_text(schema: Mapping[str, object], depth: int = 1) -> list[str]:

@@ -243,6 +243,9 @@ class ToolCalls:
                 hits = index.search(query, limit)
             except ValueError as exc:
                 return _text_error(str(exc))
+            if not hits and len(index):  # never nothing while there are tools
+                near = index.nearest(query, limit)
+                return _text(discovery.nearest_result(near, index.servers))
             return _text(discovery.search_result(hits, index.servers))
         target = arguments.get("name")
         tool = index.describe(target) if isinstance(target, str) else None
@@ -265,7 +268,8 @@ class ToolCalls:
         cached = self._indexes.get(profile)
         if cached is not None and cached[0] is table:
             return cached[1]
-        index = ToolIndex(visible_items(table, profile, "tools"))
+        origins = {name: (r.server, r.tool) for name, r in table.routes.items()}
+        index = ToolIndex(visible_items(table, profile, "tools"), origins)
         if len(self._indexes) > 64:  # profiles come and go with reloads
             self._indexes.clear()
         self._indexes[profile] = (table, index)

@@ -24,6 +24,7 @@ from manager.gateway.discovery import (
     Hit,
     ToolIndex,
     describe_result,
+    nearest_result,
     search_result,
     unknown_tool_result,
 )
@@ -396,6 +397,8 @@ def test_a_hit_summarizes_the_description_in_its_first_sentence(
         "gitlab__list_issues",
         hit.score,
         "List issues in a GitLab project with filtering options",
+        "gitlab",
+        ("read-only",),  # its annotations say so
     )
     (read,) = [h for h in index.search("read text file", 5) if "read_text" in h.name]
     assert read.summary == (
@@ -419,7 +422,9 @@ def test_a_long_first_sentence_is_cut_at_a_word() -> None:
 def test_a_tool_without_description_has_an_empty_summary() -> None:
     (hit,) = ToolIndex([_tool("s__bare_tool")]).search("bare")
     assert hit.summary == ""
-    assert search_result([hit]).splitlines()[0] == "s__bare_tool"
+    assert search_result([hit]).splitlines()[0] == "s__bare_tool (s)"
+    (bare,) = ToolIndex([_tool("bare_tool")]).search("bare")  # prefix ""
+    assert search_result([bare]).splitlines()[0] == "bare_tool"
 
 
 def test_the_search_result_is_one_line_per_hit_and_what_to_do_next(
@@ -427,11 +432,65 @@ def test_the_search_result_is_one_line_per_hit_and_what_to_do_next(
 ) -> None:
     hits = index.search("create github issue", 3)
     lines = search_result(hits).splitlines()
-    assert lines[:3] == [f"{hit.name}: {hit.summary}" for hit in hits]
+    assert lines[:3] == [f"{hit.name} ({hit.server}): {hit.summary}" for hit in hits]
+    assert lines[0].startswith("github__create_issue (github): Create a new issue")
     assert lines[3] == (
         "Call describe_tool(name) for a tool's arguments, "
         "then call_tool(name, arguments)."
     )
+
+
+def test_a_hit_names_its_server_and_what_its_annotations_say() -> None:
+    def annotated(name: str, **hints: bool) -> types.Tool:
+        notes = types.ToolAnnotations.model_validate(hints)
+        return _tool(name, "Rows of the table.").model_copy(
+            update={"annotations": notes}
+        )
+
+    index = ToolIndex(
+        [
+            annotated("db__select_rows", read_only_hint=True),
+            annotated("db__drop_rows", destructive_hint=True),
+            annotated("db__insert_rows", destructive_hint=False),
+        ],
+        origins={"db__select_rows": ("warehouse", "select_rows")},
+    )
+    lines = search_result(index.search("rows", 3)).splitlines()
+    assert sorted(lines[:3]) == [
+        "db__drop_rows (db, destructive): Rows of the table.",
+        "db__insert_rows (db): Rows of the table.",
+        "db__select_rows (warehouse, read-only): Rows of the table.",
+    ]
+
+
+def test_a_query_that_shares_no_word_still_gets_the_closest_tools() -> None:
+    index = ToolIndex(
+        [
+            _tool("git__git_commit", "Records changes to the repository"),
+            _tool("slack__post_message", "Post a message to a channel"),
+        ]
+    )
+    assert index.search("comitt") == []  # misspelt: no word in common
+    near = index.nearest("comitt", 2)
+    assert [hit.name for hit in near] == ["git__git_commit", "slack__post_message"]
+    text = nearest_result(near, index.servers)
+    assert text.startswith("No tool shares a word with that query.")
+    assert "(from git, slack)" in text and "git__git_commit (git):" in text
+    assert ToolIndex([]).nearest("anything") == []
+
+
+def test_describe_takes_the_servers_own_name_where_only_one_has_it() -> None:
+    index = ToolIndex(
+        [
+            _tool("gh__create_issue"),
+            _tool("gl__create_issue"),
+            _tool("gh__fork_repository"),
+        ]
+    )
+    found = index.describe("fork_repository")
+    assert found is not None and found.name == "gh__fork_repository"
+    assert index.describe("create_issue") is None  # two servers have it
+    assert index.describe("gl__create_issue") is not None
 
 
 def test_an_empty_search_result_says_what_to_try_and_names_the_servers() -> None:

@@ -171,6 +171,15 @@ async def test_a_search_profile_lists_three_tools_that_find_and_call_the_rest(
         assert outside.is_error and "b__echo" in _text(outside)
         blank = await client.call_tool("search_tools", {"query": "  "})
         assert blank.is_error
+        # Nothing shares a word: the closest tools still come back.
+        odd = await client.call_tool("search_tools", {"query": "zyxxyz ekko"})
+        assert not odd.is_error and "a__echo (a" in _text(odd)
+        assert _text(odd).startswith("No tool shares a word")
+        # The server's own name, where only one server in view has it.
+        own = await client.call_tool(
+            "call_tool", {"name": "echo", "arguments": {"text": "own"}}
+        )
+        assert not own.is_error and "own" in _text(own)
 
 
 def test_the_gateway_knows_the_discovery_tools_by_name() -> None:
