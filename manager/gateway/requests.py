@@ -3,9 +3,13 @@
 While an upstream serves a downstream request, what it says about that request
 (progress, log messages) goes to that request's own stream, in the order the
 upstream sent it and all of it before the result (`CallNotes`, `serving`):
-straight at the server the client gets the same. Over stdio and SSE a log
-message names no request; while requests of several clients are in flight to
-one upstream, each of them gets it.
+straight at the server the client gets the same. A log message reaches us
+naming no request (the transports hand it over without one): it goes to the
+requests in flight to that upstream
+while they are all one client's. While several clients' requests are in
+flight there, it goes to none of them (it may carry one client's data; the
+daemon's own log and events still have it, and `logs_withheld` counts it):
+isolation between clients comes before the line.
 
 Requests from an upstream (`sampling/createMessage`, `elicitation/create`) go
 to the downstream session whose request that upstream is serving, related to
@@ -344,6 +348,9 @@ class ClientRequests:
         self._askers: set[str] = set()
         """Upstreams that asked a question since the daemon started: only
         there do clients take turns."""
+        self.logs_withheld: dict[str, int] = {}
+        """Log messages sent during several clients' requests, by upstream:
+        passed to none of them."""
         self.spawn: Starter | None = None
         """Starts a task in the serving gateway's own task group (set while it
         runs): a request's notes are delivered there, so a request that brings
@@ -458,12 +465,23 @@ class ClientRequests:
     def log(
         self, server: str, level: str, logger_name: str | None, data: object
     ) -> bool:
-        """An upstream's log message: to the requests it is serving now (the
-        only one over streamable HTTP or stdio while one is in flight).
-        Returns whether any request was there to take it."""
+        """An upstream's log message: to the requests it is serving now, while
+        they are all one client's (the message names no request; see the
+        module docstring). Returns whether it belonged to a call (then it is
+        not said to sessions outside calls)."""
         waiting = self._waiting.get(server)
         if not waiting:
             return False
+        if len({item.key for item in waiting}) > 1:
+            self.logs_withheld[server] = self.logs_withheld.get(server, 0) + 1
+            if self.logs_withheld[server] == 1:
+                logger.info(
+                    "%s: a log message sent while several clients' requests were "
+                    "in flight there went to none of them (it does not say whose "
+                    "it is); such messages are counted, not passed on",
+                    server,
+                )
+            return True
         for item in waiting:
             if item.notes is not None:
                 item.notes.log(level, logger_name, data)

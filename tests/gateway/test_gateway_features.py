@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,41 @@ async def test_a_client_without_the_capability_gets_a_clear_error_upstream(
             result = await plain.call_tool("a__ask_user", {"message": "colour?"})
             assert result.is_error
             assert "did not declare the elicitation capability" in text_of(result)
+
+
+@pytest.mark.anyio
+async def test_a_log_line_during_two_clients_calls_never_reaches_the_other(
+    demos: Gateway,
+) -> None:
+    assert demos.url is not None
+    alice, bob = Client(), Client()
+    async with downstream(demos.url, alice) as a, downstream(demos.url, bob) as b:
+        busy = anyio.Event()
+
+        async def progressed(progress: float, total: float | None, note: Any) -> None:
+            busy.set()  # alice's call is at the server
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                partial(
+                    a.call_tool,
+                    "a__sleep",
+                    {"seconds": 60},
+                    progress_callback=progressed,
+                )
+            )
+            with anyio.fail_after(30):
+                await busy.wait()
+            said = await b.call_tool("a__log", {"level": "error", "text": "bob's"})
+            assert text_of(said) == "sent error"
+            tg.cancel_scope.cancel()  # alice's call: cancelled, not waited for
+        withheld = demos.features.asks.logs_withheld.get("a", 0)
+        # Alone at the server, bob gets his own line.
+        await b.call_tool("a__log", {"level": "error", "text": "bob alone"})
+        await wait_until(lambda: any(log.data == "bob alone" for log in bob.logs))
+    assert all(log.data not in ("bob's", "bob alone") for log in alice.logs)
+    # Unless bob's line came after alice's call had ended, nobody got it.
+    assert withheld == 1 or [log.data for log in bob.logs][:1] == ["bob's"]
 
 
 @pytest.mark.anyio
