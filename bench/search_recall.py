@@ -16,8 +16,10 @@ Pure computation, a few seconds, no daemon: `manager.gateway.discovery` as
   (`--misses` prints its misses); the held-out half is for reporting.
 - Figures: recall@1, @3, @5 and MRR per half, over all queries and over the
   indirect ones (at most one content word shared with the right tool's
-  text); tokens of the full `tools/list` against the three discovery tools
-  plus one median search answer.
+  text), for the words alone and, when the model is installed
+  (`gateway.semantic`), for words and meaning fused; the time to build each;
+  tokens of the full `tools/list` against the three discovery tools plus one
+  median search answer.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import mcp.types as types
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from manager.gateway import semantic  # noqa: E402
 from manager.gateway.discovery import (  # noqa: E402
     DEFAULT_LIMIT,
     DISCOVERY_TOOLS,
@@ -151,10 +154,40 @@ def main() -> int:
     started = time.perf_counter()
     index = ToolIndex(tools)
     build = time.perf_counter() - started
-    print(f"index build: {build * 1000:.0f} ms (first, caches cold)")
+    print(f"words index build: {build * 1000:.0f} ms (first, caches cold)")
+    rankers = [("words", index)]
+    started = time.perf_counter()
+    model = semantic.encoder()
+    if model is None:
+        print("meaning: no model installed (see gateway/semantic.py): words only")
+    else:
+        loaded = time.perf_counter() - started
+        fused = ToolIndex(tools)
+        started = time.perf_counter()
+        fused.attach_meaning(model)
+        took = time.perf_counter() - started
+        print(f"meaning: model {loaded:.2f} s to load, {len(tools)} tools {took:.1f} s")
+        rankers.append(("words+meaning", fused))
+    for label, ranker in rankers:
+        print(f"\n== {label}")
+        answers = report(ranker, by_name, args)
+    full = len(_listing(tools))
+    three = len(_listing(DISCOVERY_TOOLS))
+    median = statistics.median(answers) if answers else 0
+    print(
+        f"\ncharacters a client reads (tokens ~ /4): tools/list {full:,}; "
+        f"3 discovery tools {three:,} + one median search answer {median:,.0f} "
+        f"= {full / (three + median):.0f}x fewer"
+    )
+    return 0
 
+
+def report(
+    index: ToolIndex, by_name: dict[str, types.Tool], args: argparse.Namespace
+) -> list[int]:
+    """Print each half's figures; return the lengths of the search answers."""
     header = f"{'half':<10} {'queries':>7} {'@1':>5} {'@3':>5} {'@5':>5} {'MRR':>5}"
-    print(f"\n{header}   (indirect: at most one content word in common)")
+    print(f"{header}   (indirect: at most one content word in common)")
     answers: list[int] = []
     for half in HALVES:
         queries = load_queries(half, by_name)
@@ -185,16 +218,7 @@ def main() -> int:
         answers.extend(
             len(search_result(index.search(q.text, DEFAULT_LIMIT))) for q in queries
         )
-
-    full = len(_listing(tools))
-    three = len(_listing(DISCOVERY_TOOLS))
-    median = statistics.median(answers) if answers else 0
-    print(
-        f"\ncharacters a client reads (tokens ~ /4): tools/list {full:,}; "
-        f"3 discovery tools {three:,} + one median search answer {median:,.0f} "
-        f"= {full / (three + median):.0f}x fewer"
-    )
-    return 0
+    return answers
 
 
 if __name__ == "__main__":

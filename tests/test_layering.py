@@ -66,9 +66,13 @@ DOORS: dict[str, frozenset[str]] = {
     # `mcpserver` reads a request's session id off starlette's `Request`.
     "uvicorn": frozenset({"gateway", "demo_server"}),
     "starlette": frozenset({"mcpserver", "gateway", "demo_server"}),
-    # Tool discovery's ranking and stemming (gateway/discovery.py).
+    # Tool discovery's ranking and stemming (gateway/discovery.py), and the
+    # optional sentence-embedding model it may fuse (gateway/semantic.py).
     "bm25s": frozenset({"gateway"}),
     "snowballstemmer": frozenset({"gateway"}),
+    "numpy": frozenset({"gateway"}),
+    "tokenizers": frozenset({"gateway"}),
+    "safetensors": frozenset({"gateway"}),
 }
 """Third-party top-level package -> the only modules that may import it."""
 

@@ -375,12 +375,14 @@ class Gateway:
                 tg.start_soon(self._pass_notifications, notices_out)
                 await tg.start(self.features.held.run)  # 2026 clients' input rounds
                 self.features.asks.spawn = tg.start_soon  # requests' notes
+                tg.start_soon(self.tools.prepare)  # search profiles' indexes
                 task_status.started()
                 while True:
                     await self._dirty.wait()
                     await anyio.sleep(self._debounce)
                     self._dirty = anyio.Event()
                     tools, prompts, resources = self._refresh_all()
+                    tg.start_soon(self.tools.prepare)  # cheap when unchanged
                     if tools:
                         await self.notify_tools_changed()
                     if prompts:
@@ -401,6 +403,7 @@ class Gateway:
             self._dirty.set()
         if event.kind in ("config_loaded", "config_error"):
             self._config_pending = False
+            self._dirty.set()  # profiles may have changed: prepare their indexes
         if self._notices is not None and isinstance(
             event, ResourceUpdated | ServerLog | Connected
         ):

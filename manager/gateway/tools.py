@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
+import anyio
 import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
@@ -86,6 +87,7 @@ class ToolCalls:
         self._table = table
         self._settled = settled
         self._indexes: dict[Profile, tuple[ToolTable, Any]] = {}
+        self._preparing = anyio.Lock()
 
     async def list_tools(
         self,
@@ -240,7 +242,10 @@ class ToolCalls:
                     '{"query": "open a bug in the backend repo", "limit": 5}'
                 )
             try:
-                hits = index.search(query, limit)
+                if index.has_meaning:  # a forward pass of the model: off the loop
+                    hits = await anyio.to_thread.run_sync(index.search, query, limit)
+                else:
+                    hits = index.search(query, limit)
             except ValueError as exc:
                 return _text_error(str(exc))
             if not hits and len(index):  # never nothing while there are tools
@@ -261,19 +266,47 @@ class ToolCalls:
         return await self._call(ctx, tool.name, given)  # the same call, in view
 
     def _index(self, profile: Profile) -> Any:
-        """The search index of `profile`'s tools, rebuilt when the table is."""
-        from .discovery import ToolIndex
-
+        """The search index of `profile`'s tools for the current table:
+        the one `prepare` built, else one built now (words only)."""
         table = self._table()
         cached = self._indexes.get(profile)
         if cached is not None and cached[0] is table:
             return cached[1]
-        origins = {name: (r.server, r.tool) for name, r in table.routes.items()}
-        index = ToolIndex(visible_items(table, profile, "tools"), origins)
+        index = _build_index(table, profile)
+        self._keep(profile, table, index)
+        return index
+
+    def _keep(self, profile: Profile, table: ToolTable, index: Any) -> None:
         if len(self._indexes) > 64:  # profiles come and go with reloads
             self._indexes.clear()
         self._indexes[profile] = (table, index)
-        return index
+
+    async def prepare(self) -> None:
+        """Build the search index of every profile with `discovery = "search"`
+        for the current tool table, off the event loop, and then its meaning
+        (`gateway.semantic`, when the model is installed): searches find them
+        ready. Call it whenever the table or the profiles change; a newer
+        call waits for an older one."""
+        async with self._preparing:
+            table = self._table()
+            for profile in list(self.manager.profiles.values()):
+                if profile.discovery != "search":
+                    continue
+                cached = self._indexes.get(profile)
+                if cached is not None and cached[0] is table:
+                    index = cached[1]
+                else:
+                    index = await anyio.to_thread.run_sync(_build_index, table, profile)
+                    if self._table() is not table:
+                        return  # a newer table: the next call builds for it
+                    self._keep(profile, table, index)
+                if not index.has_meaning:
+                    from . import semantic
+
+                    model = await anyio.to_thread.run_sync(semantic.encoder)
+                    if model is None:
+                        return
+                    await anyio.to_thread.run_sync(index.attach_meaning, model)
 
     def _unlisted_route(self, name: str) -> tuple[str, str] | None:
         """(server, tool) for a name the table does not show: the server whose
@@ -314,3 +347,12 @@ class ToolCalls:
         keep = ("state", "attempt", "next_retry_in", "error", "since")
         facts = status.to_dict()
         return {ERROR_META_KEY: {"server": server, **{k: facts[k] for k in keep}}}
+
+
+def _build_index(table: ToolTable, profile: Profile) -> Any:
+    """The words index of the tools `profile` shows (a worker thread's job
+    for hundreds of tools: tens to hundreds of milliseconds)."""
+    from .discovery import ToolIndex
+
+    origins = {name: (r.server, r.tool) for name, r in table.routes.items()}
+    return ToolIndex(visible_items(table, profile, "tools"), origins)

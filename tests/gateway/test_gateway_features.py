@@ -75,7 +75,19 @@ class Client:
 
 
 @asynccontextmanager
-async def downstream(url: str, client: Client) -> AsyncIterator[ClientSession]:
+async def downstream(
+    url: str, client: Client, *, askable: bool = True
+) -> AsyncIterator[ClientSession]:
+    """A session of `client`'s; `askable=False`: one that declares neither
+    elicitation nor sampling (the server cannot ask it anything)."""
+    asks: dict[str, Any] = (
+        {
+            "elicitation_callback": client.on_elicit,
+            "sampling_callback": client.on_sample,
+        }
+        if askable
+        else {}
+    )
     async with (
         httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
         streamable_http_client(url, http_client=http) as (read, write),
@@ -84,8 +96,7 @@ async def downstream(url: str, client: Client) -> AsyncIterator[ClientSession]:
             write,
             message_handler=client.on_message,
             logging_callback=client.on_log,
-            elicitation_callback=client.on_elicit,
-            sampling_callback=client.on_sample,
+            **asks,
         ) as session,
     ):
         await session.initialize()
@@ -233,7 +244,12 @@ async def test_a_log_line_during_two_clients_calls_never_reaches_the_other(
 ) -> None:
     assert demos.url is not None
     alice, bob = Client(), Client()
-    async with downstream(demos.url, alice) as a, downstream(demos.url, bob) as b:
+    # Clients that cannot be asked: at a server that asked before (this
+    # module's elicitation tests), askable clients would take turns there.
+    async with (
+        downstream(demos.url, alice, askable=False) as a,
+        downstream(demos.url, bob, askable=False) as b,
+    ):
         busy = anyio.Event()
 
         async def progressed(progress: float, total: float | None, note: Any) -> None:
