@@ -462,6 +462,10 @@ class ClientRequests:
                 raise group.exceptions[0]  # noqa: B904 - the body's own error
             raise
 
+    def in_flight(self, server: str) -> int:
+        """Downstream requests `server` is serving now."""
+        return len(self._waiting.get(server, ()))
+
     def log(
         self, server: str, level: str, logger_name: str | None, data: object
     ) -> bool:

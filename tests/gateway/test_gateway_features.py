@@ -270,7 +270,8 @@ async def test_a_log_line_during_two_clients_calls_never_reaches_the_other(
             assert text_of(said) == "sent error"
             tg.cancel_scope.cancel()  # alice's call: cancelled, not waited for
         withheld = demos.features.asks.logs_withheld.get("a", 0)
-        # Alone at the server, bob gets his own line.
+        # Alone at the server (alice's call has ended there), bob gets his own.
+        await wait_until(lambda: demos.features.asks.in_flight("a") == 0)
         await b.call_tool("a__log", {"level": "error", "text": "bob alone"})
         await wait_until(lambda: any(log.data == "bob alone" for log in bob.logs))
     assert all(log.data not in ("bob's", "bob alone") for log in alice.logs)
