@@ -71,6 +71,17 @@ def _cmd_request(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_result(args: argparse.Namespace) -> int:
+    """`result ID`: a whole tool result that `max_output` cut, as JSON."""
+    result_id = args.id.removeprefix("mcp-manager://results/")
+    try:
+        result = ControlClient(find_socket(args.socket)).result(result_id)
+    except CallError as exc:
+        return fail(first_line(exc))
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
 def _cmd_changes(args: argparse.Namespace) -> int:
     """`tools --changed`: definitions that differ from their pins, as diffs."""
     from ..core.describe import describe
@@ -178,6 +189,14 @@ def add_parsers(
     prompt.add_argument("json_args", nargs="?", default="{}", metavar="JSON_ARGS")
     prompt.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
     prompt.set_defaults(handler=_cmd_request, op="prompt")
+
+    whole = sub.add_parser(
+        "result",
+        parents=[common],
+        help="print a whole tool result that max_output cut (its ID or link)",
+    )
+    whole.add_argument("id", metavar="ID")
+    whole.set_defaults(handler=_cmd_result)
 
     for kind in ("tools", "prompts", "resources"):
         listing = sub.add_parser(

@@ -256,6 +256,15 @@ class ControlClient:
         result = self.request({"cmd": "logout", "server": server})
         return LogoutReply.from_dict(_as_dict(result))
 
+    def result(self, result_id: str) -> dict[str, object]:
+        """A whole tool result that `max_output` cut (`mcp-manager result`).
+
+        Raises:
+            CallError: No such result, or no longer kept.
+            ControlError: The daemon is unreachable.
+        """
+        return _as_dict(self.request({"cmd": "result", "id": result_id}))
+
     def token(self, rotate: bool = False) -> TokenReply:
         """Where the HTTP endpoint's token is; with `rotate`, replace it.
 

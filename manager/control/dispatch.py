@@ -162,6 +162,14 @@ class ControlBackend(Protocol):
         """Forget the tokens and client registration of `server`."""
         ...
 
+    def result(self, result_id: str) -> dict[str, object]:
+        """A whole tool result that `max_output` cut, while it is kept.
+
+        Raises:
+            CallError: No such result (or no longer kept).
+        """
+        ...
+
     def token(self, rotate: bool) -> TokenReply:
         """Where the HTTP endpoint's bearer token is; with `rotate`, a new
         one replaces it first.
@@ -214,6 +222,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "changes": frozenset({"server"}),
     "approve": frozenset({"server", "items"}),
     "token": frozenset({"rotate"}),
+    "result": frozenset({"id"}),
 }
 
 CATALOG_KINDS = ("tools", "prompts", "resources")
@@ -319,6 +328,11 @@ async def dispatch(
             ):
                 raise BadRequest('approve: "items" must be a list of names')
             result = backend.approve(server, list(items)).to_dict()
+        elif cmd == "result":
+            result_id = req.get("id")
+            if not isinstance(result_id, str) or not result_id:
+                raise BadRequest('result: "id" must be a non-empty string')
+            result = backend.result(result_id)
         elif cmd == "token":
             rotate = req.get("rotate", False)
             if not isinstance(rotate, bool):

@@ -57,6 +57,8 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
            redirect URL)                                     str}`
   logout   `server` str                                      `{"server", "forgot":
                                                              bool}`
+  result   `id` str (of a `mcp-manager://results/ID`  the whole `CallToolResult`
+           link a cut result carries)                      dict
   token    `rotate` bool (default false: a new token         `{"source", "path",
            replaces the HTTP endpoint's own first)           "rotated",
                                                              "streams_ended"}`

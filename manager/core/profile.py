@@ -33,6 +33,7 @@ from typing import Literal
 
 from .errors import ConfigError
 from .exposure import OPEN, ItemFilter, parse_exposure_option
+from .spec import parse_max_output
 
 __all__ = [
     "DISCOVERY_MODES",
@@ -52,7 +53,9 @@ DISCOVERY_MODES: tuple[Discovery, ...] = ("list", "search")
 PROFILE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """Profile names are URL path segments (`/mcp/NAME`) and CLI words."""
 
-PROFILE_OPTIONS = frozenset({"servers", "tools", "prompts", "resources", "discovery"})
+PROFILE_OPTIONS = frozenset(
+    {"servers", "tools", "prompts", "resources", "discovery", "max_output"}
+)
 """The options `mcp_profile` takes."""
 
 
@@ -67,6 +70,8 @@ class Profile:
         prompts: Which prompts it shows.
         resources: Which resources and templates it shows (URIs).
         discovery: `list` (every tool) or `search` (three tools that search).
+        max_output: Most tokens of one tool result its clients get
+            (`core.output`); None: the connection's own limit, if any.
         where: `FILE:LINE` of the declaration, for error messages.
     """
 
@@ -76,6 +81,7 @@ class Profile:
     prompts: ItemFilter = OPEN
     resources: ItemFilter = OPEN
     discovery: Discovery = "list"
+    max_output: int | None = None
     where: str = ""
 
     def shows_server(self, server: str) -> bool:
@@ -144,10 +150,12 @@ def parse_profile(name: object, opts: object, where: str = "") -> Profile:
             f"{', '.join(repr(m) for m in DISCOVERY_MODES)}, got {discovery!r} "
             '("search" shows three tools that search the others)'
         )
+    limit = opts.get("max_output")
     return Profile(
         name=name,
         servers=servers,
         discovery=discovery,
+        max_output=None if limit is None else parse_max_output(label, limit),
         where=where,
         **filters,
     )

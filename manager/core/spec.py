@@ -37,6 +37,7 @@ __all__ = [
     "applies_live",
     "changed_fields",
     "display_endpoint",
+    "parse_max_output",
     "parse_spec",
     "spec_summary",
     "validate_name",
@@ -81,6 +82,7 @@ _COMMON_OPTIONS = frozenset(
         "start",
         "idle_stop",
         "pin",
+        "max_output",
         *EXPOSURE_OPTIONS,
     }
 )
@@ -129,6 +131,8 @@ class ConnectionSpec:
         start: `always`, or `on_demand` (`STARTS`).
         idle_stop: Seconds an on-demand connection stays up with no request.
         pin: What a changed tool definition does (`PINS`).
+        max_output: Most tokens of one tool result the endpoint passes on
+            (`core.output`); None for no limit.
     """
 
     name: str
@@ -154,6 +158,7 @@ class ConnectionSpec:
     start: str = "always"
     idle_stop: float = DEFAULT_IDLE_STOP
     pin: str = "warn"
+    max_output: int | None = None
 
     @property
     def on_demand(self) -> bool:
@@ -366,6 +371,8 @@ def _parse_options(
             out[key] = _choice(prefix, key, value, _CHOICES[key])
         elif key == "idle_stop":
             out[key] = _duration(prefix, key, value)
+        elif key == "max_output":
+            out[key] = parse_max_output(prefix, value)
         elif key == "roots":
             out[key] = parse_exposure_option(prefix, key, value)
         elif key == "oauth":
@@ -436,6 +443,25 @@ def _duration(
             f"got {value!r}"
         )
     return number
+
+
+MIN_OUTPUT = 500
+"""The smallest `max_output`: room for a little content besides the note."""
+
+
+def parse_max_output(prefix: str, value: object) -> int:
+    """`max_output = N`: tokens, a whole number of at least `MIN_OUTPUT`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value != int(value)
+        or value < MIN_OUTPUT
+    ):
+        raise ConfigError(
+            f"{prefix}: max_output must be a whole number of tokens, at least "
+            f"{MIN_OUTPUT} (e.g. max_output = 20000), got {value_text(value)}"
+        )
+    return int(value)
 
 
 def _string_map(prefix: str, key: str, value: object) -> tuple[tuple[str, str], ...]:
@@ -564,7 +590,7 @@ def changed_fields(old: ConnectionSpec, new: ConnectionSpec) -> tuple[str, ...]:
     )
 
 
-LIVE_FIELDS = frozenset({"exposure", "roots"})
+LIVE_FIELDS = frozenset({"exposure", "roots", "max_output"})
 """Spec fields that apply to a running connection without a reconnect."""
 
 

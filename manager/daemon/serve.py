@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import logging
 import os
 import signal
@@ -24,7 +25,7 @@ import anyio.abc
 from .. import __version__
 from ..control.paths import attach_socket_path
 from ..control.server import serve_control
-from ..core.errors import ConfigError, ControlError, UnknownServer
+from ..core.errors import CallError, ConfigError, ControlError, UnknownServer
 from ..core.events import ToolChanged
 from ..core.redact import SecretRegistry
 from ..core.replies import (
@@ -161,6 +162,17 @@ class Daemon:
                 else None
             ),
         )
+
+    def result(self, result_id: str) -> dict[str, object]:
+        """A whole tool result that `max_output` cut (control API)."""
+        text = self.manager.results.get(result_id)
+        if text is None:
+            raise CallError(
+                f"no result {result_id!r}, or it is no longer kept (whole results "
+                "stay an hour); call the tool again"
+            )
+        whole: dict[str, object] = json.loads(text)
+        return whole
 
     def token(self, rotate: bool) -> TokenReply:
         """Where the endpoint's token is; with `rotate`, replace it first."""

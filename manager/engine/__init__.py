@@ -10,6 +10,7 @@
   without a reconnect (`core.spec.applies_live` decides that).
 - `pins`: pinned tool, prompt and template definitions (trust on first
   use), what changed since, approvals.
+- `results`: whole tool results that `max_output` cut, kept an hour, bounded.
 - `logins`, `status`, `output`: OAuth logins in flight, status snapshots,
   bounded captured stderr and log text.
 """

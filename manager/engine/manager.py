@@ -66,6 +66,7 @@ from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests
 from .live import tell_roots_changed
 from .pins import PinBook
+from .results import ResultStore
 from .status import connection_status
 from .tracing import (
     ERROR_TYPE,
@@ -143,6 +144,8 @@ class Manager:
         self.lists = lists or ListMemory(state_dir / "lists")
         self.pins = PinBook(state_dir / "pins", self.bus.publish, self.secrets)
         """Pinned tool, prompt and template definitions (`engine.pins`)."""
+        self.results = ResultStore()
+        """Whole tool results that `max_output` cut (`engine.results`)."""
         """What on-demand connections listed, kept between their sessions."""
         self._conns: dict[str, Connection] = {}
         self._closing: set[Connection] = set()

@@ -24,6 +24,7 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError
+from ..core.output import RESULTS_PREFIX
 from ..engine.manager import Manager
 from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
 from ..transport.base import ProgressCallback, Upstream
@@ -324,6 +325,8 @@ class Features:
         params: types.ReadResourceRequestParams,
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
+        if uri.startswith(RESULTS_PREFIX):
+            return self._whole_result(uri, ctx)
         server, upstream_uri = self._owner(uri, ctx)
         request = types.ReadResourceRequest(
             params=types.ReadResourceRequestParams(
@@ -342,6 +345,25 @@ class Features:
             if str(contents.uri) == upstream_uri and uri != upstream_uri:
                 contents.uri = uri
         return result
+
+    def _whole_result(
+        self, uri: str, ctx: ServerRequestContext[Any, Any]
+    ) -> types.ReadResourceResult:
+        """A tool result `max_output` cut, whole, while it is kept."""
+        text = self.manager.results.get(uri.removeprefix(RESULTS_PREFIX))
+        if text is None:
+            modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            code = INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+            raise MCPError(
+                code,
+                f"{uri!r}: no such result, or it is no longer kept (whole results "
+                "stay an hour); call the tool again",
+                {"uri": uri},
+            )
+        contents = types.TextResourceContents(
+            uri=uri, mime_type="application/json", text=text
+        )
+        return types.ReadResourceResult(contents=[contents])
 
     async def subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams

@@ -25,6 +25,7 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
+from ..core.output import estimate_tokens, fit, results_uri
 from ..core.profile import Profile
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
@@ -219,7 +220,30 @@ class ToolCalls:
         data = dict(result.data)  # as the server sent it, not re-dumped
         if data.get("resultType") == "task":  # SEP-2663: named for tasks/get
             data = exposed_task(server, data)
-        return data
+        return self._fitted(server, profile, data)
+
+    def _fitted(
+        self, server: str, profile: Profile | None, data: dict[str, Any]
+    ) -> dict[str, Any]:
+        """`data` cut to the `max_output` of the profile or the connection
+        (the smaller), the whole kept behind a link; as is without one."""
+        conn = self.manager.connection(server)
+        limits = [
+            limit
+            for limit in (
+                profile.max_output if profile is not None else None,
+                conn.spec.max_output if conn is not None else None,
+            )
+            if limit is not None
+        ]
+        if not limits or "content" not in data:
+            return data
+        limit = min(limits)
+        if estimate_tokens(data) <= limit:
+            return data
+        uri = results_uri(self.manager.results.keep(data))
+        fitted = fit(data, limit, uri)
+        return fitted if fitted is not None else data
 
     async def _discover(
         self,

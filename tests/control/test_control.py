@@ -178,6 +178,11 @@ class FakeBackend:
         self.logins.append(("logout", server, None))
         return LogoutReply(server=server, forgot=True)
 
+    def result(self, result_id: str) -> dict[str, object]:
+        if result_id != "r1":
+            raise CallError(f"no result {result_id!r}")
+        return {"content": [{"type": "text", "text": "whole"}], "isError": False}
+
     def token(self, rotate: bool) -> TokenReply:
         where = "/state/endpoint-token"
         return TokenReply(where, where, rotated=rotate, streams_ended=2 * rotate)
@@ -659,6 +664,10 @@ WIRE: list[tuple[dict[str, object], object]] = [
         {"server": "api", "message": "Logged in."},
     ),
     ({"cmd": "logout", "server": "api"}, {"server": "api", "forgot": True}),
+    (
+        {"cmd": "result", "id": "r1"},
+        {"content": [{"type": "text", "text": "whole"}], "isError": False},
+    ),
     (
         {"cmd": "token", "rotate": True},
         {
