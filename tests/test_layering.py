@@ -71,6 +71,8 @@ DOORS: dict[str, frozenset[str]] = {
     "bm25s": frozenset({"gateway"}),
     "snowballstemmer": frozenset({"gateway"}),
     "numpy": frozenset({"gateway"}),
+    # Secret references in the OS keychain (engine/vault.py).
+    "keyring": frozenset({"engine"}),
     "tokenizers": frozenset({"gateway"}),
     "safetensors": frozenset({"gateway"}),
 }
@@ -126,6 +128,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
     "cli": frozenset(
         {"core", "daemon", "control.client", "control.paths", "control.protocol"}
         | {"lua", "hud.render", "hud.run", "gateway.early", "gateway.options"}
+        | {"engine.vault"}  # `secret set` stores in the keychain
     ),
 }
 """style.md's per-room table: room -> the package rooms (or `room.module`)

@@ -9,6 +9,10 @@ For a daemon on another machine: forward the callback port (`ssh -L`), or
 where the authorization server offers it): open the address it prints on any
 device and enter the code; the daemon polls until it is approved. A server
 without device login: exit 2 with the sentence saying what to use instead.
+
+`mcp-manager secret set SERVICE/NAME` stores a secret in the OS keychain for
+`${keyring:SERVICE/NAME}` in startup.lua (`engine.vault`); the value is read
+from the terminal without echo, or from stdin when it is piped.
 """
 
 from __future__ import annotations
@@ -114,11 +118,45 @@ def _cmd_logout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_secret(args: argparse.Namespace) -> int:
+    from ..core.errors import ConfigError
+    from ..engine.vault import store
+
+    if sys.stdin.isatty():
+        import getpass
+
+        value = getpass.getpass(f"value for {args.reference} (not shown): ")
+    else:
+        value = sys.stdin.read().rstrip("\r\n")
+    if not value:
+        return fail("no value given: nothing stored")
+    try:
+        backend = store(args.reference, value)
+    except ConfigError as exc:
+        return fail(str(exc))
+    print(
+        f"stored {args.reference} in the keychain ({backend}); use "
+        f"${{keyring:{args.reference}}} in startup.lua"
+    )
+    return 0
+
+
 def add_parsers(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     common: argparse.ArgumentParser,
 ) -> None:
-    """Add `login` and `logout`."""
+    """Add `login`, `logout` and `secret`."""
+    secret = sub.add_parser(
+        "secret",
+        parents=[common],
+        help="store a secret in the OS keychain for ${keyring:SERVICE/NAME}",
+    )
+    verbs = secret.add_subparsers(dest="verb", required=True, metavar="set")
+    put = verbs.add_parser(
+        "set", help="store SERVICE/NAME (the value: typed unseen, or piped)"
+    )
+    put.add_argument("reference", metavar="SERVICE/NAME")
+    put.set_defaults(handler=_cmd_secret)
     login = sub.add_parser(
         "login",
         parents=[common],

@@ -2,9 +2,11 @@
 
 `${env:NAME}` templates are substituted from the environment the daemon runs
 in (read on every attempt, so a changed variable takes effect at the next
-reconnect), and every value that must never be shown (resolved template
-values, header values, stdio env values, URL passwords) is registered in the
-daemon's `SecretRegistry`. Pure: the environment is passed in as a function.
+reconnect), secret references (`${keyring:...}`, `${cmd:...}`, `${op://...}`)
+from the values `engine.vault` read for them (`references` says which), and
+every value that must never be shown (resolved template values, header
+values, stdio env values, URL passwords) is registered in the daemon's
+`SecretRegistry`. Pure: the environment and the read secrets are passed in.
 """
 
 from __future__ import annotations
@@ -12,33 +14,63 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
 from .redact import SecretRegistry
-from .spec import TEMPLATE, ConnectionSpec
+from .spec import TEMPLATE, ConnectionSpec, parse_reference
 
-__all__ = ["resolve_spec"]
+__all__ = ["references", "resolve_spec"]
+
+Reference = tuple[str, str]
+"""(kind, reference): `("keyring", "svc/name")`, `("cmd", "pass show x")`..."""
+
+
+def references(spec: ConnectionSpec) -> frozenset[Reference]:
+    """The secret references `spec`'s values name (none in the common case)."""
+    if not _has_templates(spec):
+        return frozenset()
+    texts = [spec.url, spec.command, spec.cwd or "", *spec.args]
+    texts += [v for _, v in (*spec.env, *spec.headers)]
+    if spec.oauth is not None:
+        texts += [spec.oauth.client_secret or "", spec.oauth.private_key or ""]
+    found = (parse_reference(m.group(1)) for t in texts for m in TEMPLATE.finditer(t))
+    return frozenset(ref for ref in found if ref is not None)
 
 
 def resolve_spec(
     spec: ConnectionSpec,
     getenv: Callable[[str], str | None],
     secrets: SecretRegistry,
+    read: Mapping[Reference, str] | None = None,
 ) -> ConnectionSpec:
-    """Substitute `${env:NAME}` and register every secret value of `spec`.
+    """Substitute `${env:NAME}` and the secret references (their values in
+    `read`), and register every secret value of `spec`.
 
     Secrets are: resolved template values, header values, stdio env values and URL
     passwords.
 
     Raises:
-        ConfigError: A referenced environment variable is not set.
+        ConfigError: A referenced environment variable is not set, or a
+            reference was not read.
     """
     resolved_values: list[str] = []
+    read = read or {}
 
     def sub(text: str) -> str:
         def one(m: re.Match[str]) -> str:
+            reference = parse_reference(m.group(1))
+            if reference is not None:
+                value = read.get(reference)
+                if value is None:
+                    raise ConfigError(
+                        f"mcp_add({spec.name!r}): the secret ${{{m.group(1)}}} "
+                        "was not read",
+                        connection=spec.name,
+                    )
+                resolved_values.append(value)
+                return value
             var = m.group(1)[4:]
             value = getenv(var)
             if value is None:

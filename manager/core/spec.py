@@ -37,7 +37,9 @@ __all__ = [
     "applies_live",
     "changed_fields",
     "display_endpoint",
+    "SECRET_KINDS",
     "parse_max_output",
+    "parse_reference",
     "parse_spec",
     "spec_summary",
     "validate_name",
@@ -50,8 +52,30 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """Connection names: they become tool prefixes (`{server}__{tool}`) and CLI words."""
 
 TEMPLATE = re.compile(r"\$\{([^}]*)\}")
-"""A `${...}` template in a declared value (only `${env:NAME}` is valid)."""
+"""A `${...}` template in a declared value: `${env:NAME}`, or a secret
+reference (`parse_reference`)."""
 _ENV_TEMPLATE = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
+_KEYRING_REF = re.compile(r"^keyring:([^/\s][^/]*)/(\S.*)$")
+_OP_REF = re.compile(r"^op://[^/\s]+/[^/\s]+(/[^/\s]+)+$")
+
+SECRET_KINDS = ("keyring", "cmd", "op")
+"""Where a secret reference is read (`engine.vault`): the OS keychain
+(`${keyring:SERVICE/NAME}`), a command's output (`${cmd:COMMAND ARGS}`), or
+the 1Password CLI (`${op://VAULT/ITEM/FIELD}`)."""
+
+
+def parse_reference(inner: str) -> tuple[str, str] | None:
+    """(kind, reference) of a secret template's inside (`keyring:svc/name`,
+    `cmd:pass show x`, `op://vault/item/field`); None if it is no such
+    reference (an `env:` template, or nothing valid)."""
+    if _KEYRING_REF.fullmatch(inner):
+        return "keyring", inner.removeprefix("keyring:")
+    if inner.startswith("cmd:") and inner[4:].strip():
+        return "cmd", inner[4:].strip()
+    if _OP_REF.fullmatch(inner):
+        return "op", inner
+    return None
+
 
 OPTION_DEFAULTS: dict[str, object] = {
     "connect_timeout": 10.0,
@@ -490,10 +514,11 @@ def _string_map(prefix: str, key: str, value: object) -> tuple[tuple[str, str], 
 
 def _check_templates(prefix: str, key: str, text: str) -> None:
     for m in TEMPLATE.finditer(text):
-        if not _ENV_TEMPLATE.fullmatch(m.group(1)):
+        if not _ENV_TEMPLATE.fullmatch(m.group(1)) and not parse_reference(m.group(1)):
             raise ConfigError(
-                f"{prefix}: {key}: unknown template ${{{m.group(1)}}}; the only form "
-                "is ${env:NAME}"
+                f"{prefix}: {key}: unknown template ${{{m.group(1)}}}; the forms are "
+                "${env:NAME}, ${keyring:SERVICE/NAME}, ${cmd:COMMAND ARGS} and "
+                "${op://VAULT/ITEM/FIELD}"
             )
 
 

@@ -78,6 +78,7 @@ from .tracing import (
     Tracing,
     call_attributes,
 )
+from .vault import Vault
 
 __all__ = ["Manager", "ReconcileResult"]
 
@@ -131,8 +132,13 @@ class Manager:
         self.secrets = secrets if secrets is not None else SecretRegistry()
         self.requests = ServerRequests()
         self.starts = StartSlots(start_slots)
+        self.vault = Vault()
+        """Where `${keyring:...}`, `${cmd:...}` and `${op://...}` are read."""
         self._transport = transport or McpTransport(
-            starts=self.starts, secrets=self.secrets, send_span=tracing.send_span
+            starts=self.starts,
+            secrets=self.secrets,
+            send_span=tracing.send_span,
+            read_secrets=self.vault.read,
         )
         self._clock = clock
         self._rand = rand
@@ -262,6 +268,7 @@ class Manager:
     def reconcile(self, specs: Iterable[ConnectionSpec]) -> ReconcileResult:
         """Make the running set equal to `specs`, touching only the difference."""
         desired = {s.name: s for s in specs}
+        self.vault.forget()  # command outputs are read again after a reload
         added, changed, unchanged = [], [], []
         removed = sorted(set(self._conns) - set(desired))
         for name in removed:

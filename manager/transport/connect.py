@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from ..core.errors import (
     TransportError,
 )
 from ..core.redact import SecretRegistry, redact_url
-from ..core.resolve import resolve_spec
+from ..core.resolve import references, resolve_spec
 from ..core.spec import ConnectionSpec
 from .auth import oauth_auth, uses_oauth
 from .base import TASKS_EXTENSION, Hooks, Upstream
@@ -80,6 +80,11 @@ StreamOpener = Callable[
 context manager yielding (read stream, write stream, pid or None). It reports the
 server's end on the loss signal when the read stream alone cannot tell."""
 
+ReadSecrets = Callable[
+    [str, frozenset[tuple[str, str]]], Awaitable[dict[tuple[str, str], str]]
+]
+"""(connection, secret references) -> their values (`engine.vault`)."""
+
 
 class McpTransport:
     """The real transport: stdio subprocesses, streamable HTTP and legacy SSE.
@@ -98,6 +103,8 @@ class McpTransport:
             if None).
         send_span: The SDK's span around a `tools/call` the stdio relay
             sends itself (`Tracing.send_span`; none by default).
+        read_secrets: Reads the secret references a spec names
+            (`engine.vault.Vault.read`); without it a reference is an error.
     """
 
     def __init__(
@@ -108,8 +115,10 @@ class McpTransport:
         secrets: SecretRegistry | None = None,
         state_dir: Path | None = None,
         send_span: SendSpan = NO_SEND_SPAN,
+        read_secrets: ReadSecrets | None = None,
     ) -> None:
         self._send_span = send_span
+        self._read_secrets = read_secrets
         self.secrets = secrets if secrets is not None else SecretRegistry()
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.eras = EraMemory(self.state_dir / "eras.json")
@@ -135,7 +144,16 @@ class McpTransport:
     async def _open(
         self, spec: ConnectionSpec, hooks: Hooks
     ) -> AsyncIterator[Upstream]:
-        resolved = resolve_spec(spec, self._getenv, self.secrets)
+        named = references(spec)
+        read = None
+        if named:
+            if self._read_secrets is None:
+                raise ConfigError(
+                    f"mcp_add({spec.name!r}): secret references need the daemon",
+                    connection=spec.name,
+                )
+            read = await self._read_secrets(spec.name, named)
+        resolved = resolve_spec(spec, self._getenv, self.secrets, read)
         # A stdio start waits for a slot first; connect_timeout starts after.
         slot = await self._starts.acquire() if resolved.transport == "stdio" else None
         try:

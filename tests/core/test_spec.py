@@ -507,7 +507,7 @@ def test_env_templates_are_accepted_and_kept_unresolved(
                 opts,
                 [
                     f"{where}: unknown template ${{{inner}}}",
-                    "the only form is ${env:NAME}",
+                    "the forms are ${env:NAME}, ${keyring:SERVICE/NAME}",
                 ],
                 id=f"template-{where}-{inner}",
             )

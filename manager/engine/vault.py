@@ -1,0 +1,190 @@
+"""Secret references read where they live: the OS keychain, a command, 1Password.
+
+A declared value may name a secret instead of holding it (`core.spec`):
+
+- `${keyring:SERVICE/NAME}`: the OS keychain, through the `keyring` library
+  (Secret Service on Linux, macOS Keychain, Windows Credential Locker).
+  `mcp-manager secret set SERVICE/NAME` stores one (`store`).
+- `${cmd:COMMAND ARGS}`: what a command prints (`pass show github`,
+  `gopass show -o x`, `security find-generic-password -w -s x`), run
+  without a shell, within `CMD_TIMEOUT` seconds, its output kept for the
+  daemon's life and read again after a reload (`Vault.forget`).
+- `${op://VAULT/ITEM/FIELD}`: 1Password, through its CLI (`op read`), when
+  `op` is on `PATH`.
+
+`Vault.read` reads what a connection's spec names before each attempt; a
+secret that cannot be read is a `ConfigError` naming the connection, the
+reference and what to do, and the connection keeps retrying (a keychain
+unlocked later, an `op signin`, a stored secret are picked up). The values are
+registered as secrets (`core.resolve`): never in a log, event, span, status or
+the HUD.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import anyio
+
+from ..core.errors import ConfigError
+
+__all__ = ["CMD_TIMEOUT", "Vault", "store"]
+
+CMD_TIMEOUT = 10.0
+"""Seconds a `${cmd:...}` or `op read` may take."""
+
+Reference = tuple[str, str]
+
+
+class Vault:
+    """Reads secret references; keeps command output until `forget`.
+
+    Args:
+        timeout: Seconds one command may take.
+        which: Finds a program on PATH (injectable).
+    """
+
+    def __init__(
+        self,
+        timeout: float = CMD_TIMEOUT,
+        which: Callable[[str], str | None] = shutil.which,
+    ) -> None:
+        self._timeout = timeout
+        self._which = which
+        self._kept: dict[Reference, str] = {}
+
+    def forget(self) -> None:
+        """Read command outputs again from now on (a reload)."""
+        self._kept.clear()
+
+    async def read(
+        self, connection: str, references: Iterable[Reference]
+    ) -> dict[Reference, str]:
+        """The value of each reference.
+
+        Raises:
+            ConfigError: One cannot be read; the message says which and why.
+        """
+        values: dict[Reference, str] = {}
+        for reference in sorted(references):
+            kind, text = reference
+            if kind == "keyring":
+                values[reference] = await anyio.to_thread.run_sync(
+                    _from_keyring, connection, text
+                )
+                continue
+            kept = self._kept.get(reference)
+            if kept is None:
+                if kind == "op":
+                    kept = await self._op(connection, text)
+                else:
+                    kept = await self._command(connection, text, f"${{cmd:{text}}}")
+                self._kept[reference] = kept
+            values[reference] = kept
+        return values
+
+    async def _op(self, connection: str, reference: str) -> str:
+        if self._which("op") is None:
+            raise ConfigError(
+                f"mcp_add({connection!r}): ${{{reference}}} needs the 1Password CLI "
+                "`op`, which is not on the daemon's PATH: install it and sign in "
+                "(`op signin`), or use another kind of reference",
+                connection=connection,
+            )
+        return await self._run(
+            connection, ["op", "read", reference], f"${{{reference}}}"
+        )
+
+    async def _command(self, connection: str, command: str, shown: str) -> str:
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise ConfigError(
+                f"mcp_add({connection!r}): {shown}: cannot split the command ({exc})",
+                connection=connection,
+            ) from None
+        return await self._run(connection, argv, shown)
+
+    async def _run(self, connection: str, argv: list[str], shown: str) -> str:
+        where = f"mcp_add({connection!r}): {shown}"
+        try:
+            with anyio.fail_after(self._timeout):
+                done = await anyio.run_process(argv, check=False)
+        except TimeoutError:
+            raise ConfigError(
+                f"{where}: the command took longer than {self._timeout:g} s",
+                connection=connection,
+            ) from None
+        except OSError as exc:
+            raise ConfigError(
+                f"{where}: cannot run {argv[0]!r} ({exc.strerror or exc})",
+                connection=connection,
+            ) from None
+        if done.returncode != 0:
+            raise ConfigError(
+                f"{where}: the command exited with status {done.returncode} "
+                "(run it yourself to see why)",
+                connection=connection,
+            )
+        value = done.stdout.decode(errors="replace").strip()
+        if not value:
+            raise ConfigError(
+                f"{where}: the command printed nothing", connection=connection
+            )
+        return value
+
+
+def _keyring() -> Any:
+    try:
+        import keyring
+    except ImportError:  # a broken install: keyring is a dependency
+        raise ConfigError("the keyring library is not installed") from None
+    return keyring
+
+
+def _from_keyring(connection: str, reference: str) -> str:
+    service, _, name = reference.partition("/")
+    where = f"mcp_add({connection!r}): ${{keyring:{reference}}}"
+    keyring = _keyring()
+    try:
+        value = keyring.get_password(service, name)
+    except keyring.errors.KeyringError as exc:
+        raise ConfigError(
+            f"{where}: no keychain this daemon can use ({type(exc).__name__}: "
+            f"{exc}); unlock or install one (Secret Service, macOS Keychain), or "
+            "use ${env:NAME} or ${cmd:...}",
+            connection=connection,
+        ) from None
+    if value is None:
+        raise ConfigError(
+            f"{where}: the keychain has no secret {service}/{name}; store it with "
+            f"`mcp-manager secret set {service}/{name}`",
+            connection=connection,
+        )
+    return str(value)
+
+
+def store(reference: str, value: str) -> str:
+    """Store `value` in the keychain under `SERVICE/NAME`; returns where.
+
+    Raises:
+        ConfigError: A bad reference, or no usable keychain.
+    """
+    service, _, name = reference.partition("/")
+    if not service or not name:
+        raise ConfigError(
+            f"{reference!r}: name it SERVICE/NAME, e.g. github/token "
+            "(then ${keyring:github/token} in startup.lua)"
+        )
+    keyring = _keyring()
+    try:
+        keyring.set_password(service, name, value)
+        backend = type(keyring.get_keyring()).__name__
+    except keyring.errors.KeyringError as exc:
+        raise ConfigError(
+            f"no keychain to store {reference} in ({type(exc).__name__}: {exc})"
+        ) from None
+    return backend
