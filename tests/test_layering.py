@@ -129,6 +129,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         {"core", "daemon", "control.client", "control.paths", "control.protocol"}
         | {"lua", "hud.render", "hud.run", "gateway.early", "gateway.options"}
         | {"engine.vault"}  # `secret set` stores in the keychain
+        | {"engine.calllog"}  # `log` reads the call log itself
     ),
 }
 """style.md's per-room table: room -> the package rooms (or `room.module`)

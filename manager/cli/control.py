@@ -1,6 +1,6 @@
 """The CLI's commands for a running daemon (`status`, `hud`, `events`,
-`reload`, `reconnect`, `token`) and `check`, which validates a startup.lua
-without one.
+`reload`, `reconnect`, `token`), `check`, which validates a startup.lua
+without one, and `log`, which reads the call log without one.
 
 Light: the control client and the standard library (rich only to print the
 status table, textual only for `hud`, Lua only for `check`).
@@ -210,6 +210,51 @@ def _missing_command(spec: ConnectionSpec) -> str | None:
     )
 
 
+# ------------------------------------------------------------------------- log
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _since(text: str) -> float | str:
+    """`--since 90s|15m|1h|2d`: the wall time that far back, or why not."""
+    number, unit = text[:-1], text[-1:]
+    if unit not in _UNITS or not number.replace(".", "", 1).isdigit():
+        return f"--since {text!r}: use a number and s, m, h or d, e.g. 1h"
+    return time.time() - float(number) * _UNITS[unit]
+
+
+def _cmd_log(args: argparse.Namespace) -> int:
+    from ..engine.calllog import read
+
+    since = _since(args.since) if args.since else None
+    if isinstance(since, str):
+        return fail(since)
+    rows = read(
+        server=args.server,
+        tool=args.tool,
+        failed=args.failed,
+        since=since,
+        limit=args.limit,
+    )
+    if args.json:
+        for row in rows:
+            print(json.dumps(row, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no calls logged (yet) that match")
+        return 0
+    for row in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["time"]))
+        what = row["outcome"] + (f" {row['error']}" if row["error"] else "")
+        via = row["client"] + (f" /{row['profile']}" if row["profile"] else "")
+        print(
+            f"{when}  {row['server']}.{row['tool']}  {what}  "
+            f"{row['duration'] * 1000:.0f} ms  {row['bytes']} B  {via}  "
+            f"{row['shape']}"
+        )
+    return 0
+
+
 # ----------------------------------------------------------------------- token
 
 
@@ -285,7 +330,8 @@ def add_parsers(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     common: argparse.ArgumentParser,
 ) -> None:
-    """Add `status`, `hud`, `events`, `reload`, `reconnect`, `token` and `check`."""
+    """Add `status`, `hud`, `events`, `reload`, `reconnect`, `token`, `log`
+    and `check`."""
     status = sub.add_parser("status", parents=[common], help="show every connection")
     status.add_argument("--json", action="store_true", help="a JSON array")
     status.set_defaults(handler=_cmd_status)
@@ -316,6 +362,26 @@ def add_parsers(
     )
     reconnect.add_argument("server", metavar="SERVER")
     reconnect.set_defaults(handler=_cmd_reconnect)
+
+    log = sub.add_parser(
+        "log",
+        parents=[common],
+        help="the calls made through the daemon (kept 30 days; argument "
+        "names and types, never values)",
+    )
+    log.add_argument("--server", metavar="S", help="only this connection's")
+    log.add_argument("--tool", metavar="T", help="only this tool's (its own name)")
+    log.add_argument(
+        "--failed", action="store_true", help="only failures and tool errors"
+    )
+    log.add_argument(
+        "--since", metavar="AGE", help="only the last AGE: 90s, 15m, 1h, 2d"
+    )
+    log.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="the last N (default 100)"
+    )
+    log.add_argument("--json", action="store_true", help="one JSON object a line")
+    log.set_defaults(handler=_cmd_log)
 
     token = sub.add_parser(
         "token",

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from ..core.replies import (
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
+from ..engine.calllog import CallRecord, shape_of
 from ..engine.logins import Logins
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
@@ -284,11 +286,35 @@ class Daemon:
         answer: dict[str, object] | None = None,
     ) -> dict[str, object]:
         """A tool call through the manager, as a JSON-ready result dict;
-        `answer` answers what the server asks meanwhile (`call --answer`)."""
-        result = await self.manager.call(
-            server, tool, args, call_timeout=timeout, answer=answer
-        )
-        return dict(result.data)
+        `answer` answers what the server asks meanwhile (`call --answer`).
+        Logged as the client `cli` (`engine.calllog`)."""
+        started, clock = time.time(), time.monotonic()
+        outcome, error, data = "failed", "", None
+        try:
+            result = await self.manager.call(
+                server, tool, args, call_timeout=timeout, answer=answer
+            )
+            outcome = "tool_error" if result.is_error else "ok"
+            data = dict(result.data)
+            return data
+        except CallError as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            self.manager.calls.record(
+                CallRecord(
+                    time=started,
+                    client="cli",
+                    profile="",
+                    server=server,
+                    tool=tool,
+                    shape=shape_of(args),
+                    outcome=outcome,
+                    error=error,
+                    duration=round(time.monotonic() - clock, 6),
+                    bytes=len(json.dumps(data)) if data is not None else 0,
+                )
+            )
 
     async def request(
         self,

@@ -11,6 +11,8 @@
 - `pins`: pinned tool, prompt and template definitions (trust on first
   use), what changed since, approvals.
 - `results`: whole tool results that `max_output` cut, kept an hour, bounded.
+- `calllog`: one row per tool call in `calls.sqlite3`, written off the call
+  path, bounded by age and rows.
 - `vault`: secret references (`${keyring:}`, `${cmd:}`, `${op://}`) read
   before each connection attempt.
 - `logins`, `status`, `output`: OAuth logins in flight, status snapshots,

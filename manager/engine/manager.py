@@ -62,6 +62,7 @@ from ..transport.lists import ListMemory
 from ..transport.starts import StartSlots
 from ..transport.state_files import default_state_dir
 from .bus import EventBus
+from .calllog import CallLog
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests
 from .live import tell_roots_changed
@@ -152,6 +153,9 @@ class Manager:
         """Pinned tool, prompt and template definitions (`engine.pins`)."""
         self.results = ResultStore()
         """Whole tool results that `max_output` cut (`engine.results`)."""
+        self.calls = CallLog(state_dir)
+        """Every tool call, one row each (`engine.calllog`)."""
+        self._calls_scope = anyio.CancelScope()
         """What on-demand connections listed, kept between their sessions."""
         self._conns: dict[str, Connection] = {}
         self._closing: set[Connection] = set()
@@ -164,7 +168,12 @@ class Manager:
     async def __aenter__(self) -> Manager:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        self._tg.start_soon(self._write_calls)
         return self
+
+    async def _write_calls(self) -> None:
+        with self._calls_scope:
+            await self.calls.run()
 
     async def __aexit__(
         self,
@@ -176,6 +185,7 @@ class Manager:
         assert self._tg is not None
         for name in list(self._conns):
             self.remove(name)
+        self._calls_scope.cancel()  # the last rows are written on the way out
         try:
             return await self._tg.__aexit__(exc_type, exc, tb)
         finally:

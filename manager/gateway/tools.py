@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
@@ -21,12 +22,13 @@ import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import CLIENT_INFO_META_KEY, INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..core.output import estimate_tokens, fit, results_uri
 from ..core.profile import Profile
+from ..engine.calllog import CallRecord, shape_of
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
 from .errors import client_error
@@ -199,6 +201,24 @@ class ToolCalls:
                     era=era,
                 )
 
+        started, clock = time.time(), time.monotonic()
+
+        def logged(outcome: str, error: str = "", data: Any = None) -> None:
+            self.manager.calls.record(
+                CallRecord(
+                    time=started,
+                    client=client_name(ctx),
+                    profile=profile.name if profile is not None else "",
+                    server=server,
+                    tool=tool,
+                    shape=shape_of(arguments),
+                    outcome=outcome,
+                    error=error,
+                    duration=round(time.monotonic() - clock, 6),
+                    bytes=_size(data),
+                )
+            )
+
         try:
             if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_need_rounds(
                 ctx.params, caps
@@ -212,11 +232,15 @@ class ToolCalls:
             else:
                 result = await run()
         except (ServerUnavailable, UnknownServer) as exc:
+            logged("failed", type(exc).__name__)
             return _text_error(f"{name}: {exc}", self._status_meta(server))
         except UpstreamError as exc:  # the server's own answer, as it sent it
+            logged("failed", type(exc).__name__)
             raise client_error(exc) from None
         except CallError as exc:
+            logged("failed", type(exc).__name__)
             return _text_error(f"{name}: {exc}", self._status_meta(server))
+        logged("tool_error" if result.is_error else "ok", data=result.data)
         data = dict(result.data)  # as the server sent it, not re-dumped
         if data.get("resultType") == "task":  # SEP-2663: named for tasks/get
             data = exposed_task(server, data)
@@ -371,6 +395,33 @@ class ToolCalls:
         keep = ("state", "attempt", "next_retry_in", "error", "since")
         facts = status.to_dict()
         return {ERROR_META_KEY: {"server": server, **{k: facts[k] for k in keep}}}
+
+
+def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The calling client's name: its `clientInfo` (the handshake's, or a
+    2026-07-28 request's own), else its protocol version."""
+    params = ctx.session.client_params
+    if params is not None:
+        return str(params.client_info.name)
+    info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
+    if isinstance(info, dict) and isinstance(info.get("name"), str):
+        return str(info["name"])
+    return f"unnamed ({ctx.protocol_version})"
+
+
+def _size(data: Any) -> int:
+    """About how large a result is: the characters of its text and data, no
+    JSON dump on the call path."""
+    if not isinstance(data, Mapping):
+        return 0
+    size = 0
+    for item in data.get("content") or ():
+        if isinstance(item, Mapping):
+            for key in ("text", "data"):
+                value = item.get(key)
+                if isinstance(value, str):
+                    size += len(value)
+    return size
 
 
 def _build_index(table: ToolTable, profile: Profile) -> Any:

@@ -1,0 +1,251 @@
+"""A local log of every tool call: who called what, with what shape, and how it went.
+
+After a day of agents, "what did they call, and what failed?" needs an answer
+without an OTLP collector. Every call through the endpoint (any front, any
+era) and `mcp-manager call` leaves one row in `calls.sqlite3` in the state
+directory (SQLite from the standard library, WAL, 0600): time, client (its
+`clientInfo` name) and profile, connection, tool, the arguments' *shape*
+(keys and JSON types, never values), outcome (`ok`, `tool_error`, `failed`),
+the error's kind, duration and the result's size in bytes.
+
+Writing never slows a call: `record` appends to a bounded queue (a record
+that finds it full is dropped and counted) and `run` writes in batches in a
+worker thread. Bounded on disk: rows older than `KEEP_DAYS`, and the oldest
+beyond `MAX_ROWS`, are deleted as it writes. A disk that fails is said once
+in the log, not a stall. `read` serves `mcp-manager log`, which opens the file
+itself (read-only: no daemon needed).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..transport.state_files import default_state_dir
+
+__all__ = ["KEEP_DAYS", "MAX_ROWS", "CallLog", "CallRecord", "read", "shape_of"]
+
+logger = logging.getLogger("manager.engine")
+
+FILE_NAME = "calls.sqlite3"
+KEEP_DAYS = 30
+MAX_ROWS = 200_000
+QUEUE = 10_000
+"""Records waiting to be written; beyond it they are dropped and counted."""
+FLUSH_EVERY = 1.0
+"""Seconds between batch writes."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    client TEXT NOT NULL,
+    profile TEXT NOT NULL,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    error TEXT NOT NULL,
+    duration REAL NOT NULL,
+    bytes INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One call, as the log keeps it.
+
+    Attributes:
+        time: When it started (wall time).
+        client: The client's name (its `clientInfo`), or `cli` for
+            `mcp-manager call`.
+        profile: The profile it came through ("" for the whole endpoint).
+        server: The connection.
+        tool: The server's own tool name.
+        shape: The arguments' keys and JSON types, as compact JSON.
+        outcome: `ok`, `tool_error` (the tool said isError), or `failed`.
+        error: The failure's kind (`CallTimeout`, `ServerUnavailable`, ...).
+        duration: Seconds it took.
+        bytes: Size of the result's JSON (0 if none).
+    """
+
+    time: float
+    client: str
+    profile: str
+    server: str
+    tool: str
+    shape: str
+    outcome: str
+    error: str
+    duration: float
+    bytes: int
+
+
+def shape_of(arguments: Mapping[str, Any] | None) -> str:
+    """`{"repo": "string", "limit": "number"}` for the arguments: keys and
+    types, never a value."""
+    kinds = {key: _kind(value) for key, value in (arguments or {}).items()}
+    return json.dumps(kinds, separators=(",", ":"), sort_keys=True)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+class CallLog:
+    """The call log of one daemon.
+
+    Args:
+        state_dir: Where `calls.sqlite3` lives.
+        keep_days: Rows older than this are deleted.
+        max_rows: Most rows kept; the oldest go first.
+    """
+
+    def __init__(
+        self, state_dir: Path, keep_days: float = KEEP_DAYS, max_rows: int = MAX_ROWS
+    ) -> None:
+        self.path = state_dir / FILE_NAME
+        self._keep = keep_days * 86400
+        self._max_rows = max_rows
+        self._queue: deque[CallRecord] = deque()
+        self._wake = anyio.Event()
+        self.dropped = 0
+        """Records dropped because the queue was full."""
+        self.written = 0
+        self._failed = False
+        self._db: sqlite3.Connection | None = None
+
+    def record(self, record: CallRecord) -> None:
+        """Queue one call's row; never blocks (dropped and counted if full)."""
+        if len(self._queue) >= QUEUE:
+            self.dropped += 1
+            return
+        self._queue.append(record)
+
+    async def run(self) -> None:
+        """Write queued rows in batches until cancelled; the last batch is
+        written on the way out."""
+        try:
+            while True:
+                await anyio.sleep(FLUSH_EVERY)
+                if self._queue:
+                    await anyio.to_thread.run_sync(self.flush)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if self._queue:
+                    await anyio.to_thread.run_sync(self.flush)
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+
+    def flush(self) -> None:
+        """Write what is queued now (a worker thread's job)."""
+        batch = []
+        while self._queue:
+            batch.append(self._queue.popleft())
+        if not batch:
+            return
+        try:
+            db = self._open()
+            with db:
+                db.executemany(
+                    "INSERT INTO calls (time, client, profile, server, tool, shape, "
+                    "outcome, error, duration, bytes) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    [tuple(asdict(record).values()) for record in batch],
+                )
+                db.execute(
+                    "DELETE FROM calls WHERE time < ?", (time.time() - self._keep,)
+                )
+                db.execute(
+                    "DELETE FROM calls WHERE id <= (SELECT max(id) FROM calls) - ?",
+                    (self._max_rows,),
+                )
+            self.written += len(batch)
+            self._failed = False
+        except (sqlite3.Error, OSError) as exc:
+            self.dropped += len(batch)
+            if not self._failed:
+                self._failed = True
+                logger.warning(
+                    "call log %s: cannot write (%s); calls go on, unlogged",
+                    self.path,
+                    exc,
+                )
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+            db = sqlite3.connect(self.path, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            self._db = db
+        return self._db
+
+
+def read(
+    state_dir: Path | None = None,
+    *,
+    server: str | None = None,
+    tool: str | None = None,
+    failed: bool = False,
+    since: float | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """The latest calls in the log at `state_dir` (by default the daemon's
+    state directory), newest last; [] if none.
+
+    Args:
+        server: Only this connection's.
+        tool: Only this tool's (the server's own name).
+        failed: Only calls that failed or whose tool reported an error.
+        since: Only calls after this wall time.
+        limit: At most this many (the newest).
+    """
+    path = (state_dir if state_dir is not None else default_state_dir()) / FILE_NAME
+    if not path.exists():
+        return []
+    where: list[str] = ["1=1"]
+    values: list[object] = []
+    for column, value in (("server", server), ("tool", tool)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            values.append(value)
+    if failed:
+        where.append("outcome != 'ok'")
+    if since is not None:
+        where.append("time >= ?")
+        values.append(since)
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        db.row_factory = sqlite3.Row
+        rows = db.execute(
+            f"SELECT * FROM calls WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
+            (*values, limit),
+        ).fetchall()
+    finally:
+        db.close()
+    return [dict(row) for row in reversed(rows)]

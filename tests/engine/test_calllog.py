@@ -1,0 +1,141 @@
+"""The call log: one row per call, argument shapes never values, bounded.
+
+The writer is the real one (SQLite in the test's state directory); the
+endpoint and the CLI are real too. Rows are written in batches every second
+by the daemon; tests flush the batch themselves (`CallLog.flush`) or stop the
+daemon (the last batch is written on the way out) instead of waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import stat
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from servers import raw_command
+from servers.daemon import DaemonProcess
+from test_gateway import demo_stdio, running_gateway
+
+from manager.cli import main
+from manager.core.profile import parse_profile
+from manager.engine import calllog
+from manager.engine.calllog import CallLog, CallRecord, read, shape_of
+from manager.transport.state_files import default_state_dir
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+
+def _record(tool: str = "t", at: float = 1.0, outcome: str = "ok") -> CallRecord:
+    return CallRecord(at, "c", "", "s", tool, "{}", outcome, "", 0.1, 3)
+
+
+def test_a_shape_names_keys_and_types_never_values() -> None:
+    shape = shape_of(
+        {"token": "s3cret", "n": 3, "ok": True, "tags": ["a"], "x": None, "o": {}}
+    )
+    assert json.loads(shape) == {
+        "token": "string",
+        "n": "number",
+        "ok": "boolean",
+        "tags": "array",
+        "x": "null",
+        "o": "object",
+    }
+    assert "s3cret" not in shape and shape_of(None) == "{}"
+
+
+def test_rows_are_written_in_batches_private_and_bounded(tmp_path: Path) -> None:
+    log = CallLog(tmp_path / "state", keep_days=1, max_rows=3)
+    for i in range(5):
+        log.record(_record(f"t{i}", at=9e9))  # far future: not too old
+    log.flush()
+    assert stat.S_IMODE(log.path.stat().st_mode) == 0o600
+    rows = read(tmp_path / "state")
+    assert [row["tool"] for row in rows] == ["t2", "t3", "t4"]  # the newest 3
+    log.record(_record("old", at=1.0))  # 1970: older than a day
+    log.flush()
+    assert "old" not in [row["tool"] for row in read(tmp_path / "state")]
+    assert read(tmp_path / "nothing") == []
+
+
+def test_a_full_queue_or_a_bad_disk_drops_and_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(calllog, "QUEUE", 2)
+    log = CallLog(tmp_path)
+    for _ in range(3):
+        log.record(_record())
+    assert log.dropped == 1
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    bad = CallLog(blocked)  # its state directory is a file
+    bad.record(_record())
+    bad.record(_record())
+    bad.flush()
+    bad.record(_record())
+    bad.flush()
+    assert bad.dropped == 3
+    said = [r for r in caplog.records if "cannot write" in r.getMessage()]
+    assert len(said) == 1  # once, not per batch
+
+
+async def test_calls_through_the_endpoint_are_logged_with_client_and_profile(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    view = parse_profile("view", {"servers": ["a"]})
+    async with running_gateway([demo_stdio("a")], wait_for=["a"]) as running:
+        gateway, manager, _ = running
+        manager.profiles = {"view": view}
+        async with Client(f"{gateway.url}/view", mode="legacy") as client:
+            await client.call_tool("a__echo", {"text": "s3cret-arg"})
+            await client.call_tool("a__fail", {})
+        async with Client(str(gateway.url)) as client:  # 2026-07-28
+            await client.call_tool("a__echo", {"text": "x"})
+        manager.calls.flush()
+    rows = read()
+    assert [(r["tool"], r["outcome"], r["profile"]) for r in rows] == [
+        ("echo", "ok", "view"),
+        ("fail", "tool_error", "view"),
+        ("echo", "ok", ""),
+    ]
+    assert rows[0]["client"] == rows[2]["client"] == "mcp"  # the SDK's default name
+    assert rows[0]["shape"] == '{"text":"string"}' and rows[0]["bytes"] >= 10
+    assert "s3cret-arg" not in (default_state_dir() / "calls.sqlite3").read_text(
+        errors="replace"
+    )
+    assert main(["log", "--failed", "--json"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["tool"] == "fail"
+    assert main(["log", "--server", "a", "--since", "1h"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 3 and "a.echo  ok" in printed[0] and "/view" in printed[0]
+    assert main(["log", "--since", "yesterday"]) == 2
+
+
+async def test_a_cli_call_is_logged_and_the_last_rows_outlive_the_daemon(
+    tmp_path: Path,
+) -> None:
+    command, args = raw_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        f"mcp_add('fast', {{command = {json.dumps(command)}, "
+        f"args = {{{', '.join(json.dumps(a) for a in args)}}}}})\n"
+    )
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "fast")
+        await anyio.to_thread.run_sync(
+            daemon.client.call, "fast", "echo", {"text": "hi"}
+        )
+        daemon.signal(signal.SIGTERM)
+        assert await anyio.to_thread.run_sync(daemon.wait, 10) == 0
+    (row,) = read()
+    assert (row["client"], row["server"], row["tool"], row["outcome"]) == (
+        "cli",
+        "fast",
+        "echo",
+        "ok",
+    )
