@@ -370,6 +370,12 @@ def _http_config(args: argparse.Namespace, socket: Path) -> tuple[str, str] | st
                 "the daemon serves no HTTP endpoint: run it with --listen "
                 "127.0.0.1:PORT, or give the URL: --http URL"
             )
+    if url.startswith("unix:"):
+        return (
+            f"the daemon's HTTP endpoint is a Unix socket ({url}), which clients "
+            "do not take in their files; for a local program that speaks HTTP "
+            f"over one: curl --unix-socket {url[5:]} http://localhost/mcp"
+        )
     if args.profile:
         url = url.rstrip("/") + "/" + args.profile
     try:

@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import errno
 import logging
+import os
 import socket
 from collections.abc import Callable, Collection, Iterable, Iterator
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 import anyio
@@ -191,7 +193,10 @@ class HttpEndpoint:
 
     @property
     def url(self) -> str:
-        """`http://HOST:PORT/mcp` as bound."""
+        """`http://HOST:PORT/mcp` as bound (`unix:PATH` on a Unix socket: its
+        clients send `Host: localhost` and ask for `/mcp`)."""
+        if self.options.unix is not None:
+            return f"unix:{self.options.unix}"
         return f"http://{_host_of(self.options.host)}:{self.port}{HTTP_PATH}"
 
     def bind(self) -> None:
@@ -200,6 +205,9 @@ class HttpEndpoint:
         Raises:
             EndpointError: The address cannot be bound.
         """
+        if self.options.unix is not None:
+            self._sock = _bind_unix(self.options.unix)
+            return
         host, port = self.options.host, self.options.port
         where = f"{_host_of(host)}:{port}"
         try:
@@ -243,7 +251,7 @@ class HttpEndpoint:
         )
         names = {"localhost", "127.0.0.1", "[::1]", *options.allowed_hosts}
         wildcard = options.host in ("0.0.0.0", "::")
-        if not wildcard:
+        if not wildcard and options.host:
             names.add(_host_of(options.host).lower())
         hosts: frozenset[str] | None = frozenset(names)
         if wildcard and not options.allowed_hosts:
@@ -355,6 +363,9 @@ class HttpEndpoint:
         finally:
             self._done.set()
             self._sock.close()
+            if self.options.unix is not None:
+                with contextlib.suppress(OSError):
+                    self.options.unix.unlink()
 
     async def aclose(self) -> None:
         """Answer what is in flight (`AnswerAtStop`), then stop uvicorn
@@ -368,6 +379,51 @@ class HttpEndpoint:
         self._server.should_exit = True
         with anyio.move_on_after(HTTP_STOP_LIMIT, shield=True):
             await self._done.wait()
+
+
+def _bind_unix(path: Path) -> socket.socket:
+    """A listening Unix socket at `path`, 0600, in a directory that is not
+    open to other users; a stale socket (nobody listening) is replaced.
+
+    Raises:
+        EndpointError: The directory is missing or open to others, or
+            another process listens there.
+    """
+    folder = path.parent
+    try:
+        mode = folder.stat().st_mode
+    except OSError as exc:
+        raise EndpointError(
+            f"cannot listen on unix:{path}: {folder}: {exc.strerror or exc}"
+        ) from None
+    if mode & 0o077:
+        raise EndpointError(
+            f"cannot listen on unix:{path}: {folder} is open to other users "
+            f"(mode {mode & 0o777:o}); use a directory only you can enter (chmod 700)"
+        )
+    if path.exists():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # stale: nobody listens
+        else:
+            raise EndpointError(
+                f"cannot listen on unix:{path}: another process listens there"
+            )
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, 0o600)
+        sock.listen(1024)
+    except OSError as exc:
+        sock.close()
+        raise EndpointError(
+            f"cannot listen on unix:{path}: {exc.strerror or exc}"
+        ) from None
+    return sock
 
 
 def _bind_reason(exc: OSError) -> str:

@@ -63,8 +63,10 @@ class EndpointOptions:
     """Where and how the HTTP endpoint listens.
 
     Attributes:
-        host: Interface to bind (an IP literal or `localhost`).
+        host: Interface to bind (an IP literal or `localhost`); "" with `unix`.
         port: TCP port; 0 picks a free one.
+        unix: A Unix socket path to serve HTTP on instead (`--listen
+            unix:PATH`), mode 0600 in a directory only its owner can enter.
         token: Bearer token every request must carry; None for none
             (`--no-token`).
         token_from: Where the token comes from, for the start-up line and
@@ -85,11 +87,12 @@ class EndpointOptions:
     token_path: Path | None = None
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    unix: Path | None = None
 
     @property
     def loopback(self) -> bool:
         """Whether only this machine can reach the bound address."""
-        return _is_loopback(self.host)
+        return self.unix is not None or _is_loopback(self.host)
 
 
 def _is_loopback(host: str) -> bool:
@@ -234,8 +237,18 @@ def endpoint_options(
         EndpointError: Bad address, unreadable or empty token file, a token
             setting beside `no_token`, or `no_token` off loopback.
     """
-    host, port = _parse_listen(listen)
-    loopback = _is_loopback(host)
+    unix = None
+    if listen.startswith("unix:"):
+        unix = Path(listen.removeprefix("unix:")).expanduser()
+        if not unix.is_absolute() or unix.name == "":
+            raise EndpointError(
+                f"--listen {listen!r}: give the socket's absolute path, e.g. "
+                "unix:/run/user/1000/mcp-manager/http.sock"
+            )
+        host, port = "", 0
+    else:
+        host, port = _parse_listen(listen)
+    loopback = unix is not None or _is_loopback(host)
     token_path: Path | None = None
     if no_token:
         if token_file or env.get(TOKEN_ENV, "").strip():
@@ -264,6 +277,7 @@ def endpoint_options(
     return EndpointOptions(
         host=host,
         port=port,
+        unix=unix,
         token=token,
         token_from=token_from,
         token_path=token_path,

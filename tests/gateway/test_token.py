@@ -235,3 +235,42 @@ async def test_no_token_serves_loopback_with_a_warning(tmp_path: Path) -> None:
         assert "takes no token (--no-token)" in d.log()
         assert d.client.info().endpoint_token == "none (--no-token)"
         assert not own_token_path().exists()
+
+
+async def test_http_on_a_unix_socket_is_private_and_still_wants_the_token(
+    tmp_path: Path,
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    folder = tmp_path / "sock"
+    folder.mkdir(mode=0o700)
+    path = folder / "http.sock"
+    with DaemonProcess(_script(tmp_path, ledger), "--listen", f"unix:{path}") as d:
+        d.wait_event("connected", "ledger")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert d.client.info().endpoint == f"unix:{path}"
+        url = "http://localhost/mcp"
+        transport = httpx2.AsyncHTTPTransport(uds=str(path))
+        async with httpx2.AsyncClient(transport=transport, timeout=30) as http:
+            refused = await http.post(url, json=_record("stolen"), headers=MODERN)
+            assert refused.status_code == 401
+            auth = {**MODERN, "authorization": f"Bearer {d.token}"}
+            done = await http.post(url, json=_record("local"), headers=auth)
+            assert done.status_code == 200 and "recorded local" in done.text
+        assert _lines(ledger) == ["local"]
+    assert not path.exists()  # removed when the daemon stopped
+
+
+def test_a_unix_socket_in_an_open_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text("")
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o755)
+    open_dir.chmod(0o755)
+    argv = ["run", str(script), "--no-hud", "--listen", f"unix:{open_dir}/h.sock"]
+    argv += ["--socket", str(tmp_path / "c.sock")]
+    assert main(argv) == 2
+    assert "open to other users" in capsys.readouterr().err
+    assert main(["run", str(script), "--listen", "unix:relative.sock"]) == 2
+    assert "absolute path" in capsys.readouterr().err
