@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ..control.client import ControlClient
 from ..control.paths import find_socket
@@ -121,6 +122,52 @@ def _cmd_approve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_pins_check(args: argparse.Namespace) -> int:
+    """`pins check [NAME...]`: each connection's listing against its pins,
+    without a daemon; 0 all as approved, 1 anything changed or never pinned,
+    2 a connection that could not be listed (or a bad config)."""
+    import anyio
+
+    from ..core.describe import describe
+    from ..core.errors import ConfigError
+    from ..daemon.pins_check import check_pins
+    from ..lua import load_file
+
+    path = Path(args.config)
+    try:
+        specs = load_file(path).specs
+    except (ConfigError, OSError) as exc:
+        return fail(first_line(exc))
+    unknown = sorted(set(args.names) - {spec.name for spec in specs})
+    if unknown:
+        return fail(f"{path} declares no {', '.join(unknown)}")
+    chosen = [spec for spec in specs if not args.names or spec.name in args.names]
+    verdicts = anyio.run(check_pins, chosen)
+    code = 0
+    for verdict in verdicts:
+        if verdict.verdict == "pinned":
+            print(f"{verdict.name}: as approved ({verdict.items} items)")
+        elif verdict.verdict == "unpinned":
+            print(
+                f"{verdict.name}: never pinned: run the daemon (it pins on first "
+                f"use) or `mcp-manager approve {verdict.name}`, then check again"
+            )
+            code = max(code, 1)
+        elif verdict.verdict == "changed":
+            print(f"{verdict.name}: {len(verdict.changes)} not as approved")
+            for change in verdict.changes:
+                print(f"  {describe(change)}")
+                for line in change.diff.splitlines():
+                    print(f"    {line}")
+            code = max(code, 1)
+        else:
+            print(f"{verdict.name}: cannot check: {first_line(verdict.error)}")
+            code = 2
+    if not verdicts:
+        print("nothing to check (every connection is disabled or has pin = off)")
+    return code
+
+
 def _cmd_catalog(args: argparse.Namespace) -> int:
     if args.kind == "tools" and args.changed:
         return _cmd_changes(args)
@@ -214,6 +261,26 @@ def add_parsers(
                 "changed since they were approved, as diffs",
             )
         listing.set_defaults(handler=_cmd_catalog, kind=kind, changed=False)
+
+    pins = sub.add_parser(
+        "pins",
+        parents=[common],
+        help="check servers against their pins without a daemon (for CI)",
+    )
+    pin_verbs = pins.add_subparsers(dest="verb", required=True, metavar="check")
+    check = pin_verbs.add_parser(
+        "check",
+        help="connect to each connection once and compare what it lists with "
+        "what was approved; exit 1 on any change",
+    )
+    check.add_argument("names", nargs="*", metavar="NAME", help="default: all")
+    check.add_argument(
+        "--config",
+        default="startup.lua",
+        metavar="FILE",
+        help="the startup.lua that declares them (default: ./startup.lua)",
+    )
+    check.set_defaults(handler=_cmd_pins_check)
 
     approve = sub.add_parser(
         "approve",

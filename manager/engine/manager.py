@@ -114,6 +114,8 @@ class Manager:
             None (`manager.secrets`).
         lists: Where on-demand connections' listings are kept between their
             sessions (default: `lists/` in the transport's state directory).
+        pins_read_only: Compare listings with the pins, never write them
+            (`mcp-manager pins check`).
     """
 
     def __init__(
@@ -127,6 +129,7 @@ class Manager:
         start_slots: int | None = None,
         secrets: SecretRegistry | None = None,
         lists: ListMemory | None = None,
+        pins_read_only: bool = False,
     ) -> None:
         self.bus = bus
         self.tracing = tracing
@@ -149,7 +152,12 @@ class Manager:
             else default_state_dir()
         )
         self.lists = lists or ListMemory(state_dir / "lists")
-        self.pins = PinBook(state_dir / "pins", self.bus.publish, self.secrets)
+        self.pins = PinBook(
+            state_dir / "pins",
+            self.bus.publish,
+            self.secrets,
+            read_only=pins_read_only,
+        )
         """Pinned tool, prompt and template definitions (`engine.pins`)."""
         self.results = ResultStore()
         """Whole tool results that `max_output` cut (`engine.results`)."""

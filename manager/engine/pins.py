@@ -113,6 +113,8 @@ class PinBook:
         directory: Where the pin files live (created on the first write).
         publish: Where `tool_changed` events go (the bus).
         secrets: Masked in every diff.
+        read_only: Compare, never write (`mcp-manager pins check`): a first
+            sight is not pinned.
     """
 
     def __init__(
@@ -120,8 +122,11 @@ class PinBook:
         directory: Path,
         publish: Callable[[ToolChanged], object],
         secrets: SecretRegistry | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.directory = directory
+        self.read_only = read_only
         self._publish = publish
         self._secrets = secrets
         self._told: dict[
@@ -172,7 +177,13 @@ class PinBook:
                 server,
             )
 
+    def pinned(self, server: str) -> bool:
+        """Whether `server` has a pin file."""
+        return self._path(server).exists()
+
     def _save(self, server: str, pins: Mapping[str, Mapping[str, object]]) -> None:
+        if self.read_only:
+            return
         path = self._path(server)
         try:
             write_private_json(path, {"version": 1, "pins": pins}, indent=1)
