@@ -10,7 +10,8 @@ mcp-manager too.
 
 Run: `python tests/servers/backchannel.py --transport http --port PORT`
 (streamable HTTP at `/mcp`; `HttpServerProcess` runs it so) or
-`--transport stdio`.
+`--transport stdio`. `tell` speaks on the call's own stream (progress and a
+log line), for the isolation campaign.
 """
 
 from __future__ import annotations
@@ -67,6 +68,17 @@ async def asking(ctx: Context) -> str:
 @server.tool()
 async def echo(text: str) -> str:
     """Return `text`."""
+    return text
+
+
+@server.tool()
+async def tell(text: str, steps: int, ctx: Context) -> str:
+    """Report progress `steps` times and log once, each saying `text`, on
+    the call's own stream; then return `text` (isolation campaigns: a
+    client must only ever hear its own text)."""
+    for step in range(steps):
+        await ctx.report_progress(step + 1, steps, text)
+    await ctx.info(text)
     return text
 
 
