@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 from ..control.paths import find_socket
+from ..core.errors import ConfigError
 from .clients import (
     CLIENTS,
     TITLES,
@@ -134,7 +135,12 @@ def _cmd_import(args: argparse.Namespace) -> int:
             _say(note)
         read.append(servers)
 
-    translator = Translator(Path(os.path.expanduser("~")))
+    store = None
+    if args.keychain:
+        from ..engine.vault import store as keychain_store
+
+        store = keychain_store
+    translator = Translator(Path(os.path.expanduser("~")), store)
     messages: list[str] = []
     taken: dict[str, str] = {}  # connection name -> where it was imported from
     groups: list[tuple[Section, list[Declaration]]] = []
@@ -162,6 +168,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
                     continue
                 try:
                     declaration = translator.declaration(name, server, section)
+                except ConfigError as exc:  # --keychain: no keychain to store in
+                    return fail(f"--keychain: {exc}; nothing was imported")
                 except Untranslatable as exc:
                     messages.append(f"{where}: not imported: {exc}")
                     skipped += 1
@@ -201,7 +209,14 @@ def _say(text: str) -> None:
 
 
 def _say_exports(translator: Translator) -> None:
-    secrets = [e for e in translator.exports if e.secret]
+    stored = [e for e in translator.exports if e.stored]
+    if stored:
+        _say(
+            f"{len(stored)} secret(s) stored in the OS keychain, read as "
+            "${keyring:mcp-manager/NAME}: "
+            + ", ".join(f"{e.name} ({e.where})" for e in stored)
+        )
+    secrets = [e for e in translator.exports if e.secret and not e.stored]
     if secrets:
         _say(
             "secrets were not copied: export these variables (with the values "
@@ -470,6 +485,12 @@ def add_parsers(
         metavar="CLIENT|FILE",
         help=f"a client ({clients}) or a config file; default: every client's "
         "files on this machine and this directory's project files",
+    )
+    imp.add_argument(
+        "--keychain",
+        action="store_true",
+        help="store the secrets found in the OS keychain (as mcp-manager/NAME) "
+        "and reference them as ${keyring:mcp-manager/NAME} instead of ${env:NAME}",
     )
     imp.add_argument(
         "--write",

@@ -28,7 +28,7 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -56,6 +56,10 @@ LuaValue = str | bool | float | list["LuaValue"] | dict[str, "LuaValue"]
 
 LINE_WIDTH = 88
 """Characters; a longer statement is written one field per line."""
+
+
+KEYCHAIN_SERVICE = "mcp-manager"
+"""The keychain service `import --keychain` stores secrets under."""
 
 
 class Untranslatable(Exception):
@@ -86,11 +90,14 @@ class Export:
         where: Which connection and setting reads it (`github: env TOKEN`).
         secret: True when it replaces a secret found in a client's file;
             False when the client already read it from the environment.
+        stored: The secret went to the keychain (`import --keychain`): the
+            reference is `${keyring:mcp-manager/NAME}`, nothing to export.
     """
 
     name: str
     where: str
     secret: bool
+    stored: bool = False
 
 
 # ----------------------------------------------------------------------- names
@@ -210,6 +217,8 @@ def _fill_templates(
         inner = match.group(1)
         if inner.startswith("env:") and _ENV_NAME.fullmatch(inner[4:]):
             return match.group(0)
+        if inner.startswith(f"keyring:{KEYCHAIN_SERVICE}/"):  # --keychain's own
+            return match.group(0)
         if inner.startswith("input:"):
             name = _env_name(inner[6:])
             notes.append(
@@ -262,10 +271,16 @@ class Translator:
 
     Args:
         home: What `${userHome}` means.
+        store: With it, a secret goes to the OS keychain as
+            `mcp-manager/NAME` (`store(reference, value)`) and the declaration
+            reads `${keyring:mcp-manager/NAME}` instead of `${env:NAME}`.
     """
 
-    def __init__(self, home: Path) -> None:
+    def __init__(
+        self, home: Path, store: Callable[[str, str], object] | None = None
+    ) -> None:
         self._home = home
+        self._store = store
         self._values: dict[str, str] = {}  # variable -> the secret it stands for
         self.exports: list[Export] = []
         """Variables to export before starting the daemon, in order found."""
@@ -370,9 +385,16 @@ class Translator:
             for name in candidates:
                 held = self._values.get(name)
                 if held is None or held == value:
+                    stored = self._store is not None
                     if held is None:
                         self._values[name] = value
-                        self.exports.append(Export(name, where, secret=True))
+                        if self._store is not None:
+                            self._store(f"{KEYCHAIN_SERVICE}/{name}", value)
+                        self.exports.append(
+                            Export(name, where, secret=True, stored=stored)
+                        )
+                    if stored:
+                        return f"${{keyring:{KEYCHAIN_SERVICE}/{name}}}"
                     return f"${{env:{name}}}"
             candidates = [f"{base}_{n}"]
             n += 1

@@ -170,3 +170,38 @@ async def test_a_daemon_starts_a_server_with_a_secret_from_the_keychain(
             json.dumps(daemon.client.details("ledger").to_dict()),
         ]
     assert all(str(ledger) not in text for text in shown)
+
+
+def test_import_can_move_the_secrets_it_finds_into_the_keychain(
+    keychain: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    client_file = tmp_path / "mcp.json"
+    client_file.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "gh": {
+                        "command": "npx",
+                        "args": ["-y", "@modelcontextprotocol/server-github"],
+                        "env": {"GITHUB_TOKEN": "ghp_YFXRaeR4hIWbFUtS56G811emx2aPeGeU"},
+                    }
+                }
+            }
+        )
+    )
+    assert main(["import", str(client_file), "--keychain"]) == 0
+    captured = capsys.readouterr()
+    assert "${keyring:mcp-manager/GITHUB_TOKEN}" in captured.out
+    assert "ghp_" not in captured.out + captured.err
+    assert "stored in the OS keychain" in captured.err and "export" not in captured.err
+    stored = keyring.get_password("mcp-manager", "GITHUB_TOKEN")
+    assert stored == "ghp_YFXRaeR4hIWbFUtS56G811emx2aPeGeU"
+    before = keyring.get_keyring()
+    keyring.set_keyring(NoKeyring())  # type: ignore[no-untyped-call]
+    try:
+        assert main(["import", str(client_file), "--keychain"]) == 2
+        assert "nothing was imported" in capsys.readouterr().err
+    finally:
+        keyring.set_keyring(before)
