@@ -24,7 +24,8 @@ from there (`from servers import stdio_command, ...`), never from this file.
   `tests/node`): a `(command, args)` pair for stdio, or the URL of a running
   server (stopped and reaped at teardown). They skip the test when node or the
   package is missing (`make test` installs it). See `servers/everything.py`.
-- `private_state_dir` (autouse): each test's own `$XDG_STATE_HOME`.
+- `private_state_dir` (autouse): each test's own `$XDG_STATE_HOME`; and
+  `private_session_state` (session, autouse) one for module-scoped fixtures.
 - `no_leaked_children`: fails the test if it leaves child processes behind
   (not counting those a module-scoped fixture shares, `sharing_children`);
   `no_leaked_children_after_module` the same once per module, for modules
@@ -90,6 +91,17 @@ def campaigns_exec_every_process(request: pytest.FixtureRequest) -> Iterator[Non
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MM_TESTS_FORK", "0")
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_session_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A state directory for what outlives one test (module-scoped gateways
+    and daemons): set before any of them is made, so nothing a test runs ever
+    writes the user's own (pins, eras, the call log, tokens)."""
+    state = tmp_path_factory.mktemp("session-state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(state))
+        yield state
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ must be refused the same way through us, not answered some other way.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ async def test_a_dual_era_server_through_every_front_as_straight(
                 command=sys.executable,
                 args=["-m", "manager", "stdio", str(script), "--log-file"]
                 + [str(tmp_path / "stdio.log")],
+                env={"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]},  # not the user's
             ),
         }
         with anyio.fail_after(120):

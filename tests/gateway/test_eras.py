@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Iterator
 from functools import partial
@@ -152,6 +153,7 @@ def _stdio_front(tmp_path: Path, url: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "manager", "stdio", str(script), "--no-telemetry"],
+        env={"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]},  # not the user's
     )
 
 

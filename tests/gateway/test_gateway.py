@@ -613,6 +613,7 @@ async def test_stdio_mode_serves_mcp_on_its_own_stdin_and_stdout(
         command=sys.executable,
         args=["-m", "manager", "stdio", str(script), "--log-level", "INFO"]
         + ["--log-file", str(log)],
+        env={"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]},  # not the user's
     )
     with anyio.fail_after(20):
         async with (

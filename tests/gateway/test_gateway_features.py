@@ -9,6 +9,7 @@ with elicitation, sampling and logging callbacks.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -466,6 +467,7 @@ async def test_mcp_manager_stdio_is_a_transparent_bridge_with_prefix_empty(
             "--log-file",
             str(tmp_path / "log"),
         ],
+        env={"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]},  # not the user's
     )
     client = Client()
     with anyio.fail_after(20):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -268,9 +269,14 @@ def test_a_unix_socket_in_an_open_directory_is_refused(
     open_dir = tmp_path / "open"
     open_dir.mkdir(mode=0o755)
     open_dir.chmod(0o755)
-    argv = ["run", str(script), "--no-hud", "--listen", f"unix:{open_dir}/h.sock"]
-    argv += ["--socket", str(tmp_path / "c.sock")]
-    assert main(argv) == 2
-    assert "open to other users" in capsys.readouterr().err
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    # The daemon says it in its log (a process of its own: its stderr).
+    argv = [sys.executable, "-m", "manager", "run", str(script), "--no-hud"]
+    argv += ["--no-telemetry", "--socket", str(private / "c.sock")]
+    argv += ["--listen", f"unix:{open_dir}/h.sock"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "open to other users" in done.stderr and "chmod 700" in done.stderr
     assert main(["run", str(script), "--listen", "unix:relative.sock"]) == 2
     assert "absolute path" in capsys.readouterr().err
