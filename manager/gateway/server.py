@@ -19,10 +19,11 @@ the only ones in the manager that import the server side of the SDK.
   to a connected upstream, held up to `hold` for a reconnecting one, then
   answered with a tool error naming the server's state. Never retried.
   Cancelling the downstream request cancels the upstream call.
-* **Security** (HTTP): `_Guard` checks the Host header (DNS rebinding), the
+* **Security** (HTTP): `Guard` checks the Host header (DNS rebinding), the
   Origin header (only the endpoint's own loopback origins unless allowed
-  explicitly) and, when configured, a bearer token, before the SDK sees the
-  request. `endpoint_options` refuses a non-loopback bind without a token.
+  explicitly) and the bearer token (required by default, `gateway.options`),
+  before the SDK sees the request. `endpoint_options` allows `--no-token` on
+  loopback only.
 * **Lifecycle.** uvicorn runs inside the daemon's event loop on a socket we
   bind ourselves (so a busy port is a clear `EndpointError`, not uvicorn's
   `sys.exit`), without its signal handlers (the daemon owns signals), and is
