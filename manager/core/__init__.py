@@ -20,6 +20,8 @@
 - `state`: the connection state machine (`transition`).
 - `once`: at most once: which requests may be sent again (`may_repeat`) and
   what a client whose request may have run is told (`stopped_error`).
+- `sandbox`: what a confined stdio server may read, write and connect to
+  (`parse_sandbox`, `rules` for the launcher `manager/confine.py`).
 - `output`: tool results that fit `max_output` (`fit`: cut, with a note and a
   link to the whole), tokens estimated offline.
 - `suspicious`: definitions whose text speaks to the model (`scan_definition`,

@@ -27,6 +27,7 @@ from .errors import ConfigError
 from .exposure import EXPOSURE_OPTIONS, Exposure, parse_exposure_option
 from .oauth import OAuthSpec, parse_oauth
 from .redact import MASK, redact_args, redact_url
+from .sandbox import OFF, Sandbox, parse_sandbox
 
 __all__ = [
     "LIVE_FIELDS",
@@ -107,6 +108,8 @@ _COMMON_OPTIONS = frozenset(
         "idle_stop",
         "pin",
         "max_output",
+        "sandbox",
+        "sandbox_required",
         *EXPOSURE_OPTIONS,
     }
 )
@@ -157,6 +160,7 @@ class ConnectionSpec:
         pin: What a changed tool definition does (`PINS`).
         max_output: Most tokens of one tool result the endpoint passes on
             (`core.output`); None for no limit.
+        sandbox: What a stdio server may touch (`core.sandbox`).
     """
 
     name: str
@@ -183,6 +187,7 @@ class ConnectionSpec:
     idle_stop: float = DEFAULT_IDLE_STOP
     pin: str = "warn"
     max_output: int | None = None
+    sandbox: Sandbox = OFF
 
     @property
     def on_demand(self) -> bool:
@@ -397,6 +402,21 @@ def _parse_options(
             out[key] = _duration(prefix, key, value)
         elif key == "max_output":
             out[key] = parse_max_output(prefix, value)
+        elif key in ("sandbox", "sandbox_required"):
+            if transport != "stdio":
+                raise ConfigError(
+                    f"{prefix}: {key} applies to stdio servers (a process the "
+                    "daemon starts); remove it here"
+                )
+            if key == "sandbox":
+                out[key] = parse_sandbox(
+                    prefix, value, options.get("sandbox_required", False)
+                )
+            elif "sandbox" not in options:
+                raise ConfigError(
+                    f"{prefix}: sandbox_required without sandbox; add "
+                    'sandbox = "strict" (or a table)'
+                )
         elif key == "roots":
             out[key] = parse_exposure_option(prefix, key, value)
         elif key == "oauth":

@@ -11,11 +11,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import ctypes
+import functools
+import json
 import logging
 import os
+import shutil
 import signal
+import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import BinaryIO, cast
 
 import anyio
@@ -28,6 +35,7 @@ from mcp.shared.message import SessionMessage
 from ..core.errors import (
     ConnectFailed,
 )
+from ..core.sandbox import rules
 from ..core.spec import ConnectionSpec
 from .base import EXIT_CODE_WAIT, Hooks, LossReport
 from .children import CHILD_GROUPS
@@ -56,31 +64,115 @@ GARBAGE_SAMPLE = 16 * 1024
 connection masks secrets in the note, then cuts it to its line limit)."""
 
 
+Streams = tuple[
+    MemoryObjectReceiveStream[SessionMessage | Exception], "_StdinWriter", int
+]
+
+
 @asynccontextmanager
 async def stdio_streams(
     spec: ConnectionSpec,
     hooks: Hooks,
     lost: LostSignal,
     send_span: SendSpan = NO_SEND_SPAN,
-) -> AsyncIterator[
-    tuple[
-        MemoryObjectReceiveStream[SessionMessage | Exception],
-        _StdinWriter,
-        int,
-    ]
-]:
+) -> AsyncIterator[Streams]:
     """Spawn a stdio server in its own process group and bridge its pipes.
 
     The write stream carries the `StdioRelay` for `tools/call` (`relay`); the
     server's stdout is read by `StdoutLines`, which hands the relay the lines
-    that answer its requests as they arrive.
+    that answer its requests as they arrive. With a `sandbox`, the server is
+    started confined (`confinement`), its private temporary directory
+    removed when it stops.
     """
     env = get_default_environment() | dict(spec.env)
+    argv, tmpdir = [spec.command, *spec.args], None
+    if spec.sandbox.active:
+        argv, tmpdir = confinement(spec, env)
+    try:
+        async with _streams(spec, argv, env, hooks, lost, send_span) as streams:
+            yield streams
+    finally:
+        if tmpdir is not None:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+LAUNCHER = Path(__file__).resolve().parent.parent / "confine.py"
+"""The confining launcher (run by path, standard library only)."""
+
+_unconfined_told: set[str] = set()
+
+
+@functools.cache
+def landlock_abi() -> int:
+    """This kernel's Landlock ABI version, 0 without Landlock."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return max(int(libc.syscall(444, None, 0, 1)), 0)
+    except (OSError, AttributeError):
+        return 0
+
+
+def confinement(
+    spec: ConnectionSpec, env: dict[str, str]
+) -> tuple[list[str], str | None]:
+    """The argv that starts `spec`'s server confined (`core.sandbox`), and its
+    private temporary directory (set as `TMPDIR` in `env`); unconfined, said
+    once, where Landlock cannot do it, unless `sandbox_required`.
+
+    Raises:
+        ConnectFailed: The sandbox is required and cannot be set up here.
+    """
+    sandbox = spec.sandbox
+    version = landlock_abi()
+    problem = None
+    if version < 1:
+        problem = "this kernel has no Landlock (Linux 5.13+)"
+    elif sandbox.ports is not None and version < 4:
+        problem = f"Landlock ABI {version} cannot limit TCP (needs ABI 4, Linux 6.7)"
+    if problem is not None:
+        if sandbox.required:
+            raise ConnectFailed(
+                f"not starting {spec.command!r}: its sandbox is required and cannot "
+                f"be set up: {problem}"
+            )
+        if spec.name not in _unconfined_told:
+            _unconfined_told.add(spec.name)
+            logger.warning(
+                "%s: runs UNCONFINED: its sandbox cannot be set up (%s); set "
+                "sandbox_required = true to refuse to start it instead",
+                spec.name,
+                problem,
+            )
+        return [spec.command, *spec.args], None
+    found = shutil.which(spec.command, path=env.get("PATH")) or spec.command
+    tmpdir = tempfile.mkdtemp(prefix=f"mcp-sandbox-{spec.name}-")
+    env["TMPDIR"] = tmpdir
+    confined = rules(
+        sandbox,
+        command_paths=[found, os.path.realpath(found)],
+        args=spec.args,
+        cwd=spec.cwd or os.getcwd(),
+        tmpdir=tmpdir,
+        home=os.path.expanduser("~"),
+    )
+    launcher = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(confined)]
+    return [*launcher, "--", found, *spec.args], tmpdir
+
+
+@asynccontextmanager
+async def _streams(
+    spec: ConnectionSpec,
+    argv: list[str],
+    env: dict[str, str],
+    hooks: Hooks,
+    lost: LostSignal,
+    send_span: SendSpan,
+) -> AsyncIterator[Streams]:
     # stdout is a pipe of our own, read by a protocol rather than anyio's
     # stream and a reader task: an answer reaches its caller a loop turn sooner.
     stdout_read, stdout_write = os.pipe()
     try:
-        process = await _spawn(spec, env, stdout_write)
+        process = await _spawn(spec, argv, env, stdout_write)
     except BaseException:
         os.close(stdout_read)
         raise
@@ -194,11 +286,11 @@ async def stdio_streams(
 
 
 async def _spawn(
-    spec: ConnectionSpec, env: dict[str, str], stdout: int
+    spec: ConnectionSpec, argv: list[str], env: dict[str, str], stdout: int
 ) -> anyio.abc.Process:
     try:
         return await anyio.open_process(
-            [spec.command, *spec.args],
+            argv,
             stdin=-1,
             stdout=stdout,
             stderr=-1,

@@ -1,0 +1,125 @@
+"""Start a stdio server confined by Linux Landlock, then become it.
+
+Run by the daemon, never imported: `python -I -S confine.py RULES -- COMMAND
+ARGS...` (standard library only, so it starts in milliseconds). RULES is JSON:
+`{"read": [paths], "write": [paths], "ports": [ports] or null}`. This process
+restricts itself with Landlock (unprivileged, inherited by everything it
+execs): files and directories only under `read` (read and execute) and
+`write` (everything), TCP connect and bind only to `ports` (none when empty;
+not restricted when null), then `exec`s the server. A path that does not
+exist is skipped.
+
+What Landlock cannot do: it limits TCP by port, not by host (egress rules by
+host need a proxy); UDP and Unix sockets are not limited; what the server
+already holds open (its stdin and stdout) stays usable. Needs a kernel with
+Landlock (5.13+; TCP rules 6.7+, ABI 4): without it this exits 126 and says
+so, and the daemon decides beforehand whether to run the server unconfined.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import struct
+import sys
+
+CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
+"""Landlock's syscall numbers (the same on x86-64 and arm64)."""
+
+VERSION = 1 << 0
+PATH_BENEATH, NET_PORT = 1, 2
+PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+BIND_TCP, CONNECT_TCP = 1 << 0, 1 << 1
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+"""The rights a rule on a file (not a directory) may carry."""
+
+
+def abi(libc: ctypes.CDLL) -> int:
+    """Landlock's ABI version here, or 0 when the kernel has none."""
+    version = libc.syscall(CREATE_RULESET, None, 0, VERSION)
+    return max(int(version), 0)
+
+
+def fs_rights(version: int) -> int:
+    rights = (1 << 13) - 1  # ABI 1: execute ... make_sym
+    if version >= 2:
+        rights |= REFER
+    if version >= 3:
+        rights |= TRUNCATE
+    if version >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+def confine(rules: dict[str, list[str] | list[int] | None]) -> str | None:
+    """Restrict this process; None, or why it could not be done."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    version = abi(libc)
+    if version < 1:
+        return "this kernel has no Landlock"
+    handled = fs_rights(version)
+    ports = rules.get("ports")
+    net = BIND_TCP | CONNECT_TCP if ports is not None and version >= 4 else 0
+    if ports is not None and version < 4:
+        return f"Landlock ABI {version} cannot limit TCP (needs 4, Linux 6.7)"
+    if version >= 4:
+        attr = struct.pack("=QQ", handled, net)
+    else:
+        attr = struct.pack("=Q", handled)
+    buffer = ctypes.create_string_buffer(attr)
+    ruleset = libc.syscall(CREATE_RULESET, buffer, len(attr), 0)
+    if ruleset < 0:
+        return f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}"
+    read = EXECUTE | READ_FILE | READ_DIR | (IOCTL_DEV & handled)
+    for key, allowed in (("read", read), ("write", handled)):
+        for path in rules.get(key) or []:
+            try:
+                fd = os.open(str(path), os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # not on this machine
+            try:
+                rights = allowed
+                if not os.path.isdir(str(path)):
+                    rights &= FILE_RIGHTS
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
+                if libc.syscall(ADD_RULE, ruleset, PATH_BENEATH, rule, 0) < 0:
+                    return (
+                        f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}"
+                    )
+            finally:
+                os.close(fd)
+    for port in ports or []:
+        rule = ctypes.create_string_buffer(struct.pack("=QQ", net, int(port)))
+        if libc.syscall(ADD_RULE, ruleset, NET_PORT, rule, 0) < 0:
+            return f"landlock_add_rule port {port}: {os.strerror(ctypes.get_errno())}"
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"no_new_privs: {os.strerror(ctypes.get_errno())}"
+    if libc.syscall(RESTRICT_SELF, ruleset, 0) < 0:
+        return f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}"
+    os.close(ruleset)
+    return None
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[2] != "--":
+        return 2
+    # Found before the restriction: after it, the interpreter may not read
+    # its own library (a lazy import in execvp) and PATH lookups may fail.
+    program = shutil.which(argv[3]) or argv[3]
+    problem = confine(json.loads(argv[1]))
+    if problem is not None:
+        return 126
+    try:
+        os.execv(program, argv[3:])
+    except OSError:
+        return 127
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

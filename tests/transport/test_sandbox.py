@@ -1,0 +1,138 @@
+"""`sandbox`: a stdio server confined by Landlock.
+
+The prober server (`servers/prober.py`) tries to read a file, write one and
+connect to a listening TCP port. Under `sandbox = "strict"` each outside its
+rules is refused; with `sandbox = "off"` each works; a table opens exactly
+what it names. The demo server runs under `strict` too. Skipped where the
+kernel has no Landlock with TCP rules (ABI 4).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import Recorder
+from servers import stdio_command
+
+from manager.core.errors import ConfigError, ConnectFailed
+from manager.core.spec import parse_spec
+from manager.engine.bus import EventBus
+from manager.engine.manager import Manager
+from manager.transport.stdio import landlock_abi
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+landlocked = pytest.mark.skipif(
+    landlock_abi() < 4, reason="no Landlock with TCP rules on this kernel"
+)
+
+PROBER = Path(__file__).parent.parent / "servers" / "prober.py"
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that accepts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        yield sock.getsockname()[1]
+
+
+def _spec(sandbox: object, name: str = "p") -> Any:
+    opts = {} if sandbox is None else {"sandbox": sandbox}
+    return parse_spec(name, {"command": sys.executable, "args": [str(PROBER)]}, opts)
+
+
+async def _probe(spec: Any, **args: object) -> dict[str, str]:
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as manager:
+        manager.add(spec)
+        await rec.wait_for("connected", spec.name)
+        result = await manager.call(spec.name, "probe", dict(args))
+        manager.reconcile([])
+    content: Any = result.data["content"]
+    return json.loads(content[0]["text"])  # type: ignore[no-any-return]
+
+
+@landlocked
+async def test_strict_refuses_reads_writes_and_connections_outside_its_rules(
+    tmp_path: Path, listener: int
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cret")
+    args = {"read": str(secret), "write": str(tmp_path / "out.txt"), "port": listener}
+    assert await _probe(_spec(None), **args) == {
+        "read": "ok",
+        "write": "ok",
+        "connect": "ok",
+    }
+    (tmp_path / "out.txt").unlink()
+    assert await _probe(_spec("strict"), **args) == {
+        "read": "PermissionError",
+        "write": "PermissionError",
+        "connect": "PermissionError",
+    }
+    assert not (tmp_path / "out.txt").exists()
+    opened = {"read": [str(tmp_path)], "write": [str(tmp_path)], "network": [listener]}
+    assert await _probe(_spec(opened), **args) == {
+        "read": "ok",
+        "write": "ok",
+        "connect": "ok",
+    }
+
+
+@landlocked
+async def test_the_demo_server_runs_under_strict() -> None:
+    command, args = stdio_command()
+    spec = parse_spec("demo", {"command": command, "args": args}, {"sandbox": "strict"})
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as manager:
+        manager.add(spec)
+        await rec.wait_for("connected", "demo")
+        result = await manager.call("demo", "echo", {"text": "confined"})
+        content: Any = result.data["content"]
+        assert content[0]["text"] == "confined"
+        manager.reconcile([])
+
+
+def test_sandbox_is_for_stdio_and_says_its_forms() -> None:
+    with pytest.raises(ConfigError, match="applies to stdio servers"):
+        parse_spec("h", "http://127.0.0.1:1/mcp", {"sandbox": "strict"})
+    with pytest.raises(ConfigError, match='sandbox must be "off", "strict"'):
+        parse_spec("s", {"command": "x"}, {"sandbox": "tight"})
+    with pytest.raises(ConfigError, match="sandbox.network must be"):
+        parse_spec("s", {"command": "x"}, {"sandbox": {"network": ["example.com"]}})
+    with pytest.raises(ConfigError, match="must be an absolute path"):
+        parse_spec("s", {"command": "x"}, {"sandbox": {"read": ["data"]}})
+    with pytest.raises(ConfigError, match="sandbox_required without sandbox"):
+        parse_spec("s", {"command": "x"}, {"sandbox_required": True})
+
+
+def test_without_landlock_a_sandbox_is_refused_or_said_never_silent(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from manager.transport import stdio
+
+    monkeypatch.setattr(stdio, "landlock_abi", lambda: 0)  # an older kernel
+    monkeypatch.setattr(stdio, "_unconfined_told", set())
+    with pytest.raises(ConnectFailed, match="sandbox is required and cannot be set"):
+        stdio.confinement(
+            parse_spec(
+                "p", {"command": "x"}, {"sandbox": "strict", "sandbox_required": True}
+            ),
+            {},
+        )
+    loose = _spec("strict")
+    for _ in range(2):
+        argv, tmpdir = stdio.confinement(loose, {})
+        assert argv == [sys.executable, str(PROBER)] and tmpdir is None
+    said = [r.getMessage() for r in caplog.records if "UNCONFINED" in r.getMessage()]
+    assert len(said) == 1 and "sandbox_required = true" in said[0]
