@@ -594,6 +594,17 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
     out["backoff"] = {"initial": spec.backoff.initial, "cap": spec.backoff.cap}
     out["enabled"] = spec.enabled
     out["pin"] = spec.pin
+    if spec.sandbox.active:
+        box = spec.sandbox
+        out["sandbox"] = {
+            "mode": box.mode,
+            "read": list(box.read),
+            "write": list(box.write),
+            "network": "all" if box.ports is None else list(box.ports) or "none",
+            "required": box.required,
+        }
+    if spec.max_output is not None:
+        out["max_output"] = spec.max_output
     if spec.on_demand:
         out["start"] = spec.start
         out["idle_stop"] = spec.idle_stop

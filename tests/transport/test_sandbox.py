@@ -136,3 +136,18 @@ def test_without_landlock_a_sandbox_is_refused_or_said_never_silent(
         assert argv == [sys.executable, str(PROBER)] and tmpdir is None
     said = [r.getMessage() for r in caplog.records if "UNCONFINED" in r.getMessage()]
     assert len(said) == 1 and "sandbox_required = true" in said[0]
+
+
+def test_details_say_what_a_server_is_confined_to() -> None:
+    from manager.core.spec import spec_summary
+
+    shown = spec_summary(_spec({"read": ["~/d"], "network": [5432]}))
+    assert shown["sandbox"] == {
+        "mode": "strict",
+        "read": ["~/d"],
+        "write": [],
+        "network": [5432],
+        "required": False,
+    }
+    assert spec_summary(_spec("strict"))["sandbox"]["network"] == "none"  # type: ignore[index]
+    assert "sandbox" not in spec_summary(_spec(None))
