@@ -120,6 +120,8 @@ class ClientServer:
         call_timeout: Seconds per tool call, if the client says.
         allow_tools: Globs of the tools to show (None: all).
         deny_tools: Globs of the tools to hide.
+        sandbox: `strict` when the client confines it (VS Code's
+            `sandboxEnabled`), else None.
         notes: What was not carried over, for the user.
     """
 
@@ -136,6 +138,7 @@ class ClientServer:
     call_timeout: float | None = None
     allow_tools: tuple[str, ...] | None = None
     deny_tools: tuple[str, ...] = ()
+    sandbox: str | None = None
     notes: tuple[str, ...] = ()
 
 
@@ -699,6 +702,30 @@ _VSCODE_KEYS = frozenset(
 )  # fmt: skip
 
 
+def _vscode_sandbox(raw: Mapping[str, object], entry: _Entry) -> str | None:
+    """VS Code's confinement of a stdio server, as ours: `sandboxEnabled`
+    alone becomes `sandbox = "strict"`; rules of its own are refused, never
+    dropped (a server the user confined must not run unconfined behind us).
+    """
+    rules = raw.get("sandbox")
+    enabled = raw.get("sandboxEnabled") is True or bool(rules)
+    if not enabled:
+        return None
+    if rules:
+        keys = ", ".join(sorted(map(str, rules))) if isinstance(rules, dict) else rules
+        raise _Refused(
+            f"VS Code confines it with rules of its own ({keys}), which mcp-manager "
+            "cannot carry exactly: declare it by hand with sandbox = {read = {...}, "
+            'write = {...}, network = {...}} (README: "Confining servers")'
+        )
+    entry.notes.append(
+        'VS Code confined it: it gets sandbox = "strict"; add what it must read '
+        'or write (sandbox = {read = {...}}) if it needs more (README: "Confining '
+        'servers")'
+    )
+    return "strict"
+
+
 def _vscode_entry(name: str, entry: _Entry, section: Section) -> ClientServer:
     """An entry of VS Code's `servers` (`.vscode/mcp.json`, settings.json)."""
     raw = entry.raw
@@ -719,6 +746,7 @@ def _vscode_entry(name: str, entry: _Entry, section: Section) -> ClientServer:
             args=entry.strings("args"),
             env=tuple(entry.string_map("env").items()),
             cwd=entry.text("cwd"),
+            sandbox=_vscode_sandbox(raw, entry),
             notes=tuple(entry.notes),
         )
     if raw.get("url") is None:

@@ -354,6 +354,8 @@ class Translator:
             tools["deny"] = list(server.deny_tools)
         if tools:
             fields["tools"] = tools
+        if server.sandbox is not None:
+            fields["sandbox"] = server.sandbox
 
     def _check(self, name: str, fields: dict[str, LuaValue]) -> None:
         """Run what `mcp_add` runs; its complaint (masked) is ours."""

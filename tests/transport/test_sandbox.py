@@ -151,3 +151,28 @@ def test_details_say_what_a_server_is_confined_to() -> None:
     }
     assert spec_summary(_spec("strict"))["sandbox"]["network"] == "none"  # type: ignore[index]
     assert "sandbox" not in spec_summary(_spec(None))
+
+
+def test_import_keeps_vs_codes_confinement_or_refuses_it_loudly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from manager.cli import main
+
+    servers = {
+        "boxed": {"type": "stdio", "command": "npx", "args": ["-y", "pkg"],
+                  "sandboxEnabled": True},
+        "ruled": {"type": "stdio", "command": "npx", "args": ["-y", "other"],
+                  "sandboxEnabled": True,
+                  "sandbox": {"filesystem": {"allowWrite": ["/tmp/x"]}}},
+        "open": {"type": "stdio", "command": "npx", "args": ["-y", "third"]},
+    }  # fmt: skip
+    folder = tmp_path / ".vscode"
+    folder.mkdir()
+    (folder / "mcp.json").write_text(json.dumps({"servers": servers}))
+    assert main(["import", str(folder / "mcp.json")]) == 1  # one not imported
+    captured = capsys.readouterr()
+    assert 'mcp_add("boxed"' in captured.out and 'sandbox = "strict"' in captured.out
+    assert 'mcp_add("open"' in captured.out
+    assert 'mcp_add("ruled"' not in captured.out
+    assert "ruled: not imported: VS Code confines it with rules" in captured.err
+    assert captured.out.count("sandbox") == 1  # only boxed is confined
