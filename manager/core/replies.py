@@ -501,18 +501,22 @@ class ConnectionDetails:
             masked; its keys depend on the transport and the options set).
         stderr: The last lines the server wrote to stderr.
         tools: The names of its tools.
+        calls: Its last calls from the call log (`engine.calllog`), oldest
+            first: `{time, client, tool, outcome, error, duration}`.
     """
 
     spec: Mapping[str, object] = field(default_factory=dict)
     stderr: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
+    calls: tuple[Mapping[str, object], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"spec", "stderr", "tools"}`, the names as lists."""
+        """The wire form: `{"spec", "stderr", "tools", "calls"}`."""
         return {
             "spec": dict(self.spec),
             "stderr": list(self.stderr),
             "tools": list(self.tools),
+            "calls": [dict(call) for call in self.calls],
         }
 
     @classmethod
@@ -522,6 +526,11 @@ class ConnectionDetails:
             spec=read_mapping(data.get("spec")) or {},
             stderr=_names(data.get("stderr")),
             tools=_names(data.get("tools")),
+            calls=tuple(
+                row
+                for item in _list(data.get("calls"))
+                if (row := read_mapping(item)) is not None
+            ),
         )
 
 

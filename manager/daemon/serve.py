@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ from ..core.replies import (
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
-from ..engine.calllog import CallRecord, shape_of
+from ..engine.calllog import CallRecord, read, shape_of
 from ..engine.logins import Logins
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
@@ -191,10 +192,16 @@ class Daemon:
         conn = self.manager.connection(server)
         if conn is None:
             raise UnknownServer(f"no connection named {server!r}")
+        keep = ("time", "client", "tool", "outcome", "error", "duration")
+        try:
+            calls = read(self.manager.calls.path.parent, server=server, limit=10)
+        except sqlite3.Error:  # boundary: the log is a nicety here
+            calls = []
         return ConnectionDetails(
             spec=spec_summary(conn.spec),
             stderr=tuple(conn.stderr),
             tools=tuple(tool.name for tool in conn.tools),
+            calls=tuple({key: call[key] for key in keep} for call in calls),
         )
 
     async def login(

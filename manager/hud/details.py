@@ -8,6 +8,7 @@ lines.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -116,8 +117,25 @@ def details_text(row: Row | None, details: ConnectionDetails, now: float) -> Tex
             f"mcp-manager approve {row.name}\n",
             style="dim",
         )
+    if details.calls:
+        text.append(f"\nlast calls ({len(details.calls)})\n", style="bold")
+        for call in details.calls:
+            started = _number(call.get("time"))
+            when = time.strftime("%H:%M:%S", time.localtime(started))
+            outcome = f"{call.get('outcome', '')} {call.get('error', '')}".strip()
+            ms = _number(call.get("duration")) * 1000
+            style = "" if call.get("outcome") == "ok" else "red"
+            text.append(
+                f"  {when}  {call.get('tool')}  {outcome}  {ms:.0f} ms  "
+                f"{call.get('client')}\n",
+                style=style,
+            )
     lines = details.stderr
     text.append(f"\nlast stderr lines ({len(lines)})\n", style="bold")
     for line in lines or ["(none)"]:
         text.append(f"  {line}\n", style="cyan" if lines else "dim")
     return text
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0

@@ -592,6 +592,7 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "spec": {"name": "fs", "env": {"TOKEN": "***"}},
             "stderr": ["starting", "ready"],
             "tools": ["read", "write"],
+            "calls": [],
         },
     ),
     (

@@ -101,6 +101,16 @@ FULL: list[Reply] = [
         spec={"name": "fs", "env": {"TOKEN": "***"}, "backoff": {"initial": 1.0}},
         stderr=("starting", "ready"),
         tools=("read", "write"),
+        calls=(
+            {
+                "time": 1.5,
+                "client": "claude",
+                "tool": "read",
+                "outcome": "ok",
+                "error": "",
+                "duration": 0.01,
+            },
+        ),
     ),
     LoginResult(server="api", done=True, state="needs_login", error="denied"),
     LoginResult(server="api", done=True, error="no device login", unsupported=True),

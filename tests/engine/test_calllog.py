@@ -130,6 +130,16 @@ async def test_a_cli_call_is_logged_and_the_last_rows_outlive_the_daemon(
         await anyio.to_thread.run_sync(
             daemon.client.call, "fast", "echo", {"text": "hi"}
         )
+        # The details show it once written (a batch a second).
+        with anyio.fail_after(10):
+            while not daemon.client.details("fast").calls:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        (shown,) = daemon.client.details("fast").calls
+        assert (shown["client"], shown["tool"], shown["outcome"]) == (
+            "cli",
+            "echo",
+            "ok",
+        )
         daemon.signal(signal.SIGTERM)
         assert await anyio.to_thread.run_sync(daemon.wait, 10) == 0
     (row,) = read()

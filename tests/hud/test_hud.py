@@ -1413,6 +1413,26 @@ def test_details_name_the_protocol_revision_and_its_era() -> None:
     assert "MCP 2025-06-18 (handshake era)" in old
 
 
+def test_details_show_the_last_calls_failures_in_red() -> None:
+    calls = (
+        {"time": 0.0, "client": "claude", "tool": "echo", "outcome": "ok",
+         "error": "", "duration": 0.004},
+        {"time": 1.0, "client": "cli", "tool": "fail", "outcome": "failed",
+         "error": "CallTimeout", "duration": 30.0},
+    )  # fmt: skip
+    text = details_text(None, ConnectionDetails(calls=calls), now=2.0)
+    plain = text.plain
+    assert "last calls (2)" in plain
+    assert "echo  ok  4 ms  claude" in plain
+    assert "fail  failed CallTimeout  30000 ms  cli" in plain
+    failed = plain.index("fail  failed")
+    assert any(
+        span.start <= failed < span.end and "red" in str(span.style)
+        for span in text.spans
+    )
+    assert "last calls" not in details_text(None, ConnectionDetails(), 2.0).plain
+
+
 def test_the_footer_says_which_clients_are_attached_to_which_profile() -> None:
     hud = HudState()
     assert not any("attached" in text for text, _ in footer_lines(hud)[1])
