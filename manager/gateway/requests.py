@@ -3,8 +3,10 @@
 While an upstream serves a downstream request, what it says about that request
 (progress, log messages) goes to that request's own stream, in the order the
 upstream sent it and all of it before the result (`CallNotes`, `serving`):
-straight at the server the client gets the same. A log message reaches us
-naming no request (the transports hand it over without one): it goes to the
+straight at the server the client gets the same. A log message that a
+streamable HTTP upstream sends on a request's own response stream is read in
+that request's task, so it goes to that request exactly (`_SERVED`). Any
+other (stdio and SSE have no way to say whose it is) goes to the
 requests in flight to that upstream
 while they are all one client's. While several clients' requests are in
 flight there, it goes to none of them (it may carry one client's data; the
@@ -34,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Coroutine
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +58,11 @@ from .rounds import HeldCall, can_be_asked
 __all__ = ["NOTES_LIMIT", "CallNotes", "ClientRequests", "Turns", "upstream_meta"]
 
 logger = logging.getLogger("manager.gateway")
+
+_SERVED: ContextVar[tuple[str, Any] | None] = ContextVar(
+    "mcp_manager_served", default=None
+)
+"""(upstream, request) that the current task is serving, while it does."""
 
 NOTES_LIMIT = 1000
 """Notifications of one request waiting to reach its client; beyond it they are
@@ -428,6 +436,24 @@ class ClientRequests:
     ) -> AsyncIterator[None]:
         item = _Waiting(key, ctx, token, notes, held)
         waiting = self._waiting.setdefault(server, [])
+        # A log message the upstream's transport reads in this very task
+        # (on this request's own response stream: streamable HTTP) is this
+        # request's, whoever else waits there (`log`).
+        mark = _SERVED.set((server, item))
+        try:
+            async with self._registered(server, item, waiting, notes):
+                yield
+        finally:
+            _SERVED.reset(mark)
+
+    @contextlib.asynccontextmanager
+    async def _registered(
+        self,
+        server: str,
+        item: _Waiting,
+        waiting: list[_Waiting],
+        notes: CallNotes,
+    ) -> AsyncIterator[None]:
         if self.spawn is not None:
             notes.deliver_with(self.spawn)
             waiting.append(item)
@@ -476,6 +502,11 @@ class ClientRequests:
         waiting = self._waiting.get(server)
         if not waiting:
             return False
+        served = _SERVED.get()
+        if served is not None and served[0] == server and served[1] in waiting:
+            if served[1].notes is not None:  # read on that request's own stream
+                served[1].notes.log(level, logger_name, data)
+            return True
         if len({item.key for item in waiting}) > 1:
             self.logs_withheld[server] = self.logs_withheld.get(server, 0) + 1
             if self.logs_withheld[server] == 1:

@@ -281,6 +281,52 @@ async def test_a_log_line_during_two_clients_calls_never_reaches_the_other(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+async def test_over_streamable_http_a_log_line_reaches_exactly_its_callers_client(
+    web: HttpServerProcess, era: str
+) -> None:
+    """Over streamable HTTP a log line comes on its request's own response
+    stream: it reaches that request's client even while another client's
+    call is in flight there, and never the other (the daemon speaking either
+    era to the server)."""
+    options = {"backoff": {"initial": 0.05, "cap": 0.4}, "protocol": era}
+    spec = parse_spec("web", web.url, options)
+    async with running_gateway([spec], wait_for=("web",)) as (gateway, _, _):
+        assert gateway.url is not None
+        alice, bob = Client(), Client()
+        async with (
+            downstream(gateway.url, alice, askable=False) as a,
+            downstream(gateway.url, bob, askable=False) as b,
+        ):
+            busy = anyio.Event()
+
+            async def progressed(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                busy.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    partial(
+                        a.call_tool,
+                        "web__sleep",
+                        {"seconds": 60},
+                        progress_callback=progressed,
+                    )
+                )
+                with anyio.fail_after(30):
+                    await busy.wait()
+                said = await b.call_tool(
+                    "web__log", {"level": "error", "text": "bob's"}
+                )
+                assert text_of(said) == "sent error"
+                await wait_until(lambda: any(log.data == "bob's" for log in bob.logs))
+                tg.cancel_scope.cancel()
+        assert gateway.features.asks.logs_withheld.get("web", 0) == 0
+    assert all(log.data != "bob's" for log in alice.logs)
+
+
+@pytest.mark.anyio
 async def test_resource_updates_reach_the_subscriber_and_logs_respect_levels(
     demos: Gateway,
 ) -> None:
