@@ -21,7 +21,6 @@ import json
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,6 +295,8 @@ def _load(path: Path) -> object:
     except OSError as exc:
         raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}") from None
     if path.suffix == ".toml":
+        import tomllib  # Codex's file only: not on every CLI start
+
         try:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
