@@ -72,12 +72,18 @@ class DaemonProcess:
         self._log = open(self.log_path, "wb")  # closed in close()
         command = [sys.executable, "-m", "manager", "run", str(script)]
         command += ["--socket", str(self.socket), *args]
-        self.process = preload.popen(
-            command,
-            stdout=self._log,
-            # No telemetry unless a test asks for it: nothing listens on 4317.
-            env={**os.environ, "OTEL_SDK_DISABLED": "true", **(env or {})},
-        )
+        try:
+            self.process = preload.popen(
+                command,
+                stdout=self._log,
+                # No telemetry unless a test asks for it: nothing listens on 4317.
+                env={**os.environ, "OTEL_SDK_DISABLED": "true", **(env or {})},
+            )
+        except BaseException:  # not started: nothing of it may outlive this
+            self._log.close()
+            self.log_path.unlink(missing_ok=True)
+            os.rmdir(self._dir)
+            raise
         self.client = ControlClient(self.socket)
         self.events: list[Event] = []
         self._cond = threading.Condition()

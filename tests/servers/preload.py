@@ -37,6 +37,7 @@ Run as a script, this file is the preloader: fd 3 is its control socket.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -398,7 +399,8 @@ class _Forker:
             for fd in stdio:
                 os.close(fd)
             if request is not None:
-                conn.send(b"{}")  # exec it yourself
+                with contextlib.suppress(OSError):  # the launcher may be gone
+                    conn.send(b"{}")  # exec it yourself
             self.release(conn.fileno())
             return None
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
@@ -410,7 +412,10 @@ class _Forker:
         del self.handlers[conn.fileno()]
         self.poller.unregister(conn.fileno())
         pidfd = self.hold(os.pidfd_open(forked))
-        conn.send(json.dumps({"pid": forked}).encode())
+        try:
+            conn.send(json.dumps({"pid": forked}).encode())
+        except OSError:  # the launcher went away meanwhile (killed): so does its child
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
         client: int | None = None
         try:
             watched = self.hold(os.pidfd_open(client_pid))
