@@ -28,6 +28,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 BIG = "\n".join(f"row {i:06d} " + "v" * 80 for i in range(10_000))
 """About 225 k tokens (estimated as characters / 4)."""
 
+MEDIUM = BIG[:40_000]
+"""About 10 k tokens: over a max_output of 2000, quick to send around."""
+
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_large_result_is_cut_to_the_limit_and_the_whole_is_one_read_away(
@@ -88,13 +91,13 @@ async def test_the_cli_prints_the_whole_result_a_link_names(
         daemon.wait_event("connected", "big")
         with anyio.fail_after(60):
             async with Client(bearer(url, daemon.token)) as client:
-                result = await client.call_tool("big__echo", {"text": BIG})
+                result = await client.call_tool("big__echo", {"text": MEDIUM})
         link = result.content[-1]
         assert isinstance(link, types.ResourceLink)
         argv = ["result", str(link.uri), "--socket", str(daemon.socket)]
         assert await anyio.to_thread.run_sync(main, argv) == 0
         printed = json.loads(capsys.readouterr().out)
-        assert printed["content"][0]["text"] == BIG
+        assert printed["content"][0]["text"] == MEDIUM
         gone = ["result", "0" * 32, "--socket", str(daemon.socket)]
         assert await anyio.to_thread.run_sync(main, gone) == 2
         assert "no longer kept" in capsys.readouterr().err

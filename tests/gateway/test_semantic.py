@@ -117,12 +117,16 @@ def test_without_a_model_search_stays_by_words(
 
 @pytest.mark.anyio
 async def test_the_gateway_prepares_a_search_profile_off_the_call_path() -> None:
-    from test_gateway import demo_stdio, running_gateway
+    from servers import raw_command
+    from test_gateway import running_gateway
 
     from manager.core.profile import parse_profile
+    from manager.core.spec import parse_spec
 
+    command, args = raw_command()  # the stdlib server: it starts at once
+    raw = parse_spec("a", {"command": command, "args": args}, {"ping_interval": 0})
     found = parse_profile("find", {"servers": ["a"], "discovery": "search"}, "x:1")
-    async with running_gateway([demo_stdio("a")], wait_for=["a"]) as running:
+    async with running_gateway([raw], wait_for=["a"]) as running:
         gateway, manager, _ = running
         manager.profiles = {"find": found}
         await gateway.tools.prepare()
