@@ -33,8 +33,8 @@ pytestmark = [
 
 BACKCHANNEL = Path(__file__).parent.parent / "servers" / "backchannel.py"
 CLIENTS = 8
-CALLS = 25
-STEPS = 3
+CALLS = 10
+STEPS = 2
 
 
 async def test_eight_clients_with_the_same_ids_only_ever_hear_their_own(
