@@ -62,7 +62,7 @@ logger = logging.getLogger("manager.gateway")
 _SERVED: ContextVar[tuple[str, Any] | None] = ContextVar(
     "mcp_manager_served", default=None
 )
-"""(upstream, request) that the current task is serving, while it does."""
+"""(upstream, the request's notes) the current task serves, while it does."""
 
 NOTES_LIMIT = 1000
 """Notifications of one request waiting to reach its client; beyond it they are
@@ -390,17 +390,26 @@ class ClientRequests:
             # (two of them in flight to one stdio server are told apart or
             # refused, never confused).
             key = f"{key}#{id(notes)}"
-        if (
-            server in self._askers
-            and self._unlinked(server)
-            and can_be_asked(ctx.session.client_capabilities)
-        ):
-            async with self._turn(server, key):
-                async with self._serving(server, key, ctx, notes, token, held):
+        # A log message the upstream's transport reads in this very task (on
+        # this request's own response stream: streamable HTTP) is this
+        # request's, whoever else waits there (`log`).
+        mark = _SERVED.set((server, notes))
+        try:
+            if (
+                server in self._askers
+                and self._unlinked(server)
+                and can_be_asked(ctx.session.client_capabilities)
+            ):
+                async with (
+                    self._turn(server, key),
+                    self._serving(server, key, ctx, notes, token, held),
+                ):
                     yield
-            return
-        async with self._serving(server, key, ctx, notes, token, held):
-            yield
+                return
+            async with self._serving(server, key, ctx, notes, token, held):
+                yield
+        finally:
+            _SERVED.reset(mark)
 
     @contextlib.asynccontextmanager
     async def _turn(self, server: str, key: str) -> AsyncIterator[None]:
@@ -436,24 +445,6 @@ class ClientRequests:
     ) -> AsyncIterator[None]:
         item = _Waiting(key, ctx, token, notes, held)
         waiting = self._waiting.setdefault(server, [])
-        # A log message the upstream's transport reads in this very task
-        # (on this request's own response stream: streamable HTTP) is this
-        # request's, whoever else waits there (`log`).
-        mark = _SERVED.set((server, item))
-        try:
-            async with self._registered(server, item, waiting, notes):
-                yield
-        finally:
-            _SERVED.reset(mark)
-
-    @contextlib.asynccontextmanager
-    async def _registered(
-        self,
-        server: str,
-        item: _Waiting,
-        waiting: list[_Waiting],
-        notes: CallNotes,
-    ) -> AsyncIterator[None]:
         if self.spawn is not None:
             notes.deliver_with(self.spawn)
             waiting.append(item)
@@ -503,10 +494,11 @@ class ClientRequests:
         if not waiting:
             return False
         served = _SERVED.get()
-        if served is not None and served[0] == server and served[1] in waiting:
-            if served[1].notes is not None:  # read on that request's own stream
-                served[1].notes.log(level, logger_name, data)
-            return True
+        if served is not None and served[0] == server:
+            mine = [item for item in waiting if item.notes is served[1]]
+            if mine:  # read on that request's own stream
+                served[1].log(level, logger_name, data)
+                return True
         if len({item.key for item in waiting}) > 1:
             self.logs_withheld[server] = self.logs_withheld.get(server, 0) + 1
             if self.logs_withheld[server] == 1:
