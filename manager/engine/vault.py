@@ -72,9 +72,7 @@ class Vault:
         for reference in sorted(references):
             kind, text = reference
             if kind == "keyring":
-                values[reference] = await anyio.to_thread.run_sync(
-                    _from_keyring, connection, text
-                )
+                values[reference] = await self._keychain(connection, text)
                 continue
             kept = self._kept.get(reference)
             if kept is None:
@@ -85,6 +83,21 @@ class Vault:
                 self._kept[reference] = kept
             values[reference] = kept
         return values
+
+    async def _keychain(self, connection: str, reference: str) -> str:
+        """The keychain's answer within the timeout (a locked Secret Service
+        may wait on a prompt nobody sees)."""
+        try:
+            with anyio.fail_after(self._timeout):
+                return await anyio.to_thread.run_sync(
+                    _from_keyring, connection, reference, abandon_on_cancel=True
+                )
+        except TimeoutError:
+            raise ConfigError(
+                f"mcp_add({connection!r}): ${{keyring:{reference}}}: the keychain "
+                f"did not answer within {self._timeout:g} s (locked?)",
+                connection=connection,
+            ) from None
 
     async def _op(self, connection: str, reference: str) -> str:
         if self._which("op") is None:
