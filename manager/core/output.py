@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "RESULTS_PREFIX",
+    "compact",
     "TOKEN_CHARS",
     "estimate_tokens",
     "fit",
@@ -47,20 +48,29 @@ def results_uri(result_id: str) -> str:
     return RESULTS_PREFIX + result_id
 
 
+def compact(value: object) -> str:
+    """`value` as compact JSON (what a client reads, and what is kept)."""
+    return str(_compact(value))
+
+
 def estimate_tokens(value: object) -> int:
     """Tokens of `value` as a client reads it (its compact JSON), estimated."""
     text = value if isinstance(value, str) else _compact(value)
     return -(-len(text) // TOKEN_CHARS)
 
 
-def fit(result: Mapping[str, Any], limit: int, uri: str) -> dict[str, Any] | None:
+def fit(
+    result: Mapping[str, Any], limit: int, uri: str, whole: int | None = None
+) -> dict[str, Any] | None:
     """`result` (a `CallToolResult` as JSON) cut to about `limit` tokens, with
     a note and a link to `uri` where the whole is; None if it fits already.
+    `whole`: its tokens, when the caller counted them already.
 
     The cut result is at most `limit` tokens (estimated), with `FRAME`
     characters to spare for what the endpoint adds around it.
     """
-    whole = estimate_tokens(result)
+    if whole is None:
+        whole = estimate_tokens(result)
     if whole <= limit:
         return None
     link = {

@@ -48,7 +48,7 @@ from ..core.replies import (
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
-from ..engine.calllog import CallRecord, read, shape_of
+from ..engine.calllog import CallRecord, read, result_size, shape_of
 from ..engine.logins import Logins
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
@@ -319,7 +319,7 @@ class Daemon:
                     outcome=outcome,
                     error=error,
                     duration=round(time.monotonic() - clock, 6),
-                    bytes=len(json.dumps(data)) if data is not None else 0,
+                    bytes=result_size(data),
                 )
             )
 

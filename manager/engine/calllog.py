@@ -33,7 +33,15 @@ import anyio
 
 from ..transport.state_files import default_state_dir
 
-__all__ = ["KEEP_DAYS", "MAX_ROWS", "CallLog", "CallRecord", "read", "shape_of"]
+__all__ = [
+    "KEEP_DAYS",
+    "MAX_ROWS",
+    "CallLog",
+    "CallRecord",
+    "read",
+    "result_size",
+    "shape_of",
+]
 
 logger = logging.getLogger("manager.engine")
 
@@ -78,7 +86,7 @@ class CallRecord:
         outcome: `ok`, `tool_error` (the tool said isError), or `failed`.
         error: The failure's kind (`CallTimeout`, `ServerUnavailable`, ...).
         duration: Seconds it took.
-        bytes: Size of the result's JSON (0 if none).
+        bytes: About the result's size (`result_size`; 0 if none).
     """
 
     time: float
@@ -91,6 +99,21 @@ class CallRecord:
     error: str
     duration: float
     bytes: int
+
+
+def result_size(data: object) -> int:
+    """About how large a tool result is: the characters of its contents'
+    text and data (no JSON dump of it on the call path)."""
+    if not isinstance(data, Mapping):
+        return 0
+    size = 0
+    for item in data.get("content") or ():
+        if isinstance(item, Mapping):
+            for key in ("text", "data"):
+                value = item.get(key)
+                if isinstance(value, str):
+                    size += len(value)
+    return size
 
 
 def shape_of(arguments: Mapping[str, Any] | None) -> str:

@@ -9,12 +9,10 @@ someone it gave it to) can ask for it.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 __all__ = ["KEEP_SECONDS", "MAX_BYTES", "ResultStore"]
 
@@ -51,9 +49,8 @@ class ResultStore:
     def __len__(self) -> int:
         return len(self._kept)
 
-    def keep(self, result: Mapping[str, Any]) -> str:
-        """Keep `result` (JSON-ready); returns its id."""
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    def keep(self, text: str) -> str:
+        """Keep a result (its JSON text); returns its id."""
         self._expire()
         while self._kept and self._bytes + len(text) > self._max:
             self._pop_oldest()

@@ -421,7 +421,7 @@ def _bind_unix(path: Path) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise EndpointError(
-            f"cannot listen on unix:{path}: {exc.strerror or exc}"
+            f"cannot listen on unix:{path}: {_bind_reason(exc)}"
         ) from None
     return sock
 

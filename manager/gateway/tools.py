@@ -26,9 +26,9 @@ from mcp_types import CLIENT_INFO_META_KEY, INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
-from ..core.output import estimate_tokens, fit, results_uri
+from ..core.output import compact, estimate_tokens, fit, results_uri
 from ..core.profile import Profile
-from ..engine.calllog import CallRecord, shape_of
+from ..engine.calllog import CallRecord, result_size, shape_of
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
 from .errors import client_error
@@ -215,7 +215,7 @@ class ToolCalls:
                     outcome=outcome,
                     error=error,
                     duration=round(time.monotonic() - clock, 6),
-                    bytes=_size(data),
+                    bytes=result_size(data),
                 )
             )
 
@@ -263,10 +263,12 @@ class ToolCalls:
         if not limits or "content" not in data:
             return data
         limit = min(limits)
-        if estimate_tokens(data) <= limit:
+        text = compact(data)  # once: counted, and kept if it is cut
+        whole = estimate_tokens(text)
+        if whole <= limit:
             return data
-        uri = results_uri(self.manager.results.keep(data))
-        fitted = fit(data, limit, uri)
+        uri = results_uri(self.manager.results.keep(text))
+        fitted = fit(data, limit, uri, whole)
         return fitted if fitted is not None else data
 
     async def _discover(
@@ -407,21 +409,6 @@ def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
     if isinstance(info, dict) and isinstance(info.get("name"), str):
         return str(info["name"])
     return f"unnamed ({ctx.protocol_version})"
-
-
-def _size(data: Any) -> int:
-    """About how large a result is: the characters of its text and data, no
-    JSON dump on the call path."""
-    if not isinstance(data, Mapping):
-        return 0
-    size = 0
-    for item in data.get("content") or ():
-        if isinstance(item, Mapping):
-            for key in ("text", "data"):
-                value = item.get(key)
-                if isinstance(value, str):
-                    size += len(value)
-    return size
 
 
 def _build_index(table: ToolTable, profile: Profile) -> Any:

@@ -99,11 +99,11 @@ def test_escaped_text_is_counted_as_the_client_reads_it() -> None:
 def test_the_store_keeps_whole_results_bounded_in_bytes_and_time() -> None:
     now = [0.0]
     store = ResultStore(max_bytes=1_000, keep_seconds=60, clock=lambda: now[0])
-    first = store.keep({"content": [_text("a" * 400)]})
-    second = store.keep({"content": [_text("b" * 400)]})
+    first = store.keep(json.dumps({"content": [_text("a" * 400)]}))
+    second = store.keep(json.dumps({"content": [_text("b" * 400)]}))
     assert first != second and len(first) == 32
     assert json.loads(store.get(first) or "")["content"][0]["text"] == "a" * 400
-    third = store.keep({"content": [_text("c" * 400)]})  # over 1000 bytes
+    third = store.keep(json.dumps({"content": [_text("c" * 400)]}))  # > 1000 B
     assert store.get(first) is None and store.dropped == 1
     assert store.get(second) is not None and store.get(third) is not None
     now[0] = 61.0
