@@ -19,6 +19,7 @@ import pytest
 from keyring.backends.fail import Keyring as NoKeyring
 from keyrings.alt.file import PlaintextKeyring  # type: ignore[import-untyped]
 from servers.daemon import DaemonProcess
+from servers.ledgers import LEDGER_SCRIPT
 
 from manager.cli import main
 from manager.core.errors import ConfigError
@@ -28,8 +29,6 @@ from manager.core.spec import parse_reference, parse_spec
 from manager.engine.vault import Vault, store
 
 pytestmark = pytest.mark.anyio
-
-LEDGER_SCRIPT = Path(__file__).parent.parent / "servers" / "ledger.py"
 
 
 @pytest.fixture

@@ -105,6 +105,27 @@ async def downstream(
 
 
 @asynccontextmanager
+async def busy_with_a_sleep(session: ClientSession, tool: str) -> AsyncIterator[None]:
+    """`session` calls the demo's `tool` (`sleep`, a minute) while the body
+    runs, which starts once the call is at the server (its first progress);
+    the call is cancelled, not waited for, when the body ends."""
+    busy = anyio.Event()
+
+    async def progressed(
+        progress: float, total: float | None, message: str | None
+    ) -> None:
+        busy.set()
+
+    async with anyio.create_task_group() as tg:
+        sleep = partial(session.call_tool, tool, {"seconds": 60})
+        tg.start_soon(partial(sleep, progress_callback=progressed))
+        with anyio.fail_after(30):
+            await busy.wait()
+        yield
+        tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
 async def two_demos(**a_opts: object) -> AsyncIterator[Gateway]:
     specs = [demo_stdio("a", **a_opts), demo_stdio("b", prefix="")]
     async with running_gateway(specs, wait_for=("a", "b")) as (gateway, _, _):
@@ -251,25 +272,9 @@ async def test_a_log_line_during_two_clients_calls_never_reaches_the_other(
         downstream(demos.url, alice, askable=False) as a,
         downstream(demos.url, bob, askable=False) as b,
     ):
-        busy = anyio.Event()
-
-        async def progressed(progress: float, total: float | None, note: Any) -> None:
-            busy.set()  # alice's call is at the server
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(
-                partial(
-                    a.call_tool,
-                    "a__sleep",
-                    {"seconds": 60},
-                    progress_callback=progressed,
-                )
-            )
-            with anyio.fail_after(30):
-                await busy.wait()
+        async with busy_with_a_sleep(a, "a__sleep"):
             said = await b.call_tool("a__log", {"level": "error", "text": "bob's"})
             assert text_of(said) == "sent error"
-            tg.cancel_scope.cancel()  # alice's call: cancelled, not waited for
         withheld = demos.features.asks.logs_withheld.get("a", 0)
         # Alone at the server (alice's call has ended there), bob gets his own.
         await wait_until(lambda: demos.features.asks.in_flight("a") == 0)
@@ -298,30 +303,12 @@ async def test_over_streamable_http_a_log_line_reaches_exactly_its_callers_clien
             downstream(gateway.url, alice, askable=False) as a,
             downstream(gateway.url, bob, askable=False) as b,
         ):
-            busy = anyio.Event()
-
-            async def progressed(
-                progress: float, total: float | None, message: str | None
-            ) -> None:
-                busy.set()
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(
-                    partial(
-                        a.call_tool,
-                        "web__sleep",
-                        {"seconds": 60},
-                        progress_callback=progressed,
-                    )
-                )
-                with anyio.fail_after(30):
-                    await busy.wait()
+            async with busy_with_a_sleep(a, "web__sleep"):
                 said = await b.call_tool(
                     "web__log", {"level": "error", "text": "bob's"}
                 )
                 assert text_of(said) == "sent error"
                 await wait_until(lambda: any(log.data == "bob's" for log in bob.logs))
-                tg.cancel_scope.cancel()
         assert gateway.features.asks.logs_withheld.get("web", 0) == 0
     assert all(log.data != "bob's" for log in alice.logs)
 

@@ -11,7 +11,6 @@ run and was not sent again.
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from pathlib import Path
@@ -23,31 +22,16 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from servers import free_port
 from servers.daemon import DaemonProcess, bearer
+from servers.ledgers import ledger_lines, ledger_startup
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
-
-LEDGER_SCRIPT = Path(__file__).parent.parent / "servers" / "ledger.py"
-
-
-def _script(tmp_path: Path, ledger: Path, extra: str = "") -> Path:
-    script = tmp_path / "startup.lua"
-    args = ", ".join(json.dumps(a) for a in ["-S", str(LEDGER_SCRIPT), str(ledger)])
-    script.write_text(
-        f"mcp_add('ledger', {{command = {json.dumps(sys.executable)}, "
-        f"args = {{{args}}}{extra}}})\n"
-    )
-    return script
-
-
-def _lines(ledger: Path) -> list[str]:
-    return ledger.read_text().splitlines() if ledger.exists() else []
 
 
 async def _until_recorded(ledger: Path, text: str) -> None:
     """Wait (bounded) until the server wrote `text`: the call is under way."""
     with anyio.fail_after(30):
         # The file is the one witness (another process writes it).
-        while text not in _lines(ledger):  # noqa: ASYNC110
+        while text not in ledger_lines(ledger):  # noqa: ASYNC110
             await anyio.sleep(0.01)
 
 
@@ -92,7 +76,7 @@ async def _second_call_runs_once(
                 "ledger__record", {"text": "second", "seconds": 0}
             )
             assert not done.is_error
-    assert _lines(ledger) == ["first", "second"]
+    assert ledger_lines(ledger) == ["first", "second"]
 
 
 def _says_it_may_have_run(outcome: object) -> None:
@@ -107,7 +91,7 @@ async def test_a_call_through_attach_runs_once_when_the_daemon_stops_under_it(
     tmp_path: Path, control_socket: Path, mode: Any, sig: int
 ) -> None:
     ledger = tmp_path / "ledger.txt"
-    script = _script(tmp_path, ledger)
+    script = ledger_startup(tmp_path, ledger)
     with DaemonProcess(script, control_socket=control_socket) as daemon:
         daemon.wait_event("connected", "ledger")
         async with Client(_attach(control_socket), mode=mode) as client:
@@ -122,7 +106,7 @@ async def test_a_call_through_attach_runs_once_when_the_daemon_stops_under_it(
                         "ledger__record", {"text": "second", "seconds": 0}
                     )
                 assert not done.is_error
-    assert _lines(ledger) == ["first", "second"]
+    assert ledger_lines(ledger) == ["first", "second"]
 
 
 @pytest.mark.parametrize(
@@ -138,7 +122,7 @@ async def test_a_call_over_http_runs_once_when_the_daemon_stops_under_it(
     tmp_path: Path, mode: Any, sig: int
 ) -> None:
     ledger = tmp_path / "ledger.txt"
-    script = _script(tmp_path, ledger)
+    script = ledger_startup(tmp_path, ledger)
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     args = ("--listen", f"127.0.0.1:{port}")
@@ -164,7 +148,7 @@ async def test_a_call_in_flight_when_a_reload_restarts_its_server_runs_once(
     tmp_path: Path, control_socket: Path
 ) -> None:
     ledger = tmp_path / "ledger.txt"
-    script = _script(tmp_path, ledger)
+    script = ledger_startup(tmp_path, ledger)
     with DaemonProcess(script, control_socket=control_socket) as daemon:
         daemon.wait_event("connected", "ledger")
         async with Client(_attach(control_socket), mode="legacy") as client:
@@ -180,7 +164,7 @@ async def test_a_call_in_flight_when_a_reload_restarts_its_server_runs_once(
                     tg.start_soon(call)
                     await _until_recorded(ledger, "first")
                     # A changed declaration restarts the server under the call.
-                    _script(tmp_path, ledger, ", env = {RUN = '2'}")
+                    ledger_startup(tmp_path, ledger, ", env = {RUN = '2'}")
                     daemon.client.reload()
                     updated = daemon.wait_event("updated", "ledger")
             (result,) = results
@@ -192,4 +176,4 @@ async def test_a_call_in_flight_when_a_reload_restarts_its_server_runs_once(
                 "ledger__record", {"text": "second", "seconds": 0}
             )
             assert not done.is_error
-    assert _lines(ledger) == ["first", "second"]
+    assert ledger_lines(ledger) == ["first", "second"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import pytest
 from mcp import Client
 from servers import free_port
 from servers.daemon import DaemonProcess, bearer
+from servers.ledgers import ledger_lines, ledger_startup
 
 from manager.cli import main
 from manager.gateway.options import (
@@ -35,7 +35,6 @@ from manager.gateway.options import (
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
-LEDGER_SCRIPT = Path(__file__).parent.parent / "servers" / "ledger.py"
 STREAM = {"accept": "application/json, text/event-stream"}
 MODERN = {
     **STREAM,
@@ -45,20 +44,6 @@ MODERN = {
 }
 """The headers of a 2026-07-28 `tools/call` of `ledger__record` (`_record`)."""
 HANDSHAKE = "2025-11-25"
-
-
-def _script(tmp_path: Path, ledger: Path) -> Path:
-    script = tmp_path / "startup.lua"
-    args = ", ".join(json.dumps(a) for a in ["-S", str(LEDGER_SCRIPT), str(ledger)])
-    script.write_text(
-        f"mcp_add('ledger', {{command = {json.dumps(sys.executable)}, "
-        f"args = {{{args}}}}})\n"
-    )
-    return script
-
-
-def _lines(ledger: Path) -> list[str]:
-    return ledger.read_text().splitlines() if ledger.exists() else []
 
 
 def _record(text: str, request_id: int = 1) -> dict[str, Any]:
@@ -147,7 +132,9 @@ async def test_without_the_token_nothing_reaches_a_server_and_a_configured_clien
     ledger = tmp_path / "ledger.txt"
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    with DaemonProcess(_script(tmp_path, ledger), "--listen", f"127.0.0.1:{port}") as d:
+    with DaemonProcess(
+        ledger_startup(tmp_path, ledger), "--listen", f"127.0.0.1:{port}"
+    ) as d:
         d.wait_event("connected", "ledger")
         token = d.token
         async with httpx2.AsyncClient(timeout=30) as http:
@@ -157,7 +144,7 @@ async def test_without_the_token_nothing_reaches_a_server_and_a_configured_clien
                     refused = await http.post(url, json=body, headers=headers)
                     assert refused.status_code == 401, (auth, refused.text)
                     assert refused.headers["www-authenticate"].startswith("Bearer")
-        assert _lines(ledger) == []
+        assert ledger_lines(ledger) == []
 
         # What `client-config cursor --http` writes is all a client needs.
         argv = ["client-config", "cursor", "--http", "--socket", str(d.socket)]
@@ -172,7 +159,7 @@ async def test_without_the_token_nothing_reaches_a_server_and_a_configured_clien
                         "ledger__record", {"text": mode, "seconds": 0}
                     )
                     assert not done.is_error, done
-        assert _lines(ledger) == ["legacy", "auto"]
+        assert ledger_lines(ledger) == ["legacy", "auto"]
 
         # Nothing says the token itself; the start-up line and status say where.
         info = d.client.info()
@@ -193,7 +180,9 @@ async def test_a_rotation_ends_the_streams_of_the_old_token_and_refuses_it(
     ledger = tmp_path / "ledger.txt"
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    with DaemonProcess(_script(tmp_path, ledger), "--listen", f"127.0.0.1:{port}") as d:
+    with DaemonProcess(
+        ledger_startup(tmp_path, ledger), "--listen", f"127.0.0.1:{port}"
+    ) as d:
         d.wait_event("connected", "ledger")
         old = {**STREAM, "authorization": f"Bearer {d.token}"}
         async with httpx2.AsyncClient(timeout=30) as http:
@@ -218,7 +207,7 @@ async def test_a_rotation_ends_the_streams_of_the_old_token_and_refuses_it(
             assert new != old
             done = await http.post(url, json=_record("new"), headers=new)
             assert done.status_code == 200 and "recorded new" in done.text, done.text
-        assert _lines(ledger) == ["new"]
+        assert ledger_lines(ledger) == ["new"]
         assert d.token not in d.log()
 
 
@@ -227,7 +216,7 @@ async def test_no_token_serves_loopback_with_a_warning(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     args = ("--listen", f"127.0.0.1:{port}", "--no-token")
-    with DaemonProcess(_script(tmp_path, ledger), *args) as d:
+    with DaemonProcess(ledger_startup(tmp_path, ledger), *args) as d:
         d.wait_event("connected", "ledger")
         async with httpx2.AsyncClient(timeout=30) as http:
             done = await http.post(url, json=_record("open"), headers=MODERN)
@@ -244,7 +233,9 @@ async def test_http_on_a_unix_socket_is_private_and_still_wants_the_token(
     folder = tmp_path / "sock"
     folder.mkdir(mode=0o700)
     path = folder / "http.sock"
-    with DaemonProcess(_script(tmp_path, ledger), "--listen", f"unix:{path}") as d:
+    with DaemonProcess(
+        ledger_startup(tmp_path, ledger), "--listen", f"unix:{path}"
+    ) as d:
         d.wait_event("connected", "ledger")
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert d.client.info().endpoint == f"unix:{path}"
@@ -256,7 +247,7 @@ async def test_http_on_a_unix_socket_is_private_and_still_wants_the_token(
             auth = {**MODERN, "authorization": f"Bearer {d.token}"}
             done = await http.post(url, json=_record("local"), headers=auth)
             assert done.status_code == 200 and "recorded local" in done.text
-        assert _lines(ledger) == ["local"]
+        assert ledger_lines(ledger) == ["local"]
     assert not path.exists()  # removed when the daemon stopped
 
 
