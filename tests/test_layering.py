@@ -114,9 +114,11 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
     "mcpserver": frozenset({"core"}),
     # style.md: core, engine. Also the transport's seam (`Upstream`, the
     # progress callback, the request link), never its SDK client side; and
-    # where the state directory is (the endpoint's own token file lives there).
+    # where the state directory is (the endpoint's own token file lives there),
+    # and the socket rules of `control.paths` (HTTP on a Unix socket).
     "gateway": frozenset(
         {"core", "engine", "mcpserver", "transport.base", "transport.state_files"}
+        | {"control.paths"}
     ),
     "daemon": frozenset(
         {"core", "transport", "engine", "lua", "logs", "telemetry", "hud"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import stat
 from pathlib import Path
 
@@ -19,11 +20,15 @@ __all__ = [
     "TMP_BASE",
     "attach_socket_path",
     "check_socket_dir",
+    "clear_stale_socket",
     "find_socket",
     "prepare_socket_dir",
     "socket_path",
 ]
 
+
+STALE_PROBE_TIMEOUT = 1.0
+"""Seconds spent checking whether an existing socket file has a live daemon."""
 
 RUNTIME_BASE = Path("/run/user")
 """Where the system keeps each user's runtime directory (`/run/user/UID`, what
@@ -137,3 +142,34 @@ def prepare_socket_dir(directory: Path) -> None:
     else:
         os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
     check_socket_dir(directory)
+
+
+def clear_stale_socket(path: Path) -> None:
+    """Remove a stale socket file at `path`; refuse a live one or a non-socket
+    (the control socket's and the HTTP endpoint's on a Unix socket).
+
+    Raises:
+        ControlError: Something other than a socket is there, or a daemon
+            answers on it.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise ControlError(
+            f"{path} exists and is not a socket; remove it or choose another --socket"
+        )
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(STALE_PROBE_TIMEOUT)
+    try:
+        probe.connect(os.fspath(path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # stale: left behind by a daemon that died
+        return
+    except OSError as exc:
+        raise ControlError(f"cannot check the existing socket {path}: {exc}") from exc
+    finally:
+        probe.close()
+    raise ControlError(f"another mcp-manager is already running on {path}")

@@ -10,7 +10,6 @@ import contextlib
 import logging
 import os
 import socket
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +17,7 @@ from ..core.errors import (
     ControlError,
 )
 from .dispatch import BadRequest, ControlBackend, dispatch, parse_request
-from .paths import prepare_socket_dir
+from .paths import clear_stale_socket, prepare_socket_dir
 from .protocol import (
     IDLE_TIMEOUT,
     MAX_REQUEST_BYTES,
@@ -34,8 +33,6 @@ __all__ = ["serve_control"]
 
 logger = logging.getLogger("manager.control")
 
-_STALE_PROBE_TIMEOUT = 1.0
-"""Seconds spent checking whether an existing socket file has a live daemon."""
 
 _STREAM_BATCH = 256
 """Queued events written to a streaming client in one send."""
@@ -220,31 +217,6 @@ async def _handle_client(
             logger.exception("control: client handler failed")
 
 
-def _probe_existing(path: Path) -> None:
-    """Remove a stale socket file at `path`; refuse a live one or a non-socket."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(st.st_mode):
-        raise ControlError(
-            f"{path} exists and is not a socket; remove it or choose another --socket"
-        )
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(_STALE_PROBE_TIMEOUT)
-    try:
-        probe.connect(os.fspath(path))
-    except (ConnectionRefusedError, FileNotFoundError):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # stale: left behind by a daemon that died
-        return
-    except OSError as exc:
-        raise ControlError(f"cannot check the existing socket {path}: {exc}") from exc
-    finally:
-        probe.close()
-    raise ControlError(f"another mcp-manager is already running on {path}")
-
-
 def _remove_socket(path: Path, inode: int) -> None:
     """Remove the socket file, unless another daemon has replaced it since."""
     try:
@@ -282,7 +254,7 @@ async def serve_control(
     prepare_socket_dir(path.parent)
     # Blocking, but sub-millisecond on a local socket (bounded by a 1 s timeout);
     # it must run before anyio's listener would silently unlink the file.
-    _probe_existing(path)
+    clear_stale_socket(path)
     try:
         listener = await anyio.create_unix_listener(path, mode=0o600)
     except OSError as exc:

@@ -25,6 +25,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from ..control.paths import check_socket_dir, clear_stale_socket
+from ..core.errors import ControlError
 from .exchange import Exchange, HandshakeSessions
 from .guard import Guard
 from .options import (
@@ -382,37 +384,18 @@ class HttpEndpoint:
 
 
 def _bind_unix(path: Path) -> socket.socket:
-    """A listening Unix socket at `path`, 0600, in a directory that is not
-    open to other users; a stale socket (nobody listening) is replaced.
+    """A listening Unix socket at `path`, 0600, in a directory only its owner
+    can reach (`control.paths`: the control socket's own rules); a stale
+    socket is replaced, a live one or a file of another kind refused.
 
     Raises:
-        EndpointError: The directory is missing or open to others, or
-            another process listens there.
+        EndpointError: Any of those, naming `path`.
     """
-    folder = path.parent
     try:
-        mode = folder.stat().st_mode
-    except OSError as exc:
-        raise EndpointError(
-            f"cannot listen on unix:{path}: {folder}: {exc.strerror or exc}"
-        ) from None
-    if mode & 0o077:
-        raise EndpointError(
-            f"cannot listen on unix:{path}: {folder} is open to other users "
-            f"(mode {mode & 0o777:o}); use a directory only you can enter (chmod 700)"
-        )
-    if path.exists():
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            path.unlink()  # stale: nobody listens
-        else:
-            raise EndpointError(
-                f"cannot listen on unix:{path}: another process listens there"
-            )
-        finally:
-            probe.close()
+        check_socket_dir(path.parent)
+        clear_stale_socket(path)
+    except (ControlError, OSError) as exc:
+        raise EndpointError(f"cannot listen on unix:{path}: {exc}") from None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(str(path))
@@ -420,9 +403,8 @@ def _bind_unix(path: Path) -> socket.socket:
         sock.listen(1024)
     except OSError as exc:
         sock.close()
-        raise EndpointError(
-            f"cannot listen on unix:{path}: {_bind_reason(exc)}"
-        ) from None
+        why = _bind_reason(exc)
+        raise EndpointError(f"cannot listen on unix:{path}: {why}") from None
     return sock
 
 

@@ -260,9 +260,16 @@ def test_a_unix_socket_in_an_open_directory_is_refused(
     open_dir = tmp_path / "open"
     open_dir.mkdir(mode=0o755)
     open_dir.chmod(0o755)
-    with pytest.raises(EndpointError, match=r"open to other users .*chmod 700"):
+    with pytest.raises(EndpointError, match=r"accessible to other users .*chmod 700"):
         _bind_unix(open_dir / "h.sock")
     assert not (open_dir / "h.sock").exists()
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    kept = private / "notes.txt"  # not a socket: never removed to make room
+    kept.write_text("mine")
+    with pytest.raises(EndpointError, match="is not a socket"):
+        _bind_unix(kept)
+    assert kept.read_text() == "mine"
     script = tmp_path / "startup.lua"
     script.write_text("")
     assert main(["run", str(script), "--listen", "unix:relative.sock"]) == 2
