@@ -334,7 +334,7 @@ class ToolIndex:
         """The words' ranking and the meaning's, fused by reciprocal rank."""
         assert self._meaning is not None
         encoder, vectors = self._meaning
-        similarity = vectors @ encoder.embed([query])[0]
+        similarity = vectors @ encoder.embed([query], remember=False)[0]
         by_meaning = sorted(range(len(similarity)), key=lambda i: -similarity[i])
         fused: dict[int, float] = {}
         for weight, ranking in ((1.0, by_words), (_MEANING_WEIGHT, by_meaning)):

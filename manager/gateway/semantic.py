@@ -108,19 +108,22 @@ class Encoder:
         self._cache: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str]) -> Any:
+    def embed(self, texts: Sequence[str], *, remember: bool = True) -> Any:
         """Unit vectors, one row per text (float32); texts embedded before
-        come from the cache."""
+        come from the cache. `remember=False` (a search query) leaves the
+        cache as it was: it holds tool texts only, so it is bounded by the
+        tools ever listed, not by what people search for."""
         with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        missing.sort(key=len)
+            known = {t: self._cache[t] for t in texts if t in self._cache}
+        missing = sorted(dict.fromkeys(t for t in texts if t not in known), key=len)
         for start in range(0, len(missing), BATCH):
             batch = missing[start : start + BATCH]
             vectors = self._forward(batch)
-            with self._lock:
-                self._cache.update(zip(batch, vectors, strict=True))
-        with self._lock:
-            rows = [self._cache[t] for t in texts]
+            known.update(zip(batch, vectors, strict=True))
+            if remember:
+                with self._lock:
+                    self._cache.update(zip(batch, vectors, strict=True))
+        rows = [known[t] for t in texts]
         if not rows:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         return np.stack(rows)

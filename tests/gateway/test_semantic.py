@@ -135,3 +135,13 @@ async def test_the_gateway_prepares_a_search_profile_off_the_call_path() -> None
         # What a model would call it, in other words: the demo's echo tool.
         hits = index.search("repeat back what I say", 3)
         assert "a__echo" in [hit.name for hit in hits]
+
+
+def test_a_query_is_not_kept_only_tool_texts_are(encoder: semantic.Encoder) -> None:
+    before = len(encoder._cache)
+    once = encoder.embed(["a query nobody searched before 7f3a"], remember=False)
+    assert len(encoder._cache) == before
+    again = encoder.embed(["a query nobody searched before 7f3a"], remember=False)
+    assert np.allclose(once, again)
+    encoder.embed(["a tool text kept 7f3a"])
+    assert len(encoder._cache) == before + 1
