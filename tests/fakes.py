@@ -151,6 +151,12 @@ class FakeUpstream:
     async def for_era(self, era: str | None, limit: float) -> FakeUpstream:
         return self  # one era
 
+    def apart(self, era: str | None) -> bool:
+        return False
+
+    def beside(self) -> str:
+        return ""
+
     async def notify_roots_changed(self) -> None:
         self.roots_changed += 1
 

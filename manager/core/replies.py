@@ -503,20 +503,24 @@ class ConnectionDetails:
         tools: The names of its tools.
         calls: Its last calls from the call log (`engine.calllog`), oldest
             first: `{time, client, tool, outcome, error, duration}`.
+        beside: The session of the other era open beside its own
+            (`ConnectionStatus.beside`); "" when none.
     """
 
     spec: Mapping[str, object] = field(default_factory=dict)
     stderr: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     calls: tuple[Mapping[str, object], ...] = ()
+    beside: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"spec", "stderr", "tools", "calls"}`."""
+        """The wire form: `{"spec", "stderr", "tools", "calls", "beside"}`."""
         return {
             "spec": dict(self.spec),
             "stderr": list(self.stderr),
             "tools": list(self.tools),
             "calls": [dict(call) for call in self.calls],
+            "beside": self.beside,
         }
 
     @classmethod
@@ -531,6 +535,7 @@ class ConnectionDetails:
                 for item in _list(data.get("calls"))
                 if (row := read_mapping(item)) is not None
             ),
+            beside=str(data.get("beside") or ""),
         )
 
 

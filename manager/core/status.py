@@ -43,6 +43,9 @@ class ConnectionStatus:
         auth_expires_in: Seconds until its stored access token expires, if known.
         protocol: The MCP revision of the current (or last) session ("" before
             the first); `era` says which era that is.
+        beside: The session of the other era open beside it, for clients of
+            that era (a dual-era server): its era, and its process if it has
+            one (`2026-07-28, pid 4242`); "" when none.
     """
 
     name: str
@@ -64,6 +67,7 @@ class ConnectionStatus:
     auth: str = "none"
     auth_expires_in: float | None = None
     protocol: str = ""
+    beside: str = ""
 
     @property
     def era(self) -> str:
@@ -103,6 +107,7 @@ class ConnectionStatus:
             auth=str(data.get("auth") or "none"),
             auth_expires_in=read_float(data.get("auth_expires_in")),
             protocol=str(data.get("protocol") or ""),
+            beside=str(data.get("beside") or ""),
         )
 
 

@@ -202,6 +202,7 @@ class Daemon:
             stderr=tuple(conn.stderr),
             tools=tuple(tool.name for tool in conn.tools),
             calls=tuple({key: call[key] for key in keep} for call in calls),
+            beside=conn.upstream.beside() if conn.upstream is not None else "",
         )
 
     async def login(

@@ -72,7 +72,7 @@ class ServerRequests:
 
     def __init__(self) -> None:
         self.handler: (
-            Callable[[str, str, object, str | None, str | None], object] | None
+            Callable[[str, str, object, str | None, str | None, bool], object] | None
         ) = None
         self.on_log: Callable[[str, str, str | None, object], bool] | None = None
         self.answers: dict[str, Mapping[str, object]] = {}
@@ -260,7 +260,12 @@ class Connection:
         )
 
     async def _on_request(
-        self, method: str, params: object, link: str | None, key: str | None = None
+        self,
+        method: str,
+        params: object,
+        link: str | None,
+        key: str | None = None,
+        beside: bool = False,
     ) -> object:
         answer = self._requests.answers.get(link) if link is not None else None
         if answer is not None:
@@ -268,7 +273,7 @@ class Connection:
         handler = self._requests.handler
         if handler is None:
             raise NotImplementedError(method)
-        result = handler(self.name, method, params, link, key)
+        result = handler(self.name, method, params, link, key, beside)
         return await result if inspect.isawaitable(result) else result
 
     def _on_auth(

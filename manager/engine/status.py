@@ -41,6 +41,7 @@ def connection_status(
         auth=auth[0],
         auth_expires_in=auth[1],
         protocol=state.protocol,
+        beside=conn.upstream.beside() if conn.upstream is not None else "",
     )
 
 

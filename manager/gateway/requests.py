@@ -327,6 +327,8 @@ class _Waiting:
     token: str | None = None
     notes: CallNotes | None = field(default=None)
     held: HeldCall | None = None
+    apart: bool = False
+    """Served by the session of its client's era beside the connection's own."""
 
 
 class ClientRequests:
@@ -342,16 +344,22 @@ class ClientRequests:
         unlinked: Whether an upstream's questions name no request (a
             handshake-era stdio or SSE server): clients that can be asked
             take turns there, once it has asked a question.
+        apart: Whether a request (its context) to an upstream is served by
+            the session of its client's era beside the connection's own
+            (`Upstream.apart`): it takes no turn at the other one, and only
+            that session's questions can be for it.
     """
 
     def __init__(
         self,
         deadline: Callable[[str], float],
         unlinked: Callable[[str], bool] = lambda server: False,
+        apart: Callable[[str, Any], bool] = lambda server, ctx: False,
     ) -> None:
         self._waiting: dict[str, list[_Waiting]] = {}
         self._deadline = deadline
         self._unlinked = unlinked
+        self._apart = apart
         self._turns: dict[str, Turns] = {}
         self._askers: set[str] = set()
         """Upstreams that asked a question since the daemon started: only
@@ -395,18 +403,21 @@ class ClientRequests:
         # request's, whoever else waits there (`log`).
         mark = _SERVED.set((server, notes))
         try:
+            apart = self._apart(server, ctx)
             if (
                 server in self._askers
+                and not apart
                 and self._unlinked(server)
                 and can_be_asked(ctx.session.client_capabilities)
             ):
                 async with (
                     self._turn(server, key),
-                    self._serving(server, key, ctx, notes, token, held),
+                    self._serving(server, _Waiting(key, ctx, token, notes, held)),
                 ):
                     yield
                 return
-            async with self._serving(server, key, ctx, notes, token, held):
+            item = _Waiting(key, ctx, token, notes, held, apart)
+            async with self._serving(server, item):
                 yield
         finally:
             _SERVED.reset(mark)
@@ -434,16 +445,9 @@ class ClientRequests:
                 self._turns.pop(server, None)
 
     @contextlib.asynccontextmanager
-    async def _serving(
-        self,
-        server: str,
-        key: str,
-        ctx: ServerRequestContext[Any, Any],
-        notes: CallNotes,
-        token: str | None,
-        held: HeldCall | None,
-    ) -> AsyncIterator[None]:
-        item = _Waiting(key, ctx, token, notes, held)
+    async def _serving(self, server: str, item: _Waiting) -> AsyncIterator[None]:
+        notes = item.notes
+        assert notes is not None
         waiting = self._waiting.setdefault(server, [])
         if self.spawn is not None:
             notes.deliver_with(self.spawn)
@@ -523,17 +527,20 @@ class ClientRequests:
         params: Any,
         link: str | None = None,
         key: str | None = None,
+        beside: bool = False,
     ) -> Any:
         """Route `sampling/createMessage`, `elicitation/create` or `roots/list`
         (of a connection that declares no roots) from `server` to the
         downstream session whose request it is serving: the one its
-        link names (streamable HTTP upstreams), else the only session waiting."""
+        link names (streamable HTTP upstreams), else the only session waiting
+        on the session that asks (`beside`: the one of the other era)."""
         self._askers.add(server)  # from now on its askable clients take turns
         waiting = self._waiting.get(server, [])
         linked = [w for w in waiting if link is not None and w.token == link]
         if linked:
             waiting = linked
         else:
+            waiting = [w for w in waiting if w.apart == beside]
             # A 2026-07-28 call parked on a question of its own is not the
             # one asking now (its upstream handler awaits that answer).
             free = [w for w in waiting if w.held is None or not w.held.blocked]

@@ -37,7 +37,7 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from ..transport.base import HANDSHAKE
+from ..transport.base import HANDSHAKE, MODERN
 
 __all__ = [
     "ASKABLE",
@@ -206,13 +206,15 @@ def may_need_rounds(params: Mapping[str, Any] | None, capabilities: Any) -> bool
 
 def client_era(ctx: Any) -> str | None:
     """The era a server that speaks both should meet this request's client in
-    (`Upstream.for_era`): `HANDSHAKE` for a handshake-era client that can be
-    asked (its questions go on the back-channel, as straight); None for the
-    others (a client that cannot be asked gains nothing there and keeps the
-    leaner 2026-07-28 route)."""
-    if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and can_be_asked(
-        ctx.session.client_capabilities
-    ):
+    (`Upstream.for_era`): `MODERN` for a 2026-07-28 client (the server judges
+    its own capabilities and asks it in `input_required` rounds, as
+    straight); `HANDSHAKE` for a handshake-era client that can be asked (its
+    questions go on the back-channel, as straight); None for the others (a
+    handshake client that cannot be asked gains nothing from a session of its
+    own era and keeps whichever session the connection has)."""
+    if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        return MODERN
+    if can_be_asked(ctx.session.client_capabilities):
         return HANDSHAKE
     return None
 

@@ -100,7 +100,7 @@ class Features:
         self.prompts = ToolTable()
         self.resources = ResourceTable()
         self._seen: dict[str, str] = {}  # URIs seen in results -> server
-        self.asks = ClientRequests(self.call_timeout, self._unlinked)
+        self.asks = ClientRequests(self.call_timeout, self._unlinked, self._apart)
         self.held = HeldCalls()
         self._subscribers: dict[str, _Subscriber] = {}
         self._upstream_subs: dict[tuple[str, str], int] = {}
@@ -120,6 +120,13 @@ class Features:
         if conn.upstream is not None:
             return conn.upstream.info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
         return conn.spec.protocol not in MODERN_PROTOCOL_VERSIONS
+
+    def _apart(self, server: str, ctx: Any) -> bool:
+        """Whether the request `ctx` to `server` is served by the session of
+        its client's era beside the connection's own (`Upstream.apart`)."""
+        conn = self.manager.connection(server)
+        upstream = conn.upstream if conn is not None else None
+        return upstream is not None and upstream.apart(client_era(ctx))
 
     def call_timeout(self, server: str) -> float:
         """`server`'s `call_timeout` (a default once it was removed)."""

@@ -35,7 +35,7 @@ from .errors import client_error
 from .freshness import list_hint
 from .names import SEPARATOR, ToolTable
 from .requests import upstream_meta
-from .rounds import HeldCall, client_era, may_need_rounds
+from .rounds import HeldCall, can_be_asked, client_era, may_need_rounds
 from .routing import Features
 from .tasks import exposed_task
 from .views import current_profile, visible_items
@@ -181,9 +181,10 @@ class ToolCalls:
         meta = upstream_meta(ctx)
         token = None
         caps = ctx.session.client_capabilities
-        if caps is not None and (caps.sampling or caps.elicitation):
-            # The client can be asked things mid-call: a token lets a streamable
-            # HTTP upstream's request be told apart from other clients' calls.
+        if can_be_asked(caps):
+            # The client can be asked things mid-call: a token lets an
+            # upstream's question be told apart from other clients' calls
+            # (streamable HTTP, and 2026-07-28 rounds).
             token = uuid.uuid4().hex
             meta = {**(meta or {}), LINK_META_KEY: token}
 

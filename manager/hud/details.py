@@ -92,6 +92,8 @@ def details_text(row: Row | None, details: ConnectionDetails, now: float) -> Tex
             era = protocol_era(row.protocol)
             shown = "stateless era" if era == MODERN_ERA else "handshake era"
             text.append(f" · MCP {row.protocol} ({shown})")
+        if details.beside:
+            text.append(f" · beside it: {details.beside}, for that era's clients")
         text.append("\n")
         if row.error:
             text.append("last error: ", style="bold")

@@ -17,6 +17,7 @@ __all__ = [
     "CATALOG_KINDS",
     "HANDSHAKE",
     "LINK_META_KEY",
+    "MODERN",
     "TASKS_EXTENSION",
     "Refusal",
     "RequestLinks",
@@ -163,15 +164,26 @@ class ServerRequestHandler(Protocol):
     can tell (streamable HTTP: on that request's response stream), else None.
     `key` is the server's own name for the request (the key of a 2026-07-28
     input request, or the JSON-RPC id), kept where the request is passed on.
+    `beside` says the session of the other era beside the connection's own
+    asks (`side.EraSide`): it serves other requests than the connection's.
     """
 
     async def __call__(
-        self, method: str, params: Any, link: str | None, key: str | None = None
+        self,
+        method: str,
+        params: Any,
+        link: str | None,
+        key: str | None = None,
+        beside: bool = False,
     ) -> Any: ...
 
 
 async def _refuse(
-    method: str, params: Any, link: str | None, key: str | None = None
+    method: str,
+    params: Any,
+    link: str | None,
+    key: str | None = None,
+    beside: bool = False,
 ) -> Any:
     raise NotImplementedError(method)
 
@@ -182,6 +194,10 @@ session (`transport/tasks.py`)."""
 
 HANDSHAKE = "handshake"
 """`call_tool`'s `era` for a client of the handshake era (2024-11-05 to 2025-11-25)."""
+
+MODERN = "2026-07-28"
+"""`call_tool`'s `era` for a client of the 2026-07-28 revision, and the era a
+server that refuses the handshake is met in."""
 
 LINK_META_KEY = "mcp-manager/request"
 """`_meta` key we put on a request to an upstream that may ask the client
@@ -333,12 +349,22 @@ class Upstream(Protocol):
         ...
 
     async def for_era(self, era: str | None, limit: float) -> Upstream:
-        """The session that serves a client of `era` (`HANDSHAKE`, or None: a
-        2026-07-28 client, or none): this one, or, for a handshake-era client
-        of a server that speaks both eras and is spoken to in 2026-07-28, a
-        handshake-era session beside it (`side.HandshakeSide`), so the client
+        """The session that serves a client of `era` (`HANDSHAKE`, `MODERN`, or
+        None: any): this one, or, with a server that speaks both eras, the
+        session of the client's era beside it (`side.EraSide`), so the client
         meets the server as it would straight. Waits at most `limit` seconds
         for that session to open; this one if it cannot."""
+        ...
+
+    def beside(self) -> str:
+        """The session of the other era beside this one while it is open
+        (`side.EraSide`): its era, and its process where it has one
+        (`2026-07-28, pid 4242`); "" when none is open."""
+        ...
+
+    def apart(self, era: str | None) -> bool:
+        """Whether a client of `era` is served by a session of its own era
+        beside this one (`for_era`), not refused by the server lately."""
         ...
 
     async def notify_roots_changed(self) -> None:

@@ -41,7 +41,7 @@ from ..core.redact import SecretRegistry, redact_url
 from ..core.resolve import references, resolve_spec
 from ..core.spec import ConnectionSpec
 from .auth import oauth_auth, uses_oauth
-from .base import TASKS_EXTENSION, Hooks, Upstream
+from .base import HANDSHAKE, MODERN, TASKS_EXTENSION, Hooks, Upstream
 from .eras import EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import environment_proxy, open_http_streams, open_sse_streams
@@ -50,7 +50,7 @@ from .probe import tcp_precheck
 from .relay import NO_SEND_SPAN, SendSpan
 from .requests import server_request_callbacks
 from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
-from .side import HandshakeSide
+from .side import EraSide, ListSources
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .starts import Slot, StartSlots
 from .state_files import default_state_dir
@@ -175,6 +175,10 @@ class McpTransport:
         lost = LostSignal()
         upstream: McpSession | None = None
         body_error: BaseException | None = None
+        # A process beside a stdio one (`_beside`) has lists of its own: a
+        # change told here takes a list back from it.
+        sources = ListSources()
+        own_hooks = sources.here(hooks) if resolved.transport == "stdio" else hooks
         # The outer scope bounds teardown: once the body is done, closing the
         # session and the transport may take at most TEARDOWN_TIMEOUT.
         with anyio.CancelScope() as outer:
@@ -197,7 +201,7 @@ class McpTransport:
                     )
                     session = ClientSession(
                         dispatcher=dispatcher,
-                        message_handler=message_handler(resolved.name, hooks),
+                        message_handler=message_handler(resolved.name, own_hooks),
                         # 2026-07-28 servers log only for requests that ask:
                         # every level, filtered for each client downstream.
                         log_level="debug",
@@ -221,14 +225,14 @@ class McpTransport:
                             slot,
                             dispatcher=dispatcher,
                             eras=self.eras,
-                            hooks=hooks,
+                            hooks=own_hooks,
                             # A user at the consent page: the probe waits too.
                             probe_timeout=None if login is not None else PROBE_TIMEOUT,
                         )
                         if slot is not None:
                             slot.release()  # started: the next server may begin
                         try:
-                            async with self._beside(resolved, hooks, upstream):
+                            async with self._beside(resolved, hooks, upstream, sources):
                                 yield upstream
                         except BaseException as exc:
                             body_error = exc
@@ -267,41 +271,84 @@ class McpTransport:
 
     @asynccontextmanager
     async def _beside(
-        self, resolved: ConnectionSpec, hooks: Hooks, upstream: McpSession
+        self,
+        resolved: ConnectionSpec,
+        hooks: Hooks,
+        upstream: McpSession,
+        sources: ListSources,
     ) -> AsyncIterator[None]:
-        """While the body runs: a handshake-era session beside a 2026-07-28
-        one with an HTTP server under `auto` (`side.HandshakeSide`), in a
-        task group whose end is the body's (its own error leaves as itself).
+        """While the body runs: a session of the other era beside this one
+        (`side.EraSide`) under `auto`, in a task group whose end is the
+        body's (its own error leaves as itself). Streamable HTTP spoken to in
+        2026-07-28: a handshake session for handshake-era clients that can be
+        asked. stdio spoken to in the handshake era: a second process in
+        2026-07-28 for 2026-07-28 clients, unless the server was found not to
+        have it (`EraMemory.recall_beside`).
 
         Not for a server we hold OAuth tokens for, yet: the session beside
         would be a second user of them, and two refreshes of a rotating
         refresh token burn it."""
+        handshake_era = upstream.info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+        if resolved.protocol != "auto":
+            era = None
+        elif resolved.transport == "http" and not handshake_era:
+            era = HANDSHAKE
+        elif resolved.transport == "stdio" and handshake_era:
+            era = MODERN
+        else:
+            era = None
+        known = self.eras.recall_beside(resolved) if era is not None else None
         if (
-            resolved.transport != "http"
-            or resolved.protocol != "auto"
-            or upstream.info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+            era is None
+            or known is False
             or token_path(self.state_dir, resolved.name).exists()
         ):
             yield
             return
-        legacy = dataclasses.replace(resolved, protocol="legacy")
+        pinned = dataclasses.replace(
+            resolved, protocol="legacy" if era == HANDSHAKE else MODERN
+        )
         try:
             async with anyio.create_task_group() as tg:
-                upstream.side = HandshakeSide(
+                side = EraSide(
                     resolved.name,
-                    lambda: self._session(legacy, hooks, None),
+                    era,
+                    lambda: self._side_session(pinned, side_hooks),
                     tg,
                     resolved.connect_timeout,
+                    # A server never met in that era: a request waits no
+                    # longer than a probe would before going the old way.
+                    first_wait=PROBE_TIMEOUT if known is None else None,
+                    on_outcome=lambda opened: self.eras.learn_beside(resolved, opened),
                 )
+                side_hooks = side.hooks(hooks, sources)
+                if era == MODERN:  # a process of its own: lists of its own
+                    upstream.sources = sources
+                upstream.side = side
                 try:
                     yield
                 finally:
                     upstream.side = None
+                    upstream.sources = None
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             if len(group.exceptions) == 1:
                 raise group.exceptions[0]  # noqa: B904 - the body's own error
             raise
+
+    @asynccontextmanager
+    async def _side_session(
+        self, resolved: ConnectionSpec, hooks: Hooks
+    ) -> AsyncIterator[McpSession]:
+        """A session beside, opened as a connection's own (a stdio start waits
+        for a slot first)."""
+        slot = await self._starts.acquire() if resolved.transport == "stdio" else None
+        try:
+            async with self._session(resolved, hooks, slot) as upstream:
+                yield upstream
+        finally:
+            if slot is not None:
+                slot.release()
 
     @asynccontextmanager
     async def _streams(

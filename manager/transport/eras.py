@@ -16,7 +16,8 @@ requests from the server mid-call) and the stateless 2026-07-28 revision
   `server/discover`.
 
 Either way the era found is remembered, so the next connect (and the next
-daemon) goes there at once.
+daemon) goes there at once; so is whether the server also opens a session
+of the other era beside it (`side.EraSide`).
 
 Remembered in `eras.json` in the state directory (0600 in a 0700 folder),
 keyed on the connection's name and endpoint: a changed endpoint learns anew.
@@ -33,12 +34,9 @@ from pathlib import Path
 from ..core.spec import ConnectionSpec
 from .state_files import write_private_json
 
-__all__ = ["MODERN", "EraMemory", "endpoint_key"]
+__all__ = ["EraMemory", "endpoint_key"]
 
 logger = logging.getLogger(__name__)
-
-MODERN = "2026-07-28"
-"""The era a server that refuses the handshake is met in."""
 
 
 def endpoint_key(spec: ConnectionSpec) -> str:
@@ -68,10 +66,32 @@ class EraMemory:
 
     def learn(self, spec: ConnectionSpec, era: str) -> None:
         """Remember that `spec`'s server speaks `era` (written at once)."""
+        entry = self._load().get(spec.name)
+        if entry is not None and entry.get("endpoint") == endpoint_key(spec):
+            if entry.get("era") == era:
+                return
+        self._write(spec, {"endpoint": endpoint_key(spec), "era": era})
+
+    def recall_beside(self, spec: ConnectionSpec) -> bool | None:
+        """Whether `spec`'s server opened a session of the other era beside
+        its own (None: never tried)."""
+        entry = self._load().get(spec.name)
+        if entry is None or entry.get("endpoint") != endpoint_key(spec):
+            return None
+        beside = entry.get("beside")
+        return None if beside is None else beside == "yes"
+
+    def learn_beside(self, spec: ConnectionSpec, opened: bool) -> None:
+        """Remember whether `spec`'s server opened a session of the other era."""
+        entry = self._load().get(spec.name)
+        if entry is None or entry.get("endpoint") != endpoint_key(spec):
+            return  # its own era is learned first
+        beside = "yes" if opened else "no"
+        if entry.get("beside") != beside:
+            self._write(spec, {**entry, "beside": beside})
+
+    def _write(self, spec: ConnectionSpec, entry: dict[str, str]) -> None:
         eras = self._load()
-        entry = {"endpoint": endpoint_key(spec), "era": era}
-        if eras.get(spec.name) == entry:
-            return
         eras[spec.name] = entry
         try:
             write_private_json(self.path, eras, indent=1)

@@ -57,8 +57,8 @@ from ..core.spec import ConnectionSpec
 from .base import (
     CATALOG_KINDS,
     EXIT_CODE_WAIT,
-    HANDSHAKE,
     LINK_META_KEY,
+    MODERN,
     CallResult,
     Catalog,
     Hooks,
@@ -69,13 +69,13 @@ from .base import (
     ToolInfo,
 )
 from .compat_mcp import speak_for_the_caller, stamp_request
-from .eras import MODERN, EraMemory
+from .eras import EraMemory
 from .errors import describe_error, flatten, is_session_lost, request_error
 from .liveness import TcpSentinel
 from .probe import address
 from .relay import Relay, ToolCallRelay, plain_tool_result
 from .requests import asked
-from .side import HandshakeSide
+from .side import EraSide, ListSources
 from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 from .tasks import ROUTED_EXTENSIONS
@@ -134,6 +134,12 @@ class McpSession:
         self._watched: set[str] = set()  # URIs clients follow (2026-07-28)
         self._relisten = anyio.Event()
         self._following = info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+        self.followed = anyio.Event()
+        """Set once changes are followed: at once in the handshake era (they
+        come on the session), once the first `subscriptions/listen` stream is
+        open (or refused, or lost) in 2026-07-28."""
+        if self._following:
+            self.followed.set()
         self._relay = (
             ToolCallRelay(info.protocol, dispatcher, relay)
             if dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
@@ -150,13 +156,21 @@ class McpSession:
         self._sentinel = sentinel
         self._tools: tuple[ToolInfo, ...] = ()
         self._catalog = Catalog()
-        self.side: HandshakeSide | None = None
-        """Where calls of handshake-era clients go, when this is a 2026-07-28
-        session with a server that may speak both eras (set by the transport)."""
+        self.side: EraSide | None = None
+        """Where requests of clients of the other era go, with a server that
+        may speak both eras (set by the transport)."""
+        self.sources: ListSources | None = None
+        """Which session each list comes from while `side` runs a process of
+        its own (set by the transport)."""
 
     @property
     def info(self) -> ServerInfo:
         return self._info
+
+    @property
+    def sdk(self) -> ClientSession:
+        """The SDK session underneath (what a session beside is listed by)."""
+        return self._session
 
     @property
     def pid(self) -> int | None:
@@ -172,11 +186,31 @@ class McpSession:
         return self._lost.is_set
 
     async def for_era(self, era: str | None, limit: float) -> McpSession:
-        if era == HANDSHAKE and self.side is not None:
-            side = await self.side.session(limit)
-            if side is not None:
-                return side
+        side = self.side
+        if side is not None and era == side.era:
+            beside = await side.session(limit)
+            if beside is not None:
+                return beside
         return self
+
+    def beside(self) -> str:
+        side = self.side
+        if side is None or side.current is None:
+            return ""
+        return side.era if side.pid is None else f"{side.era}, pid {side.pid}"
+
+    def apart(self, era: str | None) -> bool:
+        side = self.side
+        return side is not None and era == side.era and not side.refused
+
+    def _lister(self, kind: str) -> ClientSession:
+        """The session `kind` is listed from: the one that last said it
+        changed (`side.ListSources`), this one by default."""
+        if self.sources is not None and kind in self.sources.beside:
+            beside = self.side.current if self.side is not None else None
+            if beside is not None:
+                return beside.sdk
+        return self._session
 
     async def list_tools(self) -> tuple[ToolInfo, ...]:
         tools: list[ToolInfo] = []
@@ -185,7 +219,7 @@ class McpSession:
         try:
             for _ in range(MAX_TOOL_PAGES):
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await self._session.list_tools(params=params)
+                page = await self._lister("tools").list_tools(params=params)
                 hint = _page_hint(page, hint)
                 tools.extend(_tool_info(t) for t in page.tools)
                 cursor = page.next_cursor
@@ -236,12 +270,13 @@ class McpSession:
     ) -> tuple[tuple[Mapping[str, object], ...], ListHint | None]:
         """Every page of one list, and its freshness hint."""
         method, request_type, attr = _LISTS[kind]
+        session = self._lister("resources" if kind == "templates" else kind)
         items: list[Mapping[str, object]] = []
         cursor: str | None = None
         hint: ListHint | None = None
         for _ in range(MAX_TOOL_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await self._session.send_request(
+            page = await session.send_request(
                 request_type(params=params), _RESULTS[kind]
             )
             hint = _page_hint(page, hint)
@@ -584,6 +619,7 @@ class McpSession:
                 resources_list_changed=True,
                 resource_subscriptions=sorted(self._watched),
             ) as changes:
+                self.followed.set()
                 async for change in changes:
                     match change:
                         case ToolsListChanged():
@@ -607,6 +643,8 @@ class McpSession:
                 self._lost.set(LossReport(f"lost the server: {describe_error(exc)}"))
             else:  # not offered: changes are seen at the next connect
                 logger.debug("subscriptions/listen refused: %s", exc.message)
+        finally:
+            self.followed.set()
 
     async def wait_suspect(self) -> str:
         if self._sentinel is None:

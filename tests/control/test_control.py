@@ -593,6 +593,7 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "stderr": ["starting", "ready"],
             "tools": ["read", "write"],
             "calls": [],
+            "beside": "",
         },
     ),
     (

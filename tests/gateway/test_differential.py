@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.client import ConnectMode
+from mcp.client.stdio import StdioServerParameters
 from servers import HttpServerProcess
 from servers.everything import (
     EverythingNotInstalled,
@@ -368,6 +369,66 @@ async def test_a_server_judges_the_client_that_calls_not_the_daemon(
                 if kind == "able":
                     text = seen["straight"][1]["content"][0]["text"]
                     assert text == "Found 1 root(s): file:///work/project"
+
+
+@pytest.mark.anyio
+async def test_a_dual_era_stdio_server_meets_each_client_in_its_own_era() -> None:
+    """A stdio server that speaks both eras, declared with nothing but its
+    command (`protocol = "auto"`): straight, each client starts its own
+    process and is met in its own era; through the daemon, a 2026-07-28
+    client is served by a process met in 2026-07-28 beside the handshake one
+    (`EraSide`): the server judges that client's own capabilities (-32021)
+    and asks it in `input_required` rounds, while a handshake client that
+    can be asked gets the questions on its back-channel. Same outcomes as
+    straight, client by client, tool by tool (for a handshake client: the
+    tools that ask it)."""
+    argv = [str(CONFORMANCE_SERVER), "--stdio"]
+    spec = parse_spec("conf", {"command": sys.executable, "args": argv}, {"prefix": ""})
+    straight = StdioServerParameters(command=sys.executable, args=argv)
+    kinds: dict[str, dict[str, Any]] = {
+        "bare": {},
+        "able": {
+            "sampling_callback": _answer_sampling,
+            "elicitation_callback": _answer_elicitation,
+            "list_roots_callback": _list_roots,
+        },
+    }
+    tools = (
+        "test_missing_capability",
+        "test_input_required_result_list_roots",
+        "test_input_required_result_elicitation",
+        "test_sampling",
+        "test_elicitation",
+    )
+    async with running_gateway([spec], wait_for=["conf"]) as (gateway, manager, _):
+        for mode in MODES:
+            for kind, can in kinds.items():
+                seen: dict[str, list[Any]] = {"straight": [], "through": []}
+                ways: dict[str, Any] = {
+                    "straight": straight,
+                    "through": str(gateway.url),
+                }
+                for way, at in ways.items():
+                    async with Client(at, mode=mode, **can) as client:
+                        for tool in tools:
+                            seen[way].append(await _outcome(client, tool))
+                if mode == "auto":  # the whole row, as straight
+                    assert seen["through"] == seen["straight"], kind
+                    if kind == "bare":  # judged as the caller, not the daemon
+                        assert seen["through"][0] == {"error": -32021}
+                    continue
+                # A handshake session carries the capabilities the daemon
+                # declared at its initialize, not each client's (README,
+                # "Protocol eras"): what is compared is what its client is
+                # asked, on its own back-channel.
+                if kind == "able":
+                    asked = slice(2, None)
+                    assert seen["through"][asked] == seen["straight"][asked]
+                    assert all("error" not in o for o in seen["straight"][asked])
+        # The process beside shows in status, apart from the connection's own.
+        status = manager.status("conf")
+        assert status is not None and status.beside.startswith("2026-07-28, pid ")
+        assert status.beside != f"2026-07-28, pid {status.pid}"
 
 
 TASKS = "io.modelcontextprotocol/tasks"

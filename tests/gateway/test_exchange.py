@@ -23,7 +23,7 @@ import httpx2
 import pytest
 from mcp_types import HEADER_MISMATCH
 from servers import stdio_command
-from servers.process import sharing_children
+from servers.process import sharing_children, start_beside
 from test_gateway import FAST, running_gateway
 
 from manager.core.spec import parse_spec
@@ -67,6 +67,7 @@ async def gateway(
     with pytest.MonkeyPatch.context() as patch:  # its own state directory
         patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
         async with demo_gateway() as running:
+            await start_beside(str(running.url), "demo__echo")
             with sharing_children():
                 yield running
 

@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from servers import HttpServerProcess, raw_command, stdio_command
 from servers.daemon import DaemonProcess
-from servers.process import sharing_children
+from servers.process import sharing_children, start_beside
 from test_gateway import demo_stdio, raw, running_gateway, text_of, wait_until
 
 from manager.cli import main
@@ -144,6 +144,7 @@ async def demos(
     with pytest.MonkeyPatch.context() as patch:  # its own state directory
         patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
         async with two_demos() as gateway:
+            await start_beside(str(gateway.url), "a__echo", "echo")
             with sharing_children():
                 yield gateway
 

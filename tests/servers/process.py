@@ -48,6 +48,7 @@ __all__ = [
     "live_servers",
     "shared_children",
     "sharing_children",
+    "start_beside",
     "raw_command",
     "raw_http_program",
     "stdio_command",
@@ -127,6 +128,18 @@ def live_server_pids() -> set[int]:
 def shared_children() -> set[int]:
     """PIDs marked by `sharing_children` right now."""
     return set(_shared)
+
+
+async def start_beside(url: str, *tools: str) -> None:
+    """Call each tool once (no arguments' worth of harm: `echo`-like) as a
+    2026-07-28 client through the endpoint at `url`, so each dual-era stdio
+    upstream starts its process beside the handshake one now (`EraSide`),
+    before `sharing_children` marks a module fixture's processes."""
+    from mcp import Client
+
+    async with Client(url) as client:
+        for tool in tools:
+            await client.call_tool(tool, {"text": "beside"})
 
 
 @contextmanager
