@@ -1,9 +1,14 @@
-"""Many clients asked at once through one stdio server: the real daemon, 8
-clients of both eras, half through `/mcp` and half through `attach`, each
-making 50 calls at once of a tool that elicits (the demo server's
-`ask_user`, a handshake-era stdio upstream). Every call must be asked of its
-own client and none refused (clients that can be asked take turns there:
-`gateway.requests.Turns`)."""
+"""Many clients asked at once through one stdio server: the real daemon, 4
+or 8 clients of both eras, half through `/mcp` and half through `attach`,
+each making 50 calls at once of a tool that elicits (the demo server's
+`ask_user`). Every call must be asked of its own client and none refused.
+
+The demo server speaks both eras. Declared with nothing but its command
+(`auto`), the handshake-era clients are served by its handshake process
+(clients that can be asked take turns there: `gateway.requests.Turns`) and
+the 2026-07-28 ones by the process beside it (`transport.side.EraSide`,
+asked in their own calls' rounds); declared `protocol = "legacy"`, one
+handshake process serves all of them, as a handshake-only server would."""
 
 from __future__ import annotations
 
@@ -21,18 +26,20 @@ from servers.daemon import DaemonProcess, bearer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
-CLIENTS = 8
 CALLS = 50
 
 
-async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_theirs(
-    tmp_path: Path,
+@pytest.mark.parametrize("clients", [4, 8])
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_clients_of_both_eras_through_http_and_attach_each_get_theirs(
+    tmp_path: Path, protocol: str, clients: int
 ) -> None:
     command, args = stdio_command()
     script = tmp_path / "startup.lua"
     listed = ", ".join(json.dumps(a) for a in args)
     script.write_text(
-        f"mcp_add('demo', {{command = {json.dumps(command)}, args = {{{listed}}}}})\n"
+        f"mcp_add('demo', {{command = {json.dumps(command)}, args = {{{listed}}}}}, "
+        f"{{protocol = {json.dumps(protocol)}}})\n"
     )
     port = free_port()
     results: dict[str, list[str]] = {}
@@ -69,8 +76,8 @@ async def test_eight_clients_of_both_eras_through_http_and_attach_each_get_their
             ) as first:
                 await first.call_tool("demo__ask_user", {"message": "warm-up"})
             async with anyio.create_task_group() as tg:
-                for k in range(CLIENTS):
+                for k in range(clients):
                     tg.start_soon(client, k)
-    assert sorted(results) == sorted(f"client{k}" for k in range(CLIENTS))
+    assert sorted(results) == sorted(f"client{k}" for k in range(clients))
     for name, texts in results.items():
         assert texts == [f'accept: {{"answer": "{name}"}}'] * CALLS, (name, texts[:2])
