@@ -64,7 +64,15 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="speak only MCP 2026-07-28: refuse initialize (-32022)",
     )
+    flag(
+        "--legacy-only",
+        action="store_true",
+        help="speak only the handshake era, like a 1.x server: refuse "
+        "server/discover and every 2026-07-28 request (-32601)",
+    )
     args = parser.parse_args(argv)
+    if args.modern_only and args.legacy_only:
+        parser.error("--modern-only and --legacy-only exclude each other")
     if args.transport != "stdio" and (args.garbage or args.ignore_sigterm):
         parser.error("--garbage and --ignore-sigterm need --transport stdio")
     return args
@@ -105,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stderr_spam=args.stderr_spam,
         exit_after=args.exit_after,
         modern_only=args.modern_only,
+        legacy_only=args.legacy_only,
     )
     demo = DemoServer.from_env()
     anyio.run(run_with_faults, demo, faults, args.transport, args.host, args.port)

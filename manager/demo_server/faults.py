@@ -17,7 +17,8 @@ import anyio.abc
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
-from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .toolkit import SERVER_NAME
 from .tools import DemoServer
@@ -55,6 +56,9 @@ class Faults:
             to show a reconnect).
         modern_only: Speak only 2026-07-28: refuse `initialize` with -32022
             (unsupported protocol version), naming that revision.
+        legacy_only: Speak only the handshake era, as a 1.x server does:
+            `server/discover` and every 2026-07-28 request get -32601
+            (method not found).
     """
 
     crash_after_handshake: bool = False
@@ -66,6 +70,7 @@ class Faults:
     stderr_spam: bool = False
     exit_after: float | None = None
     modern_only: bool = False
+    legacy_only: bool = False
 
 
 class _FaultMiddleware:
@@ -86,6 +91,11 @@ class _FaultMiddleware:
                 "this server speaks only 2026-07-28 (use server/discover)",
                 {"supported": ["2026-07-28"], "requested": ctx.protocol_version},
             )
+        if (
+            self._faults.legacy_only
+            and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        ):
+            raise MCPError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
         result = await call_next(ctx)
         if ctx.method == "tools/list" and self._crash_armed:
             self._crash_armed = False
@@ -126,7 +136,7 @@ async def run_with_faults(
             tg.start_soon(_spam_stderr)
         if faults.exit_after is not None:
             tg.start_soon(_exit_after, faults.exit_after)
-        await run(demo, transport, host, port)
+        await run(demo, transport, host, port, faults.legacy_only)
         if faults.ignore_sigterm:
             await anyio.sleep_forever()
         tg.cancel_scope.cancel()

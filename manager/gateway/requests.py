@@ -327,8 +327,6 @@ class _Waiting:
     token: str | None = None
     notes: CallNotes | None = field(default=None)
     held: HeldCall | None = None
-    apart: bool = False
-    """Served by the session of its client's era beside the connection's own."""
 
 
 class ClientRequests:
@@ -416,8 +414,7 @@ class ClientRequests:
                 ):
                     yield
                 return
-            item = _Waiting(key, ctx, token, notes, held, apart)
-            async with self._serving(server, item):
+            async with self._serving(server, _Waiting(key, ctx, token, notes, held)):
                 yield
         finally:
             _SERVED.reset(mark)
@@ -540,7 +537,9 @@ class ClientRequests:
         if linked:
             waiting = linked
         else:
-            waiting = [w for w in waiting if w.apart == beside]
+            # Asked by the session that serves it: told apart now, not when
+            # the request began (the session beside may have been refused).
+            waiting = [w for w in waiting if self._apart(server, w.ctx) == beside]
             # A 2026-07-28 call parked on a question of its own is not the
             # one asking now (its upstream handler awaits that answer).
             free = [w for w in waiting if w.held is None or not w.held.blocked]

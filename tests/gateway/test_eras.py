@@ -610,3 +610,99 @@ async def test_a_handshake_client_meets_a_dual_era_http_server_in_its_own_era(
         through = await outcome(str(gateway.url), "legacy")
     assert through == straight
     assert asked == ["colour?", "topic?", "colour?", "topic?"]
+
+
+# ------------------------------------------------------------ the era matrix
+
+_KINDS = {
+    "handshake-only": ("--legacy-only",),
+    "2026-only": ("--modern-only",),
+    "dual-era": (),
+}
+"""The demo server as each kind of server: the flags that make it one."""
+
+
+async def _matrix_row(where: Any, mode: ConnectMode, prefix: str) -> dict[str, Any]:
+    """What a client of `mode` that can be asked everything gets from the
+    demo's tools that elicit, sample and ask for roots; a client that cannot
+    connect at all gets that, as such."""
+    callbacks: dict[str, Any] = {
+        "elicitation_callback": _answer_elicitation,
+        "sampling_callback": _answer_sampling,
+        "list_roots_callback": _list_roots,
+    }
+    calls = {
+        "ask_user": {"message": "colour?"},
+        "sample": {"prompt": "hi"},
+        "roots": {},
+    }
+    try:
+        async with Client(where, mode=mode, **callbacks) as client:
+            return {
+                tool: _wire(await client.call_tool(prefix + tool, arguments))
+                for tool, arguments in calls.items()
+            }
+    except Exception as exc:  # compared as such
+        return {"failed": type(exc).__name__}
+
+
+async def _list_roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///work/project")])  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_the_era_matrix_through_the_endpoint_is_what_each_client_gets_straight(
+    make_http_server: HttpServerFactory,
+) -> None:
+    """Client era (handshake, 2026-07-28) × server kind (handshake-only,
+    2026-only, dual-era) × transport (stdio, streamable HTTP), each server
+    declared with nothing but its command or URL: through `/mcp`, a client
+    whose tool asks it something (elicitation, sampling, roots) gets what
+    it gets straight at the server; where straight fails (a handshake client
+    at a 2026-only server), the daemon translates and the call works. The one
+    difference, written in the README ("Protocol eras"): a handshake session
+    of the daemon's carries the daemon's capabilities, so `roots` served by
+    one asks the connection's declared roots (none here), not the client's."""
+    straight: dict[tuple[str, str], Any] = {}
+    specs = []
+    for kind, flags in _KINDS.items():
+        command, args = stdio_command(*flags)
+        straight[(kind, "stdio")] = StdioServerParameters(command=command, args=args)
+        name = kind.replace("-", "_")
+        specs.append(parse_spec(f"{name}_s", {"command": command, "args": args}))
+        url = make_http_server("http", *flags).url
+        straight[(kind, "http")] = url
+        specs.append(parse_spec(f"{name}_h", url))
+    async with running_gateway(specs, wait_for=[s.name for s in specs]) as (
+        gateway,
+        _,
+        _,
+    ):
+        with anyio.fail_after(120):
+            for (kind, transport), at in straight.items():
+                prefix = f"{kind.replace('-', '_')}_{transport[0]}__"
+                for mode in ("legacy", "auto"):
+                    cell = (kind, transport, mode)
+                    seen = await _matrix_row(at, mode, "")
+                    through = await _matrix_row(str(gateway.url), mode, prefix)
+                    assert "failed" not in through, cell
+                    assert through["ask_user"]["content"][0]["text"] == (
+                        'accept: {"answer": "blue"}'
+                    ), cell
+                    assert "hello from the model" in json.dumps(through["sample"]), cell
+                    if "failed" in seen:
+                        assert (kind, mode) == ("2026-only", "legacy"), cell
+                        continue
+                    # 2026-07-28 results carry `resultType`; the rest is equal.
+                    for tool in ("ask_user", "sample"):
+                        mine = {
+                            k: v for k, v in through[tool].items() if k != "resultType"
+                        }
+                        theirs = {
+                            k: v for k, v in seen[tool].items() if k != "resultType"
+                        }
+                        assert mine == theirs, (cell, tool)
+                    # A session of the daemon's in the handshake era serves it.
+                    by_handshake = kind == "handshake-only" or mode == "legacy"
+                    if not by_handshake:
+                        assert through["roots"] == seen["roots"], cell
