@@ -193,7 +193,9 @@ class AuthStep(Event):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolsChanged(Event):
-    """The upstream's tool list changed (after `list_changed` or a reconnect)."""
+    """The upstream's tool list changed (after a reconnect), or the server
+    said it did (`list_changed`): then `added` and `removed` may be empty (a
+    description or a schema changed, or a change was undone)."""
 
     kind: ClassVar[str] = "tools_changed"
     added: tuple[str, ...] = ()
@@ -237,7 +239,9 @@ class SettingsChanged(Event):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CatalogChanged(Event):
-    """The upstream's prompts, resources or resource templates changed.
+    """The upstream's prompts, resources or resource templates changed, or
+    the server said they did (`list_changed`; `added` and `removed` may then
+    be empty).
 
     `items` says which (`prompts`, `resources`, `templates`); `count` is how
     many there are now.

@@ -194,7 +194,8 @@ class SessionLost:
 
 @dataclass(frozen=True, slots=True)
 class ToolsListed:
-    """The tool list was fetched again while connected."""
+    """The tool list was fetched again while connected, because the server
+    said it changed (`notifications/tools/list_changed`)."""
 
     now: float
     tools: tuple[str, ...]
@@ -363,14 +364,13 @@ def transition(
         case RefusalsCleared():
             return (state if not state.refusals else replace(state, refusals=0)), []
         case ToolsListed(tools=tools):
+            # Listed because the server said they changed: told even when
+            # the names are the same (a description or a schema changed, or
+            # a change was undone), as the server told its own clients.
             tools = tuple(sorted(tools))
-            old, new = set(state.tools), set(tools)
-            if new == old:
-                return (
-                    state if tools == state.tools else replace(state, tools=tools)
-                ), []
-            return replace(state, tools=tools), [
-                _tools_changed(name, state.tools, tools)
+            changed = _tools_changed(name, state.tools, tools)
+            return (state if tools == state.tools else replace(state, tools=tools)), [
+                changed
             ]
         case WentIdle(now=now, reason=reason):
             uptime = 0.0 if state.connected_at is None else now - state.connected_at

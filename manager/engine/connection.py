@@ -370,14 +370,15 @@ class Connection:
             self._connected = anyio.Event()
 
     def set_catalog(self, catalog: Catalog, kinds: tuple[str, ...]) -> None:
-        """New lists of `kinds` (after `list_changed`): what changed is told."""
+        """New lists of `kinds` (after `list_changed`): each is told as
+        changed, as the server said, with what was added and removed."""
         old, self.catalog = self.catalog, catalog
         if kinds:
             self.review_pins()
         for kind in kinds:
             before, after = set(old.names(kind)), set(catalog.names(kind))
-            if before == after and getattr(old, kind) == getattr(catalog, kind):
-                continue
+            if kind == "templates" and getattr(old, kind) == getattr(catalog, kind):
+                continue  # listed with resources, not announced on their own
             self._bus.publish(
                 CatalogChanged(
                     name=self.name,

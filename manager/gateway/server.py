@@ -56,7 +56,14 @@ from mcp.server.subscriptions import ResourceUpdated as UpdatedOnBus
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from .. import __version__
-from ..core.events import Connected, Event, ResourceUpdated, ServerLog
+from ..core.events import (
+    CatalogChanged,
+    Connected,
+    Event,
+    ResourceUpdated,
+    ServerLog,
+    ToolsChanged,
+)
 from ..core.replies import TokenReply
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
@@ -191,6 +198,9 @@ class Gateway:
         """Exposed tools whose input schema binds arguments to `Mcp-Param-*`
         headers (SEP-2243): the SDK checks those calls' headers."""
         self._dirty = anyio.Event()
+        self._announced: set[str] = set()
+        """Lists a server said changed since the last refresh: clients are
+        told, as the server told its own, even when what we show is the same."""
         self._refreshed = anyio.Event()
         self._settle_until = 0.0
         self._reported: set[str] = set()
@@ -383,6 +393,10 @@ class Gateway:
                     await anyio.sleep(self._debounce)
                     self._dirty = anyio.Event()
                     tools, prompts, resources = self._refresh_all()
+                    said, self._announced = self._announced, set()
+                    tools = tools or "tools" in said
+                    prompts = prompts or "prompts" in said
+                    resources = resources or "resources" in said
                     tg.start_soon(self.tools.prepare)  # cheap when unchanged
                     if tools:
                         await self.notify_tools_changed()
@@ -402,6 +416,12 @@ class Gateway:
         # tool call), so it only filters and flags; the work runs in `run`.
         if event.kind in _TABLE_EVENTS:
             self._dirty.set()
+            if isinstance(event, ToolsChanged):
+                self._announced.add("tools")
+            elif isinstance(event, CatalogChanged):
+                self._announced.add(
+                    "prompts" if event.items == "prompts" else "resources"
+                )
         if event.kind in ("config_loaded", "config_error"):
             self._config_pending = False
             self._dirty.set()  # profiles may have changed: prepare their indexes

@@ -327,15 +327,15 @@ def reconnect_delays(events: Iterable[Event]) -> list[float]:
             CONNECTED,
             ToolsListed(now=120.0, tools=("a", "b")),
             {},
-            [],
-            id="same-tools-emit-nothing",
+            [ToolsChanged(name=NAME, tools=2)],
+            id="same-tools-are-told-as-the-server-said",
         ),
         pytest.param(
             CONNECTED,
             ToolsListed(now=120.0, tools=("b", "a")),
             {},
-            [],
-            id="same-tools-in-another-order-emit-nothing",
+            [ToolsChanged(name=NAME, tools=2)],
+            id="same-tools-in-another-order-are-told-too",
         ),
         *[
             pytest.param(
@@ -581,7 +581,8 @@ def test_random_signal_sequences_keep_the_state_machine_invariants(
                 assert isinstance(signal, AttemptError | SessionLost)
                 assert ev.delay == aligned_delay(policy, tried, signal.rand, signal.now)
             if isinstance(ev, ToolsChanged):
-                assert ev.added or ev.removed
+                # Nothing added or removed: only a relist the server asked for.
+                assert ev.added or ev.removed or isinstance(signal, ToolsListed)
         if state.phase is Phase.CONNECTED:
             assert state.outage_since is None
             assert state.next_retry_at is None

@@ -371,6 +371,7 @@ async def test_a_server_judges_the_client_that_calls_not_the_daemon(
                     assert text == "Found 1 root(s): file:///work/project"
 
 
+@pytest.mark.slow  # ~10 s of fresh processes straight; CI runs the slow ones
 @pytest.mark.anyio
 async def test_a_dual_era_stdio_server_meets_each_client_in_its_own_era() -> None:
     """A stdio server that speaks both eras, declared with nothing but its

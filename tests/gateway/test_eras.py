@@ -408,6 +408,38 @@ async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
 
 
 @pytest.mark.anyio
+async def test_a_change_the_server_announces_reaches_clients_as_it_said(
+    tmp_path: Path,
+) -> None:
+    """`notifications/tools/list_changed` from a server whose tool names stay
+    the same (a description changed, or nothing we can see) still reaches a
+    client's `subscriptions/listen` stream, as it would straight, and the
+    client lists the new description."""
+    tools = tmp_path / "tools.json"
+    echo = {
+        "name": "echo",
+        "description": "Return it.",
+        "inputSchema": {"type": "object"},
+    }
+    tools.write_text(json.dumps([echo]))
+    command, args = raw_command("--tools-file", str(tools))
+    spec = parse_spec("s", {"command": command, "args": args}, {"prefix": ""})
+    async with (
+        running_gateway([spec], wait_for=["s"]) as (gateway, _, _),
+        Client(str(gateway.url)) as client,
+    ):
+        for description in ("Return the text, as sent.", "Return the text, as sent."):
+            tools.write_text(json.dumps([{**echo, "description": description}]))
+            async with client.listen(tools_list_changed=True) as changes:
+                await client.call_tool("relist", {})
+                with anyio.fail_after(10):
+                    change = await changes.__anext__()
+            assert type(change).__name__ == "ToolsListChanged"
+            listed = {t.name: t.description for t in (await client.list_tools()).tools}
+            assert listed["echo"] == description
+
+
+@pytest.mark.anyio
 async def test_padded_mcp_headers_are_read_as_http_says(demo_url: str) -> None:
     """`Mcp-Name: echo  ` is `echo` (RFC 9110: no surrounding white space)."""
     envelope = {
