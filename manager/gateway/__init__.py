@@ -6,7 +6,8 @@
   downstream sessions it shares with the demo server are `mcpserver.peers`.
 - `routing`: `Features`, which routes prompts, resources, completion and
   logging through it; `catalog`: who owns a URI; `listing`: what each
-  connection offers, by the names the endpoint exposes.
+  connection offers, by the names the endpoint exposes; `apps`: MCP Apps
+  carried (views' `ui://` URIs, app-only tools, a view's own-name calls).
 - `requests`: what upstreams ask and tell mid-request, routed to the right
   downstream request; `rounds`: input rounds for 2026-07-28 clients.
 - `tasks`: `tasks/get`, `tasks/update`, `tasks/cancel` routed to the task's

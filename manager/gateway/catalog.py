@@ -4,7 +4,9 @@ URIs are addresses a client follows (`file://`, `ui://`, `https://`), so they
 pass through unchanged wherever one upstream owns them. Only a URI (or a
 template) that two upstreams both list is rewritten, for every upstream but
 the first by connection name, as `mcp-manager://{server}/{quoted original}`
-(stable, and read back to the owner and the original URI).
+(stable, and read back to the owner and the original URI); an MCP Apps view
+keeps a `ui://` form, `ui://mcp-manager.{server}/{rest}` (hosts render only
+`ui://`: `apps.ui_rewritten`).
 
 A read, subscription or completion routes to the owner: a listed URI, then a
 template that matches it (upstreams in name order, templates in listing
@@ -22,6 +24,7 @@ from urllib.parse import quote, unquote
 import mcp.types as types
 
 from ..core.exposure import OPEN, ItemFilter
+from .apps import ui_rewritten, ui_routed
 
 __all__ = [
     "REWRITE_SCHEME",
@@ -97,6 +100,9 @@ class ResourceTable:
         owner = self.owners.get(uri)
         if owner is not None:
             return owner
+        view = ui_routed(uri)
+        if view is not None:
+            return view
         if uri.startswith(REWRITE_SCHEME):
             server, _, quoted = uri[len(REWRITE_SCHEME) :].partition("/")
             return server, unquote(quoted)
@@ -152,8 +158,11 @@ def rewritten(server: str, uri: str, *, template: bool = False) -> str:
     """`uri` of `server`, rewritten because another upstream claims it.
 
     A template keeps its `{...}` expressions, so what a client expands from it
-    still reads back (`route`) to the owner and the upstream's URI.
+    still reads back (`route`) to the owner and the upstream's URI. A `ui://`
+    view stays `ui://` (`apps.ui_rewritten`).
     """
+    if uri.startswith("ui://"):
+        return ui_rewritten(server, uri)
     return f"{REWRITE_SCHEME}{server}/{quote(uri, safe='{}' if template else '')}"
 
 

@@ -32,6 +32,7 @@ the only ones in the manager that import the server side of the SDK.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import warnings
@@ -69,7 +70,8 @@ from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..mcpserver.peers import ListChangedServer, Peers
-from ..transport.base import TASKS_EXTENSION
+from ..transport.base import TASKS_EXTENSION, UI_EXTENSION
+from .apps import offers_apps, resource_uri, with_resource_uri
 from .attached import Attached
 from .catalog import is_rewrite, rewrites_line
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
@@ -148,7 +150,8 @@ class UnionServer(ListChangedServer):
 
     A capability (prompts, resources, logging, completions) that `offered()`
     does not name is left out of `initialize`'s (and `server/discover`'s)
-    answer; the tasks extension is in it when `offered()` names it.
+    answer; the tasks and MCP Apps extensions are in it when `offered()`
+    names them.
     """
 
     offered: Callable[[], set[str]] = staticmethod(lambda: set())
@@ -161,8 +164,11 @@ class UnionServer(ListChangedServer):
             for field in ("prompts", "resources", "logging", "completions")
             if field not in offered
         }
-        if TASKS_EXTENSION in offered:
-            updates["extensions"] = {**(caps.extensions or {}), TASKS_EXTENSION: {}}
+        extensions: dict[str, dict[str, Any]] = {
+            name: {} for name in (TASKS_EXTENSION, UI_EXTENSION) if name in offered
+        }
+        if extensions:
+            updates["extensions"] = {**(caps.extensions or {}), **extensions}
         return caps.model_copy(update=updates) if updates else caps
 
 
@@ -451,8 +457,8 @@ class Gateway:
                     await features.resubscribe(event.name)
 
     def _refresh_all(self) -> tuple[bool, bool, bool]:
-        tools = self._refresh()
         prompts, resources = self.features.rebuild()
+        tools = self._refresh()  # after: a tool names its view's exposed URI
         rewrites: dict[str, tuple[list[str], list[str]]] = {}
         for key, problem in self.features.problems():
             if key in self._reported:
@@ -485,6 +491,7 @@ class Gateway:
             types.Tool,
             "tool",
         )
+        table = self._views_named(table)
         for problem in table.problems:
             if problem not in self._reported:
                 self._reported.add(problem)
@@ -501,6 +508,22 @@ class Gateway:
         if changed:
             logger.debug("gateway: %d tools exposed", len(table.tools))
         return changed
+
+    def _views_named(self, table: ToolTable) -> ToolTable:
+        """`table` with each tool naming its MCP Apps view by the URI the
+        endpoint exposes it under (rewritten where two servers list it)."""
+        resources = self.features.resources
+        tools: list[types.Tool] = []
+        for tool in table.tools:
+            uri = resource_uri(tool)
+            if uri is not None:
+                exposed = resources.exposed_uri(table.routes[tool.name].server, uri)
+                if exposed != uri:
+                    tool = with_resource_uri(tool, exposed)
+            tools.append(tool)
+        if all(a is b for a, b in zip(tools, table.tools, strict=True)):
+            return table
+        return dataclasses.replace(table, tools=tuple(tools))
 
     async def notify_tools_changed(self) -> None:
         """Send `notifications/tools/list_changed` to every downstream session."""
@@ -559,6 +582,8 @@ class Gateway:
                     out.add("resources")
                 continue
             out.update(upstream.info.capabilities)
+            if offers_apps(upstream.info.capabilities, (t.raw for t in conn.tools)):
+                out.add(UI_EXTENSION)
         if self.tasks.offered():
             out.add(TASKS_EXTENSION)
         return out

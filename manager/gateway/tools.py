@@ -31,6 +31,7 @@ from ..core.profile import Profile
 from ..engine.calllog import CallRecord, result_size, shape_of
 from ..engine.manager import Manager
 from ..transport.base import LINK_META_KEY, CallResult
+from .apps import app_only, declares_apps, offers_apps, own_name_owner
 from .errors import client_error
 from .freshness import list_hint
 from .names import SEPARATOR, ToolTable
@@ -106,6 +107,9 @@ class ToolCalls:
 
             return types.ListToolsResult(tools=list(DISCOVERY_TOOLS), **hint)
         tools = visible_items(self._table(), profile, "tools")
+        if not declares_apps(ctx.session.client_capabilities):
+            # A view's own tools are not the model's (MCP Apps).
+            tools = tuple(tool for tool in tools if not app_only(tool))
         return types.ListToolsResult(tools=list(tools), **hint)
 
     async def call_tool(
@@ -172,6 +176,8 @@ class ToolCalls:
             # the call, with the usual hold; anything else (a hidden tool too)
             # is unknown.
             found = self._unlisted_route(name)
+            if found is None and declares_apps(ctx.session.client_capabilities):
+                found = self._view_route(name)  # a view calls by its server's names
             if found is None:
                 raise MCPError(INVALID_PARAMS, self._unknown_tool(name))
             server, tool = found
@@ -374,6 +380,26 @@ class ToolCalls:
             return None
         return owners[0].name, tool
 
+    def _view_route(self, name: str) -> tuple[str, str] | None:
+        """(server, tool) for a tool an MCP Apps view calls by its server's
+        own name: the one connection offering the extension that lists it
+        (and does not hide it)."""
+        views = [
+            c
+            for c in self.manager.connections()
+            if c.upstream is not None
+            and offers_apps(c.upstream.info.capabilities, (t.raw for t in c.tools))
+        ]
+        owner = own_name_owner(
+            name, ((c.name, (t.name for t in c.tools)) for c in views)
+        )
+        if owner is None:
+            return None
+        conn = self.manager.connection(owner)
+        if conn is None or not conn.spec.exposure.tools.allows(name):
+            return None
+        return owner, name
+
     def _unknown_tool(self, name: str, profile: Profile | None = None) -> str:
         if profile is not None:
             return (
@@ -418,4 +444,7 @@ def _build_index(table: ToolTable, profile: Profile) -> Any:
     from .discovery import ToolIndex
 
     origins = {name: (r.server, r.tool) for name, r in table.routes.items()}
-    return ToolIndex(visible_items(table, profile, "tools"), origins)
+    tools = [
+        tool for tool in visible_items(table, profile, "tools") if not app_only(tool)
+    ]
+    return ToolIndex(tools, origins)

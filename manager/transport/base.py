@@ -19,6 +19,8 @@ __all__ = [
     "LINK_META_KEY",
     "MODERN",
     "TASKS_EXTENSION",
+    "UI_EXTENSION",
+    "APP_MIME_TYPE",
     "Refusal",
     "RequestLinks",
     "CallResult",
@@ -191,6 +193,14 @@ async def _refuse(
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 """The tasks extension (SEP-2663): routed by the gateway, claimed by the
 session (`transport/tasks.py`)."""
+
+UI_EXTENSION = "io.modelcontextprotocol/ui"
+"""MCP Apps: views (`ui://` resources) a host shows for a server's tools. The
+daemon declares it to every server (it carries views to the clients that
+host them: `gateway/apps.py`), and a calling client's declaration passes on."""
+
+APP_MIME_TYPE = "text/html;profile=mcp-app"
+"""The MIME type of an MCP Apps view, the one kind the daemon declares."""
 
 HANDSHAKE = "handshake"
 """`call_tool`'s `era` for a client of the handshake era (2024-11-05 to 2025-11-25)."""

@@ -79,7 +79,9 @@ PRIVATE_NAMES: dict[type, tuple[str, ...]] = {
 
 
 def speak_for_the_caller(
-    session: ClientSession, extensions: frozenset[str] = frozenset()
+    session: ClientSession,
+    extensions: frozenset[str] = frozenset(),
+    own: frozenset[str] = frozenset(),
 ) -> None:
     """Let each request of a 2026-07-28 `session` declare the capabilities
     of the client it serves (`io.modelcontextprotocol/clientCapabilities` in
@@ -87,7 +89,7 @@ def speak_for_the_caller(
     where we declare some (the connection's roots answer `roots/list`; else
     the caller is asked) and `extensions`, of which only those in
     `extensions` (the ones routed) pass. Requests without the key (our own)
-    keep the session's own capabilities, without extensions."""
+    keep the session's own capabilities, with only the extensions in `own`."""
     stamp: Callable[[dict[str, Any], Any], None] = session._stamp
 
     def stamp_for_caller(data: dict[str, Any], opts: Any) -> None:
@@ -101,10 +103,17 @@ def speak_for_the_caller(
         ours = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
         if not isinstance(given, dict):
             # Our own request (a list, a probe, a call from Lua or the CLI):
-            # no extension, so no server answers with what nobody follows.
-            meta[CLIENT_CAPABILITIES_META_KEY] = {
-                k: v for k, v in ours.items() if k != "extensions"
+            # no extension but `own`, so no server answers with what nobody
+            # follows.
+            mine = {k: v for k, v in ours.items() if k != "extensions"}
+            kept = {
+                name: settings
+                for name, settings in (ours.get("extensions") or {}).items()
+                if name in own
             }
+            if kept:
+                mine["extensions"] = kept
+            meta[CLIENT_CAPABILITIES_META_KEY] = mine
             return
         caller = {k: v for k, v in given.items() if k != "extensions"}
         routed = {

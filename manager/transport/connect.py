@@ -41,7 +41,15 @@ from ..core.redact import SecretRegistry, redact_url
 from ..core.resolve import references, resolve_spec
 from ..core.spec import ConnectionSpec
 from .auth import oauth_auth, uses_oauth
-from .base import HANDSHAKE, MODERN, TASKS_EXTENSION, Hooks, Upstream
+from .base import (
+    APP_MIME_TYPE,
+    HANDSHAKE,
+    MODERN,
+    TASKS_EXTENSION,
+    UI_EXTENSION,
+    Hooks,
+    Upstream,
+)
 from .eras import EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http import environment_proxy, open_http_streams, open_sse_streams
@@ -210,7 +218,12 @@ class McpTransport:
                         ),
                         # A task (SEP-2663) is passed on, for clients that
                         # declare the extension (each request says so).
-                        extensions={TASKS_EXTENSION: {}},
+                        # MCP Apps: views are carried to the clients that
+                        # host them (`gateway/apps.py`).
+                        extensions={
+                            TASKS_EXTENSION: {},
+                            UI_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]},
+                        },
                         result_claims=task_claims(),
                         **server_request_callbacks(hooks),
                     )

@@ -78,7 +78,7 @@ from .requests import asked
 from .side import EraSide, ListSources
 from .signals import LostSignal
 from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
-from .tasks import ROUTED_EXTENSIONS
+from .tasks import OWN_EXTENSIONS, ROUTED_EXTENSIONS
 
 __all__ = [
     "McpSession",
@@ -149,7 +149,7 @@ class McpSession:
         # request stamped as the SDK's session stamps it (`stamp_request`).
         self._wire = relay if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS else None
         if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS:
-            speak_for_the_caller(session, ROUTED_EXTENSIONS)
+            speak_for_the_caller(session, ROUTED_EXTENSIONS, OWN_EXTENSIONS)
         self._info = info
         self._lost = lost
         self._pid = pid

@@ -18,13 +18,18 @@ import mcp.types as types
 from mcp.client.extension import ClaimContext, ResultClaim
 from pydantic import ConfigDict
 
-from .base import TASKS_EXTENSION
+from .base import TASKS_EXTENSION, UI_EXTENSION
 
-__all__ = ["ROUTED_EXTENSIONS", "TaskCreated", "task_claims"]
+__all__ = ["OWN_EXTENSIONS", "ROUTED_EXTENSIONS", "TaskCreated", "task_claims"]
 
-ROUTED_EXTENSIONS = frozenset({TASKS_EXTENSION})
+ROUTED_EXTENSIONS = frozenset({TASKS_EXTENSION, UI_EXTENSION})
 """Extensions a calling client's declaration of reaches the server: those the
 gateway routes (the rest would make a server answer what nobody carries)."""
+
+OWN_EXTENSIONS = frozenset({UI_EXTENSION})
+"""Extensions our own requests (lists, probes) declare: MCP Apps, so that a
+server lists its views and app tools to the daemon, which carries them to the
+clients that host views (tasks are not: nobody would follow one)."""
 
 
 class TaskCreated(types.Result):

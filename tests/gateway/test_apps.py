@@ -1,0 +1,132 @@
+"""MCP Apps (`io.modelcontextprotocol/ui`) through the endpoint, with real
+Apps servers (`servers/apps.py`, on the SDK's `MCPServer`, over stdio) and
+SDK clients of both eras, one that hosts views (declares the extension) and
+one that does not."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.client import ConnectMode
+from mcp.client.extension import advertise
+from servers import stdio_command
+from test_gateway import running_gateway
+
+from manager.core.profile import parse_profile
+from manager.core.spec import ConnectionSpec, parse_spec
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+APPS_SERVER = Path(__file__).resolve().parent.parent / "servers" / "apps.py"
+UI = "io.modelcontextprotocol/ui"
+VIEW = "ui://weather/view.html"
+MODES: tuple[ConnectMode, ...] = ("legacy", "auto")
+
+
+def _apps(name: str, **opts: object) -> ConnectionSpec:
+    args = [str(APPS_SERVER), "--label", name]
+    return parse_spec(name, {"command": sys.executable, "args": args}, opts)
+
+
+def _host(url: str, mode: ConnectMode) -> Client:
+    """A client that hosts views: it declares the extension."""
+    mime = {"mimeTypes": ["text/html;profile=mcp-app"]}
+    return Client(url, mode=mode, extensions=[advertise(UI, mime)])
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_views_keep_a_ui_uri_and_their_tools_follow_it() -> None:
+    """Two servers list the same `ui://` view: the second one's is exposed
+    as `ui://mcp-manager.b/...` (still `ui://`, which hosts render), reads
+    back to that server, and its tools name that URI in `_meta.ui`; the
+    endpoint says it offers the extension."""
+    async with running_gateway([_apps("a"), _apps("b")], wait_for=["a", "b"]) as (
+        gateway,
+        _,
+        _,
+    ):
+        for mode in MODES:
+            async with _host(str(gateway.url), mode) as client:
+                listed = {str(r.uri) for r in (await client.list_resources()).resources}
+                assert {VIEW, "ui://mcp-manager.b/weather/view.html"} <= listed
+                for uri, label in (
+                    (VIEW, "a"),
+                    ("ui://mcp-manager.b/weather/view.html", "b"),
+                ):
+                    read = await client.read_resource(uri)
+                    assert f"weather from {label}" in read.contents[0].text  # type: ignore[union-attr]
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+                a_meta = tools["a__show_weather"].meta or {}
+                b_meta = tools["b__show_weather"].meta or {}
+                assert a_meta["ui"]["resourceUri"] == VIEW
+                assert (
+                    b_meta["ui"]["resourceUri"]
+                    == "ui://mcp-manager.b/weather/view.html"
+                )
+                if mode == "auto":
+                    caps = client.server_capabilities
+                    assert caps is not None and UI in (caps.extensions or {})
+
+
+async def test_app_only_tools_are_for_hosts_and_a_view_calls_by_its_servers_names() -> (
+    None
+):
+    """`refresh_weather` is for the view (`visibility: ["app"]`): a client
+    that hosts views lists it, one that does not never does (its model
+    would see it), and both can call it by its exposed name. A view calls
+    by the server's own name: that reaches the one Apps server with such a
+    tool for a host, and is unknown to any other client. A host's
+    declaration of the extension reaches the server."""
+    command, args = stdio_command()
+    demo = parse_spec("demo", {"command": command, "args": args})
+    async with running_gateway(
+        [_apps("weather"), demo], wait_for=["weather", "demo"]
+    ) as (
+        gateway,
+        _,
+        _,
+    ):
+        url = str(gateway.url)
+        for mode in MODES:
+            async with _host(url, mode) as host, Client(url, mode=mode) as model:
+                hosted = {t.name for t in (await host.list_tools()).tools}
+                bare = {t.name for t in (await model.list_tools()).tools}
+                assert "weather__refresh_weather" in hosted, mode
+                assert "weather__refresh_weather" not in bare, mode
+                assert "weather__show_weather" in bare and "demo__echo" in bare
+                for client in (host, model):
+                    called = await client.call_tool(
+                        "weather__refresh_weather", {"city": "Oslo"}
+                    )
+                    assert _text(called) == "refreshed Oslo from weather"
+                own = await host.call_tool("refresh_weather", {"city": "Rome"})
+                assert _text(own) == "refreshed Rome from weather", mode
+                with pytest.raises(Exception, match="unknown tool"):
+                    await model.call_tool("refresh_weather", {"city": "Rome"})
+                declared = await host.call_tool("weather__apps_declared", {})
+                assert _text(declared) == "yes", mode
+
+
+async def test_search_never_offers_a_views_own_tools_to_the_model() -> None:
+    """A profile with `discovery = "search"` indexes what the model may
+    call: the view's `refresh_weather` is not found, `show_weather` is."""
+    search = parse_profile("find", {"discovery": "search"}, "x.lua:1")
+    async with running_gateway([_apps("weather")], wait_for=["weather"]) as (
+        gateway,
+        manager,
+        _,
+    ):
+        manager.profiles = {"find": search}
+        async with Client(f"{gateway.url}/find") as client:
+            found = await client.call_tool(
+                "search_tools", {"query": "refresh the weather view data", "limit": 8}
+            )
+        assert "weather__show_weather" in _text(found)
+        assert "refresh_weather" not in _text(found)
