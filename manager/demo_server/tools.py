@@ -156,6 +156,7 @@ class DemoServer:
         self._peers = Peers()
         self._children: list[anyio.abc.Process] = []
         self._bus = InMemorySubscriptionBus()
+        self._listens = ListenHandler(self._bus)
         self.catalog = Catalog(page_size, self._peers, self._bus)
         self._log_levels = LogLevels()
         catalog = self.catalog
@@ -173,7 +174,7 @@ class DemoServer:
             on_subscribe_resource=catalog.subscribe,
             on_unsubscribe_resource=catalog.unsubscribe,
             on_completion=catalog.complete,
-            on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscriptions_listen=self._listens,
         )
         # Not `on_set_logging_level=`: that keyword warns (logging is deprecated
         # in 2026-07-28), while handshake-era clients still use it.
@@ -217,6 +218,11 @@ class DemoServer:
             ValueError: The variable is set but not a positive integer.
         """
         return cls(int(os.environ.get(PAGE_SIZE_ENV, DEFAULT_PAGE_SIZE)))
+
+    def close_listens(self) -> None:
+        """End every open `subscriptions/listen` stream as a server that
+        closes them does: with its result (a graceful end)."""
+        self._listens.close()
 
     # -- protocol handlers ---------------------------------------------------
 

@@ -11,6 +11,10 @@ again), on the response it already had:
 * an event stream begun: one more event per request, then the end of the stream;
 * an event stream with no request (a GET): its end.
 
+A `subscriptions/listen` stream is not a request that may have run: it ends
+as a 2026-07-28 server ends one it closes, with its result (stamped with the
+subscription id), so the client sees a graceful close, not an error.
+
 Requests that come in while the daemon stops get 503 and the same words.
 """
 
@@ -21,6 +25,7 @@ import json
 from typing import Any
 
 import anyio
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from ..core.once import STOPPED_CODE, stopped_error
 
@@ -98,7 +103,9 @@ class _Exchange:
 
     async def answer_stopped(self) -> None:
         answers = [
-            stopped_error(request_id, method)
+            _closed(request_id)
+            if method == "subscriptions/listen"
+            else stopped_error(request_id, method)
             for request_id, method in _requests(b"".join(self.body))
         ]
         if not self.started:
@@ -132,6 +139,13 @@ def _requests(body: bytes) -> list[tuple[Any, object]]:
         for message in messages
         if isinstance(message, dict) and "method" in message and "id" in message
     ]
+
+
+def _closed(request_id: Any) -> dict[str, Any]:
+    """A listen stream's end, as the server that closes it says it."""
+    meta = {SUBSCRIPTION_ID_META_KEY: request_id}
+    result = {"_meta": meta, "resultType": "complete"}
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 async def _refuse(send: Any) -> None:

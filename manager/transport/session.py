@@ -101,6 +101,13 @@ handshake is offered instead (`auto`)."""
 Answers = types.InputResponses | None
 """A round's answers to a 2026-07-28 server's input requests (none at first)."""
 
+RELISTEN_PAUSE = 1.0
+"""Seconds before a `subscriptions/listen` stream the server closed is opened
+again (and how soon a close counts as at once)."""
+
+RELISTEN_TRIES = 3
+"""Streams closed at once in a row after which they are not opened again."""
+
 MAX_INPUT_ROUNDS = 16
 """Input rounds of one call to a 2026-07-28 server before it counts as a loop."""
 
@@ -590,9 +597,14 @@ class McpSession:
         """A 2026-07-28 server tells of changes on a `subscriptions/listen`
         stream, not on the connection: opened once connected (every session
         opens its own), passed to the hooks; a stream that breaks is the loss
-        of the session (it also ends a request in flight on it)."""
+        of the session (it also ends a request in flight on it). A stream the
+        server closes (its result: a graceful end) is opened again after
+        `RELISTEN_PAUSE`, unless the server keeps closing it at once
+        (`RELISTEN_TRIES` times): then changes are seen at the next connect."""
+        quick = 0
         while not self._lost.is_set:
             self._relisten = anyio.Event()
+            began = anyio.current_time()
             with anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as tg:
 
@@ -601,15 +613,27 @@ class McpSession:
                         scope.cancel()
 
                     tg.start_soon(reopen)
-                    await self._listen()
+                    closed = await self._listen()
                     tg.cancel_scope.cancel()
-            if not scope.cancelled_caught:
-                return  # the stream ended (or was refused): nothing to follow
+            if scope.cancelled_caught:
+                continue  # the URIs followed changed: open it again now
+            if not closed:
+                return  # refused: nothing to follow
+            quick = quick + 1 if anyio.current_time() - began < RELISTEN_PAUSE else 0
+            if quick >= RELISTEN_TRIES:
+                logger.info(
+                    "%s: the server closes every subscriptions/listen stream at "
+                    "once; its changes are seen at the next connect",
+                    self._info.name,
+                )
+                return
+            await anyio.sleep(RELISTEN_PAUSE)
 
-    async def _listen(self) -> None:
+    async def _listen(self) -> bool:
         """One `subscriptions/listen` stream, for list changes and the URIs
         clients subscribed to (`resources/subscribe` is gone in 2026-07-28:
-        a change of those opens the stream again, `_relisten`)."""
+        a change of those opens the stream again, `_relisten`). Returns
+        whether the server closed it (its result), not refused or broke it."""
         hooks = self._hooks if self._hooks is not None else Hooks()
         try:
             async with listen(
@@ -630,6 +654,7 @@ class McpSession:
                             hooks.on_list_changed("resources")
                         case ResourceUpdated(uri=uri):
                             hooks.on_resource_updated(str(uri))
+            return True
         except SubscriptionLost as exc:
             self._lost.set(
                 LossReport(
@@ -645,6 +670,7 @@ class McpSession:
                 logger.debug("subscriptions/listen refused: %s", exc.message)
         finally:
             self.followed.set()
+        return False
 
     async def wait_suspect(self) -> str:
         if self._sentinel is None:

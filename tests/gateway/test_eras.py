@@ -408,6 +408,26 @@ async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
 
 
 @pytest.mark.anyio
+async def test_a_listen_stream_ends_gracefully_when_the_daemon_stops() -> None:
+    """2026-07-28 clarification: a server that closes a `subscriptions/listen`
+    stream ends it with its result. The daemon stopping under a listening
+    client does so (the SDK's client sees a graceful end, not an error)."""
+    async with (
+        running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
+            gateway,
+            _,
+            _,
+        ),
+        Client(str(gateway.url)) as client,
+        client.listen(tools_list_changed=True) as changes,
+    ):
+        await gateway.aclose()  # stops the endpoint, as the daemon does
+        with anyio.fail_after(10):
+            left = [change async for change in changes]
+        assert left == []
+
+
+@pytest.mark.anyio
 async def test_a_change_the_server_announces_reaches_clients_as_it_said(
     tmp_path: Path,
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import anyio
 import pytest
 from fakes import Recorder
 from memory import MEMORY_REASON, MemoryServers, memory_spec
@@ -19,6 +20,7 @@ from manager.demo_server import BUILTIN_TOOLS, SERVER_NAME
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
 from manager.transport.connect import McpTransport
+from manager.transport.session import McpSession
 
 pytestmark = pytest.mark.anyio
 
@@ -135,3 +137,28 @@ async def test_an_unknown_tool_is_a_tool_error_from_the_server(env: Env) -> None
     assert result.data["content"] == [
         {"type": "text", "text": "unknown tool 'no_such_tool'"}
     ]
+
+
+async def test_a_listen_stream_the_server_closes_is_opened_again(env: Env) -> None:
+    """2026-07-28 clarification: a server ends a `subscriptions/listen` stream
+    it closes with its result. That is no loss of the session: the stream is
+    opened again (after a pause), and later changes are still heard."""
+    env.mgr.add(memory_spec("mem", protocol="2026-07-28", **FAST))
+    connected = await env.rec.wait_for("connected", "mem")
+    # Who the server is, read from the discover result's `_meta` (#3002).
+    assert connected.server_name == SERVER_NAME  # type: ignore[attr-defined]
+    conn = env.mgr.connection("mem")
+    assert conn is not None and isinstance(conn.upstream, McpSession)
+    with anyio.fail_after(10):
+        await conn.upstream.followed.wait()  # its listen stream is open
+    env.servers.servers["mem"].close_listens()
+    # A change made before the stream is open again is not heard (no replay):
+    # add tools until one is, which takes one pause (RELISTEN_PAUSE).
+    with anyio.fail_after(20):
+        for n in range(100):
+            seen = env.rec.last_seq
+            await env.mgr.call("mem", "add_tool", {"name": f"fresh{n}"})
+            with anyio.move_on_after(0.5):
+                await env.rec.wait_for("tools_changed", "mem", after=seen)
+                break
+    assert len(env.rec.of("connected", "mem")) == 1  # never reconnected
