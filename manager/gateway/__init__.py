@@ -9,7 +9,8 @@
   connection offers, by the names the endpoint exposes; `apps`: MCP Apps
   carried (views' `ui://` URIs, app-only tools, a view's own-name calls).
 - `requests`: what upstreams ask and tell mid-request, routed to the right
-  downstream request; `rounds`: input rounds for 2026-07-28 clients.
+  downstream request; `rounds`: input rounds for 2026-07-28 clients;
+  `sessions`: one record per downstream session, kept by one middleware.
 - `tasks`: `tasks/get`, `tasks/update`, `tasks/cancel` routed to the task's
   owner (ids named `SERVER/taskId`).
 - `freshness`: the lists' `ttlMs`/`cacheScope`, from the servers' own.

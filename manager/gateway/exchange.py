@@ -42,13 +42,13 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from mcp.server import Server
 from mcp.server.connection import Connection
-from mcp.server.runner import ServerRunner, modern_error_data, serve_one
+from mcp.server.runner import modern_error_data, serve_one
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
@@ -66,9 +66,9 @@ from starlette.requests import Request
 
 from .compat_mcp_server import http_session_alive
 from .resumable import RETRY_MS, ResumableEvents, for_session
-from .rounds import can_be_asked
+from .sessions import Downstream, Sessions
 
-__all__ = ["LEAN_BODY_LIMIT", "Exchange", "HandshakeSessions"]
+__all__ = ["LEAN_BODY_LIMIT", "Exchange"]
 
 logger = logging.getLogger("manager.gateway")
 
@@ -105,78 +105,6 @@ _compact = json.JSONEncoder(separators=(",", ":")).encode
 """`json.dumps` with these separators, without a new encoder per answer."""
 
 Asgi = Callable[[Any, Any, Any], Awaitable[None]]
-
-
-@dataclass(slots=True)
-class _Session:
-    """A handshake-era session the SDK opened, as the hot path needs it."""
-
-    protocol_version: str
-    client_info: Any
-    capabilities: Any
-    askable: bool
-    """The client can be asked things mid-call (sampling, elicitation, roots)."""
-    in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
-    runner: ServerRunner[Any] | None = None
-    """The SDK's request pipeline for this client (one per connection, as the
-    SDK makes it), made with its first request here."""
-
-    def pipeline(
-        self, server: Server[Any], lifespan: dict[str, Any]
-    ) -> ServerRunner[Any]:
-        """The session's runner: a connection born ready, with the session's
-        version and client."""
-        if self.runner is None:
-            connection = Connection.from_envelope(
-                self.protocol_version, self.client_info, self.capabilities
-            )
-            self.runner = ServerRunner(server, connection, lifespan)
-        return self.runner
-
-
-class HandshakeSessions:
-    """The handshake-era sessions seen by the SDK, by their `Mcp-Session-Id`.
-
-    `track` is server middleware: it records a session once it is
-    initialized (its first request or notification after `initialize`).
-    """
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
-
-    def get(self, key: str) -> _Session | None:
-        return self._sessions.get(key)
-
-    def forget(self, key: str) -> None:
-        """The session ended (DELETE, or the SDK no longer holds it)."""
-        self._sessions.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    async def track(self, ctx: Any, call_next: Any) -> Any:
-        """Server middleware: remember an initialized handshake-era session."""
-        request = ctx.request
-        if (
-            ctx.method != "initialize"
-            and isinstance(request, Request)
-            and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-        ):
-            key = request.headers.get("mcp-session-id")
-            params = ctx.session.client_params
-            if key and params is not None and key not in self._sessions:
-                caps = params.capabilities
-                self._sessions[key] = _Session(
-                    protocol_version=ctx.protocol_version,
-                    client_info=params.client_info.model_dump(
-                        by_alias=True, mode="json", exclude_none=True
-                    ),
-                    capabilities=caps.model_dump(
-                        by_alias=True, mode="json", exclude_none=True
-                    ),
-                    askable=can_be_asked(caps),
-                )
-        return await call_next(ctx)
 
 
 @dataclass(slots=True)
@@ -276,7 +204,7 @@ class _Answer:
 class _DispatchContext:
     """The SDK's `DispatchContext` for one request served here: notifications
     about it go on its own response; it cannot send the client requests
-    (`_Session.askable` clients are not served here)."""
+    (`Downstream.askable` clients are not served here)."""
 
     transport: TransportContext
     request_id: Any
@@ -328,8 +256,8 @@ class Exchange:
 
     Args:
         server: The endpoint's SDK server (its middleware and handlers).
-        sessions: The handshake-era sessions (`HandshakeSessions.track` must
-            be among the server's middleware).
+        sessions: The downstream sessions (`Sessions.track` must be among
+            the server's middleware).
         session_manager: Returns the SDK's session manager once the
             streamable HTTP app exists.
         events: Where resumable streams keep their events (the SDK's
@@ -344,7 +272,7 @@ class Exchange:
     def __init__(
         self,
         server: Server[Any],
-        sessions: HandshakeSessions,
+        sessions: Sessions,
         session_manager: Callable[[], Any],
         idle_timeout: float | None,
         header_tools: Callable[[], Collection[str]] = frozenset,
@@ -435,7 +363,7 @@ class Exchange:
         self, scope: Any, send: Any, message: dict[str, Any], key: str
     ) -> bool:
         known = self._sessions.get(key)
-        if known is None or known.askable:
+        if known is None or not known.ready or known.askable:
             return False
         if not http_session_alive(self._manager(), key, self._idle_timeout):
             self._sessions.forget(key)
@@ -518,7 +446,7 @@ class Exchange:
             tg.cancel_scope.cancel()
         return True
 
-    def _cancel(self, known: _Session, params: Any) -> bool:
+    def _cancel(self, known: Downstream, params: Any) -> bool:
         """`notifications/cancelled` of a request served here: cancel it."""
         if not isinstance(params, dict):
             return False

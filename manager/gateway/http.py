@@ -27,7 +27,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..control.paths import check_socket_dir, clear_stale_socket
 from ..core.errors import ControlError
-from .exchange import Exchange, HandshakeSessions
+from .exchange import Exchange
 from .guard import Guard
 from .options import (
     SESSION_IDLE_TIMEOUT,
@@ -36,6 +36,7 @@ from .options import (
     write_token,
 )
 from .resumable import RETRY_MS, ResumableEvents
+from .sessions import Sessions
 from .stopping import AnswerAtStop
 
 __all__ = [
@@ -156,14 +157,14 @@ class _HttpProtocol(HttpToolsProtocol):
 
 class Served(Protocol):
     """What the endpoint serves (the `Gateway`): its SDK server, its
-    handshake-era sessions (for the hot path), and who forgets a downstream
-    session the client closed (`DELETE`)."""
+    downstream sessions' records (for the hot path), and who forgets a
+    downstream session the client closed (`DELETE`)."""
 
     @property
     def server(self) -> Server[Any]: ...
 
     @property
-    def http_sessions(self) -> HandshakeSessions: ...
+    def downstream(self) -> Sessions: ...
 
     @property
     def header_tools(self) -> frozenset[str]: ...
@@ -278,7 +279,7 @@ class HttpEndpoint:
         server = self.gateway.server
         lean = Exchange(
             server,
-            self.gateway.http_sessions,
+            self.gateway.downstream,
             lambda: server.session_manager,
             SESSION_IDLE_TIMEOUT,
             lambda: self.gateway.header_tools,

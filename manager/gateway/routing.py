@@ -12,13 +12,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 import anyio
 import mcp.types as types
 from mcp.server import ServerRequestContext
-from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
@@ -34,6 +32,7 @@ from .freshness import list_hint
 from .names import NameSource, ToolRoute, ToolTable, build_name_table
 from .requests import CallNotes, ClientRequests, upstream_meta
 from .rounds import HeldCall, HeldCalls, client_era, may_need_rounds
+from .sessions import Downstream, Sessions
 from .views import PROFILE, current_profile, visible_items, visible_resources
 
 __all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "Features"]
@@ -62,12 +61,6 @@ DEFAULT_CALL_TIMEOUT = 60.0
 """`call_timeout` of a connection removed while one of its requests waited."""
 
 
-@dataclass(slots=True)
-class _Subscriber:
-    session: ServerSession
-    uris: set[str] = field(default_factory=set)
-
-
 class Send(Protocol):
     """Sends one request on a live upstream within the seconds given."""
 
@@ -93,20 +86,19 @@ class Features:
 
     Args:
         manager: The connections.
+        sessions: The downstream sessions' records (`sessions.Sessions`): a
+            session's log level and subscriptions are kept in its own.
     """
 
-    def __init__(self, manager: Manager) -> None:
+    def __init__(self, manager: Manager, sessions: Sessions | None = None) -> None:
         self.manager = manager
+        self._sessions = sessions if sessions is not None else Sessions()
         self.prompts = ToolTable()
         self.resources = ResourceTable()
         self._seen: dict[str, str] = {}  # URIs seen in results -> server
         self.asks = ClientRequests(self.call_timeout, self._unlinked, self._apart)
         self.held = HeldCalls()
-        self._subscribers: dict[str, _Subscriber] = {}
         self._upstream_subs: dict[tuple[str, str], int] = {}
-        self._levels: dict[str, str] = {}
-        self._log_sessions: dict[str, ServerSession] = {}
-        self._log_views: dict[str, str | None] = {}
         manager.requests.handler = self.asks.upstream_request
         manager.requests.on_log = self._call_log
 
@@ -222,7 +214,8 @@ class Features:
         """The notes of a downstream request: its log messages at the level its
         session set (handshake era; every level if none) or its request asked
         for (2026-07-28)."""
-        level = self._levels.get(session_key(ctx))
+        record = self._sessions.get(session_key(ctx))
+        level = record.log_level if record is not None else None
         levels = LOG_LEVELS[LOG_LEVELS.index(level) :] if level in LOG_LEVELS else None
         return CallNotes(ctx, levels)
 
@@ -377,16 +370,14 @@ class Features:
     ) -> types.EmptyResult:
         uri = str(params.uri)
         server, upstream_uri = self._owner(uri, ctx)
-        key = session_key(ctx)
-        subscriber = self._subscribers.setdefault(key, _Subscriber(ctx.session))
-        subscriber.session = ctx.session
-        if uri in subscriber.uris:
-            return types.EmptyResult()
+        record = self._sessions.get(session_key(ctx))
+        if record is None or uri in record.uris:
+            return types.EmptyResult()  # no session to tell, or told already
         count = self._upstream_subs.get((server, upstream_uri), 0)
         if count == 0:
             await self._upstream_subscribe(ctx, server, upstream_uri, subscribe=True)
         self._upstream_subs[(server, upstream_uri)] = count + 1
-        subscriber.uris.add(uri)
+        record.uris.add(uri)
         return types.EmptyResult()
 
     async def unsubscribe(
@@ -395,10 +386,10 @@ class Features:
         params: types.UnsubscribeRequestParams,
     ) -> types.EmptyResult:
         uri = str(params.uri)
-        subscriber = self._subscribers.get(session_key(ctx))
-        if subscriber is None or uri not in subscriber.uris:
+        record = self._sessions.get(session_key(ctx))
+        if record is None or uri not in record.uris:
             return types.EmptyResult()
-        subscriber.uris.discard(uri)
+        record.uris.discard(uri)
         route = self.resources.route(uri, self._seen)
         if route is not None:
             count = self._upstream_subs.get(route, 0) - 1
@@ -447,24 +438,19 @@ class Features:
     async def resource_updated(self, server: str, uri: str) -> None:
         """Pass `notifications/resources/updated` to the sessions subscribed."""
         exposed = self.resources.exposed_uri(server, uri)
-        for key, subscriber in list(self._subscribers.items()):
-            if exposed not in subscriber.uris:
+        for record in self._sessions.records():
+            if exposed not in record.uris:
                 continue
             try:
                 with anyio.fail_after(NOTIFY_TIMEOUT):
-                    await subscriber.session.send_resource_updated(exposed)
+                    await record.session.send_resource_updated(exposed)
             except Exception:  # boundary: a gone client must not stop the others
-                self._subscribers.pop(key, None)
+                self._sessions.forget(record.key)
 
-    def forget(self, key: str) -> None:
-        """A downstream session closed: drop its subscriptions and log level."""
-        self._levels.pop(key, None)
-        self._log_sessions.pop(key, None)
-        self._log_views.pop(key, None)
-        subscriber = self._subscribers.pop(key, None)
-        if subscriber is None:
-            return
-        for uri in subscriber.uris:
+    def released(self, record: Downstream) -> None:
+        """A downstream session's record was dropped: what it subscribed to
+        upstream is let go (an unsubscribe only once nobody follows it)."""
+        for uri in record.uris:
             route = self.resources.route(uri, self._seen)
             if route is not None and route in self._upstream_subs:
                 self._upstream_subs[route] -= 1
@@ -510,11 +496,12 @@ class Features:
     async def set_level(
         self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        key = session_key(ctx)
-        self._levels[key] = str(params.level)
-        self._log_sessions[key] = ctx.session
-        self._log_views[key] = PROFILE.get()  # its profile: whose logs it sees
-        level = min(self._levels.values(), key=LOG_LEVELS.index)
+        record = self._sessions.get(session_key(ctx))
+        if record is not None:
+            record.log_level = str(params.level)
+            record.log_view = PROFILE.get()  # its profile: whose logs it sees
+        levels = [r.log_level for r in self._sessions.records() if r.log_level]
+        level = min(levels or [str(params.level)], key=LOG_LEVELS.index)
         request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))  # type: ignore[arg-type]
 
         async def send(upstream: Upstream, limit: float) -> Any:
@@ -547,11 +534,11 @@ class Features:
     ) -> None:
         """Pass an upstream's log message to the sessions that asked for its level."""
         rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 0
-        for key, session in list(self._log_sessions.items()):
-            wanted = self._levels.get(key, "debug")
-            if rank < LOG_LEVELS.index(wanted):
-                continue
-            view = self._log_views.get(key)
+        for record in self._sessions.records():
+            wanted, session = record.log_level, record.session
+            if wanted is None or rank < LOG_LEVELS.index(wanted):
+                continue  # asked for no log messages, or not at this level
+            view = record.log_view
             if view is not None:
                 profile = self.manager.profiles.get(view)
                 if profile is None or not profile.shows_server(server):
@@ -572,5 +559,5 @@ class Features:
                         )
                     )
             except Exception as exc:  # boundary: a gone client must not stop the others
-                logger.debug("gateway: dropping log session %s: %r", key[:8], exc)
-                self._log_sessions.pop(key, None)
+                logger.debug("gateway: dropping session %s: %r", record.key[:8], exc)
+                self._sessions.forget(record.key)

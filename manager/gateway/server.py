@@ -69,17 +69,17 @@ from ..core.replies import TokenReply
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
-from ..mcpserver.peers import ListChangedServer, Peers
+from ..mcpserver.peers import ListChangedServer
 from ..transport.base import TASKS_EXTENSION, UI_EXTENSION
 from .apps import offers_apps, resource_uri, with_resource_uri
 from .attached import Attached
 from .catalog import is_rewrite, rewrites_line
 from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
-from .exchange import HandshakeSessions
 from .names import NameSource, ToolTable, build_name_table
 from .options import SESSION_IDLE_TIMEOUT, EndpointError, EndpointOptions
 from .replay import replayed
 from .routing import Features
+from .sessions import Sessions
 from .stdio import stdio_streams
 from .tasks import TASK_METHODS, TaskParams, Tasks
 from .tools import ToolCalls
@@ -210,13 +210,18 @@ class Gateway:
         self._refreshed = anyio.Event()
         self._settle_until = 0.0
         self._reported: set[str] = set()
-        self._peers = Peers(idle_timeout=SESSION_IDLE_TIMEOUT)
+        self.downstream = Sessions(
+            idle_timeout=SESSION_IDLE_TIMEOUT,
+            on_forget=lambda record: self.features.released(record),
+        )
+        """One record per downstream session (`sessions.Downstream`), kept by
+        one middleware; the hot path (`exchange`) and `Features` read it."""
         self._subscriptions = InMemorySubscriptionBus()
         self._notices: MemoryObjectSendStream[Event] | None = None
         self.notices_dropped = 0
         self._http: HttpEndpoint | None = None
         self._scope: anyio.CancelScope | None = None
-        self.features = Features(manager)
+        self.features = Features(manager, self.downstream)
         features = self.features
         self.tools = ToolCalls(manager, features, lambda: self._table, self._settled)
         with warnings.catch_warnings():
@@ -261,10 +266,7 @@ class Gateway:
             strict=True,
         ):
             self.server.add_request_handler(method, TaskParams, handler)
-        self.server.middleware.append(self._peers.track)
-        self.http_sessions = HandshakeSessions()
-        """Handshake-era HTTP sessions, for the endpoint's hot path (`exchange`)."""
-        self.server.middleware.append(self.http_sessions.track)
+        self.server.middleware.append(self.downstream.track)
         self.server.middleware.append(self.tools.relay)
         self.attached = Attached(
             self._run_session, self.profile_names, self.forget_session
@@ -408,10 +410,10 @@ class Gateway:
                         await self.notify_tools_changed()
                     if prompts:
                         await self._subscriptions.publish(PromptsListChanged())
-                        await self._peers.notify_prompts_changed()
+                        await self.downstream.notify_prompts_changed()
                     if resources:
                         await self._subscriptions.publish(ResourcesListChanged())
-                        await self._peers.notify_resources_changed()
+                        await self.downstream.notify_resources_changed()
         finally:
             self.features.asks.spawn = None
             self._notices = None
@@ -528,13 +530,11 @@ class Gateway:
     async def notify_tools_changed(self) -> None:
         """Send `notifications/tools/list_changed` to every downstream session."""
         await self._subscriptions.publish(ToolsListChanged())
-        await self._peers.notify_tools_changed()
+        await self.downstream.notify_tools_changed()
 
     def forget_session(self, key: str) -> None:
-        """Stop notifying a downstream session (it was closed)."""
-        self._peers.forget(key)
-        self.http_sessions.forget(key)
-        self.features.forget(key)
+        """A downstream session closed: its record, and all it held, goes."""
+        self.downstream.forget(key)
 
     def profile_names(self) -> Collection[str]:
         """The declared profiles' names (`/mcp/NAME`)."""
@@ -543,7 +543,7 @@ class Gateway:
     @property
     def sessions(self) -> int:
         """Downstream sessions that get `list_changed` on their standalone channel."""
-        return len(self._peers)
+        return len(self.downstream)
 
     # --- MCP handlers -----------------------------------------------------------
 

@@ -9,7 +9,9 @@ feature whose list handler is registered, so a server without prompts or
 resources still announces none.
 
 `Peers` remembers the handshake-era sessions (protocol versions before the
-2026 subscription stream), keyed by the transport's own id, so a
+2026 subscription stream), keyed by the transport's own id: one `Peer`
+record each (the gateway's records carry everything it keeps about a
+session: `gateway.sessions`), so a
 `notifications/{tools,prompts,resources}/list_changed` can reach each of them
 on its standalone channel. Install `Peers.track` as server middleware;
 `notify_tools_changed()` (and its prompts and resources siblings) sends to
@@ -38,6 +40,7 @@ __all__ = [
     "NOTIFY_TIMEOUT",
     "STREAM_KEY",
     "ListChangedServer",
+    "Peer",
     "Peers",
     "session_key",
 ]
@@ -107,9 +110,20 @@ _Send = Callable[[ServerSession], Awaitable[None]]
 
 
 @dataclass(slots=True)
-class _Peer:
+class Peer:
+    """One handshake-era downstream session.
+
+    Attributes:
+        key: Its key (`session_key`).
+        session: The SDK session it came on (its first request's).
+        last_seen: When its last request came (the `Peers` clock).
+        notify: Whether it has a channel of its own for notifications.
+    """
+
+    key: str
     session: ServerSession
     last_seen: float
+    notify: bool = True
 
 
 class Peers:
@@ -126,12 +140,26 @@ class Peers:
         idle_timeout: float | None = None,
         clock: Any = time.monotonic,
     ) -> None:
-        self._peers: dict[str, _Peer] = {}
+        self._peers: dict[str, Peer] = {}
         self._idle_timeout = idle_timeout
         self._clock = clock
 
     def __len__(self) -> int:
-        return len(self._peers)
+        """Sessions that get notifications."""
+        return sum(1 for peer in self._peers.values() if peer.notify)
+
+    def new_peer(self, key: str, ctx: ServerRequestContext[Any, Any]) -> Peer:
+        """The record of a session seen for the first time (a subclass keeps
+        more in its own)."""
+        # Notified on the session's own channel, where it has one.
+        return Peer(key, ctx.session, self._clock(), ctx.session.can_send_request)
+
+    def seen(self, peer: Peer, ctx: ServerRequestContext[Any, Any]) -> None:
+        """A known session sent another request."""
+        peer.last_seen = self._clock()
+
+    def forgotten(self, peer: Peer) -> None:
+        """A session was forgotten (closed, failed, idle): nothing by default."""
 
     async def track(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -144,15 +172,24 @@ class Peers:
             key = session_key(ctx)
             peer = self._peers.get(key)
             if peer is None:
-                if ctx.session.can_send_request:  # the session's own channel
-                    self._peers[key] = _Peer(ctx.session, self._clock())
+                self._peers[key] = self.new_peer(key, ctx)
             else:
-                peer.last_seen = self._clock()
+                self.seen(peer, ctx)
         return await call_next(ctx)
 
+    def get(self, key: str) -> Peer | None:
+        """The record of session `key`, if it is known."""
+        return self._peers.get(key)
+
+    def peers(self) -> list[Peer]:
+        """Every known session's record."""
+        return list(self._peers.values())
+
     def forget(self, key: str) -> None:
-        """Stop notifying a downstream session (it was closed)."""
-        self._peers.pop(key, None)
+        """Forget a downstream session (it was closed)."""
+        peer = self._peers.pop(key, None)
+        if peer is not None:
+            self.forgotten(peer)
 
     async def notify_tools_changed(self) -> None:
         """Send `tools/list_changed` to every session, all at once, each bounded."""
@@ -172,14 +209,14 @@ class Peers:
             for key, peer in list(self._peers.items()):
                 idle = now - peer.last_seen
                 if self._idle_timeout is not None and idle > self._idle_timeout:
-                    self._peers.pop(key, None)
-                else:
+                    self.forget(key)
+                elif peer.notify:
                     tg.start_soon(self._notify, key, peer, send)
 
-    async def _notify(self, key: str, peer: _Peer, send: _Send) -> None:
+    async def _notify(self, key: str, peer: Peer, send: _Send) -> None:
         try:
             with anyio.fail_after(NOTIFY_TIMEOUT):
                 await send(peer.session)
         except Exception:  # boundary: a gone client must not stop the others
             logger.debug("dropping downstream session %s (notify failed)", key[:8])
-            self._peers.pop(key, None)
+            self.forget(key)
