@@ -83,14 +83,17 @@ async def test_app_only_tools_are_for_hosts_and_a_view_calls_by_its_servers_name
     would see it), and both can call it by its exposed name. A view calls
     by the server's own name: that reaches the one Apps server with such a
     tool for a host, and is unknown to any other client. A host's
-    declaration of the extension reaches the server."""
+    declaration of the extension reaches the server. Search (a profile with
+    `discovery = "search"`) indexes what the model may call: never the
+    view's own tools."""
     command, args = stdio_command()
     demo = parse_spec("demo", {"command": command, "args": args})
+    search = parse_profile("find", {"discovery": "search"}, "x.lua:1")
     async with running_gateway(
         [_apps("weather"), demo], wait_for=["weather", "demo"]
     ) as (
         gateway,
-        _,
+        manager,
         _,
     ):
         url = str(gateway.url)
@@ -112,19 +115,8 @@ async def test_app_only_tools_are_for_hosts_and_a_view_calls_by_its_servers_name
                     await model.call_tool("refresh_weather", {"city": "Rome"})
                 declared = await host.call_tool("weather__apps_declared", {})
                 assert _text(declared) == "yes", mode
-
-
-async def test_search_never_offers_a_views_own_tools_to_the_model() -> None:
-    """A profile with `discovery = "search"` indexes what the model may
-    call: the view's `refresh_weather` is not found, `show_weather` is."""
-    search = parse_profile("find", {"discovery": "search"}, "x.lua:1")
-    async with running_gateway([_apps("weather")], wait_for=["weather"]) as (
-        gateway,
-        manager,
-        _,
-    ):
         manager.profiles = {"find": search}
-        async with Client(f"{gateway.url}/find") as client:
+        async with Client(f"{url}/find") as client:
             found = await client.call_tool(
                 "search_tools", {"query": "refresh the weather view data", "limit": 8}
             )
