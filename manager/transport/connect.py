@@ -162,14 +162,8 @@ class McpTransport:
                 )
             read = await self._read_secrets(spec.name, named)
         resolved = resolve_spec(spec, self._getenv, self.secrets, read)
-        # A stdio start waits for a slot first; connect_timeout starts after.
-        slot = await self._starts.acquire() if resolved.transport == "stdio" else None
-        try:
-            async with self._session(resolved, hooks, slot) as upstream:
-                yield upstream
-        finally:
-            if slot is not None:
-                slot.release()
+        async with self._slotted(resolved, hooks) as upstream:
+            yield upstream
 
     @asynccontextmanager
     async def _session(
@@ -326,7 +320,7 @@ class McpTransport:
                 side = EraSide(
                     resolved.name,
                     era,
-                    lambda: self._side_session(pinned, side_hooks),
+                    lambda: self._slotted(pinned, side_hooks),
                     tg,
                     resolved.connect_timeout,
                     # A server never met in that era: a request waits no
@@ -350,11 +344,11 @@ class McpTransport:
             raise
 
     @asynccontextmanager
-    async def _side_session(
+    async def _slotted(
         self, resolved: ConnectionSpec, hooks: Hooks
     ) -> AsyncIterator[McpSession]:
-        """A session beside, opened as a connection's own (a stdio start waits
-        for a slot first)."""
+        """A session (a connection's own, or one beside it): a stdio start
+        waits for a slot first; connect_timeout starts after."""
         slot = await self._starts.acquire() if resolved.transport == "stdio" else None
         try:
             async with self._session(resolved, hooks, slot) as upstream:

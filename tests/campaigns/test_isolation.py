@@ -39,6 +39,20 @@ CALLS = 10
 STEPS = 2
 
 
+def _hearing(said: list[str]) -> tuple[Any, Any]:
+    """A client's log and progress callbacks, each noting the text it heard."""
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        said.append(str(params.data))
+
+    async def on_progress(
+        progress: float, total: float | None, message: str | None
+    ) -> None:
+        said.append(str(message))
+
+    return on_log, on_progress
+
+
 async def test_eight_clients_with_the_same_ids_only_ever_hear_their_own(
     tmp_path: Path, backchannel_http: HttpServerProcess
 ) -> None:
@@ -62,14 +76,7 @@ async def test_eight_clients_with_the_same_ids_only_ever_hear_their_own(
             me = f"client-{k}"
             mode: Any = "legacy" if k % 2 else "auto"
             said = heard.setdefault(me, [])
-
-            async def on_log(params: types.LoggingMessageNotificationParams) -> None:
-                said.append(str(params.data))
-
-            async def on_progress(
-                progress: float, total: float | None, message: str | None
-            ) -> None:
-                said.append(str(message))
+            on_log, on_progress = _hearing(said)
 
             async with Client(
                 bearer(url, token), mode=mode, logging_callback=on_log
@@ -153,14 +160,7 @@ async def test_a_pair_with_the_same_ids_over_a_thousand_calls_never_crosses(
         async def client(me: str) -> None:
             said = heard.setdefault(me, [])
             mode: Any = "auto" if front in ("/mcp 2026", "stdio") else "legacy"
-
-            async def on_log(params: types.LoggingMessageNotificationParams) -> None:
-                said.append(str(params.data))
-
-            async def on_progress(
-                progress: float, total: float | None, message: str | None
-            ) -> None:
-                said.append(str(message))
+            on_log, on_progress = _hearing(said)
 
             async def answer(context: Any, params: Any) -> types.ElicitResult:
                 said.append(str(getattr(params, "message", "")))

@@ -25,7 +25,7 @@ class _Session:
     def __init__(self, number: int) -> None:
         self.number = number
         self.closed = False
-        self.exited = False
+        self.exited = anyio.Event()
         self.lost = anyio.Event()
         self.followed = anyio.Event()
         self.followed.set()
@@ -34,18 +34,25 @@ class _Session:
         await self.lost.wait()
 
 
-async def test_opened_once_kept_and_opened_again_after_the_server_ended_it() -> None:
-    opened: list[_Session] = []
+class _Opener:
+    """Opens a new stand-in session each time; each is `exited` once closed."""
+
+    def __init__(self) -> None:
+        self.opened: list[_Session] = []
 
     @asynccontextmanager
-    async def opener() -> AsyncIterator[Any]:
-        session = _Session(len(opened) + 1)
-        opened.append(session)
+    async def __call__(self) -> AsyncIterator[Any]:
+        session = _Session(len(self.opened) + 1)
+        self.opened.append(session)
         try:
             yield session
         finally:
-            session.exited = True
+            session.exited.set()
 
+
+async def test_opened_once_kept_and_opened_again_after_the_server_ended_it() -> None:
+    opener = _Opener()
+    opened = opener.opened
     async with anyio.create_task_group() as tg:
         side = EraSide("s", HANDSHAKE, cast(Any, opener), tg, limit=5.0)
         with anyio.fail_after(10):
@@ -53,9 +60,9 @@ async def test_opened_once_kept_and_opened_again_after_the_server_ended_it() -> 
             assert first is opened[0] and await side.session(5.0) is first
             opened[0].closed = True  # the server ended it
             second: Any = await side.session(5.0)
-        assert second is opened[1] and opened[0].exited
+        assert second is opened[1] and opened[0].exited.is_set()
         tg.cancel_scope.cancel()
-    assert opened[1].exited  # closed with the connection
+    assert opened[1].exited.is_set()  # closed with the connection
 
 
 async def test_a_server_that_refuses_the_handshake_is_not_asked_again_at_once() -> None:
@@ -79,27 +86,16 @@ async def test_a_server_that_refuses_the_handshake_is_not_asked_again_at_once() 
 async def test_a_session_the_server_lost_is_closed_and_the_next_request_opens_one() -> (
     None
 ):
-    opened: list[_Session] = []
-    first_ended = anyio.Event()
-
-    @asynccontextmanager
-    async def opener() -> AsyncIterator[Any]:
-        session = _Session(len(opened) + 1)
-        opened.append(session)
-        try:
-            yield session
-        finally:
-            first_ended.set()
-
+    opener = _Opener()
     async with anyio.create_task_group() as tg:
         side = EraSide("s", MODERN, cast(Any, opener), tg, limit=5.0)
         with anyio.fail_after(10):
             first: Any = await side.session(5.0)
             first.lost.set()  # its watch saw the end: closed at once
-            await first_ended.wait()
+            await first.exited.wait()
             assert side.current is None
             second: Any = await side.session(5.0)
-        assert second is opened[1]
+        assert second is opener.opened[1]
         tg.cancel_scope.cancel()
 
 
