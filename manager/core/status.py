@@ -46,6 +46,8 @@ class ConnectionStatus:
         beside: The session of the other era open beside it, for clients of
             that era (a dual-era server): its era, and its process if it has
             one (`2026-07-28, pid 4242`); "" when none.
+        confinement: How a stdio server runs (`transport.stdio.confined_as`):
+            `off`, `landlock`, `refused` or `UNCONFINED: WHY`; "" otherwise.
     """
 
     name: str
@@ -68,6 +70,7 @@ class ConnectionStatus:
     auth_expires_in: float | None = None
     protocol: str = ""
     beside: str = ""
+    confinement: str = ""
 
     @property
     def era(self) -> str:
@@ -108,6 +111,7 @@ class ConnectionStatus:
             auth_expires_in=read_float(data.get("auth_expires_in")),
             protocol=str(data.get("protocol") or ""),
             beside=str(data.get("beside") or ""),
+            confinement=str(data.get("confinement") or ""),
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.spec import display_endpoint
 from ..core.status import ConnectionStatus
+from ..transport.stdio import confined_as
 from .connection import Connection
 
 __all__ = ["connection_status"]
@@ -42,6 +43,7 @@ def connection_status(
         auth_expires_in=auth[1],
         protocol=state.protocol,
         beside=conn.upstream.beside() if conn.upstream is not None else "",
+        confinement=confined_as(conn.spec),
     )
 
 

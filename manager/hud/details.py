@@ -94,6 +94,9 @@ def details_text(row: Row | None, details: ConnectionDetails, now: float) -> Tex
             text.append(f" · MCP {row.protocol} ({shown})")
         if details.beside:
             text.append(f" · beside it: {details.beside}, for that era's clients")
+        if row.confinement:
+            style = "bold red" if row.confinement.startswith("UNCONFINED") else ""
+            text.append(f" · sandbox {row.confinement}", style=style)
         text.append("\n")
         if row.error:
             text.append("last error: ", style="bold")

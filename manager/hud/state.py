@@ -120,6 +120,7 @@ class Row:
         enabled: False for connections declared with `enabled = false`.
         server: Upstream server name and version, from the last `connected`.
         protocol: MCP revision of the current (or last) session.
+        confinement: How a stdio server runs (`ConnectionStatus.confinement`).
         changed: Definitions that differ from their pins, not approved yet
             (`tool_changed`), by name; held back ones marked True.
     """
@@ -140,6 +141,7 @@ class Row:
     enabled: bool = True
     server: str = ""
     protocol: str = ""
+    confinement: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +268,7 @@ class HudState:
                 exit_code=item.exit_code,
                 enabled=item.enabled,
                 protocol=item.protocol,
+                confinement=item.confinement,
             )
         self.rows = fresh
         self.resync_needed = False

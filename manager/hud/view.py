@@ -184,6 +184,16 @@ def _attempt_style(row: Row) -> str:
     return ""
 
 
+def transport_cell(row: Row) -> Cell:
+    """The transport, with a mark for how a stdio server runs: `⛨` confined
+    (Landlock), `!` unconfined although it asked for a sandbox."""
+    if row.confinement == "landlock":
+        return f"{row.transport} ⛨", "green"
+    if row.confinement.startswith("UNCONFINED"):
+        return f"{row.transport} !", "bold red"
+    return row.transport, "dim"
+
+
 def cells(row: Row, now: float) -> dict[str, Cell]:
     """Every cell of `row` at time `now`, by column key."""
     trouble = row.state in ("reconnecting", "needs_login", "refused")
@@ -192,7 +202,7 @@ def cells(row: Row, now: float) -> dict[str, Cell]:
     return {
         "name": (row.name, "bold" if trouble else ""),
         "state": state_cell(row.state),
-        "transport": (row.transport, "dim"),
+        "transport": transport_cell(row),
         "attempt": (str(row.attempt) if row.attempt else "", _attempt_style(row)),
         "retry": (retry, "yellow" if retry == "trying" else ""),
         "tools": tools_cell(row),

@@ -43,7 +43,7 @@ from .compat_anyio import release_process, write_at_once
 from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from .signals import LostSignal
 
-__all__ = ["GARBAGE_SAMPLE", "StdoutLines", "stdio_streams"]
+__all__ = ["GARBAGE_SAMPLE", "StdoutLines", "confined_as", "stdio_streams"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,30 @@ LAUNCHER = Path(__file__).resolve().parent.parent / "confine.py"
 _unconfined_told: set[str] = set()
 
 
+def confined_as(spec: ConnectionSpec) -> str:
+    """How `spec`'s server runs, as status and the HUD say it: "" (not a
+    stdio server), `off`, `landlock` (confined), `refused` (its sandbox is
+    required and cannot be set up: it does not start) or `UNCONFINED: WHY`."""
+    if spec.transport != "stdio":
+        return ""
+    if not spec.sandbox.active:
+        return "off"
+    problem = _cannot_confine(spec)
+    if problem is None:
+        return "landlock"
+    return "refused" if spec.sandbox.required else f"UNCONFINED: {problem}"
+
+
+def _cannot_confine(spec: ConnectionSpec) -> str | None:
+    """Why this machine cannot confine `spec`'s server as declared, if not."""
+    version = landlock_abi()
+    if version < 1:
+        return "this kernel has no Landlock (Linux 5.13+)"
+    if spec.sandbox.ports is not None and version < 4:
+        return f"Landlock ABI {version} cannot limit TCP (needs ABI 4, Linux 6.7)"
+    return None
+
+
 @functools.cache
 def landlock_abi() -> int:
     """This kernel's Landlock ABI version, 0 without Landlock."""
@@ -123,12 +147,7 @@ def confinement(
         ConnectFailed: The sandbox is required and cannot be set up here.
     """
     sandbox = spec.sandbox
-    version = landlock_abi()
-    problem = None
-    if version < 1:
-        problem = "this kernel has no Landlock (Linux 5.13+)"
-    elif sandbox.ports is not None and version < 4:
-        problem = f"Landlock ABI {version} cannot limit TCP (needs ABI 4, Linux 6.7)"
+    problem = _cannot_confine(spec)
     if problem is not None:
         if sandbox.required:
             raise ConnectFailed(

@@ -93,6 +93,7 @@ from manager.hud.view import (
     header_cells,
     layout,
     tools_cell,
+    transport_cell,
 )
 from manager.logs import LogSink
 
@@ -1466,3 +1467,28 @@ def test_a_changed_tool_marks_the_row_and_its_details_until_approved() -> None:
     approved = ToolsApproved(name="gh", items=("create_issue", "list_repos"))
     state.apply(approved, now=4.0)
     assert tools_cell(state.rows["gh"])[0] == ""
+
+
+def test_each_stdio_server_shows_how_it_is_confined() -> None:
+    """A confined server's transport is marked `⛨`, one that runs unconfined
+    although it asked for a sandbox `!` (red); its details say which."""
+    state = HudState()
+    state.seed(
+        typed(
+            [
+                {"name": "safe", "transport": "stdio", "confinement": "landlock"},
+                {
+                    "name": "bare",
+                    "transport": "stdio",
+                    "confinement": "UNCONFINED: this kernel has no Landlock",
+                },
+                {"name": "plain", "transport": "stdio", "confinement": "off"},
+            ]
+        ),
+        now=1.0,
+    )
+    assert transport_cell(state.rows["safe"]) == ("stdio ⛨", "green")
+    assert transport_cell(state.rows["bare"]) == ("stdio !", "bold red")
+    assert transport_cell(state.rows["plain"]) == ("stdio", "dim")
+    body = details_text(state.rows["bare"], ConnectionDetails(), now=2.0).plain
+    assert "sandbox UNCONFINED: this kernel has no Landlock" in body

@@ -100,6 +100,8 @@ async def test_the_demo_server_runs_under_strict() -> None:
         result = await manager.call("demo", "echo", {"text": "confined"})
         content: Any = result.data["content"]
         assert content[0]["text"] == "confined"
+        status = manager.status("demo")  # what `status` and the HUD show
+        assert status is not None and status.confinement == "landlock"
         manager.reconcile([])
 
 
@@ -136,6 +138,12 @@ def test_without_landlock_a_sandbox_is_refused_or_said_never_silent(
         assert argv == [sys.executable, str(PROBER)] and tmpdir is None
     said = [r.getMessage() for r in caplog.records if "UNCONFINED" in r.getMessage()]
     assert len(said) == 1 and "sandbox_required = true" in said[0]
+    # What `status` and the HUD show for each (a mark: `!` unconfined).
+    assert stdio.confined_as(loose).startswith("UNCONFINED: this kernel has no")
+    required = {"sandbox": "strict", "sandbox_required": True}
+    assert stdio.confined_as(parse_spec("p", {"command": "x"}, required)) == "refused"
+    assert stdio.confined_as(_spec(None)) == "off"
+    assert stdio.confined_as(parse_spec("h", "http://127.0.0.1:1/mcp")) == ""
 
 
 def test_details_say_what_a_server_is_confined_to() -> None:
