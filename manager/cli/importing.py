@@ -13,6 +13,13 @@ would-be file is written next to it and must pass `mcp-manager check` (run as
 a subprocess: `check` loads Lua, which a client command must not) before the
 old file is copied to `startup.lua.bak` and the new one moved into place.
 
+A project file (`.mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`,
+`.gemini/settings.json` in the current directory: it came with the folder, a
+cloned repository's say, not from the user) makes code run once written: its
+servers are imported with `pin = "strict"` and (stdio) `sandbox = "strict"`
+unless they say otherwise, and `--write` shows each one's exact command and
+asks before writing (`--yes` answers for a run with no terminal).
+
 `client-config CLIENT` prints the entry that makes a client spawn `mcp-manager
 attach` instead of its own servers, and says where that client reads it.
 
@@ -24,9 +31,11 @@ were); 2 a file could not be read or parsed, there was nothing to read, or
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -145,6 +154,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     taken: dict[str, str] = {}  # connection name -> where it was imported from
     groups: list[tuple[Section, list[Declaration]]] = []
     skipped = 0
+    project: list[tuple[Section, Declaration]] = []
     for servers in read:
         for section, entries in servers.sections:
             declarations: list[Declaration] = []
@@ -179,6 +189,19 @@ def _cmd_import(args: argparse.Namespace) -> int:
                         f"{where}: renamed to {name!r} (a connection name is 1-64 "
                         "letters, digits, '_', '.' or '-', without '__')"
                     )
+                if _is_project_file(section.path):
+                    declaration = _guarded(declaration)
+                    messages.append(
+                        f"{where}: from a project file: imported with pin = "
+                        '"strict"'
+                        + (
+                            ' and sandbox = "strict"'
+                            if "command" in declaration.fields
+                            else ""
+                        )
+                        + " (loosen them in startup.lua once you trust it)"
+                    )
+                    project.append((section, declaration))
                 messages.extend(f"{where}: {note}" for note in declaration.notes)
                 taken[name] = section.label
                 declarations.append(declaration)
@@ -200,8 +223,65 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if not text:
         _say(f"nothing to add: {config} is unchanged")
         return code
+    if project and not _consented(project, args.yes):
+        return fail(
+            f"nothing written to {config}: {len(project)} server(s) come from a "
+            "project file and would run the commands above; review them, then "
+            "run again with --yes (or answer y at a terminal)"
+        )
     names = [d.name for _, decls in groups for d in decls]
     return _write(config, old_text, text, names) or code
+
+
+_PROJECT_FILES = (
+    ".mcp.json",
+    ".cursor/mcp.json",
+    ".vscode/mcp.json",
+    ".gemini/settings.json",
+)
+"""The project files clients read in the current directory."""
+
+
+def _is_project_file(path: Path) -> bool:
+    """Whether `path` is a project file of the current directory (not the
+    user's own config, as it is when the current directory is the home)."""
+    cwd = Path.cwd().resolve()
+    if cwd == Path(os.path.expanduser("~")).resolve():
+        return False
+    resolved = path.resolve()
+    return any(resolved == (cwd / name).resolve() for name in _PROJECT_FILES)
+
+
+def _guarded(declaration: Declaration) -> Declaration:
+    """A project file's server as imported: tool pins held to what it first
+    lists, and (stdio) confined, unless it says otherwise."""
+    fields = dict(declaration.fields)
+    fields.setdefault("pin", "strict")
+    if "command" in fields:
+        fields.setdefault("sandbox", "strict")
+    return dataclasses.replace(declaration, fields=fields)
+
+
+def _consented(project: list[tuple[Section, Declaration]], yes: bool) -> bool:
+    """Each project file's server shown with what it runs; True when the user
+    agrees (`--yes`, or y at a terminal)."""
+    _say("these servers come from a project file and would run:")
+    for section, declaration in project:
+        fields = declaration.fields
+        if "command" in fields:
+            args = fields.get("args")
+            listed = args if isinstance(args, list) else []
+            argv = [str(fields["command"]), *(str(arg) for arg in listed)]
+            what = " ".join(shlex.quote(part) for part in argv)
+        else:
+            what = f"connects to {fields.get('url', '?')}"
+        _say(f"  {declaration.name} ({section.path}): {what}")
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        return False
+    answer = input("write them to startup.lua? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _say(text: str) -> None:
@@ -497,6 +577,12 @@ def add_parsers(
         action="store_true",
         help="append to --config instead of printing, only if the result passes "
         "`check`; the old file is kept as FILE.bak",
+    )
+    imp.add_argument(
+        "--yes",
+        action="store_true",
+        help="write a project file's servers without asking (their commands are "
+        "still shown)",
     )
     imp.add_argument(
         "--config",

@@ -515,7 +515,7 @@ def test_a_write_that_check_refuses_leaves_the_file_byte_identical(
     before = b'local name = "github"\r\nmcp_add(name, {command = "other"})'
     config.write_bytes(before)
 
-    code, _, err = run(capsys, "import", "vscode", "--write")
+    code, _, err = run(capsys, "import", "vscode", "--write", "--yes")
 
     assert code == 2
     assert "startup.lua:" in err and "declared twice" in err
@@ -535,7 +535,7 @@ def test_a_write_appends_after_check_and_keeps_the_old_file(
     before = b'mcp_add("legacy", {command = "my-legacy-server"})'
     config.write_bytes(before)
 
-    code, out, err = run(capsys, "import", "vscode", "--write")
+    code, out, err = run(capsys, "import", "vscode", "--write", "--yes")
 
     assert code == 0, err
     assert out == (
@@ -554,15 +554,44 @@ def test_a_write_appends_after_check_and_keeps_the_old_file(
         '"servers": {', '"servers": {"new": {"command": "n"},'
     )
     source.write_text(text)
-    code, out, err = run(capsys, "import", "vscode", "--write")
+    code, out, err = run(capsys, "import", "vscode", "--write", "--yes")
     assert code == 0, err
     assert "added 1 connection (new); the previous file is startup.lua.bak.1" in out
     assert (machine.project / "startup.lua.bak.1").read_bytes() == after
     assert (machine.project / "startup.lua.bak").read_bytes() == before
 
-    code, out, err = run(capsys, "import", "vscode", "--write")
+    code, out, err = run(capsys, "import", "vscode", "--write", "--yes")
     assert code == 0
     assert "nothing to add: startup.lua is unchanged" in err
+
+
+def test_a_project_files_servers_are_guarded_and_written_only_with_consent(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`.vscode/mcp.json` came with the folder: its servers are imported with
+    `pin = "strict"` (and stdio ones sandboxed), and `--write` shows each
+    exact command and writes nothing without consent (no terminal here)."""
+    place("vscode", machine)
+    config = machine.project / "startup.lua"
+
+    code, out, err = run(capsys, "import", "vscode")
+    assert 'pin = "strict"' in out and 'sandbox = "strict"' in out
+    assert "from a project file: imported with pin" in err
+
+    code, _, err = run(capsys, "import", "vscode", "--write")
+    assert code == 2 and not config.exists()
+    assert "these servers come from a project file and would run:" in err
+    assert "repo-tools (" in err and "run again with --yes" in err
+
+    code, _, err = run(capsys, "import", "vscode", "--write", "--yes")
+    assert code == 0, err
+    specs = {spec.name: spec for spec in load_file(config).specs}
+    assert all(spec.pin == "strict" for spec in specs.values())
+    assert all(
+        spec.sandbox.mode == "strict"
+        for spec in specs.values()
+        if spec.transport == "stdio"
+    )
 
 
 # -------------------------------------------------------------- client-config
