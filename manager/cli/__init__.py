@@ -25,8 +25,9 @@ commands that talk to a running daemon: `status`, `events`, `hud`, `reload`,
 that is the running daemon), `importing` (`import`: clients' servers as
 `mcp_add` lines; `client-config`), with `clients` (where each client keeps
 its servers, and reading them) and `translate` (one server as one `mcp_add`,
-secrets as `${env:NAME}`), `exits` (`fail`: one line on stderr and the exit
-code), `arguments` (the number types of the flags).
+secrets as `${env:NAME}`), `registry` (`add`: a server from the MCP
+registry's `server.json`, pinned and sandboxed), `exits` (`fail`: one line
+on stderr and the exit code), `arguments` (the number types of the flags).
 """
 
 from __future__ import annotations

@@ -303,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
         importing,
         login,
         mcp,
+        registry,
     )
 
     control.add_parsers(sub, common)  # status, hud, events, reload, reconnect, check
@@ -310,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     login.add_parsers(sub, common)  # login, logout
     attach.add_parsers(sub, common)  # attach
     importing.add_parsers(sub, common)  # import, client-config
+    registry.add_parsers(sub, common)  # add
 
     return parser
 

@@ -276,12 +276,39 @@ def _consented(project: list[tuple[Section, Declaration]], yes: bool) -> bool:
         else:
             what = f"connects to {fields.get('url', '?')}"
         _say(f"  {declaration.name} ({section.path}): {what}")
+    return _agreed(yes)
+
+
+def _agreed(yes: bool) -> bool:
+    """`--yes`, or y at a terminal: the user agrees to write what was shown."""
     if yes:
         return True
     if not sys.stdin.isatty():
         return False
     answer = input("write them to startup.lua? [y/N] ")
     return answer.strip().lower() in ("y", "yes")
+
+
+def append_statements(config: Path, addition: str, names: list[str], yes: bool) -> int:
+    """`addition` appended to `config` as `import --write` does (all or
+    nothing, it must pass `check`), once the user agreed (`_agreed`) to what
+    was shown; an exit code."""
+    if not _agreed(yes):
+        return fail(
+            f"nothing written to {config}: review the command above, then run "
+            "again with --yes (or answer y at a terminal)"
+        )
+    try:
+        old_text = config.read_bytes().decode("utf-8") if config.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        return fail(f"cannot read {config}: {reason or exc}")
+    declared = _declared_names(old_text) & set(names)
+    if declared:
+        return fail(
+            f"{config} already declares {', '.join(sorted(declared))}; use --name"
+        )
+    return _write(config, old_text, addition, names)
 
 
 def _say(text: str) -> None:
