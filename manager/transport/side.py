@@ -23,14 +23,16 @@ kept while the connection lives:
   server has that era is remembered (`EraMemory.learn_beside`), so a
   handshake-only server is started twice once, never again.
 
-A server that refuses the other era is not asked again for `REFUSED_FOR`
-seconds; meanwhile those requests go through the connection's own session,
-translated between the eras as before.
+A server that refuses the other era is not asked again while the connection
+lives (and `EraMemory` remembers it); one that did not open it in time is
+asked again after `REFUSED_FOR` seconds; meanwhile those requests go through
+the connection's own session, translated between the eras as before.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
@@ -51,7 +53,8 @@ __all__ = ["REFUSED_FOR", "EraSide", "ListSources"]
 logger = logging.getLogger(__name__)
 
 REFUSED_FOR = 60.0
-"""Seconds a server that refused the other era is not asked for it again."""
+"""Seconds a server that did not open the other era in time is not asked for
+it again (one that refused it is not asked again at all)."""
 
 
 class EraSide:
@@ -204,6 +207,9 @@ class EraSide:
             else:
                 self._refused_until = anyio.current_time() + REFUSED_FOR
                 if not isinstance(exc, ConnectTimeout | TimeoutError):
+                    # A refusal, not a slow start: not asked again while the
+                    # connection lives (and remembered for the next ones).
+                    self._refused_until = math.inf
                     self._on_outcome(False)  # out of time says nothing
                 logger.info(
                     "%s: requests of %s clients go through the connection's own "

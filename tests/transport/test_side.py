@@ -7,6 +7,7 @@ reads)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -16,7 +17,7 @@ import pytest
 
 from manager.core.errors import ConnectFailed, ConnectTimeout
 from manager.transport.base import HANDSHAKE, MODERN, Hooks
-from manager.transport.side import EraSide, ListSources
+from manager.transport.side import REFUSED_FOR, EraSide, ListSources
 
 pytestmark = pytest.mark.anyio
 
@@ -119,6 +120,13 @@ async def test_a_refusal_is_told_and_running_out_of_time_is_not(
         )
         with anyio.fail_after(10):
             assert await side.session(5.0) is None
+        # A refusal holds while the connection lives; a slow start, a while.
+        assert side.refused
+        assert side._refused_until == (
+            math.inf
+            if told
+            else pytest.approx(anyio.current_time() + REFUSED_FOR, abs=1.0)
+        )
         tg.cancel_scope.cancel()
     assert outcomes == told
 
