@@ -261,9 +261,19 @@ class Features:
         return result  # or, to a 2026-07-28 client, input_required (a dict)
 
     def _prompt_route(self, name: str) -> ToolRoute:
-        """Where the exposed prompt `name` goes, if the request's view shows it."""
+        """Where the exposed prompt `name` goes, if the request's view shows it.
+        A name nobody lists goes to the one bridge (prefix "") if there is
+        one, to be answered by the server itself, as straight."""
         route = self.prompts.routes.get(name)
         profile = current_profile(self.manager.profiles)
+        if route is None:
+            bridges = [
+                c
+                for c in self.manager.connections()
+                if c.spec.prefix == "" and c.spec.exposure.prompts.allows(name)
+            ]
+            if len(bridges) == 1:
+                route = ToolRoute(name, bridges[0].name, name)
         if route is not None and profile is not None:
             if not profile.shows("prompts", route.server, name, route.tool):
                 route = None

@@ -408,6 +408,31 @@ async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
 
 
 @pytest.mark.anyio
+async def test_a_bridge_answers_for_a_prompt_it_does_not_list_as_its_server_does(
+    backchannel_http: HttpServerProcess,
+) -> None:
+    """Behind a bridge (prefix ""), a prompt name nobody lists goes to the
+    server, whose own error the client gets, as straight (an SDK server's
+    wording, not ours)."""
+    spec = parse_spec("bc", backchannel_http.url, {"prefix": ""})
+    seen: dict[str, tuple[object, ...]] = {}
+    async with running_gateway([spec], wait_for=["bc"]) as (gateway, _, _):
+        for way, url in (
+            ("straight", backchannel_http.url),
+            ("through", str(gateway.url)),
+        ):
+            # A client that can be asked: met in its own era beside the
+            # 2026-07-28 session (an SDK server's errors differ by era).
+            async with Client(
+                url, mode="legacy", elicitation_callback=_answer_elicitation
+            ) as client:
+                with pytest.raises(MCPError) as refused:
+                    await client.get_prompt("not-listed")
+            seen[way] = (refused.value.code, refused.value.message, refused.value.data)
+    assert seen["through"] == seen["straight"]
+
+
+@pytest.mark.anyio
 async def test_a_listen_stream_ends_gracefully_when_the_daemon_stops() -> None:
     """2026-07-28 clarification: a server that closes a `subscriptions/listen`
     stream ends it with its result. The daemon stopping under a listening
