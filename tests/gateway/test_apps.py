@@ -5,7 +5,6 @@ one that does not."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp.client.extension import advertise
-from servers import stdio_command
+from servers import preload, stdio_command
 from test_gateway import running_gateway
 
 from manager.core.profile import parse_profile
@@ -21,15 +20,18 @@ from manager.core.spec import ConnectionSpec, parse_spec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
-APPS_SERVER = Path(__file__).resolve().parent.parent / "servers" / "apps.py"
+TESTS = Path(__file__).resolve().parent.parent
 UI = "io.modelcontextprotocol/ui"
 VIEW = "ui://weather/view.html"
 MODES: tuple[ConnectMode, ...] = ("legacy", "auto")
 
 
 def _apps(name: str, **opts: object) -> ConnectionSpec:
-    args = [str(APPS_SERVER), "--label", name]
-    return parse_spec(name, {"command": sys.executable, "args": args}, opts)
+    # Forked from the worker's preloader (the SDK imported already), run in
+    # tests/ so that `servers.apps` is found.
+    command, args = preload.launch_command("servers.apps", "--label", name)
+    endpoint = {"command": command, "args": args, "cwd": str(TESTS)}
+    return parse_spec(name, endpoint, opts)
 
 
 def _host(url: str, mode: ConnectMode) -> Client:
