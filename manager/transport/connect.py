@@ -167,7 +167,11 @@ class McpTransport:
 
     @asynccontextmanager
     async def _session(
-        self, resolved: ConnectionSpec, hooks: Hooks, slot: Slot | None
+        self,
+        resolved: ConnectionSpec,
+        hooks: Hooks,
+        slot: Slot | None,
+        lists: bool = True,
     ) -> AsyncIterator[McpSession]:
         deadline = anyio.current_time() + resolved.connect_timeout
         login = self.logins.pending(resolved.name)
@@ -235,6 +239,7 @@ class McpTransport:
                             hooks=own_hooks,
                             # A user at the consent page: the probe waits too.
                             probe_timeout=None if login is not None else PROBE_TIMEOUT,
+                            lists=lists,
                         )
                         if slot is not None:
                             slot.release()  # started: the next server may begin
@@ -320,7 +325,8 @@ class McpTransport:
                 side = EraSide(
                     resolved.name,
                     era,
-                    lambda: self._slotted(pinned, side_hooks),
+                    # Its lists are read once it says one changed.
+                    lambda: self._slotted(pinned, side_hooks, lists=False),
                     tg,
                     resolved.connect_timeout,
                     # A server never met in that era: a request waits no
@@ -345,13 +351,13 @@ class McpTransport:
 
     @asynccontextmanager
     async def _slotted(
-        self, resolved: ConnectionSpec, hooks: Hooks
+        self, resolved: ConnectionSpec, hooks: Hooks, lists: bool = True
     ) -> AsyncIterator[McpSession]:
         """A session (a connection's own, or one beside it): a stdio start
         waits for a slot first; connect_timeout starts after."""
         slot = await self._starts.acquire() if resolved.transport == "stdio" else None
         try:
-            async with self._session(resolved, hooks, slot) as upstream:
+            async with self._session(resolved, hooks, slot, lists) as upstream:
                 yield upstream
         finally:
             if slot is not None:

@@ -925,9 +925,11 @@ async def handshake(
     eras: EraMemory | None = None,
     hooks: Hooks | None = None,
     probe_timeout: float | None = PROBE_TIMEOUT,
+    lists: bool = True,
 ) -> McpSession:
     """initialize + list all tools, prompts, resources and templates before
-    `deadline`; errors mapped and explained.
+    `deadline` (not with `lists` False: a session beside another, whose lists
+    are read only once it says one changed); errors mapped and explained.
 
     A stdio server's start is paced (`starts.pace_start`): its slot is given back
     once it idles, and the deadline moves out while it is still busy.
@@ -954,8 +956,9 @@ async def handshake(
                     relay=getattr(write, "relay", None),
                     hooks=hooks,
                 )
-                await upstream.list_tools()
-                await upstream.list_catalog()
+                if lists:
+                    await upstream.list_tools()
+                    await upstream.list_catalog()
             pacing.cancel_scope.cancel()
         if scope.cancelled_caught:
             raise TimeoutError

@@ -115,6 +115,7 @@ IN_FLIGHT = 16
 """Calls each client keeps in flight at once."""
 
 
+@pytest.mark.timeout(300)  # 1000 calls beside three other campaigns (-n 4)
 @pytest.mark.parametrize("front", ["/mcp legacy", "/mcp 2026", "attach", "stdio"])
 async def test_a_pair_with_the_same_ids_over_a_thousand_calls_never_crosses(
     tmp_path: Path, backchannel_http: HttpServerProcess, front: str
