@@ -35,7 +35,6 @@ import dataclasses
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -60,6 +59,7 @@ from .translate import (
     Untranslatable,
     connection_name,
     lua_statement,
+    what_it_runs,
 )
 
 __all__ = ["add_parsers"]
@@ -267,15 +267,7 @@ def _consented(project: list[tuple[Section, Declaration]], yes: bool) -> bool:
     agrees (`--yes`, or y at a terminal)."""
     _say("these servers come from a project file and would run:")
     for section, declaration in project:
-        fields = declaration.fields
-        if "command" in fields:
-            args = fields.get("args")
-            listed = args if isinstance(args, list) else []
-            argv = [str(fields["command"]), *(str(arg) for arg in listed)]
-            what = " ".join(shlex.quote(part) for part in argv)
-        else:
-            what = f"connects to {fields.get('url', '?')}"
-        _say(f"  {declaration.name} ({section.path}): {what}")
+        _say(f"  {declaration.name} ({section.path}): {what_it_runs(declaration)}")
     return _agreed(yes)
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shlex
 import sys
 import urllib.parse
 import urllib.request
@@ -33,7 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from .exits import fail
-from .translate import Declaration, LuaValue, connection_name, lua_statement
+from .translate import (
+    Declaration,
+    LuaValue,
+    connection_name,
+    lua_statement,
+    what_it_runs,
+)
 
 __all__ = ["REGISTRY", "add_parsers", "declaration_of"]
 
@@ -181,19 +186,17 @@ def declaration_of(document: dict[str, Any], name: str | None = None) -> Declara
     title = str(server.get("name", ""))
     problems: list[str] = []
     fields: dict[str, LuaValue] | None = None
-    for package in server.get("packages") or []:
-        try:
-            fields = _package(package)
-            break
-        except NotRunnable as exc:
-            problems.append(str(exc))
-    if fields is None:
-        for remote in server.get("remotes") or []:
+    # A package we can run first, else a remote we can reach.
+    makers = ((server.get("packages"), _package), (server.get("remotes"), _remote))
+    for items, endpoint in makers:
+        for item in items or []:
             try:
-                fields = _remote(remote)
+                fields = endpoint(item)
                 break
             except NotRunnable as exc:
                 problems.append(str(exc))
+        if fields is not None:
+            break
     if fields is None:
         raise NotRunnable("; ".join(problems) or f"{title}: no package and no remote")
     fields["pin"] = "strict"
@@ -230,15 +233,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
         declaration = declaration_of(document, args.name)
     except NotRunnable as exc:
         return fail(f"{args.ref}: nothing added: {exc}")
-    fields = declaration.fields
-    if "command" in fields:
-        listed = fields.get("args")
-        argv = [str(fields["command"])]
-        argv += [str(arg) for arg in listed] if isinstance(listed, list) else []
-        shown = " ".join(shlex.quote(part) for part in argv)
-    else:
-        shown = f"connects to {fields['url']}"
-    print(f"{declaration.name} would run: {shown}", file=sys.stderr)
+    print(f"{declaration.name} would run: {what_it_runs(declaration)}", file=sys.stderr)
     text = f"-- from the MCP registry: {args.ref}\n{lua_statement(declaration)}\n"
     if not args.write:
         sys.stdout.write(text)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ __all__ = [
     "lua_statement",
     "lua_string",
     "secret_key",
+    "what_it_runs",
 ]
 
 LuaValue = str | bool | float | list["LuaValue"] | dict[str, "LuaValue"]
@@ -554,6 +556,18 @@ def _lua_value(value: LuaValue) -> str:
         return "{" + ", ".join(_lua_value(item) for item in value) + "}"
     items = ", ".join(f"{_lua_key(k)} = {_lua_value(v)}" for k, v in value.items())
     return "{" + items + "}"
+
+
+def what_it_runs(declaration: Declaration) -> str:
+    """The exact command a declaration starts (shell-quoted), or the URL it
+    connects to: what a user is shown before it is written."""
+    fields = declaration.fields
+    if "command" not in fields:
+        return f"connects to {fields.get('url', '?')}"
+    listed = fields.get("args")
+    argv = [str(fields["command"])]
+    argv += [str(arg) for arg in listed] if isinstance(listed, list) else []
+    return " ".join(shlex.quote(part) for part in argv)
 
 
 def lua_statement(declaration: Declaration) -> str:
