@@ -401,12 +401,11 @@ class ClientRequests:
         # request's, whoever else waits there (`log`).
         mark = _SERVED.set((server, notes))
         try:
-            apart = self._apart(server, ctx)
-            if (
+            if (  # cheapest first: most servers never ask
                 server in self._askers
-                and not apart
                 and self._unlinked(server)
                 and can_be_asked(ctx.session.client_capabilities)
+                and not self._apart(server, ctx)
             ):
                 async with (
                     self._turn(server, key),

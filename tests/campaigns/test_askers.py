@@ -21,7 +21,7 @@ import anyio
 import pytest
 from fakes import accepting
 from mcp import Client, StdioServerParameters
-from servers import free_port, stdio_command
+from servers import free_port, lua_stdio, stdio_command
 from servers.daemon import DaemonProcess, bearer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
@@ -36,11 +36,8 @@ async def test_clients_of_both_eras_through_http_and_attach_each_get_theirs(
 ) -> None:
     command, args = stdio_command()
     script = tmp_path / "startup.lua"
-    listed = ", ".join(json.dumps(a) for a in args)
-    script.write_text(
-        f"mcp_add('demo', {{command = {json.dumps(command)}, args = {{{listed}}}}}, "
-        f"{{protocol = {json.dumps(protocol)}}})\n"
-    )
+    options = f"{{protocol = {json.dumps(protocol)}}}"
+    script.write_text(lua_stdio("demo", command, args, options))
     port = free_port()
     results: dict[str, list[str]] = {}
     with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:

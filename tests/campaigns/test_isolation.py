@@ -24,7 +24,7 @@ import mcp.types as types
 import pytest
 from fakes import accepting
 from mcp import Client, StdioServerParameters
-from servers import HttpServerProcess, free_port, stdio_command
+from servers import HttpServerProcess, free_port, lua_stdio, stdio_command
 from servers.daemon import DaemonProcess, bearer
 
 pytestmark = [
@@ -57,12 +57,10 @@ async def test_eight_clients_with_the_same_ids_only_ever_hear_their_own(
     tmp_path: Path, backchannel_http: HttpServerProcess
 ) -> None:
     argv = [str(BACKCHANNEL), "--transport", "stdio"]
-    stdio = ", ".join(json.dumps(a) for a in argv)
-    python = json.dumps(sys.executable)
     script = tmp_path / "startup.lua"
     script.write_text(
         f"mcp_add('h', {json.dumps(backchannel_http.url)})\n"
-        f"mcp_add('s', {{command = {python}, args = {{{stdio}}}}})\n"
+        + lua_stdio("s", sys.executable, argv)
     )
     port = free_port()
     heard: dict[str, list[str]] = {}
@@ -129,15 +127,12 @@ async def test_a_pair_with_the_same_ids_over_a_thousand_calls_never_crosses(
     caller's own, and no progress, log line or question of one ever reaches
     the other."""
     argv = [str(BACKCHANNEL), "--transport", "stdio"]
-    stdio = ", ".join(json.dumps(a) for a in argv)
-    python = json.dumps(sys.executable)
     command, args = stdio_command()
-    demo = ", ".join(json.dumps(a) for a in args)
     script = tmp_path / "startup.lua"
     script.write_text(
         f"mcp_add('h', {json.dumps(backchannel_http.url)})\n"
-        f"mcp_add('s', {{command = {python}, args = {{{stdio}}}}})\n"
-        f"mcp_add('d', {{command = {json.dumps(command)}, args = {{{demo}}}}})\n"
+        + lua_stdio("s", sys.executable, argv)
+        + lua_stdio("d", command, args)
     )
     port = free_port()
     heard: dict[str, list[str]] = {}

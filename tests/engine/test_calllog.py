@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from servers import raw_command
+from servers import lua_stdio, raw_command
 from servers.daemon import DaemonProcess
 from test_gateway import demo_stdio, running_gateway
 
@@ -121,10 +121,7 @@ async def test_a_cli_call_is_logged_and_the_last_rows_outlive_the_daemon(
 ) -> None:
     command, args = raw_command()
     script = tmp_path / "startup.lua"
-    script.write_text(
-        f"mcp_add('fast', {{command = {json.dumps(command)}, "
-        f"args = {{{', '.join(json.dumps(a) for a in args)}}}}})\n"
-    )
+    script.write_text(lua_stdio("fast", command, args))
     with DaemonProcess(script) as daemon:
         daemon.wait_event("connected", "fast")
         await anyio.to_thread.run_sync(

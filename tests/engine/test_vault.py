@@ -18,6 +18,7 @@ import keyring
 import pytest
 from keyring.backends.fail import Keyring as NoKeyring
 from keyrings.alt.file import PlaintextKeyring  # type: ignore[import-untyped]
+from servers import lua_stdio
 from servers.daemon import DaemonProcess
 from servers.ledgers import LEDGER_SCRIPT
 
@@ -151,10 +152,7 @@ async def test_a_daemon_starts_a_server_with_a_secret_from_the_keychain(
     store("mcp-test/ledger", str(ledger))
     args = ["-S", str(LEDGER_SCRIPT), "${keyring:mcp-test/ledger}"]
     script = tmp_path / "startup.lua"
-    script.write_text(
-        f"mcp_add('ledger', {{command = {json.dumps(sys.executable)}, "
-        f"args = {{{', '.join(json.dumps(a) for a in args)}}}}})\n"
-    )
+    script.write_text(lua_stdio("ledger", sys.executable, args))
     with DaemonProcess(script) as daemon:
         daemon.wait_event("connected", "ledger")
         result = await anyio.to_thread.run_sync(

@@ -15,6 +15,7 @@ Only processes started here are signalled, always by PID, and always reaped.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -51,6 +52,7 @@ __all__ = [
     "start_beside",
     "raw_command",
     "raw_http_program",
+    "lua_stdio",
     "stdio_command",
 ]
 
@@ -88,6 +90,17 @@ def stdio_command(*flags: str, fork: bool = True) -> tuple[str, list[str]]:
     if fork:
         return preload.launch_command(DEMO_MODULE, *flags)
     return sys.executable, ["-m", DEMO_MODULE, *flags]
+
+
+def lua_stdio(name: str, command: str, args: Sequence[str], options: str = "") -> str:
+    """One startup.lua line declaring a stdio server: `mcp_add(NAME,
+    {command = ..., args = {...}}, OPTIONS)` (`options`: a Lua table, or "")."""
+    listed = ", ".join(json.dumps(str(a)) for a in args)
+    extra = f", {options}" if options else ""
+    return (
+        f"mcp_add({json.dumps(name)}, {{command = {json.dumps(command)}, "
+        f"args = {{{listed}}}}}{extra})\n"
+    )
 
 
 def raw_command(*flags: str) -> tuple[str, list[str]]:
