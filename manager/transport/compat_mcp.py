@@ -10,6 +10,12 @@ Why each is used, and which public API would replace it:
   stamped as the session would stamp it (envelope and routing headers).
   Replace with a public per-request capabilities override and a public
   "prepare request" step on `ClientSession` (none in 2.3).
+* `mcp.client.session._clamp_inbound_ttl`, `._later_revision_fields`
+  (`typed_result`): a client's request goes out by the transport's own sender
+  (`relay`), and its answer is judged as `ClientSession.send_request` judges
+  it (a negative `ttlMs` floored, the negotiated revision's checks, a later
+  revision's fields dropped) before it is typed. Replace with a public
+  "validate a raw result" step on `ClientSession` (none in 2.3).
 * `OAuthClientProvider._initialize`, `._initialized`, `._refresh_token` and
   `._handle_refresh_response` (`oauth_*`): the daemon drives the SDK's OAuth
   flow itself (one refresh in flight per connection, a refused refresh ends in
@@ -43,8 +49,11 @@ from typing import Any, cast
 import httpx2
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
 from mcp.shared._request_clock import waiting_on_a_person
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp_types import methods as _methods
+from pydantic import TypeAdapter
 
 __all__ = [
     "PRIVATE_NAMES",
@@ -56,6 +65,7 @@ __all__ = [
     "oauth_take_refresh",
     "speak_for_the_caller",
     "stamp_request",
+    "typed_result",
     "waiting_on_the_user",
 ]
 
@@ -189,3 +199,22 @@ def stamp_request(session: ClientSession, data: dict[str, Any]) -> dict[str, str
     session._stamp(data, cast(Any, opts))
     headers: dict[str, str] = opts.get("headers") or {}
     return headers
+
+
+def typed_result(
+    session: ClientSession, method: str, raw: dict[str, Any], result_type: Any
+) -> Any:
+    """`raw`, the result of `method` as the server sent it, judged and typed
+    as `session.send_request` judges and types it (`result_type`: a model or
+    a `TypeAdapter`); pydantic's `ValidationError` as there."""
+    _clamp_inbound_ttl(raw)
+    version = session.protocol_version or "2025-11-25"
+    try:
+        _methods.validate_server_result(method, version, raw)
+    except KeyError:
+        pass
+    if not (foreign := _later_revision_fields(method, version)).isdisjoint(raw):
+        raw = {key: value for key, value in raw.items() if key not in foreign}
+    if isinstance(result_type, TypeAdapter):
+        return result_type.validate_python(raw, by_name=False)
+    return result_type.model_validate(raw, by_name=False)

@@ -174,8 +174,7 @@ class HttpRelay:
             MCPError: The server's JSON-RPC error; `REQUEST_TIMEOUT` after
                 `limit` seconds; `CONNECTION_CLOSED` once the server is gone;
                 what the SDK's transport makes of an HTTP failure.
-            ValueError: `params` cannot be written as JSON (the caller can
-                send it the SDK's way).
+            ValueError: `params` cannot be written as JSON at all.
         """
         if self._closed:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")

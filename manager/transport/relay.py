@@ -1,11 +1,15 @@
-"""The lean relay for `tools/call`: JSON in, JSON out.
+"""Each transport's one sender: a client's request out as JSON, its answer back
+as the JSON the server sent.
 
-`ToolCallRelay` is what `McpSession.call_tool` uses on a handshake-era
-session: the request goes out through `StdioRelay` (stdio servers) or the SDK
-session's JSON-RPC dispatcher (HTTP, SSE), and the result comes back as the
-JSON the server sent, not validated into the SDK's types and dumped again.
+`McpSession` sends every request a client makes (`tools/call`, `prompts/get`,
+`resources/read`, completion, tasks, ...) in either era by one `Relay`, the
+transport's: `StdioRelay` for a process, `http_relay.HttpRelay` for streamable
+HTTP, `DispatcherRelay` (the SDK session's dispatcher) for legacy SSE and the
+SDK's in-memory streams. The SDK session keeps the session's own business:
+the handshake, lists, pings, `subscriptions/listen`, and the server's requests
+and notifications.
 
-`StdioRelay`: a tool call through the SDK's session crosses several memory
+`StdioRelay`: a request through the SDK's session crosses several memory
 streams and tasks per message (the dispatcher's write stream, the read stream
 and its loop, a waiter stream) and is validated into pydantic types on the
 way. The relay
@@ -38,27 +42,22 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
-import mcp.types as types
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import (
-    MCP_NAME_HEADER,
-    MCP_PROTOCOL_VERSION_HEADER,
-    encode_header_value,
-)
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from pydantic_core import PydanticSerializationError, to_json
 
-from .base import CallResult, ProgressCallback
+from .base import ProgressCallback
 from .waits import settled, wake
 
 __all__ = [
     "CANCEL_WRITE_TIMEOUT",
     "NO_SEND_SPAN",
     "SendSpan",
+    "DispatcherRelay",
     "Relay",
     "StdioRelay",
-    "ToolCallRelay",
     "dumps",
     "plain_tool_result",
     "request_bytes",
@@ -158,8 +157,7 @@ class StdioRelay:
         Raises:
             MCPError: The server's JSON-RPC error; `REQUEST_TIMEOUT` after
                 `limit` seconds; `CONNECTION_CLOSED` once the server is gone.
-            ValueError: `params` cannot be written as JSON (the caller can
-                send it the SDK's way).
+            ValueError: `params` cannot be written as JSON at all.
         """
         if self._closed:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
@@ -328,82 +326,37 @@ class Relay(Protocol):
     ) -> dict[str, Any]: ...
 
 
-class ToolCallRelay:
-    """`tools/call` of a handshake-era session, relayed (see `McpSession`).
-
-    By the transport's own relay (`StdioRelay` for a process,
-    `http_relay.HttpRelay` for streamable HTTP) when the arguments are JSON,
-    else through the session's JSON-RPC dispatcher; the result as the server
-    sent it once it plainly has a tool result's shape.
+class DispatcherRelay:
+    """The sender of a transport with no relay of its own (legacy SSE, the
+    SDK's in-memory streams): the SDK session's JSON-RPC dispatcher, which
+    keeps ids, the timeout, progress and the courtesy `notifications/cancelled`.
 
     Args:
-        protocol: The session's negotiated protocol version.
         dispatcher: The SDK session's dispatcher.
-        relay: The transport's relay, if it has one (legacy SSE has none).
-
-    Raises:
-        MCPError: As the SDK's session raises it (the caller maps it).
     """
 
-    def __init__(
-        self,
-        protocol: str,
-        dispatcher: JSONRPCDispatcher[Any],
-        relay: Relay | None = None,
-    ) -> None:
-        self._protocol = protocol
+    def __init__(self, dispatcher: JSONRPCDispatcher[Any]) -> None:
         self._dispatcher = dispatcher
-        self._relay = relay
 
-    async def call(
+    async def request(
         self,
-        name: str,
-        arguments: Mapping[str, object] | None,
-        limit: float,
-        meta: Mapping[str, object] | None,
-        progress: ProgressCallback | None,
-    ) -> CallResult:
-        """`tools/call` by the transport's relay (arguments JSON can carry) or
-        the dispatcher; the result as the server sent it."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:  # `{}` too: some servers require the object
-            params["arguments"] = dict(arguments)
-        if meta is not None:
-            params["_meta"] = dict(meta)
-        raw: dict[str, Any] | None = None
-        headers = self._headers(name)
-        if self._relay is not None:
-            with contextlib.suppress(ValueError):  # not JSON: the SDK's way below
-                raw = await self._relay.request(
-                    "tools/call", params, limit, progress, headers
-                )
-        if raw is None:
-            raw = await self._dispatched_call(params, limit, progress, headers)
-        if not plain_tool_result(raw):
-            # Fails (ValidationError) or normalises as the SDK's own call would.
-            typed = types.CallToolResult.model_validate(raw, by_name=False)
-            raw = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return CallResult(is_error=raw.get("isError") is True, data=raw)
-
-    def _headers(self, name: str) -> dict[str, str]:
-        # What the SDK's handshake-era session stamps on a tools/call (read by
-        # streamable HTTP only).
-        return {
-            MCP_PROTOCOL_VERSION_HEADER: self._protocol,
-            MCP_NAME_HEADER: encode_header_value(name),
-        }
-
-    async def _dispatched_call(
-        self,
+        method: str,
         params: dict[str, Any],
         limit: float,
-        progress: ProgressCallback | None,
-        headers: dict[str, str],
+        progress: ProgressCallback | None = None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        cancel: bool = True,
     ) -> dict[str, Any]:
-        opts: CallOptions = {"timeout": limit, "headers": headers}
+        """As `Relay.request`. `headers` go to transports that read them; on
+        a stream a request given up is always cancelled (`cancel`: in either
+        era), as by `StdioRelay`."""
+        opts: CallOptions = {"timeout": limit}
+        if headers:
+            opts["headers"] = dict(headers)
         if progress is not None:
             opts["on_progress"] = progress
-        return await self._dispatcher.send_raw_request("tools/call", params, opts)
+        return await self._dispatcher.send_raw_request(method, params, opts)
 
 
 def plain_tool_result(raw: Mapping[str, Any]) -> bool:
@@ -441,11 +394,16 @@ _dumps = json.JSONEncoder(
 
 
 def dumps(value: object) -> str:
-    """Compact JSON; `ValueError` for what JSON cannot carry (NaN, objects)."""
+    """Compact JSON. What `json` cannot carry (NaN, infinities, a model) is
+    written as the SDK would write it (pydantic's encoder: NaN as null);
+    `ValueError` for what neither can."""
     try:
         return _dumps(value)
-    except TypeError as exc:
-        raise ValueError(str(exc)) from exc
+    except (TypeError, ValueError):
+        try:
+            return to_json(value, inf_nan_mode="null").decode()
+        except PydanticSerializationError as exc:
+            raise ValueError(str(exc)) from exc
 
 
 def request_bytes(

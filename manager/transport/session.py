@@ -25,6 +25,11 @@ from mcp.client.session import (
 )
 from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    MCP_NAME_HEADER,
+    NAME_BEARING_METHODS,
+    encode_header_value,
+)
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.subscriptions import (
     PromptsListChanged,
@@ -68,12 +73,12 @@ from .base import (
     ServerInfo,
     ToolInfo,
 )
-from .compat_mcp import speak_for_the_caller, stamp_request
+from .compat_mcp import speak_for_the_caller, stamp_request, typed_result
 from .eras import EraMemory
 from .errors import describe_error, flatten, is_session_lost, request_error
 from .liveness import TcpSentinel
 from .probe import address
-from .relay import Relay, ToolCallRelay, plain_tool_result
+from .relay import DispatcherRelay, Relay, plain_tool_result
 from .requests import asked
 from .side import EraSide, ListSources
 from .signals import LostSignal
@@ -91,8 +96,10 @@ logger = logging.getLogger(__name__)
 MAX_TOOL_PAGES = 1000
 """Pages of tools/list followed before giving up on a cursor that never ends."""
 
-_INPUT_METHODS = frozenset({"prompts/get", "resources/read"})
-"""Requests besides `tools/call` a 2026-07-28 server may answer `input_required`."""
+_INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+"""Requests a 2026-07-28 server may answer `input_required`."""
+
+_ANSWERS: TypeAdapter[types.InputResponses] = TypeAdapter(types.InputResponses)
 
 PROBE_TIMEOUT = 5.0
 """Seconds an HTTP server may take to answer `server/discover` before the
@@ -115,14 +122,15 @@ MAX_INPUT_ROUNDS = 16
 class McpSession:
     """The `Upstream` implementation over an SDK `ClientSession`.
 
-    `tools/call` on a handshake-era session is relayed: to a stdio server by
-    the transport's `StdioRelay` (one JSON line out, its answer taken off
-    stdout), else through the session's JSON-RPC dispatcher (ids, timeout,
-    progress, the courtesy `notifications/cancelled`, the SDK's span and trace
-    context stay the SDK's). Either way the result is passed on as the JSON the
-    server sent, instead of being validated into the SDK's types (twice) and
-    dumped again, once it plainly has a tool result's shape; any other result
-    goes through the SDK's model, to fail (or be normalised) as it would there.
+    One route per era: every request a client makes (`tools/call`, `send`)
+    goes out by the transport's one sender, `wire` (`relay.StdioRelay` on a
+    process's pipe, `http_relay.HttpRelay` as one POST, `relay.DispatcherRelay`
+    otherwise), stamped as the SDK's session would stamp it; in 2026-07-28 in
+    input rounds. A tool result is passed on as the JSON the server sent once
+    it plainly has a tool result's shape; anything else is judged and typed as
+    the SDK's session would (`compat_mcp.typed_result`). The SDK session keeps
+    the handshake, lists, pings, `subscriptions/listen` and what the server
+    asks and tells.
     """
 
     def __init__(
@@ -131,31 +139,24 @@ class McpSession:
         info: ServerInfo,
         lost: LostSignal,
         pid: int | None,
-        sentinel: TcpSentinel | None = None,
-        dispatcher: JSONRPCDispatcher[Any] | None = None,
-        relay: Relay | None = None,
+        sentinel: TcpSentinel | None,
+        wire: Relay,
         hooks: Hooks | None = None,
     ) -> None:
         self._session = session
+        self._wire = wire
         self._hooks = hooks
+        self._modern = info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS
         self._watched: set[str] = set()  # URIs clients follow (2026-07-28)
         self._relisten = anyio.Event()
-        self._following = info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+        self._following = not self._modern
         self.followed = anyio.Event()
         """Set once changes are followed: at once in the handshake era (they
         come on the session), once the first `subscriptions/listen` stream is
         open (or refused, or lost) in 2026-07-28."""
         if self._following:
             self.followed.set()
-        self._relay = (
-            ToolCallRelay(info.protocol, dispatcher, relay)
-            if dispatcher is not None and info.protocol in HANDSHAKE_PROTOCOL_VERSIONS
-            else None
-        )
-        # A 2026-07-28 session's calls go by the transport's relay too: the
-        # request stamped as the SDK's session stamps it (`stamp_request`).
-        self._wire = relay if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS else None
-        if info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS:
+        if self._modern:
             speak_for_the_caller(session, ROUTED_EXTENSIONS, OWN_EXTENSIONS)
         self._info = info
         self._lost = lost
@@ -310,27 +311,22 @@ class McpSession:
         method = str(getattr(request, "method", "request"))
         if self._lost.is_set:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
-        modern = self._info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS
-        if modern and method in ("resources/subscribe", "resources/unsubscribe"):
+        if self._modern and method in ("resources/subscribe", "resources/unsubscribe"):
             uri = str(request.params.uri)
             follow = method == "resources/subscribe"
             (self._watched.add if follow else self._watched.discard)(uri)
             self._relisten.set()
             return types.EmptyResult()
-        if not modern:
-            request = _request_without_caller(request)
+        data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            if modern and method in _INPUT_METHODS:
-                with anyio.fail_after(limit):  # every round of it
-                    return await self._send_in_rounds(
-                        request, result_type, limit, progress
-                    )
-            return await self._session.send_request(
-                request,
-                result_type,
-                request_read_timeout_seconds=limit,
-                progress_callback=progress,
+            raw = await self._exchange(
+                method,
+                data.get("params"),
+                limit,
+                progress,
+                named=getattr(type(request), "name_param", None),
             )
+            return typed_result(self._session, method, raw, result_type)
         except (TimeoutError, MCPError) as exc:
             raise self._ours(exc, method, limit) from exc
 
@@ -345,153 +341,105 @@ class McpSession:
     ) -> CallResult:
         if self._lost.is_set:
             raise Disconnected(f"session closed: {self._lost.report.reason}")
-        if self._info.protocol in HANDSHAKE_PROTOCOL_VERSIONS:
-            meta = _without_caller(meta)  # that era declared ours at initialize
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:  # `{}` too: some servers require the object
+            params["arguments"] = dict(arguments)
+        if meta is not None:
+            params["_meta"] = dict(meta)
+        what = f"tools/call {name}"
         try:
-            if self._relay is not None:
-                return await self._relay.call(name, arguments, limit, meta, progress)
-            if self._wire is not None:
-                with anyio.fail_after(limit):  # every round of it
-                    relayed = await self._in_rounds(
-                        f"tools/call {name}",
-                        meta,
-                        self._relayed_round(name, arguments, limit, meta, progress),
-                    )
-                if isinstance(relayed, dict):
-                    return CallResult(
-                        is_error=relayed.get("isError") is True, data=relayed
-                    )
-                result = relayed
-            else:
-                with anyio.fail_after(limit):  # every round of it
-                    result = await self._call_in_rounds(
-                        name, arguments, limit, meta, progress
-                    )
+            raw = await self._exchange("tools/call", params, limit, progress, what)
+            if plain_tool_result(raw) or (
+                # a task (SEP-2663) is passed on as sent
+                self._modern and raw.get("resultType", "complete") != "complete"
+            ):
+                return CallResult(is_error=raw.get("isError") is True, data=raw)
+            # Fails (ValidationError) or normalises as the SDK's own call would.
+            typed = typed_result(self._session, "tools/call", raw, types.CallToolResult)
         except (TimeoutError, MCPError) as exc:
-            raise self._ours(exc, f"tools/call {name}", limit) from exc
+            raise self._ours(exc, what, limit) from exc
         # What the server sent: fields it left out stay out, and a null it
         # sent (in `_meta`, say) stays null (`exclude_none` dropped those).
-        data = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
-        return CallResult(is_error=bool(getattr(result, "is_error", False)), data=data)
+        data = typed.model_dump(by_alias=True, mode="json", exclude_unset=True)
+        return CallResult(is_error=bool(typed.is_error), data=data)
 
-    def _relayed_round(
+    async def _exchange(
         self,
-        name: str,
-        arguments: Mapping[str, object] | None,
+        method: str,
+        params: dict[str, Any] | None,
         limit: float,
-        meta: Mapping[str, object] | None,
         progress: ProgressCallback | None,
-    ) -> Callable[[Answers, str | None], Awaitable[Any]]:
-        """One round of a 2026-07-28 `tools/call` by the transport's relay,
-        stamped as the SDK's session stamps it. A plain tool result comes back
-        as the JSON the server sent; `input_required` as the SDK's type (for
-        `_in_rounds`); anything else as the SDK's call would return it."""
-        wire = self._wire
-        assert wire is not None
-        sdk = self._sdk_round(name, arguments, limit, meta, progress)
-
-        async def send(responses: Answers, state: str | None) -> Any:
-            params: dict[str, Any] = {"name": name}
-            if arguments is not None:  # `{}` too: some servers require it
-                params["arguments"] = dict(arguments)
-            if meta is not None:
+        what: str | None = None,
+        *,
+        named: str | None = None,
+    ) -> dict[str, Any]:
+        """A client's request, sent by the transport's one sender (`_wire`) in
+        this session's era, and its result as the server sent it. In the
+        handshake era once (without the caller's capabilities: that era
+        declared ours at `initialize`); in 2026-07-28 stamped as the SDK's
+        session stamps a request, and in input rounds (`_in_rounds`) where
+        the server may answer `input_required`."""
+        params = dict(params or {})
+        if not self._modern:
+            meta = _without_caller(params.get("_meta"))
+            if meta is None:
+                params.pop("_meta", None)
+            else:
                 params["_meta"] = dict(meta)
-            if responses is not None or state is not None:
-                typed = types.CallToolRequestParams.model_validate(
-                    {**params, "inputResponses": responses, "requestState": state},
-                    by_name=False,
-                )
-                params = typed.model_dump(by_alias=True, mode="json", exclude_none=True)
-            data: dict[str, Any] = {"method": "tools/call", "params": params}
-            headers = stamp_request(self._session, data)
-            try:
-                raw = await wire.request(
-                    "tools/call",
-                    params,
-                    limit,
-                    progress,
-                    headers,
-                    cancel=False,  # 2026 HTTP: closing the stream says it
-                )
-            except ValueError:  # not JSON: the SDK's way, nothing was sent
-                return await sdk(responses, state)
-            kind = raw.get("resultType", "complete")
-            if kind == "input_required":
-                return types.InputRequiredResult.model_validate(raw, by_name=False)
-            if kind != "complete" or plain_tool_result(raw):
-                return raw  # a task (SEP-2663) is passed on as sent
-            return types.CallToolResult.model_validate(raw, by_name=False)
-
-        return send
-
-    def _sdk_round(
-        self,
-        name: str,
-        arguments: Mapping[str, object] | None,
-        limit: float,
-        meta: Mapping[str, object] | None,
-        progress: ProgressCallback | None,
-    ) -> Callable[[Answers, str | None], Awaitable[Any]]:
-        """One round of `tools/call` through the SDK's session."""
-        args = dict(arguments) if arguments is not None else None
+            return await self._once(method, params, limit, progress, named)
+        if method not in _INPUT_METHODS:
+            return await self._once(method, params, limit, progress, named)
 
         async def send(responses: Answers, state: str | None) -> Any:
-            return await self._session.call_tool(
-                name,
-                args,
-                read_timeout_seconds=limit,
-                progress_callback=progress,
-                meta=cast(Any, dict(meta) if meta is not None else None),
-                input_responses=responses,
-                request_state=state,
-                allow_input_required=True,
-                allow_claimed=True,  # a task (SEP-2663), passed on as sent
+            sent = params
+            if responses is not None or state is not None:
+                sent = {**params, "requestState": state}
+                if responses is not None:
+                    sent["inputResponses"] = _ANSWERS.dump_python(
+                        responses, by_alias=True, mode="json", exclude_none=True
+                    )
+                if state is None:
+                    del sent["requestState"]
+            raw = await self._once(method, sent, limit, progress, named)
+            if raw.get("resultType") == "input_required":
+                return types.InputRequiredResult.model_validate(raw, by_name=False)
+            return raw
+
+        meta = params.get("_meta")
+        with anyio.fail_after(limit):  # every round of it
+            result: dict[str, Any] = await self._in_rounds(
+                what or method, meta if isinstance(meta, Mapping) else None, send
             )
-
-        return send
-
-    async def _call_in_rounds(
-        self,
-        name: str,
-        arguments: Mapping[str, object] | None,
-        limit: float,
-        meta: Mapping[str, object] | None,
-        progress: ProgressCallback | None,
-    ) -> types.CallToolResult:
-        """`tools/call` (`_in_rounds`)."""
-        send = self._sdk_round(name, arguments, limit, meta, progress)
-        result: types.CallToolResult = await self._in_rounds(
-            f"tools/call {name}", meta, send
-        )
         return result
 
-    async def _send_in_rounds(
+    async def _once(
         self,
-        request: Any,
-        result_type: Any,
+        method: str,
+        params: dict[str, Any],
         limit: float,
         progress: ProgressCallback | None,
-    ) -> Any:
-        """`prompts/get` or `resources/read` (`_in_rounds`)."""
-        either = TypeAdapter(result_type | types.InputRequiredResult)
-        params = request.params
-
-        async def send(
-            responses: types.InputResponses | None, state: str | None
-        ) -> Any:
-            update = {"input_responses": responses, "request_state": state}
-            again = request.model_copy(
-                update={"params": params.model_copy(update=update)}
-            )
-            return await self._session.send_request(
-                again,
-                either,
-                request_read_timeout_seconds=limit,
-                progress_callback=progress,
-            )
-
-        meta = params.meta if params is not None else None
-        return await self._in_rounds(request.method, meta, send)
+        named: str | None = None,
+    ) -> dict[str, Any]:
+        """One request on the wire, with the headers the SDK's session would
+        stamp (`MCP-Protocol-Version`, and in 2026-07-28 `Mcp-Method`, the
+        envelope in `_meta`); `Mcp-Name` for the methods that name a target
+        (`named`: the request type's `name_param`, as the SDK reads it)."""
+        data: dict[str, Any] = {"method": method, "params": params}
+        headers = stamp_request(self._session, data)
+        params = data["params"]
+        key = named or NAME_BEARING_METHODS.get(method)
+        if key is not None and MCP_NAME_HEADER not in headers:
+            target = params.get(key)
+            if isinstance(target, str):
+                headers[MCP_NAME_HEADER] = encode_header_value(target)
+        return await self._wire.request(
+            method,
+            params,
+            limit,
+            progress,
+            headers,
+            cancel=not self._modern,  # 2026 HTTP: closing the stream says it
+        )
 
     async def _in_rounds(
         self,
@@ -738,17 +686,6 @@ def _without_caller(
     return rest or None
 
 
-def _request_without_caller(request: Any) -> Any:
-    params = getattr(request, "params", None)
-    meta = getattr(params, "meta", None)
-    if not meta or CLIENT_CAPABILITIES_META_KEY not in meta:
-        return request
-    rest = _without_caller(meta)
-    return request.model_copy(
-        update={"params": cast(Any, params).model_copy(update={"meta": rest})}
-    )
-
-
 def _page_hint(page: Any, before: ListHint | None) -> ListHint | None:
     """The freshness hint of a list so far, with one more page's (a page
     without one, as in the handshake era, leaves it as it was)."""
@@ -921,7 +858,8 @@ async def handshake(
     pid: int | None,
     deadline: float,
     slot: Slot | None = None,
-    dispatcher: JSONRPCDispatcher[Any] | None = None,
+    *,
+    dispatcher: JSONRPCDispatcher[Any],
     eras: EraMemory | None = None,
     hooks: Hooks | None = None,
     probe_timeout: float | None = PROBE_TIMEOUT,
@@ -952,8 +890,7 @@ async def handshake(
                     lost,
                     pid,
                     sentinel,
-                    dispatcher=dispatcher,
-                    relay=getattr(write, "relay", None),
+                    wire=getattr(write, "relay", None) or DispatcherRelay(dispatcher),
                     hooks=hooks,
                 )
                 if lists:

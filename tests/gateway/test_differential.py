@@ -481,6 +481,7 @@ async def _task_story(http: Any, url: str) -> dict[str, Any]:
     with anyio.fail_after(30):
         while True:
             got = await _rpc(http, url, "tasks/get", {"taskId": task_id}, follows)
+            assert "result" in got, got
             if got["result"]["status"] in ("completed", "failed", "cancelled"):
                 break
             await anyio.sleep(0.05)  # polling is the protocol's own way here

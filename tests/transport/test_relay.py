@@ -28,6 +28,7 @@ from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
 from manager.gateway import EndpointOptions, Gateway
+from manager.transport.base import Upstream
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -48,10 +49,16 @@ for line in sys.stdin:
     params = message.get("params") or {}
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}, "prompts": {}},
             "serverInfo": {"name": "relay-test", "version": "1"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
+    elif method == "prompts/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"prompts": [{"name": "hi"}]}})
+    elif method == "prompts/get":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"messages": [
+            {"role": "user", "content": {"type": "text", "text": params["name"]}}]}})
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
     elif method == "tools/call":
@@ -195,6 +202,27 @@ async def test_a_relayed_call_cancelled_by_its_caller_is_cancelled_upstream(
     assert not (await manager.call("up", "echo", {})).is_error
 
 
+async def test_every_request_of_a_client_goes_by_the_one_sender(
+    upstream: tuple[Manager, Path],
+) -> None:
+    """Not only `tools/call`: a `prompts/get` leaves by the relay too (its
+    ids), and comes back typed as the SDK's session types it."""
+    manager, log = upstream
+    request = types.GetPromptRequest(params=types.GetPromptRequestParams(name="hi"))
+
+    async def send(up: Upstream, limit: float) -> types.GetPromptResult:
+        result: types.GetPromptResult = await up.send(
+            request, types.GetPromptResult, limit
+        )
+        return result
+
+    got = await manager.request("up", "prompts/get", "hi", send)
+    assert isinstance(got, types.GetPromptResult)
+    assert got.messages[0].content == types.TextContent(type="text", text="hi")
+    (sent,) = [m for m in _wire(log) if m.get("method") == "prompts/get"]
+    assert str(sent["id"]).startswith("mcp-manager:")
+
+
 async def test_a_relayed_calls_json_rpc_error_keeps_its_code(
     upstream: tuple[Manager, Path],
 ) -> None:
@@ -212,14 +240,15 @@ async def test_a_result_that_is_not_plainly_a_tool_result_is_judged_by_the_sdk(
         await manager.call("up", "odd", {})
 
 
-async def test_arguments_json_cannot_carry_go_the_sdks_way(
+async def test_arguments_json_cannot_carry_go_by_the_one_route_as_the_sdk_writes_them(
     upstream: tuple[Manager, Path],
 ) -> None:
     manager, log = upstream
     result = await manager.call("up", "echo", {"x": float("nan")})
     assert not result.is_error
     (call,) = _calls(log)
-    assert isinstance(call["id"], int)  # the SDK session's request
+    assert str(call["id"]).startswith("mcp-manager:")  # the relay's: one route
+    assert call["params"] == {"name": "echo", "arguments": {"x": None}}  # as the SDK
 
 
 async def test_a_server_that_dies_during_a_relayed_call_ends_it_with_its_exit(
