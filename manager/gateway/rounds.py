@@ -204,19 +204,16 @@ def may_need_rounds(params: Mapping[str, Any] | None, capabilities: Any) -> bool
     return can_be_asked(capabilities)
 
 
-def client_era(ctx: Any) -> str | None:
+def client_era(ctx: Any) -> str:
     """The era a server that speaks both should meet this request's client in
-    (`Upstream.for_era`): `MODERN` for a 2026-07-28 client (the server judges
-    its own capabilities and asks it in `input_required` rounds, as
-    straight); `HANDSHAKE` for a handshake-era client that can be asked (its
-    questions go on the back-channel, as straight); None for the others (a
-    handshake client that cannot be asked gains nothing from a session of its
-    own era and keeps whichever session the connection has)."""
+    (`Upstream.for_era`), as it would straight: `MODERN` for a 2026-07-28
+    client (the server judges its own capabilities and asks it in
+    `input_required` rounds); `HANDSHAKE` for a handshake-era client (its
+    questions go on the back-channel, and what the server answers, errors
+    included, is the handshake era's)."""
     if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return MODERN
-    if can_be_asked(ctx.session.client_capabilities):
-        return HANDSHAKE
-    return None
+    return HANDSHAKE
 
 
 def can_be_asked(capabilities: Any) -> bool:

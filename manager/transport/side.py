@@ -12,7 +12,7 @@ other era with the same server, opened on the first request that needs it,
 kept while the connection lives:
 
 - streamable HTTP under `auto` is spoken to in 2026-07-28; a handshake-era
-  client that can be asked is served by a handshake session beside it, over
+  client's requests are served by a handshake session beside it, over
   the same pool of connections, its questions linked to the call they belong
   to as on any streamable HTTP session (`http._LinkingStream`);
 - stdio under `auto` is spoken to in the handshake era; a 2026-07-28 client

@@ -93,6 +93,10 @@ async def _exercise(client: Client, heard: list[object]) -> dict[str, Any]:
     except MCPError as exc:
         seen["upstream error"] = (exc.code, exc.message, exc.data)
     seen["prompt"] = _wire(await client.get_prompt("greet", {"name": "Ada"}))
+    try:  # the server's own error, which differs by era at an SDK server
+        await client.get_prompt("no_such_prompt")
+    except MCPError as exc:
+        seen["unknown prompt"] = (exc.code, exc.message)
     seen["resource"] = _wire(await client.read_resource("demo://readme"))
     seen["template"] = _wire(await client.read_resource("demo://items/7"))
     listed = await client.list_tools()
@@ -620,7 +624,8 @@ async def test_a_handshake_client_meets_a_dual_era_http_server_in_its_own_era(
     """Under `auto` the daemon speaks 2026-07-28 to a dual-era HTTP server;
     a handshake-era client's call still reaches it in the handshake era (a
     handshake session opened on first need), so the server's back-channel
-    questions reach that client, as straight. A 2026 client is refused by
+    questions reach that client, as straight; and a handshake client that
+    cannot be asked gets the handshake era's answers. A 2026 client is refused by
     that server straight and through us alike. Behind the bridge (prefix
     ""), a prompt nobody lists gets the server's own error, as straight."""
     url = backchannel_http.url
@@ -649,6 +654,11 @@ async def test_a_handshake_client_meets_a_dual_era_http_server_in_its_own_era(
             # (an SDK server's wording, not ours).
             with pytest.raises(MCPError) as refused:
                 await client.get_prompt("not-listed")
+        # A client that cannot be asked meets it in its own era too: the
+        # server's error is the handshake era's, as straight.
+        async with Client(where, mode=mode) as plain:
+            with pytest.raises(MCPError) as plainly:
+                await plain.get_prompt("not-listed")
         texts = [c.text for c in [*asks.content, *samples.content]]  # type: ignore[union-attr]
         (message,) = prompt.messages
         assert isinstance(message.content, types.TextContent)
@@ -658,6 +668,7 @@ async def test_a_handshake_client_meets_a_dual_era_http_server_in_its_own_era(
             texts[-1],
             message.content.text,
             (refused.value.code, refused.value.message),
+            (plainly.value.code, plainly.value.message),
         )
 
     straight = await outcome(url, "legacy")

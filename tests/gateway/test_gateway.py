@@ -25,7 +25,7 @@ import httpx2
 import mcp.types as types
 import pytest
 from fakes import Recorder
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from servers import (
@@ -343,20 +343,25 @@ async def test_trace_context_is_forwarded_and_hop_only_meta_is_not(
             rec,
         ),
         session(str(gateway.url)) as client,
+        Client(str(gateway.url)) as modern,
     ):
-        result = await client.call_tool(  # type: ignore[call-overload]
-            "web__meta",
-            {},
-            meta={
-                "traceparent": traceparent,
-                "tracestate": "k=v",
-                "io.modelcontextprotocol/logLevel": "alert",
-            },
-        )
+        meta = {
+            "traceparent": traceparent,
+            "tracestate": "k=v",
+            "io.modelcontextprotocol/logLevel": "alert",
+        }
+        # A handshake client meets the dual-era server in its own era, as
+        # straight: a handshake hop, with no 2026-07-28 envelope at all.
+        result = await client.call_tool("web__meta", {}, meta=meta)  # type: ignore[call-overload]
         seen = json.loads(text_of(result))
         assert seen["traceparent"] == traceparent and seen["tracestate"] == "k=v"
-        # The envelope is the hop's: the daemon speaks 2026-07-28 to this
-        # server with its own (every level, its own name), never the client's.
+        assert "io.modelcontextprotocol/logLevel" not in seen
+        assert "io.modelcontextprotocol/clientInfo" not in seen
+        # A 2026-07-28 client: the envelope is the hop's (every level, the
+        # daemon's own name), never the client's.
+        result = await modern.call_tool("web__meta", {}, meta=meta)  # type: ignore[arg-type]
+        seen = json.loads(text_of(result))
+        assert seen["traceparent"] == traceparent and seen["tracestate"] == "k=v"
         assert seen["io.modelcontextprotocol/logLevel"] == "debug"
         client_info = seen["io.modelcontextprotocol/clientInfo"]
         assert client_info["name"] == "mcp-manager"
