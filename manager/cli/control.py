@@ -229,29 +229,77 @@ def _cmd_log(args: argparse.Namespace) -> int:
     since = _since(args.since) if args.since else None
     if isinstance(since, str):
         return fail(since)
+    policy = getattr(args, "policy", False)
     rows = read(
         server=args.server,
         tool=args.tool,
         failed=args.failed,
         since=since,
         limit=args.limit,
+        policy=policy,
     )
     if args.json:
         for row in rows:
             print(json.dumps(row, ensure_ascii=False))
         return 0
     if not rows:
-        print("no calls logged (yet) that match")
+        if policy:
+            print("no call was denied or held for approval (that the log keeps)")
+        else:
+            print("no calls logged (yet) that match")
         return 0
     for row in rows:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["time"]))
         what = row["outcome"] + (f" {row['error']}" if row["error"] else "")
         via = row["client"] + (f" /{row['profile']}" if row["profile"] else "")
+        said = f"  [{row['verdict']}]" if row.get("verdict") else ""
         print(
-            f"{when}  {row['server']}.{row['tool']}  {what}  "
+            f"{when}  {row['server']}.{row['tool']}  {what}{said}  "
             f"{row['duration'] * 1000:.0f} ms  {row['bytes']} B  {via}  "
             f"{row['shape']}"
         )
+    return 0
+
+
+def _cmd_pending(args: argparse.Namespace) -> int:
+    """`pending`: the calls waiting for your approval."""
+    client = ControlClient(find_socket(args.socket))
+    asked = client.pending()
+    if args.json:
+        from ..core.events import event_to_dict
+
+        print(json.dumps([event_to_dict(a) for a in asked], indent=2))
+        return 0
+    if not asked:
+        print("no call waits for approval")
+        return 0
+    now = time.time()
+    for a in asked:
+        left = max(0.0, a.deadline - now)
+        who = f" by {a.client}" if a.client else ""
+        print(f"{a.approval}  {a.name}.{a.tool}{who}  ({a.rule}; {left:.0f} s left)")
+        print(f"    arguments: {a.arguments}")
+    print("answer: mcp-manager allow ID [--session | --always], mcp-manager deny ID")
+    return 0
+
+
+def _cmd_decide(args: argparse.Namespace) -> int:
+    """`allow ID [--session|--always]`, `deny ID`: answer a waiting call."""
+    client = ControlClient(find_socket(args.socket))
+    verdict = "allow" if args.command == "allow" else "deny"
+    scope = "once"
+    if verdict == "allow" and args.always:
+        scope = "always"
+    elif verdict == "allow" and args.session:
+        scope = "session"
+    try:
+        asked = client.decide(args.id, verdict, scope)
+    except ControlError as exc:
+        return fail(first_line(exc))
+    done = "allowed" if verdict == "allow" else "denied"
+    reach = {"once": "", "session": " (for this client until the daemon stops)"}
+    extra = reach.get(scope, " (always: kept in approvals.json)")
+    print(f"{asked.name}.{asked.tool}: {done}{extra}")
     return 0
 
 
@@ -382,6 +430,58 @@ def add_parsers(
     )
     log.add_argument("--json", action="store_true", help="one JSON object a line")
     log.set_defaults(handler=_cmd_log)
+
+    why = sub.add_parser(
+        "why",
+        parents=[common],
+        help="the calls the call policy (mcp_policy) denied or held for "
+        "approval, and by which rule or whom",
+    )
+    why.add_argument("--server", metavar="S", help="only this connection's")
+    why.add_argument("--tool", metavar="T", help="only this tool's (its own name)")
+    why.add_argument(
+        "--since", metavar="AGE", help="only the last AGE: 90s, 15m, 1h, 2d"
+    )
+    why.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="the last N (default 100)"
+    )
+    why.add_argument("--json", action="store_true", help="one JSON object a line")
+    why.set_defaults(handler=_cmd_log, policy=True, failed=False)
+
+    pending = sub.add_parser(
+        "pending",
+        parents=[common],
+        help="the calls waiting for your approval (mcp_policy ask)",
+    )
+    pending.add_argument("--json", action="store_true", help="as JSON")
+    pending.set_defaults(handler=_cmd_pending)
+
+    allow = sub.add_parser(
+        "allow",
+        parents=[common],
+        help="allow a call waiting for approval (see pending)",
+    )
+    allow.add_argument("id", metavar="ID")
+    reach = allow.add_mutually_exclusive_group()
+    reach.add_argument(
+        "--session",
+        action="store_true",
+        help="also that client's later calls of the tool, until the daemon stops",
+    )
+    reach.add_argument(
+        "--always",
+        action="store_true",
+        help="every later call of the tool, kept across restarts",
+    )
+    allow.set_defaults(handler=_cmd_decide)
+
+    deny = sub.add_parser(
+        "deny",
+        parents=[common],
+        help="deny a call waiting for approval (see pending)",
+    )
+    deny.add_argument("id", metavar="ID")
+    deny.set_defaults(handler=_cmd_decide)
 
     token = sub.add_parser(
         "token",

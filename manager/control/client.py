@@ -38,7 +38,7 @@ from .paths import check_socket_dir
 from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, encode
 
 if TYPE_CHECKING:  # loaded by `events` only: eighteen dataclasses cost ~10 ms
-    from ..core.events import Event, ToolChanged
+    from ..core.events import ApprovalAsked, Event, ToolChanged
 
 __all__ = ["ControlClient", "EventStream"]
 
@@ -250,6 +250,34 @@ class ControlClient:
         """
         result = self.request({"cmd": "approve", "server": server, "items": items})
         return ApproveReply.from_dict(_as_dict(result))
+
+    def pending(self) -> list[ApprovalAsked]:
+        """The calls waiting for the user's approval, oldest first."""
+        from ..core.events import ApprovalAsked, event_from_dict
+
+        result = self.request({"cmd": "pending"})
+        rows = result if isinstance(result, list) else []
+        return [
+            event
+            for row in rows
+            if isinstance(row, dict)
+            and isinstance(event := event_from_dict(row), ApprovalAsked)
+        ]
+
+    def decide(self, approval: str, verdict: str, scope: str = "once") -> ApprovalAsked:
+        """Answer a waiting call (`mcp-manager allow ID` / `deny ID`).
+
+        Raises:
+            ControlError: No call waits under that id, or the daemon is
+                unreachable.
+        """
+        from ..core.events import ApprovalAsked, event_from_dict
+
+        request = {"cmd": "decide", "id": approval, "verdict": verdict, "scope": scope}
+        event = event_from_dict(_as_dict(self.request(request)))
+        if not isinstance(event, ApprovalAsked):
+            raise ControlError("the daemon sent a malformed answer to decide")
+        return event
 
     def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import ManagerError
-from ..core.events import ToolChanged, event_to_dict
+from ..core.events import ApprovalAsked, ToolChanged, event_to_dict
 from ..core.replies import (
     ApproveReply,
     CallbackReply,
@@ -162,6 +162,19 @@ class ControlBackend(Protocol):
         """Forget the tokens and client registration of `server`."""
         ...
 
+    def pending(self) -> list[ApprovalAsked]:
+        """The calls waiting for the user's approval (`mcp_policy` `ask`)."""
+        ...
+
+    def decide(self, approval: str, verdict: str, scope: str) -> ApprovalAsked:
+        """The user's answer to a waiting call: `allow` or `deny`, for
+        `once`, `session` or `always`.
+
+        Raises:
+            ControlError: No call waits under that id, or a bad verdict/scope.
+        """
+        ...
+
     def result(self, result_id: str) -> dict[str, object]:
         """A whole tool result that `max_output` cut, while it is kept.
 
@@ -221,6 +234,8 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "logout": frozenset({"server"}),
     "changes": frozenset({"server"}),
     "approve": frozenset({"server", "items"}),
+    "pending": frozenset(),
+    "decide": frozenset({"id", "verdict", "scope"}),
     "token": frozenset({"rotate"}),
     "result": frozenset({"id"}),
 }
@@ -328,6 +343,20 @@ async def dispatch(
             ):
                 raise BadRequest('approve: "items" must be a list of names')
             result = backend.approve(server, list(items)).to_dict()
+        elif cmd == "pending":
+            result = [event_to_dict(asked) for asked in backend.pending()]
+        elif cmd == "decide":
+            approval, verdict = req.get("id"), req.get("verdict")
+            scope = req.get("scope", "once")
+            if not isinstance(approval, str) or not approval:
+                raise BadRequest('decide: "id" must be a non-empty string')
+            if verdict not in ("allow", "deny"):
+                raise BadRequest('decide: "verdict" must be "allow" or "deny"')
+            if scope not in ("once", "session", "always"):
+                raise BadRequest(
+                    'decide: "scope" must be "once", "session" or "always"'
+                )
+            result = event_to_dict(backend.decide(approval, str(verdict), str(scope)))
         elif cmd == "result":
             result_id = req.get("id")
             if not isinstance(result_id, str) or not result_id:

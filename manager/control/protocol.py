@@ -104,7 +104,9 @@ from ..core.errors import (
     ConfigError,
     ControlError,
     ManagerError,
+    PolicyDenied,
     ServerUnavailable,
+    ToolHeld,
     UnknownServer,
 )
 
@@ -149,7 +151,9 @@ ERROR_TYPES: dict[str, type[ManagerError]] = {
         CallTimeout,
         ConfigError,
         ControlError,
+        PolicyDenied,
         ServerUnavailable,
+        ToolHeld,
         UnknownServer,
     )
 }

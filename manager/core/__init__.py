@@ -12,6 +12,8 @@
 - `exposure`: what the endpoint shows of a connection (prefix, filters, roots).
 - `oauth`: the `oauth = {...}` option, parsed.
 - `profile`: `mcp_profile` declarations (`Profile`), views of the endpoint.
+- `policy`: `mcp_policy` rules (`Rule`, `parse_rule`) and `decide`, the
+  first matching rule's verdict on a call; `annotations` overrides.
 - `status`: `ConnectionStatus`, the typed status of one connection.
 - `replies`: the control socket's other replies, typed (`DaemonInfo`,
   `ReloadSummary`, `ConnectionDetails`, `LoginStart`, `CatalogRow`, ...), each

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from .events import (
     Added,
+    ApprovalAsked,
+    ApprovalDecided,
     AttemptFailed,
     AuthStep,
     CallFailed,
@@ -173,6 +175,17 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
             )
         case ToolsApproved():
             return f"{n}: approved {list_names(event.items)}"
+        case ApprovalAsked():
+            who = f" by {event.client}" if event.client else ""
+            return (
+                f"{n}: call of {event.tool!r}{who} waits for your approval "
+                f"({event.rule}); allow: mcp-manager allow {event.approval}; "
+                f"deny: mcp-manager deny {event.approval}"
+            )
+        case ApprovalDecided():
+            verb = "allowed" if event.verdict == "allow" else "denied"
+            scope = "" if event.scope == "once" else f" ({event.scope})"
+            return f"{n}: call of {event.tool!r} {verb}{scope} by {event.by}"
         case Removed():
             return f"{n}: removed"
         case SettingsChanged():

@@ -39,6 +39,7 @@ __all__ = [
     "ManagerError",
     "ServerUnavailable",
     "TransportError",
+    "PolicyDenied",
     "ToolHeld",
     "UnknownServer",
     "UpstreamError",
@@ -158,6 +159,11 @@ class ServerUnavailable(CallError):
 class ToolHeld(CallError):
     """The tool changed since it was approved and is held back (`pin =
     "strict"`) until `mcp-manager approve`."""
+
+
+class PolicyDenied(CallError):
+    """The call policy (`mcp_policy`) denied the call, or its user did not
+    allow it in time (`engine.policy`)."""
 
 
 class CallTimeout(CallError):

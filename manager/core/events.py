@@ -21,6 +21,8 @@ __all__ = [
     "PHASE_EVENTS",
     "Added",
     "AttemptFailed",
+    "ApprovalAsked",
+    "ApprovalDecided",
     "AuthStep",
     "CallFailed",
     "CallFinished",
@@ -362,6 +364,39 @@ class CallFailed(Event):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalAsked(Event):
+    """A call to `tool` of `name` waits for the user (`mcp_policy` `ask`):
+    `approval` is its id for `mcp-manager allow ID` / `deny ID`, `client` who
+    called, `rule` the rule's `FILE:LINE` and why it matched, `arguments`
+    the arguments as JSON with secrets masked, `deadline` (epoch seconds)
+    when it is denied unanswered."""
+
+    kind: ClassVar[str] = "approval_asked"
+    tool: str
+    approval: str
+    client: str = ""
+    rule: str = ""
+    arguments: str = ""
+    deadline: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalDecided(Event):
+    """A call's verdict from the policy: `allow` or `deny`, `by` whom (`hud`,
+    `cli`, `rule FILE:LINE`, `remembered`, `deadline`), for `scope` (`once`,
+    `session`: until the daemon stops, `always`: kept with the pins);
+    `approval` the id of the question, empty when nobody was asked."""
+
+    kind: ClassVar[str] = "approval_decided"
+    tool: str
+    verdict: str
+    by: str
+    scope: str = "once"
+    approval: str = ""
+    client: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Lagged(Event):
     """Delivered to one subscriber only: it fell behind and lost `dropped` events.
 
@@ -417,6 +452,8 @@ _OTHER_EVENTS: tuple[type[Event], ...] = (
     CallStarted,
     CallFinished,
     CallFailed,
+    ApprovalAsked,
+    ApprovalDecided,
     Lagged,
 )
 EVENT_TYPES: dict[str, type[Event]] = {

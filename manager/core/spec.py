@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -26,6 +27,7 @@ from .backoff import BackoffPolicy
 from .errors import ConfigError
 from .exposure import EXPOSURE_OPTIONS, Exposure, parse_exposure_option
 from .oauth import OAuthSpec, parse_oauth
+from .policy import annotation_overrides
 from .redact import MASK, redact_args, redact_url
 from .sandbox import OFF, Sandbox, parse_sandbox
 
@@ -110,6 +112,7 @@ _COMMON_OPTIONS = frozenset(
         "max_output",
         "sandbox",
         "sandbox_required",
+        "annotations",
         *EXPOSURE_OPTIONS,
     }
 )
@@ -161,6 +164,9 @@ class ConnectionSpec:
         max_output: Most tokens of one tool result the endpoint passes on
             (`core.output`); None for no limit.
         sandbox: What a stdio server may touch (`core.sandbox`).
+        annotations: Tool hints the user trusts over the server's, as
+            (glob on the tool's own name, hints) in key order
+            (`core.policy.annotation_overrides`).
     """
 
     name: str
@@ -188,6 +194,16 @@ class ConnectionSpec:
     pin: str = "warn"
     max_output: int | None = None
     sandbox: Sandbox = OFF
+    annotations: tuple[tuple[str, dict[str, bool]], ...] = ()
+
+    def annotated(self, tool: str, given: Mapping[str, object]) -> dict[str, object]:
+        """`given` (a tool's annotations as its server lists them) with this
+        connection's overrides for `tool` applied, in key order."""
+        out = dict(given)
+        for glob, hints in self.annotations:
+            if fnmatchcase(tool, glob):
+                out.update(hints)
+        return out
 
     @property
     def on_demand(self) -> bool:
@@ -402,6 +418,8 @@ def _parse_options(
             out[key] = _duration(prefix, key, value)
         elif key == "max_output":
             out[key] = parse_max_output(prefix, value)
+        elif key == "annotations":
+            out[key] = annotation_overrides(prefix, value)
         elif key in ("sandbox", "sandbox_required"):
             if transport != "stdio":
                 raise ConfigError(
@@ -605,6 +623,8 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
         }
     if spec.max_output is not None:
         out["max_output"] = spec.max_output
+    if spec.annotations:
+        out["annotations"] = {glob: dict(given) for glob, given in spec.annotations}
     if spec.on_demand:
         out["start"] = spec.start
         out["idle_stop"] = spec.idle_stop
@@ -646,7 +666,7 @@ def changed_fields(old: ConnectionSpec, new: ConnectionSpec) -> tuple[str, ...]:
     )
 
 
-LIVE_FIELDS = frozenset({"exposure", "roots", "max_output"})
+LIVE_FIELDS = frozenset({"exposure", "roots", "max_output", "annotations"})
 """Spec fields that apply to a running connection without a reconnect."""
 
 

@@ -34,6 +34,7 @@ from ..core.spec import ConnectionSpec
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
 from ..engine.manager import Manager
+from ..engine.policy import Caller
 from ..lua import LiveScript, LuaCall, start_file
 from ..transport.ops import OPS
 
@@ -149,6 +150,7 @@ class ConfigRunner:
             old.close()  # its hooks and pending call callbacks are gone now
         self._sync_hooks()
         self.manager.profiles = {p.name: p for p in script.result.profiles}
+        self.manager.policy.set_rules(script.result.rules, script.judge)
         result = self.manager.reconcile(script.result.specs)
         self.last_reload = LastReload(ok=True, time=time.time(), file=file)
         self.bus.publish(
@@ -260,7 +262,9 @@ class ConfigRunner:
     async def _perform(self, call: LuaCall) -> dict[str, object]:
         """Make a script's request: a tool call, a resource read or a prompt."""
         if call.op == "call":
-            result = await self.manager.call(call.server, call.tool, call.arguments)
+            result = await self.manager.call(
+                call.server, call.tool, call.arguments, caller=Caller(client="lua")
+            )
             return dict(result.data)
         method, make = OPS[call.op]
         return await self.manager.request(

@@ -28,7 +28,7 @@ from .. import __version__
 from ..control.paths import attach_socket_path
 from ..control.server import serve_control
 from ..core.errors import CallError, ConfigError, ControlError, UnknownServer
-from ..core.events import ToolChanged
+from ..core.events import ApprovalAsked, ToolChanged
 from ..core.redact import SecretRegistry
 from ..core.replies import (
     OTLP_OFF,
@@ -51,6 +51,7 @@ from ..engine.bus import EventBus, Subscription
 from ..engine.calllog import CallRecord, read, result_size, shape_of
 from ..engine.logins import Logins
 from ..engine.manager import Manager
+from ..engine.policy import Caller
 from ..engine.tracing import NO_TRACING
 from ..gateway.early import EarlyStart
 from ..gateway.options import EndpointError, EndpointOptions
@@ -192,7 +193,7 @@ class Daemon:
         conn = self.manager.connection(server)
         if conn is None:
             raise UnknownServer(f"no connection named {server!r}")
-        keep = ("time", "client", "tool", "outcome", "error", "duration")
+        keep = ("time", "client", "tool", "outcome", "error", "duration", "verdict")
         try:
             calls = read(self.manager.calls.path.parent, server=server, limit=10)
         except sqlite3.Error:  # boundary: the log is a nicety here
@@ -201,7 +202,7 @@ class Daemon:
             spec=spec_summary(conn.spec),
             stderr=tuple(conn.stderr),
             tools=tuple(tool.name for tool in conn.tools),
-            calls=tuple({key: call[key] for key in keep} for call in calls),
+            calls=tuple({key: call.get(key, "") for key in keep} for call in calls),
             beside=conn.upstream.beside() if conn.upstream is not None else "",
         )
 
@@ -269,6 +270,22 @@ class Daemon:
             server=server, approved=tuple(self.manager.approve(server, items))
         )
 
+    def pending(self) -> list[ApprovalAsked]:
+        """The calls waiting for the user's approval (`mcp-manager pending`)."""
+        return self.manager.policy.pending()
+
+    def decide(self, approval: str, verdict: str, scope: str) -> ApprovalAsked:
+        """The user's answer through the control socket (`allow`, `deny`)."""
+        try:
+            return self.manager.policy.answer(approval, verdict, scope, by="cli")
+        except KeyError:
+            raise ControlError(
+                f"no call waits for approval {approval!r} (answered, or it ended); "
+                "see mcp-manager pending"
+            ) from None
+        except ValueError as exc:
+            raise ControlError(str(exc)) from None
+
     def logout(self, server: str) -> LogoutReply:
         """Forget `server`'s tokens and registration; it restarts into needs_login."""
         return LogoutReply(server=server, forgot=self.logins.logout(server))
@@ -298,9 +315,15 @@ class Daemon:
         Logged as the client `cli` (`engine.calllog`)."""
         started, clock = time.time(), time.monotonic()
         outcome, error, data = "failed", "", None
+        caller = Caller(client="cli")
         try:
             result = await self.manager.call(
-                server, tool, args, call_timeout=timeout, answer=answer
+                server,
+                tool,
+                args,
+                call_timeout=timeout,
+                answer=answer,
+                caller=caller,
             )
             outcome = "tool_error" if result.is_error else "ok"
             data = dict(result.data)
@@ -321,6 +344,7 @@ class Daemon:
                     error=error,
                     duration=round(time.monotonic() - clock, 6),
                     bytes=result_size(data),
+                    verdict=caller.verdict,
                 )
             )
 

@@ -11,6 +11,9 @@
 - `pins`: pinned tool, prompt and template definitions (trust on first
   use), what changed since, approvals.
 - `results`: whole tool results that `max_output` cut, kept an hour, bounded.
+- `policy`: the call policy at work (`Policy.admit` before a call is sent:
+  `mcp_policy` rules, asks held for the user's answer through the control
+  socket or the HUD, `approvals.json` for answers kept always).
 - `calllog`: one row per tool call in `calls.sqlite3`, written off the call
   path, bounded by age and rows.
 - `vault`: secret references (`${keyring:}`, `${cmd:}`, `${op://}`) read

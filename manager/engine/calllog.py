@@ -65,7 +65,8 @@ CREATE TABLE IF NOT EXISTS calls (
     outcome TEXT NOT NULL,
     error TEXT NOT NULL,
     duration REAL NOT NULL,
-    bytes INTEGER NOT NULL
+    bytes INTEGER NOT NULL,
+    verdict TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
 """
@@ -87,6 +88,9 @@ class CallRecord:
         error: The failure's kind (`CallTimeout`, `ServerUnavailable`, ...).
         duration: Seconds it took.
         bytes: About the result's size (`result_size`; 0 if none).
+        verdict: What the call policy said when it did not simply allow:
+            `denied by rule FILE:LINE`, `allowed by cli (session)`, `not
+            approved in time`... ("" when no rule applied or one allowed).
     """
 
     time: float
@@ -99,6 +103,7 @@ class CallRecord:
     error: str
     duration: float
     bytes: int
+    verdict: str = ""
 
 
 def result_size(data: object) -> int:
@@ -195,7 +200,8 @@ class CallLog:
             with db:
                 db.executemany(
                     "INSERT INTO calls (time, client, profile, server, tool, shape, "
-                    "outcome, error, duration, bytes) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "outcome, error, duration, bytes, verdict) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     [tuple(asdict(record).values()) for record in batch],
                 )
                 db.execute(
@@ -225,6 +231,11 @@ class CallLog:
             db = sqlite3.connect(self.path, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(calls)")}
+            if "verdict" not in columns:  # a log from before the call policy
+                db.execute(
+                    "ALTER TABLE calls ADD COLUMN verdict TEXT NOT NULL DEFAULT ''"
+                )
             self._db = db
         return self._db
 
@@ -237,6 +248,7 @@ def read(
     failed: bool = False,
     since: float | None = None,
     limit: int = 100,
+    policy: bool = False,
 ) -> list[dict[str, Any]]:
     """The latest calls in the log at `state_dir` (by default the daemon's
     state directory), newest last; [] if none.
@@ -247,6 +259,7 @@ def read(
         failed: Only calls that failed or whose tool reported an error.
         since: Only calls after this wall time.
         limit: At most this many (the newest).
+        policy: Only calls the call policy denied or held for the user.
     """
     path = (state_dir if state_dir is not None else default_state_dir()) / FILE_NAME
     if not path.exists():
@@ -259,12 +272,17 @@ def read(
             values.append(value)
     if failed:
         where.append("outcome != 'ok'")
+    if policy:
+        where.append("verdict != ''")
     if since is not None:
         where.append("time >= ?")
         values.append(since)
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         db.row_factory = sqlite3.Row
+        columns = {row[1] for row in db.execute("PRAGMA table_info(calls)")}
+        if policy and "verdict" not in columns:
+            return []  # a log from before the call policy
         rows = db.execute(
             f"SELECT * FROM calls WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
             (*values, limit),

@@ -67,6 +67,7 @@ from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests
 from .live import tell_roots_changed
 from .pins import PinBook
+from .policy import Caller, Policy
 from .results import ResultStore
 from .status import connection_status
 from .tracing import (
@@ -163,6 +164,8 @@ class Manager:
         """Whole tool results that `max_output` cut (`engine.results`)."""
         self.calls = CallLog(state_dir)
         """Every tool call, one row each (`engine.calllog`)."""
+        self.policy = Policy(self.bus.publish, state_dir, self.secrets, clock)
+        """The call policy (`mcp_policy`) and the calls waiting for the user."""
         self._calls_scope = anyio.CancelScope()
         """What on-demand connections listed, kept between their sessions."""
         self._conns: dict[str, Connection] = {}
@@ -416,6 +419,8 @@ class Manager:
         progress: ProgressCallback | None = None,
         answer: Mapping[str, object] | None = None,
         era: str | None = None,
+        caller: Caller | None = None,
+        exposed: str | None = None,
     ) -> CallResult:
         """Call `tool` on `server` through its live session. Never retried.
 
@@ -435,6 +440,9 @@ class Manager:
             era: The era of the client the call is made for
                 (`transport.base.HANDSHAKE`, or None): a server that speaks
                 both meets the client in its own era.
+            caller: Who calls, for the call policy (`engine.policy`).
+            exposed: The tool's name as the caller saw it (the endpoint's),
+                for the policy; default: the connection's prefix and `tool`.
 
         Returns:
             The result; `is_error` tells whether the tool reported an error.
@@ -444,6 +452,8 @@ class Manager:
             ServerUnavailable: Not connected within `hold`, or lost during the call.
             CallTimeout: No result within the timeout.
             CallError: The server rejected the request (`UpstreamError`).
+            PolicyDenied: The call policy denied it, or its user did not
+                allow it in time.
         """
         attributes = None
         if self.tracing is not NO_TRACING:  # skip the work when nobody records
@@ -455,6 +465,17 @@ class Manager:
             conn = self._connection(server)
             if tool in conn.held.get("tools", ()):
                 raise ToolHeld(self._held_message(server, tool))
+            if self.policy.rules:
+                spec = conn.spec
+                await self.policy.admit(
+                    server,
+                    tool,
+                    exposed if exposed is not None else f"{spec.prefix}{tool}",
+                    caller,
+                    lambda: spec.annotated(tool, _listed_annotations(conn, tool)),
+                    arguments,
+                    call_timeout if call_timeout is not None else spec.call_timeout,
+                )
             call_id = next(self._call_ids)
             self.bus.publish(CallStarted(name=server, tool=tool, call_id=call_id))
             started = time.monotonic()
@@ -609,3 +630,13 @@ class Manager:
             if error is None or error is exc:
                 raise
             raise error from exc
+
+
+def _listed_annotations(conn: Connection, tool: str) -> Mapping[str, object]:
+    """`tool`'s annotations as its server listed them ({} if unlisted)."""
+    upstream = conn.upstream
+    for info in upstream.tools if upstream is not None else ():
+        if info.name == tool:
+            given = info.raw.get("annotations")
+            return given if isinstance(given, Mapping) else {}
+    return {}

@@ -36,7 +36,7 @@ import dataclasses
 import json
 import logging
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -66,11 +66,12 @@ from ..core.events import (
     ToolsChanged,
 )
 from ..core.replies import TokenReply
+from ..core.spec import ConnectionSpec
 from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..mcpserver.peers import ListChangedServer
-from ..transport.base import TASKS_EXTENSION, UI_EXTENSION
+from ..transport.base import TASKS_EXTENSION, UI_EXTENSION, ToolInfo
 from .apps import offers_apps, resource_uri, with_resource_uri
 from .attached import Attached
 from .catalog import is_rewrite, rewrites_line
@@ -485,7 +486,7 @@ class Gateway:
                 NameSource(
                     c.name,
                     c.spec.prefix,
-                    c.shown("tools", c.tools),
+                    _annotated(c.spec, c.shown("tools", c.tools)),
                     c.spec.exposure.tools,
                 )
                 for c in self.manager.connections()
@@ -587,3 +588,20 @@ class Gateway:
         if self.tasks.offered():
             out.add(TASKS_EXTENSION)
         return out
+
+
+def _annotated(spec: ConnectionSpec, tools: Sequence[ToolInfo]) -> Sequence[ToolInfo]:
+    """`tools` with the hints the user set (`annotations = {...}` in
+    `mcp_add`) over what the server claims, so clients see those."""
+    if not spec.annotations:
+        return tools
+    out: list[ToolInfo] = []
+    for tool in tools:
+        given = tool.raw.get("annotations")
+        hints = spec.annotated(tool.name, given if isinstance(given, Mapping) else {})
+        if hints != given and (hints or given is not None):
+            tool = ToolInfo(
+                tool.name, tool.description, {**tool.raw, "annotations": hints}
+            )
+        out.append(tool)
+    return out

@@ -30,6 +30,7 @@ from ..core.output import compact, estimate_tokens, fit, results_uri
 from ..core.profile import Profile
 from ..engine.calllog import CallRecord, result_size, shape_of
 from ..engine.manager import Manager
+from ..engine.policy import Caller
 from ..transport.base import LINK_META_KEY, CallResult
 from .apps import app_only, declares_apps, offers_apps, own_name_owner
 from .errors import client_error
@@ -195,6 +196,7 @@ class ToolCalls:
             meta = {**(meta or {}), LINK_META_KEY: token}
 
         era = client_era(ctx)  # a server of both eras meets it in its own
+        caller = Caller(client_name(ctx), profile.name if profile is not None else "")
 
         async def run(held: HeldCall | None = None) -> CallResult:
             notes = self._features.notes(ctx)
@@ -206,6 +208,8 @@ class ToolCalls:
                     meta=meta,
                     progress=notes.progress,
                     era=era,
+                    caller=caller,
+                    exposed=name,
                 )
 
         started, clock = time.time(), time.monotonic()
@@ -223,6 +227,7 @@ class ToolCalls:
                     error=error,
                     duration=round(time.monotonic() - clock, 6),
                     bytes=result_size(data),
+                    verdict=caller.verdict,
                 )
             )
 

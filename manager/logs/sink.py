@@ -23,6 +23,8 @@ import anyio
 from ..core.describe import describe, duration, first_line
 from ..core.events import (
     Added,
+    ApprovalAsked,
+    ApprovalDecided,
     AttemptFailed,
     CallFailed,
     ConfigLoaded,
@@ -101,6 +103,8 @@ _LEVELS: dict[type[Event], int] = {
     ToolsChanged: logging.INFO,
     ToolChanged: logging.WARNING,
     ToolsApproved: logging.INFO,
+    ApprovalAsked: logging.WARNING,
+    ApprovalDecided: logging.INFO,
     Idle: logging.INFO,
     Removed: logging.INFO,
     ConfigLoaded: logging.INFO,

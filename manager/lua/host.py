@@ -10,6 +10,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..core.policy import Rule
 from ..core.profile import Profile
 from ..core.spec import ConnectionSpec
 from ..core.status import ConnectionStatus
@@ -67,9 +68,11 @@ class ScriptResult:
         removed: Names passed to `mcp_remove` and not declared again afterwards.
         duration: Seconds the run took.
         profiles: Declared profiles (`mcp_profile`), in declaration order.
+        rules: Call policy rules (`mcp_policy`), in the order written.
     """
 
     specs: tuple[ConnectionSpec, ...]
     removed: tuple[str, ...]
     duration: float
     profiles: tuple[Profile, ...] = ()
+    rules: tuple[Rule, ...] = ()

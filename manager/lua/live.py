@@ -89,6 +89,21 @@ class LiveScript:
             return None
         return self._invoke(call.fn, result, error)
 
+    def judge(self, fn: Any, arguments: Mapping[str, object]) -> object:
+        """Run an `mcp_policy` rule's `check` on a call's arguments (a table)
+        under the callback budget; what it returned.
+
+        Raises:
+            ConfigError: It failed or ran out of time (naming its line), or
+                the runtime was released (a replaced script).
+        """
+        if self._run.released:
+            raise ConfigError("the script that declared this rule was replaced")
+        said, error = self._guarded(fn, dict(arguments))
+        if error is not None:
+            raise error
+        return said
+
     def close(self) -> None:
         """Release the runtime; later dispatches and deliveries do nothing."""
         self._run.release()

@@ -189,6 +189,7 @@ def execute(
         removed=tuple(run.removed),
         duration=time.perf_counter() - started,
         profiles=tuple(run.profiles.values()),
+        rules=tuple(run.rules),
     )
     run.memory_limit = memory_limit
     return run

@@ -18,12 +18,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lupa.lua54 import LuaMemoryError, LuaRuntime, LuaSyntaxError, lua_type
 
 from ..core.errors import ConfigError
 from ..core.events import EVENT_TYPES
+from ..core.policy import Rule, parse_rule
 from ..core.profile import Profile, parse_profile
 from ..core.redact import SecretRegistry, is_sensitive_key, redact
 from ..core.spec import ConnectionSpec, changed_fields, parse_spec, validate_name
@@ -135,6 +136,7 @@ class ScriptRun:
         self.declared: dict[str, Declared] = {}
         self.removed: dict[str, None] = {}  # ordered set
         self.profiles: dict[str, Profile] = {}
+        self.rules: list[Rule] = []  # mcp_policy, in the order written
         self.expired = False
         self.out_of_memory = False
         self.fault: BaseException | None = None
@@ -178,6 +180,7 @@ class ScriptRun:
             self._entry(self._call),
             self._entry(self._async),
             self._entry(self._profile),
+            self._entry(self._policy),
             _HOOK_COUNT,
         )
         lua_globals = rt.globals()
@@ -325,6 +328,40 @@ class ScriptRun:
                 f"options at {previous.where} and {here}; keep one"
             )
         self.profiles.setdefault(profile.name, profile)
+
+    def _policy(self, src: object, line: object, *args: object) -> None:
+        verdict = args[0] if args else None
+        if self.live:
+            raise ConfigError(
+                f"mcp_policy({verdict!r}): rules are declared in the script body, "
+                "not from a callback"
+            )
+        if len(args) > 2:
+            raise ConfigError(
+                f"mcp_policy({verdict!r}): too many arguments ({len(args)}); use "
+                'mcp_policy("ask", {server = "github", destructive = true})'
+            )
+        raw = args[1] if len(args) == 2 else None
+        match: object = None
+        if lua_type(raw) == "table":
+            # `check` is a function: kept as it is, the rest converted.
+            budget = [MAX_ENTRIES]
+            converted: dict[str, object] = {}
+            for key, value in cast(Any, raw).items():
+                if key == "check":
+                    if lua_type(value) != "function":
+                        raise ConfigError(
+                            f"mcp_policy({verdict!r}): check must be a function of "
+                            f"the arguments, got {as_text(value)}"
+                        )
+                    converted[key] = value
+                else:
+                    converted[str(key)] = lua_to_py(value, str(key), budget)
+            match = converted
+        elif raw is not None:
+            match = lua_to_py(raw, "match", [MAX_ENTRIES])
+        here = f"{src}:{line}" if isinstance(line, int) else str(src or self.file)
+        self.rules.append(parse_rule(verdict, match, here))
 
     def _remove(self, *args: object) -> bool:
         name = args[0] if args else None

@@ -31,7 +31,14 @@ from manager.core.errors import (
     ServerUnavailable,
     UnknownServer,
 )
-from manager.core.events import Connected, Connecting, Event, Removed, ToolChanged
+from manager.core.events import (
+    ApprovalAsked,
+    Connected,
+    Connecting,
+    Event,
+    Removed,
+    ToolChanged,
+)
 from manager.core.replies import (
     ApproveReply,
     CallbackReply,
@@ -177,6 +184,12 @@ class FakeBackend:
     def logout(self, server: str) -> LogoutReply:
         self.logins.append(("logout", server, None))
         return LogoutReply(server=server, forgot=True)
+
+    def pending(self) -> list[ApprovalAsked]:
+        return []
+
+    def decide(self, approval: str, verdict: str, scope: str) -> ApprovalAsked:
+        raise ControlError(f"no call waits for approval {approval!r}")
 
     def result(self, result_id: str) -> dict[str, object]:
         if result_id != "r1":

@@ -27,6 +27,9 @@ SENTENCES = [
     "description: text addressed to the model ('<IMPORTANT>'); review: mcp-manager "
     "tools --changed; approve: mcp-manager approve a echo",
     "a: approved echo, pid",
+    "a: call of 'add' by claude-code waits for your approval (startup.lua:5); "
+    "allow: mcp-manager allow 1f2e3d4c; deny: mcp-manager deny 1f2e3d4c",
+    "a: call of 'add' allowed (session) by hud",
     "a: needs login (no token); run: mcp-manager login a",
     "a: refused (no scope after 3 logins); not asked again by itself: to try "
     "again run: mcp-manager login a (or mcp-manager reconnect a)",

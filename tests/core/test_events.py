@@ -11,6 +11,8 @@ import manager.core.events as events_module
 from manager.core.events import (
     EVENT_TYPES,
     Added,
+    ApprovalAsked,
+    ApprovalDecided,
     AttemptFailed,
     AuthStep,
     CallFailed,
@@ -61,6 +63,18 @@ EXAMPLES: list[Event] = [
         held=True,
     ),
     ToolsApproved(name="a", items=("echo", "pid")),
+    ApprovalAsked(
+        name="a",
+        tool="add",
+        approval="1f2e3d4c",
+        client="claude-code",
+        rule="startup.lua:5",
+        arguments='{"a": 1}',
+        deadline=1.5,
+    ),
+    ApprovalDecided(
+        name="a", tool="add", verdict="allow", by="hud", scope="session", approval="x"
+    ),
     NeedsLogin(name="a", reason="no token", command="mcp-manager login a"),
     Refused(name="a", reason="no scope after 3 logins", command="mcp-manager login a"),
     AuthStep(name="a", step="refresh", outcome="ok", status=200, elapsed=0.01),

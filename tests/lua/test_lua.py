@@ -505,8 +505,8 @@ def test_huge_allocations_hit_the_memory_limit(source: str) -> None:
 EXPECTED_GLOBALS = (
     "_G _VERSION assert coroutine env error getmetatable ipairs math mcp_add "
     "mcp_async mcp_await mcp_await_prompt mcp_await_read mcp_call mcp_list "
-    "mcp_load mcp_on mcp_profile mcp_prompt mcp_read mcp_remove mcp_status next "
-    "pairs pcall print "
+    "mcp_load mcp_on mcp_policy mcp_profile mcp_prompt mcp_read mcp_remove "
+    "mcp_status next pairs pcall print "
     "rawequal rawget "
     "rawlen rawset require select setmetatable string table tonumber tostring type "
     "utf8 xpcall"

@@ -1,0 +1,104 @@
+"""`mcp_policy` in a running daemon: rules from startup.lua (a Lua check of the
+arguments included) judge `mcp-manager call` and an editor's `attach`, the
+user answers an ask with `mcp-manager allow`, and `why` says what was denied.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from servers import lua_stdio, stdio_command
+from servers.daemon import DaemonProcess
+
+from manager.cli import main
+from manager.core.errors import CallError
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+RULES = """\
+mcp_policy("deny", {tool = "fail"})
+mcp_policy("deny", {check = function(args) return args.text == "rm -rf /" end})
+mcp_policy("ask", {check = function(a) return a.text == "boom" and a.text.no.x end})
+mcp_policy("allow", {read_only = true})
+mcp_policy("ask", {timeout = 120})
+"""
+"""Lines 2-6 of the script (line 1 declares the demo server)."""
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+async def test_rules_from_the_script_judge_the_cli_and_attach_and_the_user_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command, args = stdio_command()
+    script = tmp_path / "startup.lua"
+    hints = "{annotations = {echo = {readOnlyHint = true}}}"
+    script.write_text(lua_stdio("a", command, args, hints) + RULES)
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "a")
+        call = daemon.client.call
+        with pytest.raises(CallError, match="denied by policy rule at startup.lua:2"):
+            await anyio.to_thread.run_sync(call, "a", "fail", {"message": "x"})
+        with pytest.raises(CallError, match="denied by policy rule at startup.lua:3"):
+            await anyio.to_thread.run_sync(call, "a", "echo", {"text": "rm -rf /"})
+        # A check that fails is an ask, naming its line: denied here, unanswered
+        # (the CLI call's own timeout is the deadline).
+        with pytest.raises(CallError, match="not approved within 1 s"):
+            await anyio.to_thread.run_sync(
+                lambda: call("a", "echo", {"text": "boom"}, timeout=1)
+            )
+        failed = daemon.wait_event("approval_asked", "a")
+        assert "startup.lua:4: its check failed" in str(failed["rule"])
+        # Read-only by the user's hint (line 5), so allowed at once.
+        echoed = await anyio.to_thread.run_sync(call, "a", "echo", {"text": "hi"})
+        assert echoed["isError"] is False
+
+        # An editor through attach (2026-07-28): `add` is asked (line 6), and
+        # the user allows it from another terminal.
+        editor = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "manager", "attach", "--socket", str(daemon.socket)],
+        )
+        got: list[types.CallToolResult] = []
+        async with Client(editor) as client:
+
+            async def add() -> None:
+                got.append(await client.call_tool("a__add", {"a": 2, "b": 5}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(add)
+                asked = await anyio.to_thread.run_sync(
+                    lambda: daemon.wait_event(
+                        "approval_asked",
+                        "a",
+                        where=lambda e: e["tool"] == "add",
+                    )
+                )
+                socket = ["--socket", str(daemon.socket)]
+                assert main(["pending", *socket]) == 0
+                approval = str(asked["approval"])
+                assert approval in capsys.readouterr().out
+                assert main(["allow", approval, *socket]) == 0
+                assert "a.add: allowed" in capsys.readouterr().out
+            assert not got[0].is_error and "7" in _text(got[0])
+            assert main(["deny", "no-such-id", *socket]) == 2
+        # `why` names what was denied and by which rule, once written.
+        with anyio.fail_after(10):
+            while not any(  # noqa: ASYNC110 - rows are written a batch a second
+                c.get("verdict") for c in daemon.client.details("a").calls
+            ):
+                await anyio.sleep(0.05)
+    assert main(["why"]) == 0
+    shown = capsys.readouterr().out
+    assert "[denied by rule startup.lua:2]" in shown
+    assert "[denied by rule startup.lua:3]" in shown
+    assert "not approved in time, rule startup.lua:4" in shown
+    assert "allowed by cli (once), rule startup.lua:6" in shown
+    assert "rm -rf" not in shown  # argument values are never logged

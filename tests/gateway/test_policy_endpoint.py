@@ -1,0 +1,127 @@
+"""The call policy through the endpoint, in both eras: a deny is a tool error
+naming its rule, an ask waits for the user (never the client), unanswered it
+ends at its deadline, and the user's hints override a server's.
+
+The gateway, the manager and the demo server (a subprocess over stdio) are the
+real ones; rules are set as a loaded script sets them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.client.client import ConnectMode
+from test_gateway import demo_stdio, running_gateway, text_of
+
+from manager.core.events import ApprovalAsked
+from manager.core.policy import parse_rule
+from manager.engine.calllog import read
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
+
+MODES: tuple[ConnectMode, ...] = ("legacy", "auto")
+"""A handshake-era client and a 2026-07-28 one."""
+
+RULES = (
+    parse_rule("deny", {"tool": "*fail*"}, "startup.lua:3"),
+    parse_rule("allow", {"read_only": True}, "startup.lua:4"),
+    parse_rule("ask", {"server": "a", "timeout": 60}, "startup.lua:5"),
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_deny_is_a_tool_error_and_an_ask_waits_for_the_user(
+    mode: ConnectMode,
+) -> None:
+    spec = demo_stdio("a", annotations={"echo": {"readOnlyHint": True}})
+    asked_client: list[object] = []
+
+    async def elicited(context: Any, params: Any) -> types.ElicitResult:
+        asked_client.append(params)  # the approval must never come this way
+        return types.ElicitResult(action="accept", content={})
+
+    async with running_gateway([spec], wait_for=["a"]) as (gateway, manager, rec):
+        manager.policy.set_rules(RULES, None)
+        async with Client(
+            str(gateway.url), mode=mode, elicitation_callback=elicited
+        ) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            # The user's hint is what clients see, and what the rules read.
+            hints = listed["a__echo"].annotations
+            assert hints is not None and hints.read_only_hint is True
+            echoed = await client.call_tool("a__echo", {"text": "hi"})
+            assert text_of(echoed) == "hi"
+
+            denied = await client.call_tool("a__fail", {"message": "x"})
+            assert denied.is_error
+            assert "denied by policy rule at startup.lua:3" in text_of(denied)
+
+            got: list[types.CallToolResult] = []
+
+            async def call() -> None:
+                got.append(await client.call_tool("a__add", {"a": 2, "b": 3}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                asked = await rec.wait_for("approval_asked", "a")
+                assert isinstance(asked, ApprovalAsked)
+                assert (asked.tool, asked.rule) == ("add", "startup.lua:5")
+                assert asked.arguments == '{"a": 2, "b": 3}'
+                assert [a.approval for a in manager.policy.pending()] == [
+                    asked.approval
+                ]
+                manager.policy.answer(asked.approval, "allow", "once", by="hud")
+            (added,) = got
+            assert not added.is_error and "5" in text_of(added)
+            decided = await rec.wait_for("approval_decided", "a", after=asked.seq)
+            assert (decided.verdict, decided.by) == ("allow", "hud")  # type: ignore[attr-defined]
+        assert asked_client == []  # the client was never asked to approve
+        manager.calls.flush()
+    said = {r["tool"]: r["verdict"] for r in read()[-3:]}
+    assert said == {
+        "echo": "",
+        "fail": "denied by rule startup.lua:3",
+        "add": "allowed by hud (once), rule startup.lua:5",
+    }
+
+
+async def test_an_unanswered_ask_ends_at_its_deadline_and_an_answer_may_last() -> None:
+    rules = (parse_rule("ask", {"tool": "add"}, "startup.lua:7"),)
+    spec = demo_stdio("a", call_timeout=1)
+    async with running_gateway([spec], wait_for=["a"]) as (gateway, manager, rec):
+        manager.policy.set_rules(rules, None)
+        async with Client(str(gateway.url)) as client:
+            late = await client.call_tool("a__add", {"a": 1, "b": 1})
+            assert late.is_error and "not approved within 1 s" in text_of(late)
+            decided = await rec.wait_for("approval_decided", "a")
+            assert decided.by == "deadline"  # type: ignore[attr-defined]
+            assert manager.policy.pending() == []
+
+            got: list[types.CallToolResult] = []
+
+            async def call() -> None:
+                got.append(await client.call_tool("a__add", {"a": 1, "b": 2}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                asked = await rec.wait_for("approval_asked", "a", after=decided.seq)
+                manager.policy.answer(
+                    asked.approval,  # type: ignore[attr-defined]
+                    "allow",
+                    "session",
+                    by="cli",
+                )
+            assert not got[0].is_error
+            # The same client's next call is not asked again.
+            again = await client.call_tool("a__add", {"a": 1, "b": 3})
+            assert not again.is_error
+            remembered = rec.of("approval_decided", "a")[-1]
+            assert remembered.by == "remembered"  # type: ignore[attr-defined]
+        with pytest.raises(ValueError, match="a deny is for this call only"):
+            manager.policy.answer("nope", "deny", "always", by="cli")
+        with pytest.raises(KeyError):
+            manager.policy.answer("nope", "allow", "once", by="cli")
