@@ -264,7 +264,9 @@ class ControlClient:
             and isinstance(event := event_from_dict(row), ApprovalAsked)
         ]
 
-    def decide(self, approval: str, verdict: str, scope: str = "once") -> ApprovalAsked:
+    def decide(
+        self, approval: str, verdict: str, scope: str = "once", by: str = "cli"
+    ) -> ApprovalAsked:
         """Answer a waiting call (`mcp-manager allow ID` / `deny ID`).
 
         Raises:
@@ -273,7 +275,13 @@ class ControlClient:
         """
         from ..core.events import ApprovalAsked, event_from_dict
 
-        request = {"cmd": "decide", "id": approval, "verdict": verdict, "scope": scope}
+        request = {
+            "cmd": "decide",
+            "id": approval,
+            "verdict": verdict,
+            "scope": scope,
+            "by": by,
+        }
         event = event_from_dict(_as_dict(self.request(request)))
         if not isinstance(event, ApprovalAsked):
             raise ControlError("the daemon sent a malformed answer to decide")

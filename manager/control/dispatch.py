@@ -166,9 +166,11 @@ class ControlBackend(Protocol):
         """The calls waiting for the user's approval (`mcp_policy` `ask`)."""
         ...
 
-    def decide(self, approval: str, verdict: str, scope: str) -> ApprovalAsked:
+    def decide(
+        self, approval: str, verdict: str, scope: str, by: str = "cli"
+    ) -> ApprovalAsked:
         """The user's answer to a waiting call: `allow` or `deny`, for
-        `once`, `session` or `always`.
+        `once`, `session` or `always`, given at the CLI or an attached HUD.
 
         Raises:
             ControlError: No call waits under that id, or a bad verdict/scope.
@@ -235,7 +237,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "changes": frozenset({"server"}),
     "approve": frozenset({"server", "items"}),
     "pending": frozenset(),
-    "decide": frozenset({"id", "verdict", "scope"}),
+    "decide": frozenset({"id", "verdict", "scope", "by"}),
     "token": frozenset({"rotate"}),
     "result": frozenset({"id"}),
 }
@@ -356,7 +358,12 @@ async def dispatch(
                 raise BadRequest(
                     'decide: "scope" must be "once", "session" or "always"'
                 )
-            result = event_to_dict(backend.decide(approval, str(verdict), str(scope)))
+            by = req.get("by", "cli")
+            if by not in ("cli", "hud"):
+                raise BadRequest('decide: "by" must be "cli" or "hud"')
+            result = event_to_dict(
+                backend.decide(approval, str(verdict), str(scope), str(by))
+            )
         elif cmd == "result":
             result_id = req.get("id")
             if not isinstance(result_id, str) or not result_id:

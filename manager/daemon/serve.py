@@ -274,10 +274,13 @@ class Daemon:
         """The calls waiting for the user's approval (`mcp-manager pending`)."""
         return self.manager.policy.pending()
 
-    def decide(self, approval: str, verdict: str, scope: str) -> ApprovalAsked:
-        """The user's answer through the control socket (`allow`, `deny`)."""
+    def decide(
+        self, approval: str, verdict: str, scope: str, by: str = "cli"
+    ) -> ApprovalAsked:
+        """The user's answer (`allow`, `deny`) through the control socket
+        (`by`: `cli`, or `hud` for an attached HUD) or the daemon's own HUD."""
         try:
-            return self.manager.policy.answer(approval, verdict, scope, by="cli")
+            return self.manager.policy.answer(approval, verdict, scope, by=by)
         except KeyError:
             raise ControlError(
                 f"no call waits for approval {approval!r} (answered, or it ended); "

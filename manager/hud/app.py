@@ -98,6 +98,8 @@ class HudApp(App[str]):
     #log { border-top: solid $panel-lighten-2; }
     #filter { display: none; height: 3; }
     #status { height: 2; background: $panel; }
+    #approval { height: auto; max-height: 3; background: $warning-darken-3; }
+    #approval { display: none; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -111,6 +113,10 @@ class HudApp(App[str]):
         Binding("slash", "filter", "Filter", priority=True),
         Binding("v", "verbose", "Verbose"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        # A call waiting for approval (`mcp_policy` `ask`), the oldest first.
+        Binding("a", "decide('allow', 'once')", "Allow", show=False),
+        Binding("A", "decide('allow', 'always')", "Allow always", show=False),
+        Binding("d", "decide('deny', 'once')", "Deny", show=False),
     ]
 
     def __init__(
@@ -155,7 +161,8 @@ class HudApp(App[str]):
             placeholder="filter: name, state, transport or error", id="filter"
         )
         self._statics = {
-            name: Static(id=name) for name in ("header", "columns", "status")
+            name: Static(id=name)
+            for name in ("header", "columns", "approval", "status")
         }
         if initial is not None:
             self._take_snapshot(initial, clock())
@@ -167,6 +174,7 @@ class HudApp(App[str]):
         yield self._statics["header"]
         yield self._statics["columns"]
         yield self.table
+        yield self._statics["approval"]
         yield self.log_view
         yield self.filter_box
         yield self._statics["status"]
@@ -262,6 +270,50 @@ class HudApp(App[str]):
             self._draw_log()
             self._set_text("header", self._header(now))
             self._set_text("status", status)
+            self._draw_approval(now)
+
+    def _draw_approval(self, now: float) -> None:
+        """The prompt row: the oldest call waiting for the user, its keys."""
+        approval = self._statics["approval"]
+        waiting = list(self.hud.approvals.values())
+        approval.display = bool(waiting)
+        if not waiting:
+            return
+        asked = waiting[0]
+        text = Text(overflow="ellipsis")
+        text.append(" approve? ", style="bold")
+        who = f" by {asked.client}" if asked.client else ""
+        text.append(f"{asked.name}.{asked.tool}{who}", style="bold")
+        text.append(f"  ({asked.rule}; {max(0, asked.deadline - now):.0f} s left)")
+        text.append("   a", style="bold green")
+        text.append(" allow  ")
+        text.append("A", style="bold green")
+        text.append(" always  ")
+        text.append("d", style="bold red")
+        text.append(" deny")
+        if len(waiting) > 1:
+            text.append(f"   ({len(waiting) - 1} more waiting)", style="dim")
+        text.append(f"\n   {asked.arguments}", style="dim")
+        self._set_text("approval", text)
+
+    def action_decide(self, verdict: str, scope: str) -> None:
+        """Answer the oldest call waiting for approval (`a`, `A`, `d`)."""
+        waiting = next(iter(self.hud.approvals.values()), None)
+        if waiting is None:
+            self.notify("no call waits for approval", timeout=2, markup=False)
+            return
+        self._spawn(
+            f"{verdict} {waiting.approval}",
+            partial(self._decide, waiting.approval, waiting.tool, verdict, scope),
+        )
+
+    async def _decide(self, approval: str, tool: str, verdict: str, scope: str) -> None:
+        try:
+            await self.backend.decide(approval, verdict, scope)
+        except ManagerError as exc:
+            self.notify(first_line(exc), title=tool, severity="error", markup=False)
+            return
+        self.hud.approvals.pop(approval, None)  # its event follows
 
     def _draw_log(self) -> None:
         new = self.hud.log_total - self._log_seen

@@ -130,8 +130,10 @@ def details_text(row: Row | None, details: ConnectionDetails, now: float) -> Tex
             outcome = f"{call.get('outcome', '')} {call.get('error', '')}".strip()
             ms = _number(call.get("duration")) * 1000
             style = "" if call.get("outcome") == "ok" else "red"
+            said = call.get("verdict")
+            policy = f"  [{said}]" if isinstance(said, str) and said else ""
             text.append(
-                f"  {when}  {call.get('tool')}  {outcome}  {ms:.0f} ms  "
+                f"  {when}  {call.get('tool')}  {outcome}{policy}  {ms:.0f} ms  "
                 f"{call.get('client')}\n",
                 style=style,
             )

@@ -124,6 +124,11 @@ class HudBackend(Protocol):
         """The spec summary, last stderr lines and tool names of `server`."""
         ...
 
+    async def decide(self, approval: str, verdict: str, scope: str) -> None:
+        """The user's answer to a call waiting for approval (`allow` or
+        `deny`, for `once` or `always`)."""
+        ...
+
 
 class SubscriptionFeed:
     """The in-daemon feed: the HUD's own bus subscription.

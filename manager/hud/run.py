@@ -24,6 +24,7 @@ import os
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -93,6 +94,10 @@ class DaemonView(Protocol):
 
     def details(self, server: str) -> ConnectionDetails: ...
 
+    def decide(
+        self, approval: str, verdict: str, scope: str, by: str = "cli"
+    ) -> object: ...
+
     async def reload(self) -> ReloadSummary: ...
 
 
@@ -116,6 +121,9 @@ class _DaemonBackend:
 
     async def details(self, server: str) -> ConnectionDetails:
         return self._daemon.details(server)
+
+    async def decide(self, approval: str, verdict: str, scope: str) -> None:
+        self._daemon.decide(approval, verdict, scope, by="hud")
 
 
 class _CombinedFeed:
@@ -228,6 +236,10 @@ class ControlView(Protocol):
 
     def details(self, server: str) -> ConnectionDetails: ...
 
+    def decide(
+        self, approval: str, verdict: str, scope: str = "once", by: str = "cli"
+    ) -> object: ...
+
     def subscribe(self) -> _Stream: ...
 
 
@@ -254,6 +266,11 @@ class _ClientBackend:
 
     async def details(self, server: str) -> ConnectionDetails:
         return await anyio.to_thread.run_sync(self._client.details, server)
+
+    async def decide(self, approval: str, verdict: str, scope: str) -> None:
+        await anyio.to_thread.run_sync(
+            partial(self._client.decide, approval, verdict, scope, by="hud")
+        )
 
 
 class AttachedReader:

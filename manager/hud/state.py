@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from ..core.describe import describe, first_line
 from ..core.events import (
     Added,
+    ApprovalAsked,
+    ApprovalDecided,
     AttemptFailed,
     AuthStep,
     CallFailed,
@@ -218,6 +220,8 @@ class HudState:
         version: The daemon's version, if known.
         resync_needed: A `lagged` event arrived: the rows may be stale until a
             fresh snapshot is seeded.
+        approvals: The calls waiting for the user's answer (`mcp_policy`
+            `ask`), by approval id, oldest first.
     """
 
     rows: dict[str, Row] = field(default_factory=dict)
@@ -237,6 +241,7 @@ class HudState:
     daemon_pid: int | None = None
     version: str = ""
     resync_needed: bool = False
+    approvals: dict[str, ApprovalAsked] = field(default_factory=dict)
 
     # --- inputs ---------------------------------------------------------------
 
@@ -449,6 +454,12 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             hud.row(name, at).changed[event.item] = event.held
             hud.revision += 1
             level = "warn"
+        case ApprovalAsked():
+            hud.approvals[event.approval] = event
+            level = "warn"
+        case ApprovalDecided():
+            hud.approvals.pop(event.approval, None)
+            level = "ok" if event.verdict == "allow" else "warn"
         case ToolsApproved():
             changed = hud.row(name, at).changed
             for item in event.items:

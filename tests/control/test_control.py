@@ -188,7 +188,9 @@ class FakeBackend:
     def pending(self) -> list[ApprovalAsked]:
         return []
 
-    def decide(self, approval: str, verdict: str, scope: str) -> ApprovalAsked:
+    def decide(
+        self, approval: str, verdict: str, scope: str, by: str = "cli"
+    ) -> ApprovalAsked:
         raise ControlError(f"no call waits for approval {approval!r}")
 
     def result(self, result_id: str) -> dict[str, object]:

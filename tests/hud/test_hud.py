@@ -40,6 +40,8 @@ from manager.control.server import serve_control
 from manager.core.errors import ConfigError, UnknownServer
 from manager.core.events import (
     Added,
+    ApprovalAsked,
+    ApprovalDecided,
     AttemptFailed,
     CallFailed,
     ConfigLoaded,
@@ -538,6 +540,10 @@ class FakeBackend:
     reload_error: ConfigError | None = None
     reconnects: list[str] = field(default_factory=list)
     snapshots: int = 0
+    decided: list[tuple[str, str, str]] = field(default_factory=list)
+
+    async def decide(self, approval: str, verdict: str, scope: str) -> None:
+        self.decided.append((approval, verdict, scope))
 
     async def snapshot(self) -> Snapshot:
         self.snapshots += 1
@@ -685,6 +691,49 @@ async def test_hud_shows_state_changes_from_bus_events() -> None:
         assert "● connected" in screen and "↻" not in screen
         assert "web: connected in 0.00 s (attempt 2, 1 tools)" in screen
         assert "config startup.lua" in screen and "otlp: off" in screen
+
+
+@pytest.mark.anyio
+async def test_a_call_waiting_for_approval_has_a_prompt_row_and_keys() -> None:
+    async with rig() as r:
+        r.publish(*fleet())
+        r.frame()
+        assert "approve?" not in await r.screen()
+        for approval, tool in (("id1", "write_file"), ("id2", "delete")):
+            r.publish(
+                ApprovalAsked(
+                    name="fs",
+                    tool=tool,
+                    approval=approval,
+                    client="claude-code",
+                    rule="startup.lua:6",
+                    arguments='{"path": "/etc/hosts", "token": "***"}',
+                    deadline=r.clock() + 60,
+                )
+            )
+        r.frame()
+        screen = await r.screen()
+        assert "approve? fs.write_file by claude-code" in screen
+        assert "startup.lua:6" in screen and "(1 more waiting)" in screen
+        assert '"token": "***"' in screen
+        await r.pilot.press("a")  # the oldest: allowed once
+        await r.pilot.pause()
+        assert r.backend.decided == [("id1", "allow", "once")]
+        r.publish(
+            ApprovalDecided(
+                name="fs", tool="write_file", verdict="allow", by="hud", approval="id1"
+            )
+        )
+        r.frame()
+        assert "approve? fs.delete" in await r.screen()
+        await r.pilot.press("d")
+        await r.pilot.pause()
+        assert r.backend.decided[-1] == ("id2", "deny", "once")
+        r.frame()
+        assert "approve?" not in await r.screen()
+        await r.pilot.press("A")  # nothing waits: said, nothing sent
+        await r.pilot.pause()
+        assert len(r.backend.decided) == 2
 
 
 @pytest.mark.anyio
@@ -1068,6 +1117,11 @@ class FakeDaemon:
 
     def details(self, server: str) -> ConnectionDetails:
         return ConnectionDetails()
+
+    def decide(
+        self, approval: str, verdict: str, scope: str, by: str = "cli"
+    ) -> object:
+        return None
 
     async def reload(self) -> ReloadSummary:
         return ReloadSummary()
