@@ -8,6 +8,7 @@ real ones; rules are set as a loaded script sets them.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -19,6 +20,7 @@ from test_gateway import demo_stdio, running_gateway, text_of
 
 from manager.core.events import ApprovalAsked
 from manager.core.policy import parse_rule
+from manager.core.profile import parse_profile
 from manager.engine.calllog import read
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
@@ -125,3 +127,29 @@ async def test_an_unanswered_ask_ends_at_its_deadline_and_an_answer_may_last() -
             manager.policy.answer("nope", "deny", "always", by="cli")
         with pytest.raises(KeyError):
             manager.policy.answer("nope", "allow", "once", by="cli")
+
+
+async def test_a_search_profiles_call_tool_is_judged_as_the_real_tool() -> None:
+    """`call_tool` carries no annotations of its own: the rules judge the tool
+    behind it, and `describe_tool` shows that tool's hints as overridden."""
+    spec = demo_stdio("a", annotations={"echo": {"readOnlyHint": True}})
+    rules = (
+        parse_rule("allow", {"read_only": True}, "startup.lua:2"),
+        parse_rule("deny", {"profile": "agent"}, "startup.lua:3"),
+    )
+    async with running_gateway([spec], wait_for=["a"]) as (gateway, manager, _):
+        manager.policy.set_rules(rules, None)
+        manager.profiles = {"agent": parse_profile("agent", {"discovery": "search"})}
+        async with Client(f"{gateway.url}/agent") as client:
+            described = await client.call_tool("describe_tool", {"name": "a__echo"})
+            shown = json.loads(text_of(described))
+            assert shown["annotations"] == {"readOnlyHint": True}
+            echoed = await client.call_tool(
+                "call_tool", {"name": "a__echo", "arguments": {"text": "hi"}}
+            )
+            assert text_of(echoed) == "hi"
+            denied = await client.call_tool(
+                "call_tool", {"name": "a__add", "arguments": {"a": 1, "b": 2}}
+            )
+            assert denied.is_error
+            assert "denied by policy rule at startup.lua:3" in text_of(denied)
