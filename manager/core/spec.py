@@ -113,6 +113,7 @@ _COMMON_OPTIONS = frozenset(
         "sandbox",
         "sandbox_required",
         "annotations",
+        "log_arguments",
         *EXPOSURE_OPTIONS,
     }
 )
@@ -167,6 +168,8 @@ class ConnectionSpec:
         annotations: Tool hints the user trusts over the server's, as
             (glob on the tool's own name, hints) in key order
             (`core.policy.annotation_overrides`).
+        log_arguments: The call log keeps the arguments' values (secrets
+            masked), not only their names and types.
     """
 
     name: str
@@ -195,6 +198,7 @@ class ConnectionSpec:
     max_output: int | None = None
     sandbox: Sandbox = OFF
     annotations: tuple[tuple[str, dict[str, bool]], ...] = ()
+    log_arguments: bool = False
 
     def annotated(self, tool: str, given: Mapping[str, object]) -> dict[str, object]:
         """`given` (a tool's annotations as its server lists them) with this
@@ -420,6 +424,13 @@ def _parse_options(
             out[key] = parse_max_output(prefix, value)
         elif key == "annotations":
             out[key] = annotation_overrides(prefix, value)
+        elif key == "log_arguments":
+            if not isinstance(value, bool):
+                raise ConfigError(
+                    f"{prefix}: log_arguments must be true or false, got "
+                    f"{value_text(value)}"
+                )
+            out[key] = value
         elif key in ("sandbox", "sandbox_required"):
             if transport != "stdio":
                 raise ConfigError(
@@ -623,6 +634,8 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
         }
     if spec.max_output is not None:
         out["max_output"] = spec.max_output
+    if spec.log_arguments:
+        out["log_arguments"] = True
     if spec.annotations:
         out["annotations"] = {glob: dict(given) for glob, given in spec.annotations}
     if spec.on_demand:
@@ -666,7 +679,9 @@ def changed_fields(old: ConnectionSpec, new: ConnectionSpec) -> tuple[str, ...]:
     )
 
 
-LIVE_FIELDS = frozenset({"exposure", "roots", "max_output", "annotations"})
+LIVE_FIELDS = frozenset(
+    {"exposure", "roots", "max_output", "annotations", "log_arguments"}
+)
 """Spec fields that apply to a running connection without a reconnect."""
 
 

@@ -48,7 +48,7 @@ from ..core.replies import (
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription
-from ..engine.calllog import CallRecord, read, result_size, shape_of
+from ..engine.calllog import CallRecord, logged_arguments, read, result_size
 from ..engine.logins import Logins
 from ..engine.manager import Manager
 from ..engine.policy import Caller
@@ -319,6 +319,7 @@ class Daemon:
         started, clock = time.time(), time.monotonic()
         outcome, error, data = "failed", "", None
         caller = Caller(client="cli")
+        conn = self.manager.connection(server)
         try:
             result = await self.manager.call(
                 server,
@@ -342,7 +343,11 @@ class Daemon:
                     profile="",
                     server=server,
                     tool=tool,
-                    shape=shape_of(args),
+                    shape=logged_arguments(
+                        args,
+                        conn is not None and conn.spec.log_arguments,
+                        self.manager.secrets,
+                    ),
                     outcome=outcome,
                     error=error,
                     duration=round(time.monotonic() - clock, 6),

@@ -31,6 +31,8 @@ from typing import Any
 
 import anyio
 
+from ..core.policy import masked
+from ..core.redact import SecretRegistry
 from ..transport.state_files import default_state_dir
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "MAX_ROWS",
     "CallLog",
     "CallRecord",
+    "logged_arguments",
     "read",
     "result_size",
     "shape_of",
@@ -104,6 +107,20 @@ class CallRecord:
     duration: float
     bytes: int
     verdict: str = ""
+
+
+def logged_arguments(
+    arguments: Mapping[str, object] | None,
+    values: bool,
+    secrets: SecretRegistry | None = None,
+) -> str:
+    """What the log keeps of a call's arguments: their shape (`shape_of`),
+    or with `values` (`log_arguments = true`) the arguments themselves as
+    compact JSON, what looks like a secret masked (`core.policy.masked`)."""
+    if not values:
+        return shape_of(arguments)
+    shown = masked(dict(arguments or {}), secrets)
+    return json.dumps(shown, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def result_size(data: object) -> int:

@@ -28,7 +28,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..core.output import compact, estimate_tokens, fit, results_uri
 from ..core.profile import Profile
-from ..engine.calllog import CallRecord, result_size, shape_of
+from ..engine.calllog import CallRecord, logged_arguments, result_size
 from ..engine.manager import Manager
 from ..engine.policy import Caller
 from ..transport.base import LINK_META_KEY, CallResult
@@ -197,6 +197,8 @@ class ToolCalls:
 
         era = client_era(ctx)  # a server of both eras meets it in its own
         caller = Caller(client_name(ctx), profile.name if profile is not None else "")
+        conn = self.manager.connection(server)
+        logs_values = conn is not None and conn.spec.log_arguments
 
         async def run(held: HeldCall | None = None) -> CallResult:
             notes = self._features.notes(ctx)
@@ -222,7 +224,9 @@ class ToolCalls:
                     profile=profile.name if profile is not None else "",
                     server=server,
                     tool=tool,
-                    shape=shape_of(arguments),
+                    shape=logged_arguments(
+                        arguments, logs_values, self.manager.secrets
+                    ),
                     outcome=outcome,
                     error=error,
                     duration=round(time.monotonic() - clock, 6),

@@ -23,7 +23,13 @@ from test_gateway import demo_stdio, running_gateway
 from manager.cli import main
 from manager.core.profile import parse_profile
 from manager.engine import calllog
-from manager.engine.calllog import CallLog, CallRecord, read, shape_of
+from manager.engine.calllog import (
+    CallLog,
+    CallRecord,
+    logged_arguments,
+    read,
+    shape_of,
+)
 from manager.transport.state_files import default_state_dir
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
@@ -146,3 +152,22 @@ async def test_a_cli_call_is_logged_and_the_last_rows_outlive_the_daemon(
         "echo",
         "ok",
     )
+
+
+async def test_log_arguments_keeps_values_with_secrets_masked() -> None:
+    token = "ghp_" + "x" * 36
+    spec = demo_stdio("a", log_arguments=True)
+    async with running_gateway([spec, demo_stdio("b")], wait_for=["a", "b"]) as (
+        gateway,
+        manager,
+        _,
+    ):
+        async with Client(str(gateway.url)) as client:
+            await client.call_tool("a__echo", {"text": f"visible {token}"})
+            await client.call_tool("b__echo", {"text": "hidden"})
+        manager.calls.flush()
+    shapes = {row["server"]: row["shape"] for row in read()[-2:]}
+    assert json.loads(shapes["a"]) == {"text": "***"}  # a token's shape: masked
+    assert shapes["b"] == '{"text":"string"}'  # values only where asked
+    assert logged_arguments({"text": "plain", "n": 2}, True) == '{"text":"plain","n":2}'
+    assert logged_arguments({"api_key": "abcdefghij"}, True) == '{"api_key":"***"}'
