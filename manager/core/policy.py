@@ -38,7 +38,7 @@ from fnmatch import fnmatchcase
 from typing import Literal
 
 from .errors import ConfigError
-from .redact import MASK, SecretRegistry, redact
+from .redact import MASK, SecretRegistry, is_sensitive_key, redact
 
 __all__ = [
     "RULE_OPTIONS",
@@ -357,9 +357,9 @@ def masked(value: object, known: SecretRegistry | None, key: str = "") -> object
     values of keys named like one, well-known token shapes and the values
     the daemon knows (`MASK`), for showing a call to the user."""
     if isinstance(value, str):
-        if (key and len(value) >= 8 and _SECRET_KEY.search(key)) or (
-            _SECRET_VALUE.search(value)
-        ):
+        # Showing more masked than needed is harmless: any value of a key
+        # named like a secret (`is_sensitive_key`: token, key, passw, ...).
+        if (value and key and is_sensitive_key(key)) or _SECRET_VALUE.search(value):
             return MASK
         return redact(value, known)
     if isinstance(value, Mapping):

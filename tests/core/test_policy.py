@@ -13,6 +13,7 @@ from manager.core.policy import (
     decide,
     hints,
     looks_secret,
+    masked,
     parse_rule,
 )
 from manager.core.redact import SecretRegistry
@@ -169,3 +170,23 @@ def test_annotation_overrides_apply_per_tool_and_show_in_the_spec() -> None:
     ):
         with pytest.raises(ConfigError, match=says):
             annotation_overrides("mcp_add('fs')", bad)
+
+
+def test_what_a_question_shows_masks_anything_named_or_shaped_like_a_secret() -> None:
+    known = SecretRegistry()
+    known.add(["the-users-own-secret"])
+    shown = masked(
+        {
+            "password": "abc",  # short, but named like one
+            "nested": {"api_key": "k", "path": "/src/a.py"},
+            "note": "ghp_" + "z" * 36,
+            "text": "uses the-users-own-secret here",
+        },
+        known,
+    )
+    assert shown == {
+        "password": "***",
+        "nested": {"api_key": "***", "path": "/src/a.py"},
+        "note": "***",
+        "text": "uses *** here",
+    }
