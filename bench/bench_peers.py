@@ -116,7 +116,7 @@ from bench_gateway import (
     stdio_session,
 )
 
-from manager.transport.http_pool import PoolTransport
+from manager.transport.http.pool import PoolTransport
 
 MCPHUB_VERSION = "4.2.1"
 MCPHUB_PREFIX = Path("/tmp/mcp-manager-mcphub")

@@ -956,7 +956,7 @@ def environment() -> dict[str, object]:
     if "start_slots" in params:
         slots: object = "default"
         with contextlib.suppress(ImportError, AttributeError):
-            from manager.transport import starts
+            from manager.transport.stdio import starts
 
             slots = starts.default_start_slots()
         info["start_slots"] = slots

@@ -46,7 +46,7 @@ class ConnectionStatus:
         beside: The session of the other era open beside it, for clients of
             that era (a dual-era server): its era, and its process if it has
             one (`2026-07-28, pid 4242`); "" when none.
-        confinement: How a stdio server runs (`transport.stdio.confined_as`):
+        confinement: How a stdio server runs (`transport.stdio.process.confined_as`):
             `off`, `landlock`, `refused` or `UNCONFINED: WHY`; "" otherwise.
     """
 

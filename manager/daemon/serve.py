@@ -58,8 +58,8 @@ from ..gateway.options import EndpointError, EndpointOptions
 from ..gateway.server import Gateway
 from ..logs import LogSink, run_summaries, setup_logging
 from ..telemetry import Telemetry, TelemetryConfig, start_telemetry
-from ..transport.children import CHILD_GROUPS
 from ..transport.ops import OPS
+from ..transport.stdio.children import CHILD_GROUPS
 from .config_runner import ConfigRunner
 from .watchdog import DEFAULT_WATCHDOG, Watchdog
 

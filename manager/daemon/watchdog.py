@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..transport.children import CHILD_GROUPS, ChildGroups
+from ..transport.stdio.children import CHILD_GROUPS, ChildGroups
 
 if TYPE_CHECKING:  # the CLI imports this module: keep it light
     import logging

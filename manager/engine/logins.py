@@ -1,7 +1,7 @@
 """Logging a connection in and out, for the control surfaces (`login`, `logout`).
 
 `begin` opens the login desk's loopback callback for the connection
-(`transport.login`), makes the connection try again at once, and returns the
+(`transport.oauth.login`), makes the connection try again at once, and returns the
 `Login`; the first thing the caller learns is the authorization URL to show the
 user (`first_answer`), then whether the connection got connected (`Login.done`,
 set when the try that used the login ended). A device login (`device`, RFC
@@ -18,8 +18,8 @@ import anyio
 
 from ..core.errors import CallError, UnknownServer
 from ..core.state import Phase
-from ..transport.auth import uses_oauth
-from ..transport.login import LOGIN_TIMEOUT, Login, LoginDesk
+from ..transport.oauth.auth import uses_oauth
+from ..transport.oauth.login import LOGIN_TIMEOUT, Login, LoginDesk
 from .connection import Connection
 from .manager import Manager
 

@@ -48,7 +48,6 @@ from ..core.redact import SecretRegistry
 from ..core.spec import ConnectionSpec, applies_live, changed_fields, display_endpoint
 from ..core.state import Phase
 from ..core.status import ConnectionStatus
-from ..transport.auth import uses_oauth
 from ..transport.base import (
     LINK_META_KEY,
     CallResult,
@@ -59,8 +58,9 @@ from ..transport.base import (
 )
 from ..transport.connect import McpTransport
 from ..transport.lists import ListMemory
-from ..transport.starts import StartSlots
+from ..transport.oauth.auth import uses_oauth
 from ..transport.state_files import default_state_dir
+from ..transport.stdio.starts import StartSlots
 from .bus import EventBus
 from .calllog import CallLog
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready

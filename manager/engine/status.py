@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.spec import display_endpoint
 from ..core.status import ConnectionStatus
-from ..transport.stdio import confined_as
+from ..transport.stdio.process import confined_as
 from .connection import Connection
 
 __all__ = ["connection_status"]

@@ -9,22 +9,24 @@
   handshake-era client meets a server of both eras in its own era.
 - `lists`: what on-demand servers listed, kept between their sessions.
 - `state_files`: the state directory, and its private JSON files' one writer.
-- `relay`: the lean `tools/call` relay of a handshake-era session (one JSON
-  line to a process); `http_relay`: the same as one POST to an HTTP server.
+- `relay`: each transport's one sender of a client's requests (`StdioRelay`:
+  one JSON line to a process; `DispatcherRelay`; `http/relay`: one POST).
 - `requests`: what an upstream asks of us (sampling, elicitation, roots, logs).
-- `stdio`, `http`: the two ways bytes reach a server; `children`: the process
-  groups of running stdio servers and the guardian that outlives us;
-  `http_pool`: HTTP/1.1 under the HTTP client (keep-alive, httptools);
+- `stdio/` (`process`: spawn, stdout lines, stderr, stop; `children`: the
+  process groups of running stdio servers and the guardian that outlives us;
+  `starts`: bounded, paced starts) and `http/` (`streams`: streamable HTTP
+  and SSE; `pool`: HTTP/1.1 under the HTTP client; `relay`: a request as one
+  POST; `probe`: the TCP pre-check; `liveness`: the idle TCP sentinel): the
+  two ways bytes reach a server, each a sub-room;
   `waits`: a future awaited with a time limit (the hot paths' waits).
 - `ops`: requests besides `tools/call`, for callers without the SDK's types.
 - `signals`: how a session's end is noticed.
 - `errors`: where SDK, HTTP and OS errors become ours, as sentences
   (`request_error` for a request on a live session, `map_failure` for a try).
-- `probe`: the cheap TCP pre-check; `liveness`: the idle TCP sentinel.
-- `starts`: bounded, paced stdio starts (fleets converge).
 - `tasks`: the tasks extension's task result, claimed for `tools/call`.
-- `auth`, `login`, `tokens`: the OAuth client, the login desk, stored tokens;
-  `device`: the device authorization grant (RFC 8628), which the SDK lacks.
+- `oauth/` (`auth`, `login`, `tokens`: the OAuth client, the login desk,
+  stored tokens; `device`: the device authorization grant (RFC 8628), which
+  the SDK lacks): a sub-room.
 - `compat_mcp`, `compat_anyio`: the only places that use those libraries'
   private names, each saying why and what public API would replace it.
 

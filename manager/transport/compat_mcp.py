@@ -28,7 +28,7 @@ Why each is used, and which public API would replace it:
   SDK has no device authorization grant (RFC 8628); for a device login the
   step that would send the user's browser to the authorization endpoint
   returns the device authorization request instead, which the daemon's flow
-  recognises and carries on with (`transport.device`), after the SDK's own
+  recognises and carries on with (`transport.oauth.device`), after the SDK's own
   discovery, registration and scope selection, and before its own handling of
   the token response. Replace with a public grant hook on
   `OAuthClientProvider` (or the SDK's own device grant).

@@ -40,7 +40,6 @@ from ..core.errors import (
 from ..core.redact import SecretRegistry, redact_url
 from ..core.resolve import references, resolve_spec
 from ..core.spec import ConnectionSpec
-from .auth import oauth_auth, uses_oauth
 from .base import (
     APP_MIME_TYPE,
     HANDSHAKE,
@@ -52,24 +51,25 @@ from .base import (
 )
 from .eras import EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
-from .http import environment_proxy, open_http_streams, open_sse_streams
-from .login import LoginDesk
-from .probe import tcp_precheck
-from .relay import NO_SEND_SPAN, SendSpan
-from .requests import server_request_callbacks
-from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
-from .side import EraSide, ListSources
-from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
-from .starts import Slot, StartSlots
-from .state_files import default_state_dir
-from .stdio import stdio_streams
-from .tasks import task_claims
-from .tokens import (
+from .http.probe import tcp_precheck
+from .http.streams import environment_proxy, open_http_streams, open_sse_streams
+from .oauth.auth import oauth_auth, uses_oauth
+from .oauth.login import LoginDesk
+from .oauth.tokens import (
     FileTokens,
     forget_tokens,
     stored_expiry,
     token_path,
 )
+from .relay import NO_SEND_SPAN, SendSpan
+from .requests import server_request_callbacks
+from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
+from .side import EraSide, ListSources
+from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
+from .state_files import default_state_dir
+from .stdio.process import stdio_streams
+from .stdio.starts import Slot, StartSlots
+from .tasks import task_claims
 
 __all__ = ["CLIENT_NAME", "TEARDOWN_TIMEOUT", "McpTransport", "StreamOpener"]
 

@@ -76,13 +76,13 @@ from .base import (
 from .compat_mcp import speak_for_the_caller, stamp_request, typed_result
 from .eras import EraMemory
 from .errors import describe_error, flatten, is_session_lost, request_error
-from .liveness import TcpSentinel
-from .probe import address
+from .http.liveness import TcpSentinel
+from .http.probe import address
 from .relay import DispatcherRelay, Relay, plain_tool_result
 from .requests import asked
 from .side import EraSide, ListSources
 from .signals import LostSignal
-from .starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
+from .stdio.starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 from .tasks import OWN_EXTENSIONS, ROUTED_EXTENSIONS
 
 __all__ = [

@@ -20,7 +20,7 @@ from manager.core.events import Event
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.starts import StartSlots, cpu_ticks
+from manager.transport.stdio.starts import StartSlots, cpu_ticks
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 

@@ -18,7 +18,7 @@ import time
 import anyio
 
 from manager.daemon.watchdog import Watchdog
-from manager.transport.children import CHILD_GROUPS
+from manager.transport.stdio.children import CHILD_GROUPS
 
 
 def spin_forever() -> None:

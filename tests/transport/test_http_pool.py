@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from manager.transport.errors import describe_error
-from manager.transport.http_pool import READ_HIGH_WATER, PoolTransport
+from manager.transport.http.pool import READ_HIGH_WATER, PoolTransport
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""Streamable HTTP upstreams behind the environment's proxy (`transport.http`).
+"""Streamable HTTP upstreams behind the environment's proxy (`transport.http.streams`).
 
 `environment_proxy` is checked against the variables alone; then a daemon's
 connection goes to a hand-written server through a forwarding proxy (in the
@@ -22,7 +22,7 @@ from servers import HttpServerFactory
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.http import environment_proxy
+from manager.transport.http.streams import environment_proxy
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""The lean `tools/call` relay to streamable HTTP servers (`transport.http_relay`).
+"""The lean `tools/call` relay to streamable HTTP servers (`transport.http.relay`).
 
 The upstream is a hand-written handshake-era streamable HTTP server (starlette
 under uvicorn, in the test's loop) that keeps every message it is sent, so a
@@ -29,7 +29,7 @@ from manager.core.errors import CallTimeout, ServerUnavailable, UpstreamError
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.http_relay import SseEvents
+from manager.transport.http.relay import SseEvents
 
 pytestmark = pytest.mark.anyio
 

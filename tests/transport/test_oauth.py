@@ -150,7 +150,7 @@ async def test_a_restarted_daemon_reuses_its_stored_token(tmp_path: Path) -> Non
 async def test_a_stored_token_past_its_expiry_is_not_sent(tmp_path: Path) -> None:
     from mcp.shared.auth import OAuthToken
 
-    from manager.transport.tokens import FileTokens
+    from manager.transport.oauth.tokens import FileTokens
 
     now = [1000.0]
     tokens = FileTokens(tmp_path / "t.json", "https://as", clock=lambda: now[0])
@@ -166,7 +166,7 @@ async def test_a_stored_token_past_its_expiry_is_not_sent(tmp_path: Path) -> Non
 async def test_the_authorization_server_is_kept_with_the_tokens(tmp_path: Path) -> None:
     from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 
-    from manager.transport.tokens import AuthServer, FileTokens
+    from manager.transport.oauth.tokens import AuthServer, FileTokens
 
     tokens = FileTokens(tmp_path / "t.json", None)
     assert tokens.auth_server() is None

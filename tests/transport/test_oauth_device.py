@@ -32,9 +32,9 @@ from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.logins import Logins
 from manager.engine.manager import Manager
-from manager.transport import device
 from manager.transport.connect import McpTransport
-from manager.transport.login import Login
+from manager.transport.oauth import device
+from manager.transport.oauth.login import Login
 
 pytestmark = pytest.mark.anyio
 

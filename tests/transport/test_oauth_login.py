@@ -38,7 +38,7 @@ from manager.engine.manager import Manager
 from manager.hud.state import HudState
 from manager.hud.view import cells
 from manager.transport.connect import McpTransport
-from manager.transport.login import Login
+from manager.transport.oauth.login import Login
 
 pytestmark = pytest.mark.anyio
 
@@ -407,9 +407,9 @@ async def test_requests_refused_together_during_a_login_share_one_authorization(
     """Two requests of one connection get 401 at the same moment while a login
     is under way: the first authorizes, the second waits for it and goes out
     with the new token (no second authorization racing for the same login)."""
-    from manager.transport.auth import oauth_auth
-    from manager.transport.login import LoginDesk
-    from manager.transport.tokens import FileTokens
+    from manager.transport.oauth.auth import oauth_auth
+    from manager.transport.oauth.login import LoginDesk
+    from manager.transport.oauth.tokens import FileTokens
 
     async with oauth_demo() as server:
         desk = LoginDesk()

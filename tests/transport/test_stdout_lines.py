@@ -14,7 +14,7 @@ from servers import own_children, raw_command
 from manager.core.spec import parse_spec
 from manager.transport.base import Hooks
 from manager.transport.signals import LostSignal
-from manager.transport.stdio import MAX_LINE, StdoutLines, stdio_streams
+from manager.transport.stdio.process import MAX_LINE, StdoutLines, stdio_streams
 
 pytestmark = pytest.mark.anyio
 

@@ -63,15 +63,15 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from pydantic import AnyUrl
 
-from ..core.errors import (
+from ...core.errors import (
     AuthMismatch,
     AuthorizationRefused,
     ConfigError,
     LoginRequired,
 )
-from ..core.oauth import OAUTH_OFF, OAuthSpec
-from ..core.spec import ConnectionSpec
-from .compat_mcp import (
+from ...core.oauth import OAUTH_OFF, OAuthSpec
+from ...core.spec import ConnectionSpec
+from ..compat_mcp import (
     DeviceAwareProvider,
     oauth_load,
     oauth_loaded,
@@ -79,6 +79,7 @@ from .compat_mcp import (
     oauth_take_refresh,
     waiting_on_the_user,
 )
+from ..errors import describe_error
 from .device import (
     DEVICE_GRANT,
     DEVICE_HTTP_TIMEOUT,
@@ -86,7 +87,6 @@ from .device import (
     device_endpoint,
     unsupported,
 )
-from .errors import describe_error
 from .login import CALLBACK_PATH, NO_LOGIN, Login, LoginDesk
 from .tokens import AuthServer, FileTokens
 

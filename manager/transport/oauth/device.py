@@ -41,7 +41,7 @@ import anyio
 import httpx2
 from mcp.client.auth.oauth2 import OAuthContext
 
-from ..core.errors import AuthorizationRefused, LoginRequired
+from ...core.errors import AuthorizationRefused, LoginRequired
 
 if TYPE_CHECKING:
     from .login import Login

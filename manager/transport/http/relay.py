@@ -52,8 +52,8 @@ from mcp_types import (
     REQUEST_TIMEOUT,
 )
 
-from .base import ProgressCallback
-from .relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
+from ..base import ProgressCallback
+from ..relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
 
 __all__ = ["RESUME_ATTEMPTS", "HttpRelay", "SseEvents"]
 

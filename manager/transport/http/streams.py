@@ -30,12 +30,12 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from ..core.redact import redact_url
-from ..core.spec import ConnectionSpec
-from .base import LINK_META_KEY, Refusal, RequestLinks
-from .http_pool import PoolTransport
-from .http_relay import HttpRelay
-from .relay import NO_SEND_SPAN, SendSpan
+from ...core.redact import redact_url
+from ...core.spec import ConnectionSpec
+from ..base import LINK_META_KEY, Refusal, RequestLinks
+from ..relay import NO_SEND_SPAN, SendSpan
+from .pool import PoolTransport
+from .relay import HttpRelay
 
 __all__ = [
     "HTTP_READ_TIMEOUT",

@@ -41,8 +41,8 @@ from mcp.shared.auth import (
 )
 from pydantic import ValidationError
 
-from ..core.redact import SecretRegistry
-from .state_files import write_private_json
+from ...core.redact import SecretRegistry
+from ..state_files import write_private_json
 
 __all__ = [
     "EXPIRY_MARGIN",

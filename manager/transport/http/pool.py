@@ -45,7 +45,7 @@ import anyio
 import httptools
 import httpx2
 
-from .waits import settled, wake
+from ..waits import settled, wake
 
 __all__ = ["READ_HIGH_WATER", "PoolTransport"]
 

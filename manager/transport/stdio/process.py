@@ -32,16 +32,16 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-from ..core.errors import (
+from ...core.errors import (
     ConnectFailed,
 )
-from ..core.sandbox import rules
-from ..core.spec import ConnectionSpec
-from .base import EXIT_CODE_WAIT, Hooks, LossReport
+from ...core.sandbox import rules
+from ...core.spec import ConnectionSpec
+from ..base import EXIT_CODE_WAIT, Hooks, LossReport
+from ..compat_anyio import release_process, write_at_once
+from ..relay import NO_SEND_SPAN, SendSpan, StdioRelay
+from ..signals import LostSignal
 from .children import CHILD_GROUPS
-from .compat_anyio import release_process, write_at_once
-from .relay import NO_SEND_SPAN, SendSpan, StdioRelay
-from .signals import LostSignal
 
 __all__ = ["GARBAGE_SAMPLE", "StdoutLines", "confined_as", "stdio_streams"]
 
@@ -96,7 +96,7 @@ async def stdio_streams(
             shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-LAUNCHER = Path(__file__).resolve().parent.parent / "confine.py"
+LAUNCHER = Path(__file__).resolve().parents[2] / "confine.py"
 """The confining launcher (run by path, standard library only)."""
 
 _unconfined_told: set[str] = set()

@@ -30,7 +30,7 @@ import anyio
 import anyio.abc
 from mcp.client.auth import AuthorizationCodeResult
 
-from ..core.errors import LoginRequired
+from ...core.errors import LoginRequired
 
 __all__ = ["CALLBACK_PATH", "LOGIN_TIMEOUT", "NO_LOGIN", "Login", "LoginDesk"]
 

@@ -17,11 +17,11 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from ..core.errors import (
+from ...core.errors import (
     ConnectFailed,
     ConnectTimeout,
 )
-from .errors import os_reason
+from ..errors import os_reason
 
 __all__ = ["address", "tcp_precheck"]
 
