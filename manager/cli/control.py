@@ -411,41 +411,34 @@ def add_parsers(
     reconnect.add_argument("server", metavar="SERVER")
     reconnect.set_defaults(handler=_cmd_reconnect)
 
+    rows = argparse.ArgumentParser(add_help=False)  # what log and why filter on
+    rows.add_argument("--server", metavar="S", help="only this connection's")
+    rows.add_argument("--tool", metavar="T", help="only this tool's (its own name)")
+    rows.add_argument(
+        "--since", metavar="AGE", help="only the last AGE: 90s, 15m, 1h, 2d"
+    )
+    rows.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="the last N (default 100)"
+    )
+    rows.add_argument("--json", action="store_true", help="one JSON object a line")
+
     log = sub.add_parser(
         "log",
-        parents=[common],
+        parents=[common, rows],
         help="the calls made through the daemon (kept 30 days; argument "
         "names and types, never values)",
     )
-    log.add_argument("--server", metavar="S", help="only this connection's")
-    log.add_argument("--tool", metavar="T", help="only this tool's (its own name)")
     log.add_argument(
         "--failed", action="store_true", help="only failures and tool errors"
     )
-    log.add_argument(
-        "--since", metavar="AGE", help="only the last AGE: 90s, 15m, 1h, 2d"
-    )
-    log.add_argument(
-        "--limit", type=int, default=100, metavar="N", help="the last N (default 100)"
-    )
-    log.add_argument("--json", action="store_true", help="one JSON object a line")
     log.set_defaults(handler=_cmd_log)
 
     why = sub.add_parser(
         "why",
-        parents=[common],
+        parents=[common, rows],
         help="the calls the call policy (mcp_policy) denied or held for "
         "approval, and by which rule or whom",
     )
-    why.add_argument("--server", metavar="S", help="only this connection's")
-    why.add_argument("--tool", metavar="T", help="only this tool's (its own name)")
-    why.add_argument(
-        "--since", metavar="AGE", help="only the last AGE: 90s, 15m, 1h, 2d"
-    )
-    why.add_argument(
-        "--limit", type=int, default=100, metavar="N", help="the last N (default 100)"
-    )
-    why.add_argument("--json", action="store_true", help="one JSON object a line")
     why.set_defaults(handler=_cmd_log, policy=True, failed=False)
 
     pending = sub.add_parser(

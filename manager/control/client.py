@@ -16,7 +16,7 @@ import os
 import socket
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.errors import ConfigError, ControlError
 from ..core.replies import (
@@ -41,6 +41,8 @@ if TYPE_CHECKING:  # loaded by `events` only: eighteen dataclasses cost ~10 ms
     from ..core.events import ApprovalAsked, Event, ToolChanged
 
 __all__ = ["ControlClient", "EventStream"]
+
+E = TypeVar("E", bound="Event")
 
 
 def _raise_error(body: object) -> None:
@@ -230,16 +232,9 @@ class ControlClient:
             UnknownServer: No such connection.
             ControlError: The daemon is unreachable.
         """
-        from ..core.events import ToolChanged, event_from_dict
+        from ..core.events import ToolChanged
 
-        result = self.request({"cmd": "changes", "server": server})
-        rows = result if isinstance(result, list) else []
-        return [
-            event
-            for row in rows
-            if isinstance(row, dict)
-            and isinstance(event := event_from_dict(row), ToolChanged)
-        ]
+        return _events(self.request({"cmd": "changes", "server": server}), ToolChanged)
 
     def approve(self, server: str, items: list[str]) -> ApproveReply:
         """Pin what `server` lists now (every item, or `items`).
@@ -253,16 +248,9 @@ class ControlClient:
 
     def pending(self) -> list[ApprovalAsked]:
         """The calls waiting for the user's approval, oldest first."""
-        from ..core.events import ApprovalAsked, event_from_dict
+        from ..core.events import ApprovalAsked
 
-        result = self.request({"cmd": "pending"})
-        rows = result if isinstance(result, list) else []
-        return [
-            event
-            for row in rows
-            if isinstance(row, dict)
-            and isinstance(event := event_from_dict(row), ApprovalAsked)
-        ]
+        return _events(self.request({"cmd": "pending"}), ApprovalAsked)
 
     def decide(
         self, approval: str, verdict: str, scope: str = "once", by: str = "cli"
@@ -517,3 +505,15 @@ def _as_dict(obj: object) -> dict[str, object]:
             f"the daemon sent {type(obj).__name__} where an object was due"
         )
     return obj
+
+
+def _events(result: object, kind: type[E]) -> list[E]:
+    """The events of `kind` in a reply that is a list of event dicts."""
+    from ..core.events import event_from_dict
+
+    rows = result if isinstance(result, list) else []
+    return [
+        event
+        for row in rows
+        if isinstance(row, dict) and isinstance(event := event_from_dict(row), kind)
+    ]

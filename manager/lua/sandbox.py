@@ -305,18 +305,30 @@ class ScriptRun:
         self.removed.pop(name, None)
         return True
 
-    def _profile(self, src: object, line: object, *args: object) -> None:
-        name = args[0] if args else None
+    def _in_the_body(
+        self, label: str, what: str, args: tuple[object, ...], use: str
+    ) -> None:
+        """`label` (`mcp_profile`, `mcp_policy`) is declared in the script
+        body, with at most two arguments (`use`: how to write it)."""
+        first = args[0] if args else None
         if self.live:
             raise ConfigError(
-                f"mcp_profile({name!r}): profiles are declared in the script body, "
+                f"{label}({first!r}): {what} are declared in the script body, "
                 "not from a callback"
             )
         if len(args) > 2:
             raise ConfigError(
-                f"mcp_profile({name!r}): too many arguments ({len(args)}); use "
-                "mcp_profile(name, {servers = {...}, tools = {...}, ...})"
+                f"{label}({first!r}): too many arguments ({len(args)}); use {use}"
             )
+
+    def _profile(self, src: object, line: object, *args: object) -> None:
+        name = args[0] if args else None
+        self._in_the_body(
+            "mcp_profile",
+            "profiles",
+            args,
+            "mcp_profile(name, {servers = {...}, tools = {...}, ...})",
+        )
         budget = [MAX_ENTRIES]
         opts = lua_to_py(args[1], "opts", budget) if len(args) == 2 else None
         here = f"{src}:{line}" if isinstance(line, int) else str(src or self.file)
@@ -331,16 +343,12 @@ class ScriptRun:
 
     def _policy(self, src: object, line: object, *args: object) -> None:
         verdict = args[0] if args else None
-        if self.live:
-            raise ConfigError(
-                f"mcp_policy({verdict!r}): rules are declared in the script body, "
-                "not from a callback"
-            )
-        if len(args) > 2:
-            raise ConfigError(
-                f"mcp_policy({verdict!r}): too many arguments ({len(args)}); use "
-                'mcp_policy("ask", {server = "github", destructive = true})'
-            )
+        self._in_the_body(
+            "mcp_policy",
+            "rules",
+            args,
+            'mcp_policy("ask", {server = "github", destructive = true})',
+        )
         raw = args[1] if len(args) == 2 else None
         match: object = None
         if lua_type(raw) == "table":
