@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 from mcp.shared.memory import create_client_server_memory_streams
@@ -20,7 +19,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 from manager.core.errors import ConnectFailed
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.demo_server import DemoServer
-from manager.transport.base import Hooks, LossReport
+from manager.transport.base import Hooks, LossReport, Streams
 from manager.transport.signals import LostSignal
 
 __all__ = ["MEMORY_REASON", "MemoryServers", "memory_spec"]
@@ -54,7 +53,7 @@ class MemoryServers:
     @asynccontextmanager
     async def open(
         self, spec: ConnectionSpec, hooks: Hooks, lost: LostSignal, deadline: float
-    ) -> AsyncIterator[tuple[Any, Any, int | None]]:
+    ) -> AsyncIterator[Streams]:
         if spec.name in self.down:
             raise ConnectFailed(f"{spec.name}: in-memory server refused to start")
         self.starts[spec.name] = self.starts.get(spec.name, 0) + 1
@@ -76,6 +75,6 @@ class MemoryServers:
 
             tg.start_soon(serve)
             try:
-                yield client[0], client[1], None
+                yield Streams(client[0], client[1])
             finally:
                 tg.cancel_scope.cancel()

@@ -22,6 +22,7 @@ __all__ = [
     "UI_EXTENSION",
     "APP_MIME_TYPE",
     "Refusal",
+    "Relay",
     "RequestLinks",
     "CallResult",
     "Catalog",
@@ -32,6 +33,7 @@ __all__ = [
     "LossReport",
     "ProgressCallback",
     "ServerInfo",
+    "Streams",
     "ToolInfo",
     "Transport",
     "Upstream",
@@ -47,6 +49,49 @@ class ProgressCallback(Protocol):
     async def __call__(
         self, progress: float, total: float | None, message: str | None
     ) -> None: ...
+
+
+class Relay(Protocol):
+    """A transport's one sender of a client's requests (`relay.StdioRelay`,
+    `http.relay.HttpRelay`, `relay.DispatcherRelay`): one request straight to
+    the server, its result as the server sent it."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        limit: float,
+        progress: ProgressCallback | None = None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        cancel: bool = True,
+    ) -> dict[str, Any]: ...
+
+
+def _no_session() -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Streams:
+    """One open attempt's streams, as every opener gives them.
+
+    Attributes:
+        read: The SDK session's read stream.
+        write: Its write stream.
+        pid: The server's process id (stdio), else None.
+        relay: The transport's own sender of client requests, if it has one
+            (a process's pipe, streamable HTTP); None: the session's
+            dispatcher sends them (legacy SSE, in-memory streams).
+        session_id: The HTTP session id the server gave so far (handshake
+            era over streamable HTTP), else None.
+    """
+
+    read: Any
+    write: Any
+    pid: int | None = None
+    relay: Relay | None = None
+    session_id: Callable[[], str | None] = _no_session
 
 
 # ----------------------------------------------------------------- data

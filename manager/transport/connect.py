@@ -47,6 +47,7 @@ from .base import (
     TASKS_EXTENSION,
     UI_EXTENSION,
     Hooks,
+    Streams,
     Upstream,
 )
 from .eras import EraMemory
@@ -82,11 +83,12 @@ TEARDOWN_TIMEOUT = 2.0
 
 StreamOpener = Callable[
     [ConnectionSpec, Hooks, LostSignal, float],
-    AbstractAsyncContextManager[tuple[Any, Any, int | None]],
+    AbstractAsyncContextManager[Streams],
 ]
 """Opens one attempt's streams: (spec, hooks, loss signal, deadline) -> an async
-context manager yielding (read stream, write stream, pid or None). It reports the
-server's end on the loss signal when the read stream alone cannot tell."""
+context manager yielding its `Streams` (read, write, pid, the transport's own
+sender, the HTTP session id). It reports the server's end on the loss signal
+when the read stream alone cannot tell."""
 
 ReadSecrets = Callable[
     [str, frozenset[tuple[str, str]]], Awaitable[dict[tuple[str, str], str]]
@@ -189,11 +191,10 @@ class McpTransport:
         # session and the transport may take at most TEARDOWN_TIMEOUT.
         with anyio.CancelScope() as outer:
             try:
-                async with self._open_streams(resolved, hooks, lost, deadline) as (
-                    read,
-                    write,
-                    pid,
-                ):
+                async with self._open_streams(
+                    resolved, hooks, lost, deadline
+                ) as streams:
+                    read, write, pid = streams.read, streams.write, streams.pid
 
                     def on_eof() -> None:
                         # stdio reports the end itself, with the exit code
@@ -229,7 +230,7 @@ class McpTransport:
                         upstream = await handshake(
                             resolved,
                             session,
-                            write,
+                            streams,
                             lost,
                             pid,
                             deadline,
@@ -366,14 +367,10 @@ class McpTransport:
     @asynccontextmanager
     async def _streams(
         self, spec: ConnectionSpec, hooks: Hooks, lost: LostSignal, deadline: float
-    ) -> AsyncIterator[tuple[Any, Any, int | None]]:
+    ) -> AsyncIterator[Streams]:
         if spec.transport == "stdio":
-            async with stdio_streams(spec, hooks, lost, self._send_span) as (
-                read,
-                write,
-                pid,
-            ):
-                yield read, write, pid
+            async with stdio_streams(spec, hooks, lost, self._send_span) as streams:
+                yield streams
             return
         proxy = environment_proxy(spec.url)
         if proxy is not None and not proxy.lower().startswith(("http://", "https://")):
@@ -396,8 +393,8 @@ class McpTransport:
             )
             auth = oauth_auth(spec, tokens, self.logins, hooks.on_auth)
         if spec.transport == "sse":
-            async with open_sse_streams(spec, auth) as (s_read, s_write):
-                yield s_read, s_write, None
+            async with open_sse_streams(spec, auth) as streams:
+                yield streams
             return
         async with open_http_streams(
             spec,
@@ -408,5 +405,5 @@ class McpTransport:
             self._send_span,
             hooks.on_log,
             proxy=proxy,
-        ) as (h_read, h_write):
-            yield h_read, h_write, None
+        ) as streams:
+            yield streams

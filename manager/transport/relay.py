@@ -56,7 +56,6 @@ __all__ = [
     "NO_SEND_SPAN",
     "SendSpan",
     "DispatcherRelay",
-    "Relay",
     "StdioRelay",
     "dumps",
     "plain_tool_result",
@@ -308,22 +307,6 @@ class StdioRelay:
                     code=CONNECTION_CLOSED, message="Connection closed"
                 )
                 wake(waiter.done)
-
-
-class Relay(Protocol):
-    """What sends one request straight to the server (`StdioRelay`,
-    `http_relay.HttpRelay`) and returns its result as the server sent it."""
-
-    async def request(
-        self,
-        method: str,
-        params: dict[str, Any],
-        limit: float,
-        progress: ProgressCallback | None = None,
-        headers: Mapping[str, str] | None = None,
-        *,
-        cancel: bool = True,
-    ) -> dict[str, Any]: ...
 
 
 class DispatcherRelay:

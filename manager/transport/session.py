@@ -70,7 +70,9 @@ from .base import (
     ListHint,
     LossReport,
     ProgressCallback,
+    Relay,
     ServerInfo,
+    Streams,
     ToolInfo,
 )
 from .compat_mcp import speak_for_the_caller, stamp_request, typed_result
@@ -78,7 +80,7 @@ from .eras import EraMemory
 from .errors import describe_error, flatten, is_session_lost, request_error
 from .http.liveness import TcpSentinel
 from .http.probe import address
-from .relay import DispatcherRelay, Relay, plain_tool_result
+from .relay import DispatcherRelay, plain_tool_result
 from .requests import asked
 from .side import EraSide, ListSources
 from .signals import LostSignal
@@ -736,7 +738,7 @@ def _modern_evidence(exc: BaseException) -> bool:
 async def _agree(
     spec: ConnectionSpec,
     session: ClientSession,
-    write: Any,
+    streams: Streams,
     eras: EraMemory | None,
     probe_timeout: float | None = None,
 ) -> ServerInfo:
@@ -778,7 +780,7 @@ async def _agree(
                 name=init.server_info.name,
                 version=init.server_info.version,
                 protocol=str(init.protocol_version),
-                session_id=getattr(write, "session_id", None),
+                session_id=streams.session_id(),
                 capabilities=init.capabilities.model_dump(
                     by_alias=True, mode="json", exclude_none=True
                 ),
@@ -853,7 +855,7 @@ def _modern_info(session: ClientSession, found: types.DiscoverResult) -> ServerI
 async def handshake(
     spec: ConnectionSpec,
     session: ClientSession,
-    write: Any,
+    streams: Streams,
     lost: LostSignal,
     pid: int | None,
     deadline: float,
@@ -879,7 +881,7 @@ async def handshake(
             if pid is not None and slot is not None:
                 pacing.start_soon(pace_start, scope, pid, slot, hard_deadline)
             with scope:
-                info = await _agree(spec, session, write, eras, probe_timeout)
+                info = await _agree(spec, session, streams, eras, probe_timeout)
                 sentinel = None
                 if spec.transport == "http":  # SSE and stdio see their end already
                     host, port, _ = address(spec.url)
@@ -890,7 +892,7 @@ async def handshake(
                     lost,
                     pid,
                     sentinel,
-                    wire=getattr(write, "relay", None) or DispatcherRelay(dispatcher),
+                    wire=streams.relay or DispatcherRelay(dispatcher),
                     hooks=hooks,
                 )
                 if lists:

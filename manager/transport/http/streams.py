@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ...core.redact import redact_url
 from ...core.spec import ConnectionSpec
-from ..base import LINK_META_KEY, Refusal, RequestLinks
+from ..base import LINK_META_KEY, Refusal, RequestLinks, Streams
 from ..relay import NO_SEND_SPAN, SendSpan
 from .pool import PoolTransport
 from .relay import HttpRelay
@@ -326,7 +326,6 @@ class SessionIdWriter:
     def __init__(self, inner: Any, ids: list[str]) -> None:
         self._inner = inner
         self._ids = ids
-        self.relay: HttpRelay | None = None
 
     @property
     def session_id(self) -> str | None:
@@ -354,7 +353,7 @@ class SessionIdWriter:
 @asynccontextmanager
 async def open_sse_streams(
     spec: ConnectionSpec, auth: httpx2.Auth | None = None
-) -> AsyncIterator[tuple[Any, Any]]:
+) -> AsyncIterator[Streams]:
     """The SDK's legacy SSE client streams for `spec` (`auth`: its OAuth)."""
 
     def factory(
@@ -372,7 +371,7 @@ async def open_sse_streams(
         httpx_client_factory=factory,
         auth=auth,
     ) as (read, write):
-        yield read, write
+        yield Streams(read, write)
 
 
 @asynccontextmanager
@@ -385,7 +384,7 @@ async def open_http_streams(
     send_span: SendSpan = NO_SEND_SPAN,
     on_log: Callable[[str, str | None, object], None] | None = None,
     proxy: str | None = None,
-) -> AsyncIterator[tuple[Any, SessionIdWriter]]:
+) -> AsyncIterator[Streams]:
     """The SDK's streamable HTTP client streams for `spec`, on our HTTP client
     (through `proxy`, an `environment_proxy` of its URL, when there is one).
 
@@ -430,7 +429,7 @@ async def open_http_streams(
     ):
         tg.start_soon(pump, read)
         writer = SessionIdWriter(write, session_ids)
-        writer.relay = HttpRelay(
+        relay = HttpRelay(
             client,
             spec.url,
             lambda: writer.session_id,
@@ -440,7 +439,9 @@ async def open_http_streams(
             fail=lambda exc: tg.start_soon(_raise, exc),
         )
         try:
-            yield session_read, writer
+            yield Streams(
+                session_read, writer, relay=relay, session_id=lambda: writer.session_id
+            )
         finally:
-            writer.relay.close()
+            relay.close()
             tg.cancel_scope.cancel()

@@ -28,7 +28,6 @@ from typing import BinaryIO, cast
 import anyio
 import anyio.abc
 import mcp.types as types
-from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
@@ -37,7 +36,7 @@ from ...core.errors import (
 )
 from ...core.sandbox import rules
 from ...core.spec import ConnectionSpec
-from ..base import EXIT_CODE_WAIT, Hooks, LossReport
+from ..base import EXIT_CODE_WAIT, Hooks, LossReport, Streams
 from ..compat_anyio import release_process, write_at_once
 from ..relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from ..signals import LostSignal
@@ -64,11 +63,6 @@ GARBAGE_SAMPLE = 16 * 1024
 connection masks secrets in the note, then cuts it to its line limit)."""
 
 
-Streams = tuple[
-    MemoryObjectReceiveStream[SessionMessage | Exception], "_StdinWriter", int
-]
-
-
 @asynccontextmanager
 async def stdio_streams(
     spec: ConnectionSpec,
@@ -78,7 +72,7 @@ async def stdio_streams(
 ) -> AsyncIterator[Streams]:
     """Spawn a stdio server in its own process group and bridge its pipes.
 
-    The write stream carries the `StdioRelay` for `tools/call` (`relay`); the
+    The streams carry the `StdioRelay` for a client's requests (`relay`); the
     server's stdout is read by `StdoutLines`, which hands the relay the lines
     that answer its requests as they arrive. With a `sandbox`, the server is
     started confined (`confinement`), its private temporary directory
@@ -234,7 +228,6 @@ async def _streams(
         send_span,
         on_log=hooks.on_log,
     )
-    write_stream.relay = relay
     lines = StdoutLines(relay.take, hooks.on_stderr)
     pipe: BinaryIO | None = None
     try:
@@ -292,7 +285,7 @@ async def _streams(
             tg.start_soon(stdout_reader)
             tg.start_soon(stderr_reader)
             try:
-                yield read_stream, write_stream, pid
+                yield Streams(read_stream, write_stream, pid, relay)
             finally:
                 with anyio.CancelScope(shield=True):
                     relay.close()
@@ -425,9 +418,6 @@ class _StdinWriter:
         stdin: The server's stdin.
         on_broken: Reports the server's end when stdin fails (once).
     """
-
-    relay: StdioRelay | None = None
-    """The relay for `tools/call` on the same stdin (set by `stdio_streams`)."""
 
     def __init__(
         self, stdin: anyio.abc.ByteSendStream, on_broken: Callable[[], Awaitable[None]]
