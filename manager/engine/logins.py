@@ -18,6 +18,7 @@ import anyio
 
 from ..core.errors import CallError, UnknownServer
 from ..core.state import Phase
+from ..transport.base import OAuthLogins
 from ..transport.oauth.auth import uses_oauth
 from ..transport.oauth.login import LOGIN_TIMEOUT, Login, LoginDesk
 from .connection import Connection
@@ -35,7 +36,8 @@ class Logins:
         self._last: dict[str, Login] = {}
 
     def _desk(self) -> LoginDesk:
-        desk = getattr(self._manager.transport, "logins", None)
+        transport = self._manager.transport
+        desk = transport.logins if isinstance(transport, OAuthLogins) else None
         if not isinstance(desk, LoginDesk):
             raise CallError("this daemon's transport does not do OAuth logins")
         return desk
@@ -143,8 +145,8 @@ class Logins:
             Whether anything was stored.
         """
         conn = self._oauth(name)
-        forget = getattr(self._manager.transport, "forget", None)
-        forgot = bool(forget(name)) if callable(forget) else False
+        transport = self._manager.transport
+        forgot = isinstance(transport, OAuthLogins) and transport.forget(name)
         login = self._last.pop(name, None)
         if login is not None:
             login.finish("logged out")

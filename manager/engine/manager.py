@@ -51,6 +51,7 @@ from ..core.status import ConnectionStatus
 from ..transport.base import (
     LINK_META_KEY,
     CallResult,
+    OAuthLogins,
     ProgressCallback,
     ToolInfo,
     Transport,
@@ -380,8 +381,12 @@ class Manager:
             return conn.phase.value, None
         if not uses_oauth(conn.spec):
             return "none", None
-        expiry = getattr(self._transport, "token_expiry", None)
-        expires_at = expiry(conn.name) if callable(expiry) else None
+        transport = self._transport
+        expires_at = (
+            transport.token_expiry(conn.name)
+            if isinstance(transport, OAuthLogins)
+            else None
+        )
         if not isinstance(expires_at, int | float):
             return ("oauth" if conn.spec.oauth is not None else "none"), None
         return "oauth", round(max(0.0, expires_at - now), 1)

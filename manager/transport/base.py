@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..core.spec import ConnectionSpec
 
@@ -18,6 +18,7 @@ __all__ = [
     "HANDSHAKE",
     "LINK_META_KEY",
     "MODERN",
+    "OAuthLogins",
     "TASKS_EXTENSION",
     "UI_EXTENSION",
     "APP_MIME_TYPE",
@@ -445,6 +446,26 @@ class Upstream(Protocol):
         Not a loss by itself (servers end that stream at will): the caller
         probes with a ping at once instead of at the next `ping_interval`.
         """
+        ...
+
+
+@runtime_checkable
+class OAuthLogins(Protocol):
+    """What a transport that is the OAuth client of its servers also does
+    (`connect.McpTransport`); the engine asks for it by this protocol, never
+    by probing attributes."""
+
+    @property
+    def logins(self) -> object:
+        """The login desk (`oauth.login.LoginDesk`) of interactive logins."""
+        ...
+
+    def token_expiry(self, name: str) -> float | None:
+        """When `name`'s access token expires (epoch seconds), if known."""
+        ...
+
+    def forget(self, name: str) -> bool:
+        """Forget `name`'s tokens and client registration; whether any were kept."""
         ...
 
 
