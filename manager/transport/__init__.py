@@ -3,11 +3,14 @@
 - `base`: the seam (`Transport`, `Upstream`, `Hooks` and the data they carry);
   no `mcp` import. `connection.py` and the test fakes know only this.
 - `connect`: `McpTransport`, the real transport (stdio, streamable HTTP, SSE).
-- `session`: an initialized session: handshake, calls, pings, loss signals.
-- `eras`: which protocol era each upstream speaks, learned once, remembered;
+- `session`: an initialized session: handshake, a client's requests on one
+  route per era, pings, loss signals.
+- `eras`: which protocol era each upstream speaks: agreed (`agree`), learned
+  once, remembered;
   `side`: a handshake-era session beside a 2026-07-28 one, so that a
   handshake-era client meets a server of both eras in its own era.
-- `lists`: what on-demand servers listed, kept between their sessions.
+- `lists`: a server's lists read page by page; what on-demand servers listed,
+  kept between their sessions.
 - `state_files`: the state directory, and its private JSON files' one writer.
 - `relay`: each transport's one sender of a client's requests (`StdioRelay`:
   one JSON line to a process; `DispatcherRelay`; `http/relay`: one POST).

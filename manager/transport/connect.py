@@ -50,7 +50,7 @@ from .base import (
     Streams,
     Upstream,
 )
-from .eras import EraMemory
+from .eras import PROBE_TIMEOUT, EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http.probe import tcp_precheck
 from .http.streams import environment_proxy, open_http_streams, open_sse_streams
@@ -64,7 +64,7 @@ from .oauth.tokens import (
 )
 from .relay import NO_SEND_SPAN, SendSpan
 from .requests import server_request_callbacks
-from .session import PROBE_TIMEOUT, McpSession, handshake, message_handler
+from .session import McpSession, handshake, message_handler
 from .side import EraSide, ListSources
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .state_files import default_state_dir

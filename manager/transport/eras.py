@@ -29,14 +29,30 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
+from collections.abc import Callable
 from pathlib import Path
 
+import anyio
+import mcp.types as types
+from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
+
+from ..core.errors import ConnectFailed
 from ..core.spec import ConnectionSpec
+from .base import MODERN, ServerInfo
+from .errors import describe_error
 from .state_files import write_private_json
 
-__all__ = ["EraMemory", "endpoint_key"]
+__all__ = ["PROBE_TIMEOUT", "EraMemory", "agree", "endpoint_key"]
 
 logger = logging.getLogger(__name__)
+
+PROBE_TIMEOUT = 5.0
+"""Seconds an HTTP server may take to answer `server/discover` before the
+handshake is offered instead (`auto`)."""
 
 
 def endpoint_key(spec: ConnectionSpec) -> str:
@@ -110,3 +126,134 @@ class EraMemory:
                         if isinstance(entry, dict)
                     }
         return self._eras
+
+
+# ------------------------------------------------------------ negotiation
+
+
+def _modern_evidence(exc: BaseException) -> bool:
+    """Whether `initialize` failed as a 2026-07-28-only server fails it: the
+    version refused (-32022), the method unknown, or an answer naming a
+    revision the handshake does not know."""
+    if isinstance(exc, MCPError):
+        return exc.code in (UNSUPPORTED_PROTOCOL_VERSION, METHOD_NOT_FOUND)
+    return isinstance(exc, RuntimeError) and "Unsupported protocol version" in str(exc)
+
+
+async def agree(
+    spec: ConnectionSpec,
+    session: ClientSession,
+    session_id: Callable[[], str | None],
+    eras: EraMemory | None,
+    probe_timeout: float | None = None,
+) -> ServerInfo:
+    """Agree on the protocol (`eras` says how: the rules of this module's
+    docstring) and say who the server is (`session_id`: the HTTP session id
+    the server gave, once it answered `initialize`)."""
+    mode = spec.protocol
+    known = eras.recall(spec) if eras is not None else None
+    if mode == "auto" and known == MODERN:
+        mode = MODERN
+    if mode == "auto" and spec.transport == "http" and known is None:
+        # Over HTTP a probe costs nothing but a round trip: server/discover
+        # first, the handshake on any other answer (or none in time).
+        found = await _probe(spec, session, probe_timeout)
+        if found is not None:
+            if eras is not None:
+                eras.learn(spec, MODERN)
+            return _modern_info(session, found)
+    if mode != MODERN:
+        try:
+            init = await session.initialize()
+        except (MCPError, RuntimeError) as exc:
+            if mode == "legacy" or not _modern_evidence(exc):
+                raise
+            if eras is not None:
+                eras.learn(spec, MODERN)
+            if spec.transport != "http":
+                # A process (or SSE session) that saw `initialize` may be held
+                # to that era: the next start is met with server/discover.
+                raise ConnectFailed(
+                    f"the server refused the handshake as a {MODERN} server "
+                    f"does ({describe_error(exc)}); starting it again in {MODERN}"
+                ) from exc
+            logger.debug(
+                "%s: initialize refused (%s); trying %s", spec.name, exc, MODERN
+            )
+        else:
+            if mode == "auto" and eras is not None:
+                eras.learn(spec, "legacy")  # the probe is not sent again
+            return ServerInfo(
+                name=init.server_info.name,
+                version=init.server_info.version,
+                protocol=str(init.protocol_version),
+                session_id=session_id(),
+                capabilities=init.capabilities.model_dump(
+                    by_alias=True, mode="json", exclude_none=True
+                ),
+            )
+    raw = await session.send_discover(LATEST_MODERN_VERSION)
+    try:
+        found = types.DiscoverResult.model_validate(raw, by_name=False)
+        session.adopt(found)
+    except (ValueError, RuntimeError) as exc:
+        raise ConnectFailed(
+            f"server/discover answered, but not as a {MODERN} server does: "
+            f"{describe_error(exc)}"
+        ) from exc
+    if eras is not None and spec.protocol == "auto":
+        eras.learn(spec, MODERN)
+    return _modern_info(session, found)
+
+
+async def _probe(
+    spec: ConnectionSpec, session: ClientSession, limit: float | None
+) -> types.DiscoverResult | None:
+    """`server/discover`, adopted if the server answers as a 2026-07-28 server
+    does; None on any other answer or none within `limit` seconds (None: the
+    handshake's own deadline, while a user logs in)."""
+    if limit is None:
+        limit = math.inf
+    version = LATEST_MODERN_VERSION
+    with anyio.move_on_after(limit):
+        for _ in range(2):  # once more at a version the server names (-32022)
+            try:
+                raw = await session.send_discover(version)
+                found = types.DiscoverResult.model_validate(raw, by_name=False)
+                session.adopt(found)
+            except MCPError as exc:
+                mutual = _mutual_modern(exc)
+                if mutual is not None:  # even the same one: it said it has it
+                    version = mutual
+                    continue
+                logger.debug("%s: server/discover: %s", spec.name, exc.message)
+                return None
+            except (ValueError, RuntimeError) as exc:
+                logger.debug("%s: server/discover: %s", spec.name, exc)
+                return None
+            return found
+    return None
+
+
+def _mutual_modern(exc: MCPError) -> str | None:
+    """The newest 2026-era revision we share with a server that refused ours
+    with -32022 and named the ones it supports, if any."""
+    if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(exc.data, dict):
+        return None
+    supported = exc.data.get("supported")
+    if not isinstance(supported, list):
+        return None
+    mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported]
+    return mutual[-1] if mutual else None
+
+
+def _modern_info(session: ClientSession, found: types.DiscoverResult) -> ServerInfo:
+    server = session.server_info
+    return ServerInfo(
+        name=server.name if server is not None else "",
+        version=server.version if server is not None else "",
+        protocol=str(session.protocol_version),
+        capabilities=found.capabilities.model_dump(
+            by_alias=True, mode="json", exclude_none=True
+        ),
+    )

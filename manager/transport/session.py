@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -42,12 +41,9 @@ from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
-    UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcp_types.version import (
     HANDSHAKE_PROTOCOL_VERSIONS,
-    LATEST_MODERN_VERSION,
-    MODERN_PROTOCOL_VERSIONS,
 )
 from pydantic import TypeAdapter
 
@@ -63,7 +59,6 @@ from .base import (
     CATALOG_KINDS,
     EXIT_CODE_WAIT,
     LINK_META_KEY,
-    MODERN,
     CallResult,
     Catalog,
     Hooks,
@@ -76,10 +71,11 @@ from .base import (
     ToolInfo,
 )
 from .compat_mcp import speak_for_the_caller, stamp_request, typed_result
-from .eras import EraMemory
+from .eras import PROBE_TIMEOUT, EraMemory, agree
 from .errors import describe_error, flatten, is_session_lost, request_error
 from .http.liveness import TcpSentinel
 from .http.probe import address
+from .lists import LIST_METHODS, read_list, read_tools, with_hint
 from .relay import DispatcherRelay, plain_tool_result
 from .requests import asked
 from .side import EraSide, ListSources
@@ -95,17 +91,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MAX_TOOL_PAGES = 1000
-"""Pages of tools/list followed before giving up on a cursor that never ends."""
-
 _INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 """Requests a 2026-07-28 server may answer `input_required`."""
 
 _ANSWERS: TypeAdapter[types.InputResponses] = TypeAdapter(types.InputResponses)
-
-PROBE_TIMEOUT = 5.0
-"""Seconds an HTTP server may take to answer `server/discover` before the
-handshake is offered instead (`auto`)."""
 
 Answers = types.InputResponses | None
 """A round's answers to a 2026-07-28 server's input requests (none at first)."""
@@ -223,27 +212,12 @@ class McpSession:
         return self._session
 
     async def list_tools(self) -> tuple[ToolInfo, ...]:
-        tools: list[ToolInfo] = []
-        cursor: str | None = None
-        hint: ListHint | None = None
         try:
-            for _ in range(MAX_TOOL_PAGES):
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await self._lister("tools").list_tools(params=params)
-                hint = _page_hint(page, hint)
-                tools.extend(_tool_info(t) for t in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-            else:
-                raise ConnectFailed(
-                    f"tools/list returned more than {MAX_TOOL_PAGES} pages; "
-                    "the server's cursor never ends"
-                )
+            tools, hint = await read_tools(self._lister("tools"))
         except MCPError as exc:
             raise self._mapped(exc, "tools/list") from exc
-        self._tools = tuple(tools)
-        self._catalog = _with_hint(self._catalog, "tools", hint)
+        self._tools = tools
+        self._catalog = with_hint(self._catalog, "tools", hint)
         return self._tools
 
     @property
@@ -264,14 +238,14 @@ class McpSession:
                 found[kind], hints[kind] = await self._list_all(kind)
             except MCPError as exc:
                 if is_session_lost(exc):
-                    raise self._mapped(exc, f"{_LISTS[kind][0]}") from exc
+                    raise self._mapped(exc, LIST_METHODS[kind]) from exc
                 # A server may advertise a capability and still refuse the
                 # list (a half-built server): it offers nothing of that kind.
-                logger.debug("%s refused: %s", _LISTS[kind][0], exc.message)
+                logger.debug("%s refused: %s", LIST_METHODS[kind], exc.message)
                 found[kind] = ()
         catalog = dataclasses.replace(self._catalog, **found)
         for kind, hint in hints.items():
-            catalog = _with_hint(catalog, kind, hint)
+            catalog = with_hint(catalog, kind, hint)
         self._catalog = catalog
         return self._catalog
 
@@ -279,27 +253,8 @@ class McpSession:
         self, kind: str
     ) -> tuple[tuple[Mapping[str, object], ...], ListHint | None]:
         """Every page of one list, and its freshness hint."""
-        method, request_type, attr = _LISTS[kind]
-        session = self._lister("resources" if kind == "templates" else kind)
-        items: list[Mapping[str, object]] = []
-        cursor: str | None = None
-        hint: ListHint | None = None
-        for _ in range(MAX_TOOL_PAGES):
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.send_request(
-                request_type(params=params), _RESULTS[kind]
-            )
-            hint = _page_hint(page, hint)
-            items.extend(
-                item.model_dump(by_alias=True, mode="json", exclude_none=True)
-                for item in getattr(page, attr)
-            )
-            cursor = page.next_cursor
-            if not cursor:
-                return tuple(items), hint
-        raise ConnectFailed(
-            f"{method} returned more than {MAX_TOOL_PAGES} pages; "
-            "the server's cursor never ends"
+        return await read_list(
+            self._lister("resources" if kind == "templates" else kind), kind
         )
 
     async def send(
@@ -659,24 +614,6 @@ class McpSession:
         return error if isinstance(error, TransportError) else ConnectFailed(str(exc))
 
 
-_LISTS: dict[str, tuple[str, Any, str]] = {
-    "prompts": ("prompts/list", types.ListPromptsRequest, "prompts"),
-    "resources": ("resources/list", types.ListResourcesRequest, "resources"),
-    "templates": (
-        "resources/templates/list",
-        types.ListResourceTemplatesRequest,
-        "resource_templates",
-    ),
-}
-"""Catalog kind -> (method, request type, attribute of the result page)."""
-
-_RESULTS: dict[str, Any] = {
-    "prompts": types.ListPromptsResult,
-    "resources": types.ListResourcesResult,
-    "templates": types.ListResourceTemplatesResult,
-}
-
-
 def _without_caller(
     meta: Mapping[str, object] | None,
 ) -> Mapping[str, object] | None:
@@ -686,28 +623,6 @@ def _without_caller(
         return meta
     rest = {k: v for k, v in meta.items() if k != CLIENT_CAPABILITIES_META_KEY}
     return rest or None
-
-
-def _page_hint(page: Any, before: ListHint | None) -> ListHint | None:
-    """The freshness hint of a list so far, with one more page's (a page
-    without one, as in the handshake era, leaves it as it was)."""
-    given = page.model_fields_set
-    if "ttl_ms" not in given and "cache_scope" not in given:
-        return before
-    hint = ListHint(int(page.ttl_ms or 0), page.cache_scope != "public")
-    return hint if before is None else before.merged(hint)
-
-
-def _with_hint(catalog: Catalog, kind: str, hint: ListHint | None) -> Catalog:
-    hints = {k: v for k, v in catalog.hints.items() if k != kind}
-    if hint is not None:
-        hints[kind] = hint
-    return dataclasses.replace(catalog, hints=hints)
-
-
-def _tool_info(tool: types.Tool) -> ToolInfo:
-    raw = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return ToolInfo(name=tool.name, description=tool.description or "", raw=raw)
 
 
 def message_handler(name: str, hooks: Hooks) -> MessageHandlerFnT:
@@ -724,132 +639,6 @@ def message_handler(name: str, hooks: Hooks) -> MessageHandlerFnT:
             logger.debug("%s: transport reported %s", name, describe_error(message))
 
     return on_message
-
-
-def _modern_evidence(exc: BaseException) -> bool:
-    """Whether `initialize` failed as a 2026-07-28-only server fails it: the
-    version refused (-32022), the method unknown, or an answer naming a
-    revision the handshake does not know."""
-    if isinstance(exc, MCPError):
-        return exc.code in (UNSUPPORTED_PROTOCOL_VERSION, METHOD_NOT_FOUND)
-    return isinstance(exc, RuntimeError) and "Unsupported protocol version" in str(exc)
-
-
-async def _agree(
-    spec: ConnectionSpec,
-    session: ClientSession,
-    streams: Streams,
-    eras: EraMemory | None,
-    probe_timeout: float | None = None,
-) -> ServerInfo:
-    """Agree on the protocol (`eras` says how) and say who the server is."""
-    mode = spec.protocol
-    known = eras.recall(spec) if eras is not None else None
-    if mode == "auto" and known == MODERN:
-        mode = MODERN
-    if mode == "auto" and spec.transport == "http" and known is None:
-        # Over HTTP a probe costs nothing but a round trip: server/discover
-        # first, the handshake on any other answer (or none in time).
-        found = await _probe(spec, session, probe_timeout)
-        if found is not None:
-            if eras is not None:
-                eras.learn(spec, MODERN)
-            return _modern_info(session, found)
-    if mode != MODERN:
-        try:
-            init = await session.initialize()
-        except (MCPError, RuntimeError) as exc:
-            if mode == "legacy" or not _modern_evidence(exc):
-                raise
-            if eras is not None:
-                eras.learn(spec, MODERN)
-            if spec.transport != "http":
-                # A process (or SSE session) that saw `initialize` may be held
-                # to that era: the next start is met with server/discover.
-                raise ConnectFailed(
-                    f"the server refused the handshake as a {MODERN} server "
-                    f"does ({describe_error(exc)}); starting it again in {MODERN}"
-                ) from exc
-            logger.debug(
-                "%s: initialize refused (%s); trying %s", spec.name, exc, MODERN
-            )
-        else:
-            if mode == "auto" and eras is not None:
-                eras.learn(spec, "legacy")  # the probe is not sent again
-            return ServerInfo(
-                name=init.server_info.name,
-                version=init.server_info.version,
-                protocol=str(init.protocol_version),
-                session_id=streams.session_id(),
-                capabilities=init.capabilities.model_dump(
-                    by_alias=True, mode="json", exclude_none=True
-                ),
-            )
-    raw = await session.send_discover(LATEST_MODERN_VERSION)
-    try:
-        found = types.DiscoverResult.model_validate(raw, by_name=False)
-        session.adopt(found)
-    except (ValueError, RuntimeError) as exc:
-        raise ConnectFailed(
-            f"server/discover answered, but not as a {MODERN} server does: "
-            f"{describe_error(exc)}"
-        ) from exc
-    if eras is not None and spec.protocol == "auto":
-        eras.learn(spec, MODERN)
-    return _modern_info(session, found)
-
-
-async def _probe(
-    spec: ConnectionSpec, session: ClientSession, limit: float | None
-) -> types.DiscoverResult | None:
-    """`server/discover`, adopted if the server answers as a 2026-07-28 server
-    does; None on any other answer or none within `limit` seconds (None: the
-    handshake's own deadline, while a user logs in)."""
-    if limit is None:
-        limit = math.inf
-    version = LATEST_MODERN_VERSION
-    with anyio.move_on_after(limit):
-        for _ in range(2):  # once more at a version the server names (-32022)
-            try:
-                raw = await session.send_discover(version)
-                found = types.DiscoverResult.model_validate(raw, by_name=False)
-                session.adopt(found)
-            except MCPError as exc:
-                mutual = _mutual_modern(exc)
-                if mutual is not None:  # even the same one: it said it has it
-                    version = mutual
-                    continue
-                logger.debug("%s: server/discover: %s", spec.name, exc.message)
-                return None
-            except (ValueError, RuntimeError) as exc:
-                logger.debug("%s: server/discover: %s", spec.name, exc)
-                return None
-            return found
-    return None
-
-
-def _mutual_modern(exc: MCPError) -> str | None:
-    """The newest 2026-era revision we share with a server that refused ours
-    with -32022 and named the ones it supports, if any."""
-    if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(exc.data, dict):
-        return None
-    supported = exc.data.get("supported")
-    if not isinstance(supported, list):
-        return None
-    mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported]
-    return mutual[-1] if mutual else None
-
-
-def _modern_info(session: ClientSession, found: types.DiscoverResult) -> ServerInfo:
-    server = session.server_info
-    return ServerInfo(
-        name=server.name if server is not None else "",
-        version=server.version if server is not None else "",
-        protocol=str(session.protocol_version),
-        capabilities=found.capabilities.model_dump(
-            by_alias=True, mode="json", exclude_none=True
-        ),
-    )
 
 
 async def handshake(
@@ -881,7 +670,9 @@ async def handshake(
             if pid is not None and slot is not None:
                 pacing.start_soon(pace_start, scope, pid, slot, hard_deadline)
             with scope:
-                info = await _agree(spec, session, streams, eras, probe_timeout)
+                info = await agree(
+                    spec, session, streams.session_id, eras, probe_timeout
+                )
                 sentinel = None
                 if spec.transport == "http":  # SSE and stdio see their end already
                     host, port, _ = address(spec.url)
