@@ -4,7 +4,8 @@
   no `mcp` import. `connection.py` and the test fakes know only this.
 - `connect`: `McpTransport`, the real transport (stdio, streamable HTTP, SSE).
 - `session`: an initialized session: handshake, a client's requests on one
-  route per era, pings, loss signals.
+  route per era, pings, loss signals; `listening`: a 2026-07-28 session's
+  changes, followed on `subscriptions/listen`.
 - `eras`: which protocol era each upstream speaks: agreed (`agree`), learned
   once, remembered;
   `side`: a handshake-era session beside a 2026-07-28 one, so that a

@@ -22,7 +22,6 @@ from mcp.client.session import (
     IncomingMessage,
     MessageHandlerFnT,
 )
-from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
     MCP_NAME_HEADER,
@@ -30,12 +29,6 @@ from mcp.shared.inbound import (
     encode_header_value,
 )
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp.shared.subscriptions import (
-    PromptsListChanged,
-    ResourcesListChanged,
-    ResourceUpdated,
-    ToolsListChanged,
-)
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CONNECTION_CLOSED,
@@ -75,6 +68,7 @@ from .eras import PROBE_TIMEOUT, EraMemory, agree
 from .errors import describe_error, flatten, is_session_lost, request_error
 from .http.liveness import TcpSentinel
 from .http.probe import address
+from .listening import Listener
 from .lists import LIST_METHODS, read_list, read_tools, with_hint
 from .relay import DispatcherRelay, plain_tool_result
 from .requests import asked
@@ -98,13 +92,6 @@ _ANSWERS: TypeAdapter[types.InputResponses] = TypeAdapter(types.InputResponses)
 
 Answers = types.InputResponses | None
 """A round's answers to a 2026-07-28 server's input requests (none at first)."""
-
-RELISTEN_PAUSE = 1.0
-"""Seconds before a `subscriptions/listen` stream the server closed is opened
-again (and how soon a close counts as at once)."""
-
-RELISTEN_TRIES = 3
-"""Streams closed at once in a row after which they are not opened again."""
 
 MAX_INPUT_ROUNDS = 16
 """Input rounds of one call to a 2026-07-28 server before it counts as a loop."""
@@ -138,10 +125,9 @@ class McpSession:
         self._wire = wire
         self._hooks = hooks
         self._modern = info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS
-        self._watched: set[str] = set()  # URIs clients follow (2026-07-28)
-        self._relisten = anyio.Event()
+        self._listener = Listener(session, hooks, lost, info.name)
         self._following = not self._modern
-        self.followed = anyio.Event()
+        self.followed = self._listener.followed
         """Set once changes are followed: at once in the handshake era (they
         come on the session), once the first `subscriptions/listen` stream is
         open (or refused, or lost) in 2026-07-28."""
@@ -271,8 +257,7 @@ class McpSession:
         if self._modern and method in ("resources/subscribe", "resources/unsubscribe"):
             uri = str(request.params.uri)
             follow = method == "resources/subscribe"
-            (self._watched.add if follow else self._watched.discard)(uri)
-            self._relisten.set()
+            self._listener.watch(uri, follow)
             return types.EmptyResult()
         data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
@@ -492,90 +477,11 @@ class McpSession:
             # changes of a 2026-07-28 session while it waits.
             self._following = True
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._follow)
+                tg.start_soon(self._listener.follow)
                 await self._lost.event.wait()
                 tg.cancel_scope.cancel()
         await self._lost.event.wait()
         return self._lost.report
-
-    async def _follow(self) -> None:
-        """A 2026-07-28 server tells of changes on a `subscriptions/listen`
-        stream, not on the connection: opened once connected (every session
-        opens its own), passed to the hooks; a stream that breaks is the loss
-        of the session (it also ends a request in flight on it). A stream the
-        server closes (its result: a graceful end) is opened again after
-        `RELISTEN_PAUSE`, unless the server keeps closing it at once
-        (`RELISTEN_TRIES` times): then changes are seen at the next connect."""
-        quick = 0
-        while not self._lost.is_set:
-            self._relisten = anyio.Event()
-            began = anyio.current_time()
-            with anyio.CancelScope() as scope:
-                async with anyio.create_task_group() as tg:
-
-                    async def reopen() -> None:
-                        await self._relisten.wait()
-                        scope.cancel()
-
-                    tg.start_soon(reopen)
-                    closed = await self._listen()
-                    tg.cancel_scope.cancel()
-            if scope.cancelled_caught:
-                continue  # the URIs followed changed: open it again now
-            if not closed:
-                return  # refused: nothing to follow
-            quick = quick + 1 if anyio.current_time() - began < RELISTEN_PAUSE else 0
-            if quick >= RELISTEN_TRIES:
-                logger.info(
-                    "%s: the server closes every subscriptions/listen stream at "
-                    "once; its changes are seen at the next connect",
-                    self._info.name,
-                )
-                return
-            await anyio.sleep(RELISTEN_PAUSE)
-
-    async def _listen(self) -> bool:
-        """One `subscriptions/listen` stream, for list changes and the URIs
-        clients subscribed to (`resources/subscribe` is gone in 2026-07-28:
-        a change of those opens the stream again, `_relisten`). Returns
-        whether the server closed it (its result), not refused or broke it."""
-        hooks = self._hooks if self._hooks is not None else Hooks()
-        try:
-            async with listen(
-                self._session,
-                tools_list_changed=True,
-                prompts_list_changed=True,
-                resources_list_changed=True,
-                resource_subscriptions=sorted(self._watched),
-            ) as changes:
-                self.followed.set()
-                async for change in changes:
-                    match change:
-                        case ToolsListChanged():
-                            hooks.on_tools_changed()
-                        case PromptsListChanged():
-                            hooks.on_list_changed("prompts")
-                        case ResourcesListChanged():
-                            hooks.on_list_changed("resources")
-                        case ResourceUpdated(uri=uri):
-                            hooks.on_resource_updated(str(uri))
-            return True
-        except SubscriptionLost as exc:
-            self._lost.set(
-                LossReport(
-                    "the server's subscriptions/listen stream broke: the "
-                    f"connection ended without the server closing it ({exc})",
-                    error_type="SubscriptionLost",
-                )
-            )
-        except MCPError as exc:
-            if is_session_lost(exc):
-                self._lost.set(LossReport(f"lost the server: {describe_error(exc)}"))
-            else:  # not offered: changes are seen at the next connect
-                logger.debug("subscriptions/listen refused: %s", exc.message)
-        finally:
-            self.followed.set()
-        return False
 
     async def wait_suspect(self) -> str:
         if self._sentinel is None:
