@@ -61,6 +61,7 @@ from ..telemetry import Telemetry, TelemetryConfig, start_telemetry
 from ..transport.ops import OPS
 from ..transport.stdio.children import CHILD_GROUPS
 from .config_runner import ConfigRunner
+from .notify import run_notifications
 from .watchdog import DEFAULT_WATCHDOG, Watchdog
 
 __all__ = ["DaemonOptions", "Daemon", "serve"]
@@ -476,6 +477,7 @@ async def _serve(
             # tens of MB of module objects for nothing).
             gc.freeze()
             services.start_soon(run_summaries, sink)
+            services.start_soon(run_notifications, bus)  # approvals, if a desktop
             if telemetry is not None:
                 services.start_soon(telemetry.run)
             await services.start(daemon.config.run)  # hooks, mcp_call, file watch

@@ -5,6 +5,7 @@ user answers an ask with `mcp-manager allow`, and `why` says what was denied.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -41,7 +42,14 @@ async def test_rules_from_the_script_judge_the_cli_and_attach_and_the_user_answe
     script = tmp_path / "startup.lua"
     hints = "{annotations = {echo = {readOnlyHint = true}}}"
     script.write_text(lua_stdio("a", command, args, hints) + RULES)
-    with DaemonProcess(script) as daemon:
+    # A desktop's notifier, standing in for notify-send: it keeps what it shows.
+    bin_dir, shown_file = tmp_path / "bin", tmp_path / "notified"
+    bin_dir.mkdir()
+    notifier = bin_dir / "notify-send"
+    notifier.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {shown_file}\n')
+    notifier.chmod(0o755)
+    desktop = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "DISPLAY": ":0"}
+    with DaemonProcess(script, env=desktop) as daemon:
         daemon.wait_event("connected", "a")
         call = daemon.client.call
         with pytest.raises(CallError, match="denied by policy rule at startup.lua:2"):
@@ -88,6 +96,14 @@ async def test_rules_from_the_script_judge_the_cli_and_attach_and_the_user_answe
                 assert main(["allow", approval, *socket]) == 0
                 assert "a.add: allowed" in capsys.readouterr().out
             assert not got[0].is_error and "7" in _text(got[0])
+            # The desktop was told (the arguments never are).
+            with anyio.fail_after(10):
+                while approval not in (  # noqa: ASYNC110 - a file it writes
+                    shown_file.read_text() if shown_file.exists() else ""
+                ):
+                    await anyio.sleep(0.05)
+            assert "a.add" in shown_file.read_text()
+            assert '"a": 2' not in shown_file.read_text()
             assert main(["deny", "no-such-id", *socket]) == 2
         # `why` names what was denied and by which rule, once written.
         with anyio.fail_after(10):
