@@ -12,6 +12,7 @@ that fails is said once in the log, and the question still waits.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -19,7 +20,7 @@ import sys
 
 import anyio
 
-from ..core.events import ApprovalAsked
+from ..core.events import ApprovalAsked, Event
 from ..engine.bus import EventBus
 
 __all__ = ["NOTIFY_ENV", "NOTIFY_TIMEOUT", "notifier", "run_notifications"]
@@ -31,6 +32,9 @@ NOTIFY_ENV = "MCP_MANAGER_NOTIFY"
 
 NOTIFY_TIMEOUT = 5.0
 """Seconds one notifier run may take."""
+
+QUEUED = 20
+"""Questions that may wait for their notification; more are not shown."""
 
 
 def notifier() -> list[str] | None:
@@ -63,27 +67,44 @@ def _argv(command: list[str], asked: ApprovalAsked) -> list[str]:
 
 
 async def run_notifications(bus: EventBus) -> None:
-    """Notify the desktop of each call that waits for approval, until cancelled."""
+    """Notify the desktop of each call that waits for approval, until cancelled.
+
+    A listener on the bus takes only `approval_asked` events (a subscription
+    would queue every event, and report drops while a notifier runs); at most
+    `QUEUED` wait their turn, more are not shown (they still wait in the HUD
+    and `mcp-manager pending`)."""
     command = notifier()
     if command is None:
         return
+    send, receive = anyio.create_memory_object_stream[ApprovalAsked](QUEUED)
+
+    def take(event: Event) -> None:
+        if isinstance(event, ApprovalAsked):
+            with contextlib.suppress(anyio.WouldBlock):
+                send.send_nowait(event)
+
+    stop = bus.add_listener(take)
     failed = False
-    with bus.subscribe("desktop notifications", maxlen=100) as events:
-        while True:
-            event = await events.receive()
-            if not isinstance(event, ApprovalAsked):
-                continue
-            with anyio.move_on_after(NOTIFY_TIMEOUT):
-                try:
-                    done = await anyio.run_process(_argv(command, event), check=False)
-                    ok = done.returncode == 0
-                except OSError:
-                    ok = False
-                if not ok and not failed:
-                    failed = True
-                    logger.warning(
-                        "desktop notification failed (%s); approvals still wait "
-                        "in the HUD and mcp-manager pending (%s=off stops trying)",
-                        command[0],
-                        NOTIFY_ENV,
-                    )
+    try:
+        async with receive:
+            async for asked in receive:
+                with anyio.move_on_after(NOTIFY_TIMEOUT):
+                    try:
+                        done = await anyio.run_process(
+                            _argv(command, asked), check=False
+                        )
+                        ok = done.returncode == 0
+                    except OSError:
+                        ok = False
+                    if not ok and not failed:
+                        failed = True
+                        logger.warning(
+                            "desktop notification failed (%s); approvals still "
+                            "wait in the HUD and mcp-manager pending (%s=off "
+                            "stops trying)",
+                            command[0],
+                            NOTIFY_ENV,
+                        )
+    finally:
+        stop()
+        send.close()

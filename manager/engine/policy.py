@@ -24,7 +24,7 @@ import json
 import logging
 import secrets as token_source
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -348,7 +348,7 @@ class _Lazy(Mapping[str, object]):
     def __getitem__(self, key: str) -> object:
         return self._value()[key]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._value())
 
     def __len__(self) -> int:

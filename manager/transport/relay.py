@@ -3,7 +3,7 @@ as the JSON the server sent.
 
 `McpSession` sends every request a client makes (`tools/call`, `prompts/get`,
 `resources/read`, completion, tasks, ...) in either era by one `Relay`, the
-transport's: `StdioRelay` for a process, `http_relay.HttpRelay` for streamable
+transport's: `StdioRelay` for a process, `http.relay.HttpRelay` for streamable
 HTTP, `DispatcherRelay` (the SDK session's dispatcher) for legacy SSE and the
 SDK's in-memory streams. The SDK session keeps the session's own business:
 the handshake, lists, pings, `subscriptions/listen`, and the server's requests

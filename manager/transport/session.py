@@ -102,7 +102,7 @@ class McpSession:
 
     One route per era: every request a client makes (`tools/call`, `send`)
     goes out by the transport's one sender, `wire` (`relay.StdioRelay` on a
-    process's pipe, `http_relay.HttpRelay` as one POST, `relay.DispatcherRelay`
+    process's pipe, `http.relay.HttpRelay` as one POST, `relay.DispatcherRelay`
     otherwise), stamped as the SDK's session would stamp it; in 2026-07-28 in
     input rounds. A tool result is passed on as the JSON the server sent once
     it plainly has a tool result's shape; anything else is judged and typed as

@@ -14,7 +14,7 @@ kept while the connection lives:
 - streamable HTTP under `auto` is spoken to in 2026-07-28; a handshake-era
   client's requests are served by a handshake session beside it, over
   the same pool of connections, its questions linked to the call they belong
-  to as on any streamable HTTP session (`http._LinkingStream`);
+  to as on any streamable HTTP session (`http.streams._LinkingStream`);
 - stdio under `auto` is spoken to in the handshake era; a 2026-07-28 client
   is served by a second process met in 2026-07-28 (a stdio pipe serves one
   era: the SDK's servers lock it to the era of its first message). It takes

@@ -1,6 +1,6 @@
 """Streamable HTTP and legacy SSE: our HTTP client under the SDK's transports.
 
-`tools/call` to a streamable HTTP server goes out by `http_relay.HttpRelay` on
+A client's request to a streamable HTTP server goes out by `http.relay.HttpRelay` on
 the same client; everything else through the SDK's transport.
 
 The proxy the environment names for a server's URL (`HTTP_PROXY`,
