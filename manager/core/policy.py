@@ -311,11 +311,7 @@ def _matches(rule: Rule, facts: CallFacts) -> bool:
         _any(rule.servers, facts.server)
         and _any(rule.tools, facts.exposed, facts.tool)
         and _any(rule.clients, facts.client)
-        and (
-            not rule.profiles
-            or facts.profile in rule.profiles
-            or _any(rule.profiles, facts.profile)
-        )
+        and _any(rule.profiles, facts.profile)
     ):
         return False
     if rule.read_only is None and rule.destructive is None and rule.open_world is None:

@@ -638,9 +638,9 @@ class Manager:
 
 
 def _listed_annotations(conn: Connection, tool: str) -> Mapping[str, object]:
-    """`tool`'s annotations as its server listed them ({} if unlisted)."""
-    upstream = conn.upstream
-    for info in upstream.tools if upstream is not None else ():
+    """`tool`'s annotations as its server listed them ({} if unlisted); an
+    on-demand server's remembered list counts while it is stopped."""
+    for info in conn.tools:
         if info.name == tool:
             given = info.raw.get("annotations")
             return given if isinstance(given, Mapping) else {}

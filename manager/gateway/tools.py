@@ -220,8 +220,8 @@ class ToolCalls:
             self.manager.calls.record(
                 CallRecord(
                     time=started,
-                    client=client_name(ctx),
-                    profile=profile.name if profile is not None else "",
+                    client=caller.client,
+                    profile=caller.profile,
                     server=server,
                     tool=tool,
                     shape=logged_arguments(
