@@ -19,8 +19,8 @@ Scores are BM25 over all those words plus half of BM25 over name and title.
 With meaning attached (`ToolIndex.attach_meaning`, `gateway.semantic`: a small
 sentence-embedding model, optional), a tool is also found by what its name
 and description mean: the words' ranking and the meaning's are fused by
-reciprocal rank (the meaning's weighted twice, `_MEANING_WEIGHT`), so "give the
-money back" finds a refund tool that shares no word with it.
+score (`ToolIndex._fused`), so "give the money back" finds a refund tool that
+shares no word with it.
 
 The library: `bm25s`, maintained (releases through 2026) and light: numpy is
 its one requirement (scipy, numba and PyStemmer are extras it runs without),
@@ -43,6 +43,7 @@ from typing import Any
 
 import bm25s
 import mcp.types as types
+import numpy as np
 import snowballstemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
@@ -174,7 +175,8 @@ class Hit:
 
     Attributes:
         name: The tool's exposed name, as `call_tool` takes it.
-        score: BM25 score (higher is better); only comparable within a search.
+        score: BM25 score, or the fused score with meaning (higher is
+            better); only comparable within a search.
         summary: The description's first sentence, at most `SUMMARY_CHARS`.
         server: The connection it comes from ("" if unknown).
         flags: What its annotations say about running it (`read-only`,
@@ -199,15 +201,11 @@ _NAME_WEIGHT = 3
 _NAME_FIELD = 0.5
 """Weight of the name-and-title field's score, added to the all-words one."""
 
-_FUSED = 50
-"""Tools of each ranking (words, meaning) that the fused ranking considers."""
-
-_RRF_K = 10
-"""Reciprocal rank fusion's constant: a tool ranked r gets weight / (k + r)."""
-
-_MEANING_WEIGHT = 2.0
-"""The meaning's ranking against the words' (1): measured on the tuning half
-of `bench/data/queries` (k and weight from {10, 60} x {1, 2, 3})."""
+_WORDS_WEIGHT = 2.0
+"""The words' say against the meaning's when both rank: a tool's fused score
+is its meaning's similarity in standard deviations above the mean over all
+tools, plus this times its words' score over the best words' score. Measured
+on the tuning half of `bench/data/queries`: flat between 1.5 and 2.25."""
 
 
 class _Field:
@@ -327,21 +325,28 @@ class ToolIndex:
         found.sort(key=lambda index: (-scores[index], index))
         limit = min(limit, MAX_LIMIT)
         if self._meaning is not None:
-            return self._fused(query, found[:_FUSED], limit)
+            return self._fused(query, scores, limit)
         return [self._hit(i, scores[i]) for i in found[:limit]]
 
-    def _fused(self, query: str, by_words: list[int], limit: int) -> list[Hit]:
-        """The words' ranking and the meaning's, fused by reciprocal rank."""
+    def _fused(self, query: str, words: list[float], limit: int) -> list[Hit]:
+        """The meaning's scores and the words', summed on one scale.
+
+        Scores, not ranks: where no tool shares a word with the query, or all
+        share one weak word, the words' order is noise, and fusing ranks
+        (reciprocal rank, tried first) gave that noise as much say as the
+        meaning. Here a weak words' ranking moves little: each side counts by
+        how far a tool stands out on it (`_WORDS_WEIGHT`)."""
         assert self._meaning is not None
         encoder, vectors = self._meaning
         similarity = vectors @ encoder.embed([query], remember=False)[0]
-        by_meaning = sorted(range(len(similarity)), key=lambda i: -similarity[i])
-        fused: dict[int, float] = {}
-        for weight, ranking in ((1.0, by_words), (_MEANING_WEIGHT, by_meaning)):
-            for rank, index in enumerate(ranking[:_FUSED]):
-                fused[index] = fused.get(index, 0.0) + weight / (_RRF_K + rank)
-        best = sorted(fused, key=lambda index: (-fused[index], index))
-        return [self._hit(i, fused[i]) for i in best[:limit]]
+        spread = float(similarity.std()) or 1.0
+        fused = (similarity - similarity.mean()) / spread
+        best = max(words, default=0.0)
+        if best > 0:
+            fused = fused + (_WORDS_WEIGHT / best) * np.asarray(words)
+        # Stable on the negated scores: equal scores keep index (name) order.
+        order = np.argsort(-fused, kind="stable")[:limit]
+        return [self._hit(int(i), float(fused[i])) for i in order]
 
     def nearest(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         """The tools whose text is spelled closest to the query's, for a query
