@@ -25,7 +25,7 @@
 - `names`: exposed tool names (`{server}__{tool}`), valid, unique and stable.
 - `discovery`: `search_tools`, `describe_tool`, `call_tool` in place of every
   tool (`discovery = "search"`), and the BM25 `ToolIndex` they search.
-- `semantic`: the optional sentence-embedding model (all-MiniLM-L6-v2 in
+- `semantic`: the optional sentence-embedding model (BERT or MPNet in
   numpy) whose ranking `ToolIndex` fuses with the words'.
 - `options`: `--listen` and its token and allow flags, checked up front; how
   long an idle HTTP session lives.
