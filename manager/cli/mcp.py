@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..control.client import ControlClient
 from ..control.paths import find_socket
-from ..core.errors import CallError
+from ..core.errors import CallError, ControlError
+from ..core.replies import UpdateReply
 from ..core.status import MODERN_ERA
 from .arguments import positive_float
 from .exits import fail, first_line
@@ -120,6 +122,52 @@ def _cmd_approve(args: argparse.Namespace) -> int:
     approved = ", ".join(reply.approved) or "nothing (it lists nothing)"
     print(f"{reply.server}: approved {approved}")
     return 0
+
+
+def _cmd_update(args: argparse.Namespace) -> int:
+    """`update SERVER [--yes]`: show what a newer release of a locked launch
+    would change, and take it (asked at a terminal; `--yes` takes it)."""
+    client = ControlClient(find_socket(args.socket))
+    try:
+        shown = client.update(args.server)
+    except CallError as exc:
+        return fail(first_line(exc))
+    print(_update_text(shown))
+    if not shown.available:
+        return 0
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(f"to take it: mcp-manager update {shown.server} --yes")
+            return 0
+        answer = input(f"take {shown.available}? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            print("kept the lock as it is")
+            return 0
+    try:
+        client.update(args.server, take=True, version=shown.available)
+    except (CallError, ControlError) as exc:
+        return fail(first_line(exc))
+    print(
+        f"{shown.server}: locked to {shown.package} {shown.available}; "
+        "restarting on it (its tools are checked against the pins as always)"
+    )
+    return 0
+
+
+def _update_text(shown: UpdateReply) -> str:
+    head = f"{shown.server}: {shown.package or 'its command'}"
+    if shown.note:
+        locked = f" (starts {shown.locked})" if shown.locked else ""
+        return f"{head}{locked}: {shown.note}"
+    lines = [f"{head}: starts {shown.locked or 'as written (not locked yet)'}"]
+    if shown.available:
+        when = f", published {shown.published}" if shown.published else ""
+        lines.append(f"  newer: {shown.available}{when}")
+    else:
+        lines.append("  nothing newer to take")
+    if shown.newest:
+        lines.append(f"  {shown.newest} is out too, younger than its min_age")
+    return "\n".join(lines)
 
 
 def _cmd_pins_check(args: argparse.Namespace) -> int:
@@ -292,3 +340,13 @@ def add_parsers(
         "items", nargs="*", metavar="TOOL", help="default: everything it lists"
     )
     approve.set_defaults(handler=_cmd_approve)
+
+    update = sub.add_parser(
+        "update",
+        parents=[common],
+        help="see a newer release of a locked launch (npx, uvx, docker run) "
+        "and take it",
+    )
+    update.add_argument("server", metavar="SERVER")
+    update.add_argument("--yes", action="store_true", help="take it without asking")
+    update.set_defaults(handler=_cmd_update)

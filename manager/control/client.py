@@ -32,6 +32,7 @@ from ..core.replies import (
     ReconnectReply,
     ReloadSummary,
     TokenReply,
+    UpdateReply,
 )
 from ..core.status import ConnectionStatus
 from .paths import check_socket_dir
@@ -245,6 +246,18 @@ class ControlClient:
         """
         result = self.request({"cmd": "approve", "server": server, "items": items})
         return ApproveReply.from_dict(_as_dict(result))
+
+    def update(self, server: str, take: bool = False, version: str = "") -> UpdateReply:
+        """The launch lock of `server` and a newer release to take; `take`:
+        take `version` (what the last answer showed) and restart on it.
+
+        Raises:
+            UnknownServer: No such connection.
+            ControlError: Nothing to take, the offer changed, or the daemon
+                is unreachable.
+        """
+        request = {"cmd": "update", "server": server, "take": take, "version": version}
+        return UpdateReply.from_dict(_as_dict(self.request(request, timeout=60.0)))
 
     def pending(self) -> list[ApprovalAsked]:
         """The calls waiting for the user's approval, oldest first."""

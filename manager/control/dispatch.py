@@ -30,6 +30,7 @@ from ..core.replies import (
     ReconnectReply,
     ReloadSummary,
     TokenReply,
+    UpdateReply,
 )
 from .protocol import LOGIN_DEFAULT_TIMEOUT, error_body
 
@@ -158,6 +159,16 @@ class ControlBackend(Protocol):
         """
         ...
 
+    async def update(self, server: str, take: bool, version: str) -> UpdateReply:
+        """A launch lock and the newer release it could take; `take`: take
+        `version` (what was shown) and restart the server on it.
+
+        Raises:
+            UnknownServer: No such connection.
+            ControlError: Nothing to take, or the offer changed since shown.
+        """
+        ...
+
     def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""
         ...
@@ -240,6 +251,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "decide": frozenset({"id", "verdict", "scope", "by"}),
     "token": frozenset({"rotate"}),
     "result": frozenset({"id"}),
+    "update": frozenset({"server", "take", "version"}),
 }
 
 CATALOG_KINDS = ("tools", "prompts", "resources")
@@ -364,6 +376,16 @@ async def dispatch(
             result = event_to_dict(
                 backend.decide(approval, str(verdict), str(scope), str(by))
             )
+        elif cmd == "update":
+            server, take = req.get("server"), req.get("take", False)
+            version = req.get("version", "")
+            if not isinstance(server, str) or not server:
+                raise BadRequest('update: "server" must be a non-empty string')
+            if not isinstance(take, bool):
+                raise BadRequest('update: "take" must be true or false')
+            if not isinstance(version, str):
+                raise BadRequest('update: "version" must be a string')
+            result = (await backend.update(server, take, version)).to_dict()
         elif cmd == "result":
             result_id = req.get("id")
             if not isinstance(result_id, str) or not result_id:

@@ -26,6 +26,9 @@
   (`parse_sandbox`, `rules` for the launcher `manager/confine.py`).
 - `output`: tool results that fit `max_output` (`fit`: cut, with a note and a
   link to the whole), tokens estimated offline.
+- `launch`: launches that fetch their server from a registry (`npx`, `uvx`,
+  `docker run`, ...): the package in a command line, and the command line
+  that starts one exact version (`parse_launch`, `Launch.locked`).
 - `suspicious`: definitions whose text speaks to the model (`scan_definition`,
   `Finding`): hidden characters, instructions, secrets, URLs to send data to.
 

@@ -29,6 +29,7 @@ from .events import (
     HookFailed,
     Idle,
     Lagged,
+    LaunchLock,
     Lost,
     NeedsLogin,
     Reconnecting,
@@ -156,6 +157,8 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
             if event.removed:
                 parts.append(f"removed {list_names(event.removed)}")
             return f"{n}: tools {'; '.join(parts) or 'changed'} (now {event.tools})"
+        case LaunchLock():
+            return _launch_line(n, event)
         case ToolChanged():
             what = {"tools": "tool", "prompts": "prompt", "templates": "template"}.get(
                 event.item_kind, event.item_kind
@@ -245,3 +248,19 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
             return f"{n or '-'}: {event.wire_kind} {fields}".rstrip()
         case _:
             return f"{n or '-'}: {event.kind}"
+
+
+def _launch_line(n: str, event: LaunchLock) -> str:
+    package = event.package
+    if event.change == "locked":
+        return f"{n}: launch locked to {package} {event.version}"
+    if event.change == "updated":
+        return f"{n}: launch updated to {package} {event.version}"
+    if event.change == "drift":
+        return (
+            f"{n}: {package} {event.available} is out; still starting the "
+            f"locked {event.version}: see and take it with mcp-manager update "
+            f"{event.name}"
+        )
+    why = first_line(event.reason)
+    return f"{n}: launch of {package or 'the server'} not locked: {why}"

@@ -47,6 +47,7 @@ __all__ = [
     "SettingsChanged",
     "ToolsChanged",
     "ToolChanged",
+    "LaunchLock",
     "ToolsApproved",
     "Unrecognized",
     "Updated",
@@ -221,6 +222,23 @@ class ToolChanged(Event):
     diff: str = ""
     suspicious: str = ""
     held: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LaunchLock(Event):
+    """A stdio server launched from a registry (`npx`, `uvx`, `docker run`,
+    ... `core.launch`) and its lock (`transport.stdio.locks`): `locked` at
+    its first start to `version`; `drift`: a newer `available` release is
+    offered, not taken (`mcp-manager update NAME` takes it); `updated` to
+    `version` by `update`; `unlocked`: it starts as written, `reason` says
+    why (the registry did not answer, the package is a path or URL)."""
+
+    kind: ClassVar[str] = "launch_lock"
+    change: str
+    package: str = ""
+    version: str = ""
+    available: str = ""
+    reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -440,6 +458,7 @@ _OTHER_EVENTS: tuple[type[Event], ...] = (
     AuthStep,
     ToolsChanged,
     ToolChanged,
+    LaunchLock,
     ToolsApproved,
     SettingsChanged,
     CatalogChanged,

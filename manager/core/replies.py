@@ -53,6 +53,7 @@ __all__ = [
     "ReloadSummary",
     "StartSlots",
     "TokenReply",
+    "UpdateReply",
 ]
 
 
@@ -812,3 +813,61 @@ class CatalogRow:
             input_schema=read_mapping(data.get("inputSchema")) or {},
             template=data.get("template") is True,
         )
+
+
+# ----------------------------------------------------------------- update
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateReply:
+    """`update`: a launch lock and the newer release it could take, or took.
+
+    Attributes:
+        server: The connection.
+        package: Its package as the command asks for it (`name@^1`).
+        locked: The version (or image digest) it starts now ("" if none).
+        available: A newer release to take ("" if none).
+        published: When `available` was published ("" if not known).
+        newest: A still newer release that `min_age` holds back ("" if none).
+        note: Why there is nothing to offer ("" when there is).
+        taken: The lock now says `available` and the server restarts on it.
+    """
+
+    server: str = ""
+    package: str = ""
+    locked: str = ""
+    available: str = ""
+    published: str = ""
+    newest: str = ""
+    note: str = ""
+    taken: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        """The wire form: every field by its name."""
+        return {
+            "server": self.server,
+            "package": self.package,
+            "locked": self.locked,
+            "available": self.available,
+            "published": self.published,
+            "newest": self.newest,
+            "note": self.note,
+            "taken": self.taken,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> UpdateReply:
+        """Read the wire form back, forgivingly."""
+        text = {
+            key: read_str(data.get(key)) or ""
+            for key in (
+                "server",
+                "package",
+                "locked",
+                "available",
+                "published",
+                "newest",
+                "note",
+            )
+        }
+        return cls(**text, taken=data.get("taken") is True)

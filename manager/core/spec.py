@@ -112,6 +112,8 @@ _COMMON_OPTIONS = frozenset(
         "max_output",
         "sandbox",
         "sandbox_required",
+        "lock",
+        "min_age",
         "annotations",
         "log_arguments",
         *EXPOSURE_OPTIONS,
@@ -165,6 +167,11 @@ class ConnectionSpec:
         max_output: Most tokens of one tool result the endpoint passes on
             (`core.output`); None for no limit.
         sandbox: What a stdio server may touch (`core.sandbox`).
+        lock: A stdio server launched from a registry (`npx`, `uvx`, `docker
+            run`, ... `core.launch`) starts the version locked at its first
+            start, not the newest (`transport.stdio.locks`).
+        min_age: Days a release must have been published before a lock takes
+            it (0: any).
         annotations: Tool hints the user trusts over the server's, as
             (glob on the tool's own name, hints) in key order
             (`core.policy.annotation_overrides`).
@@ -197,6 +204,8 @@ class ConnectionSpec:
     pin: str = "warn"
     max_output: int | None = None
     sandbox: Sandbox = OFF
+    lock: bool = True
+    min_age: float = 0.0
     annotations: tuple[tuple[str, dict[str, bool]], ...] = ()
     log_arguments: bool = False
 
@@ -431,6 +440,13 @@ def _parse_options(
                     f"{value_text(value)}"
                 )
             out[key] = value
+        elif key in ("lock", "min_age"):
+            if transport != "stdio":
+                raise ConfigError(
+                    f"{prefix}: {key} applies to stdio servers launched from a "
+                    "registry (npx, uvx, docker run, ...); remove it here"
+                )
+            out[key] = _lock_option(prefix, key, value)
         elif key in ("sandbox", "sandbox_required"):
             if transport != "stdio":
                 raise ConfigError(
@@ -516,6 +532,30 @@ def _duration(
             f"got {value!r}"
         )
     return number
+
+
+_MAX_MIN_AGE = 365.0
+"""The longest `min_age`, in days."""
+
+
+def _lock_option(prefix: str, key: str, value: object) -> bool | float:
+    if key == "lock":
+        if not isinstance(value, bool):
+            raise ConfigError(
+                f"{prefix}: lock must be true or false, got {value_text(value)}"
+            )
+        return value
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= _MAX_MIN_AGE
+    ):
+        raise ConfigError(
+            f"{prefix}: min_age must be a number of days from 0 to "
+            f"{_MAX_MIN_AGE:.0f}, got {value_text(value)}"
+        )
+    return float(value)
 
 
 MIN_OUTPUT = 500
@@ -632,6 +672,10 @@ def spec_summary(spec: ConnectionSpec) -> dict[str, object]:
             "network": "all" if box.ports is None else list(box.ports) or "none",
             "required": box.required,
         }
+    if spec.transport == "stdio" and not spec.lock:
+        out["lock"] = False
+    if spec.min_age:
+        out["min_age"] = spec.min_age
     if spec.max_output is not None:
         out["max_output"] = spec.max_output
     if spec.log_arguments:

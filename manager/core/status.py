@@ -48,6 +48,10 @@ class ConnectionStatus:
             one (`2026-07-28, pid 4242`); "" when none.
         confinement: How a stdio server runs (`transport.stdio.process.confined_as`):
             `off`, `landlock`, `refused` or `UNCONFINED: WHY`; "" otherwise.
+        launch: A registry launch's lock (`transport.stdio.locks`): `PACKAGE
+            VERSION locked`, with `; VERSION available` when a newer release
+            waits for `mcp-manager update`, or `not locked: WHY`; "" when
+            its command fetches nothing (or names one version itself).
     """
 
     name: str
@@ -71,6 +75,7 @@ class ConnectionStatus:
     protocol: str = ""
     beside: str = ""
     confinement: str = ""
+    launch: str = ""
 
     @property
     def era(self) -> str:
@@ -112,6 +117,7 @@ class ConnectionStatus:
             protocol=str(data.get("protocol") or ""),
             beside=str(data.get("beside") or ""),
             confinement=str(data.get("confinement") or ""),
+            launch=str(data.get("launch") or ""),
         )
 
 

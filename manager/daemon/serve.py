@@ -44,6 +44,7 @@ from ..core.replies import (
     ReloadSummary,
     StartSlots,
     TokenReply,
+    UpdateReply,
 )
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
@@ -269,6 +270,26 @@ class Daemon:
         """Pin what `server` lists now (`mcp-manager approve`)."""
         return ApproveReply(
             server=server, approved=tuple(self.manager.approve(server, items))
+        )
+
+    async def update(self, server: str, take: bool, version: str) -> UpdateReply:
+        """`mcp-manager update`: the launch lock of `server`, and taking the
+        newer release it was shown (`engine.launches`)."""
+        if take:
+            try:
+                await self.manager.launch_take(server, version)
+            except ValueError as exc:
+                raise ControlError(str(exc)) from None
+        offer = await self.manager.launch_offer(server)
+        return UpdateReply(
+            server=server,
+            package=offer.package,
+            locked=offer.locked,
+            available=offer.available,
+            published=offer.published,
+            newest=offer.newest,
+            note=offer.note,
+            taken=take,
         )
 
     def pending(self) -> list[ApprovalAsked]:

@@ -16,6 +16,8 @@
   socket or the HUD, `approvals.json` for answers kept always).
 - `calllog`: one row per tool call in `calls.sqlite3`, written off the call
   path, bounded by age and rows.
+- `launches`: launch locks as status shows them (`launch_text`) and
+  `update` changes them (`offer`, `take`).
 - `vault`: secret references (`${keyring:}`, `${cmd:}`, `${op://}`) read
   before each connection attempt.
 - `logins`, `status`, `output`: OAuth logins in flight, status snapshots,

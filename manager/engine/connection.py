@@ -25,10 +25,12 @@ import anyio
 from ..core.events import (
     AuthStep,
     CatalogChanged,
+    LaunchLock,
     ResourceUpdated,
     ServerLog,
     ServerStderr,
 )
+from ..core.launch import LaunchNote
 from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec
 from ..core.state import (
@@ -116,6 +118,8 @@ class Connection:
         self.scope = anyio.CancelScope()
         self.state = ConnectionState(name=spec.name, since=clock())
         self.upstream: Upstream | None = None
+        self.launch: LaunchNote | None = None
+        """What its launch lock last said (`transport.stdio.locks`), if any."""
         self.tools: tuple[ToolInfo, ...] = ()
         self.catalog = Catalog()
         if self._lists is not None:  # shown while idle, before any session
@@ -293,6 +297,19 @@ class Connection:
             )
         )
 
+    def _on_launch(self, note: LaunchNote) -> None:
+        self.launch = note
+        self._bus.publish(
+            LaunchLock(
+                name=self.name,
+                change=note.change,
+                package=note.package,
+                version=note.version,
+                available=note.available,
+                reason=redact(note.reason, self._secrets),
+            )
+        )
+
     def _roots(self) -> tuple[str, ...]:
         return self.spec.roots
 
@@ -309,6 +326,7 @@ class Connection:
             on_request=on_request,
             roots=self._roots if self.spec.roots else None,
             on_auth=self._on_auth,
+            on_launch=self._on_launch,
         )
 
     # --- what the supervisor records ----------------------------------------------

@@ -38,6 +38,7 @@ from ..core.events import (
     CallFailed,
     CallFinished,
     CallStarted,
+    LaunchLock,
     SettingsChanged,
     ToolChanged,
     ToolsApproved,
@@ -51,6 +52,7 @@ from ..core.status import ConnectionStatus
 from ..transport.base import (
     LINK_META_KEY,
     CallResult,
+    LaunchLocking,
     OAuthLogins,
     ProgressCallback,
     ToolInfo,
@@ -61,11 +63,14 @@ from ..transport.connect import McpTransport
 from ..transport.lists import ListMemory
 from ..transport.oauth.auth import uses_oauth
 from ..transport.state_files import default_state_dir
+from ..transport.stdio.locks import Offer
 from ..transport.stdio.starts import StartSlots
+from . import launches
 from .bus import EventBus
 from .calllog import CallLog
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests
+from .launches import LaunchUpdate, launch_text
 from .live import tell_roots_changed
 from .pins import PinBook
 from .policy import Caller, Policy
@@ -168,6 +173,7 @@ class Manager:
         self.policy = Policy(self.bus.publish, state_dir, self.secrets, clock)
         """The call policy (`mcp_policy`) and the calls waiting for the user."""
         self._calls_scope = anyio.CancelScope()
+        self._launches_scope = anyio.CancelScope()
         """What on-demand connections listed, kept between their sessions."""
         self._conns: dict[str, Connection] = {}
         self._closing: set[Connection] = set()
@@ -181,7 +187,13 @@ class Manager:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._write_calls)
+        if isinstance(self._transport, LaunchLocking):
+            self._tg.start_soon(self._watch_launches, self._transport)
         return self
+
+    async def _watch_launches(self, transport: LaunchLocking) -> None:
+        with self._launches_scope:
+            await transport.launches.run()
 
     async def _write_calls(self) -> None:
         with self._calls_scope:
@@ -198,6 +210,7 @@ class Manager:
         for name in list(self._conns):
             self.remove(name)
         self._calls_scope.cancel()  # the last rows are written on the way out
+        self._launches_scope.cancel()
         try:
             return await self._tg.__aexit__(exc_type, exc, tb)
         finally:
@@ -346,6 +359,30 @@ class Manager:
         conn.forgive_refusals()  # the user asks: the login limit starts again
         return conn.retry_now()
 
+    async def launch_offer(self, name: str) -> Offer:
+        """What `mcp-manager update NAME` would take (`engine.launches`)."""
+        return await launches.offer(self._conns.get(name), name, self._transport)
+
+    async def launch_take(self, name: str, version: str) -> LaunchUpdate:
+        """Lock `name`'s package to the newer `version` `launch_offer`
+        showed, and restart the server on it (a `launch_lock` event,
+        `updated`)."""
+        conn = self._conns.get(name)
+        done = await launches.take(conn, name, self._transport, version)
+        assert conn is not None
+        self.bus.publish(
+            LaunchLock(
+                name=name,
+                change="updated",
+                package=done.package,
+                version=done.after,
+                reason=f"was {done.before}" if done.before else "",
+            )
+        )
+        conn.launch = None
+        self.add(conn.spec, why="launch")
+        return done
+
     # --- reading ----------------------------------------------------------------
 
     @property
@@ -397,13 +434,17 @@ class Manager:
         if conn is None:
             return None
         now = self._clock()
-        return connection_status(conn, now, self._auth(conn, now))
+        launch = launch_text(conn, self._transport)
+        return connection_status(conn, now, self._auth(conn, now), launch)
 
     def statuses(self) -> list[ConnectionStatus]:
         """The status of every declared connection, sorted by name."""
         now = self._clock()
         return [
-            connection_status(c, now, self._auth(c, now)) for c in self.connections()
+            connection_status(
+                c, now, self._auth(c, now), launch_text(c, self._transport)
+            )
+            for c in self.connections()
         ]
 
     def tools(self, name: str) -> tuple[ToolInfo, ...]:

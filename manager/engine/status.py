@@ -12,10 +12,13 @@ __all__ = ["connection_status"]
 
 
 def connection_status(
-    conn: Connection, now: float, auth: tuple[str, float | None] = ("none", None)
+    conn: Connection,
+    now: float,
+    auth: tuple[str, float | None] = ("none", None),
+    launch: str = "",
 ) -> ConnectionStatus:
     """The status of one connection at wall time `now` (`auth`: its kind and
-    the seconds its token has left)."""
+    the seconds its token has left; `launch`: its launch lock)."""
     state = conn.state
     next_in = None
     if state.next_retry_at is not None:
@@ -44,6 +47,7 @@ def connection_status(
         protocol=state.protocol,
         beside=conn.upstream.beside() if conn.upstream is not None else "",
         confinement=confined_as(conn.spec),
+        launch=launch,
     )
 
 

@@ -97,6 +97,11 @@ def details_text(row: Row | None, details: ConnectionDetails, now: float) -> Tex
         if row.confinement:
             style = "bold red" if row.confinement.startswith("UNCONFINED") else ""
             text.append(f" · sandbox {row.confinement}", style=style)
+        if row.launch:
+            style = "yellow" if row.drift or row.launch.startswith("not") else ""
+            text.append(f" · launch {row.launch}", style=style)
+            if row.drift:
+                text.append(f" (mcp-manager update {row.name})", style=style)
         text.append("\n")
         if row.error:
             text.append("last error: ", style="bold")

@@ -42,6 +42,7 @@ from ..core.events import (
     HookFailed,
     Idle,
     Lagged,
+    LaunchLock,
     Lost,
     NeedsLogin,
     Reconnecting,
@@ -123,6 +124,8 @@ class Row:
         server: Upstream server name and version, from the last `connected`.
         protocol: MCP revision of the current (or last) session.
         confinement: How a stdio server runs (`ConnectionStatus.confinement`).
+        launch: Its launch lock (`ConnectionStatus.launch`), kept current by
+            `launch_lock` events.
         changed: Definitions that differ from their pins, not approved yet
             (`tool_changed`), by name; held back ones marked True.
     """
@@ -144,6 +147,12 @@ class Row:
     server: str = ""
     protocol: str = ""
     confinement: str = ""
+    launch: str = ""
+
+    @property
+    def drift(self) -> bool:
+        """A newer release of its locked launch waits for `update`."""
+        return self.launch.endswith(" available")
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +283,7 @@ class HudState:
                 enabled=item.enabled,
                 protocol=item.protocol,
                 confinement=item.confinement,
+                launch=item.launch,
             )
         self.rows = fresh
         self.resync_needed = False
@@ -450,6 +460,20 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             level = "warn" if event.outcome == "failed" else "debug"
         case ToolsChanged():
             hud.row(name, at).tools = event.tools
+        case LaunchLock():
+            row = hud.row(name, at)
+            if event.change == "drift":
+                row.launch = (
+                    f"{event.package} {event.version} locked; "
+                    f"{event.available} available"
+                )
+                level = "warn"
+            elif event.change == "unlocked":
+                row.launch = f"not locked: {event.reason}"
+                level = "warn"
+            else:
+                row.launch = f"{event.package} {event.version} locked"
+            hud.revision += 1
         case ToolChanged():
             hud.row(name, at).changed[event.item] = event.held
             hud.revision += 1

@@ -186,11 +186,16 @@ def _attempt_style(row: Row) -> str:
 
 def transport_cell(row: Row) -> Cell:
     """The transport, with a mark for how a stdio server runs: `⛨` confined
-    (Landlock), `!` unconfined although it asked for a sandbox."""
+    (Landlock), `!` unconfined although it asked for a sandbox; and `↑` when
+    a newer release of its locked launch waits for `mcp-manager update`."""
+    newer = " ↑" if row.drift else ""
+    if row.confinement.startswith("UNCONFINED"):
+        return f"{row.transport} !{newer}", "bold red"
+    if newer:
+        confined = " ⛨" if row.confinement == "landlock" else ""
+        return f"{row.transport}{confined}{newer}", "yellow"
     if row.confinement == "landlock":
         return f"{row.transport} ⛨", "green"
-    if row.confinement.startswith("UNCONFINED"):
-        return f"{row.transport} !", "bold red"
     return row.transport, "dim"
 
 

@@ -35,6 +35,7 @@ from ..core.events import (
     HookFailed,
     Idle,
     Lagged,
+    LaunchLock,
     Lost,
     Reconnecting,
     Refused,
@@ -102,6 +103,7 @@ _LEVELS: dict[type[Event], int] = {
     Updated: logging.INFO,
     ToolsChanged: logging.INFO,
     ToolChanged: logging.WARNING,
+    LaunchLock: logging.WARNING,
     ToolsApproved: logging.INFO,
     ApprovalAsked: logging.WARNING,
     ApprovalDecided: logging.INFO,
@@ -176,6 +178,8 @@ class LogSink:
         match event:
             case Added() | Updated():
                 self._tracks[n] = _Track()
+            case LaunchLock(change="locked" | "updated"):
+                level = logging.INFO
             case Connecting():
                 track = self._track(n)
                 track.up = False

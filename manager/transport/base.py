@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..core.launch import LaunchNote
 from ..core.spec import ConnectionSpec
+
+if TYPE_CHECKING:
+    from .stdio.locks import LaunchLocks
 
 __all__ = [
     "CATALOG_KINDS",
@@ -19,6 +23,7 @@ __all__ = [
     "LINK_META_KEY",
     "MODERN",
     "OAuthLogins",
+    "LaunchLocking",
     "TASKS_EXTENSION",
     "UI_EXTENSION",
     "APP_MIME_TYPE",
@@ -303,6 +308,8 @@ class Hooks:
         links: Filled by the HTTP transport, read by `on_request`'s caller.
         on_auth: An OAuth step ended: step, outcome (`ok`/`failed`), HTTP
             status (0: none), seconds it took, error (never a secret).
+        on_launch: The launch lock of a stdio server locked, updated, saw a
+            newer release, or could not lock (`stdio.locks`).
     """
 
     on_spawn: Callable[[int], None] = lambda pid: None
@@ -317,6 +324,7 @@ class Hooks:
     on_auth: Callable[[str, str, int, float, str], None] = (
         lambda step, outcome, status, elapsed, error: None
     )
+    on_launch: Callable[[LaunchNote], None] = lambda note: None
 
 
 class Upstream(Protocol):
@@ -466,6 +474,21 @@ class OAuthLogins(Protocol):
 
     def forget(self, name: str) -> bool:
         """Forget `name`'s tokens and client registration; whether any were kept."""
+        ...
+
+
+@runtime_checkable
+class LaunchLocking(Protocol):
+    """What a transport that locks registry launches also does
+    (`connect.McpTransport`; `stdio.locks`)."""
+
+    @property
+    def launches(self) -> LaunchLocks:
+        """The launch locks of every connection."""
+        ...
+
+    async def resolved(self, spec: ConnectionSpec) -> ConnectionSpec:
+        """`spec` with its `${...}` references read (what the server gets)."""
         ...
 
 

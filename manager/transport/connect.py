@@ -68,6 +68,7 @@ from .session import McpSession, handshake, message_handler
 from .side import EraSide, ListSources
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .state_files import default_state_dir
+from .stdio.locks import LaunchLocks
 from .stdio.process import stdio_streams
 from .stdio.starts import Slot, StartSlots
 from .tasks import task_claims
@@ -115,6 +116,10 @@ class McpTransport:
             sends itself (`Tracing.send_span`; none by default).
         read_secrets: Reads the secret references a spec names
             (`engine.vault.Vault.read`); without it a reference is an error.
+
+    A stdio server launched from a registry (`npx pkg`, `uvx pkg`, ...)
+    starts the version its launch lock says (`stdio.locks`); `launches.run()`
+    looks for newer releases while the owner runs it.
     """
 
     def __init__(
@@ -136,6 +141,8 @@ class McpTransport:
         self._starts = starts if starts is not None else StartSlots()
         self._open_streams = open_streams or self._streams
         self.logins = LoginDesk()
+        self.launches = LaunchLocks(self.state_dir / "locks")
+        """Registry launches locked to one version (`stdio.locks`)."""
 
     def token_expiry(self, name: str) -> float | None:
         """When `name`'s stored OAuth access token expires (wall time), if known."""
@@ -150,10 +157,13 @@ class McpTransport:
     ) -> AbstractAsyncContextManager[Upstream]:
         return self._open(spec, hooks)
 
-    @asynccontextmanager
-    async def _open(
-        self, spec: ConnectionSpec, hooks: Hooks
-    ) -> AsyncIterator[Upstream]:
+    async def resolved(self, spec: ConnectionSpec) -> ConnectionSpec:
+        """`spec` with its `${env:...}` and secret references read (and
+        registered as secrets).
+
+        Raises:
+            ConfigError: A variable is not set, or a reference cannot be read.
+        """
         named = references(spec)
         read = None
         if named:
@@ -163,7 +173,15 @@ class McpTransport:
                     connection=spec.name,
                 )
             read = await self._read_secrets(spec.name, named)
-        resolved = resolve_spec(spec, self._getenv, self.secrets, read)
+        return resolve_spec(spec, self._getenv, self.secrets, read)
+
+    @asynccontextmanager
+    async def _open(
+        self, spec: ConnectionSpec, hooks: Hooks
+    ) -> AsyncIterator[Upstream]:
+        resolved = await self.resolved(spec)
+        if resolved.transport == "stdio":
+            resolved = await self.launches.apply(resolved, hooks.on_launch)
         async with self._slotted(resolved, hooks) as upstream:
             yield upstream
 

@@ -52,6 +52,7 @@ from manager.core.replies import (
     ReconnectReply,
     ReloadSummary,
     TokenReply,
+    UpdateReply,
 )
 from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus, Subscription
@@ -184,6 +185,19 @@ class FakeBackend:
     def logout(self, server: str) -> LogoutReply:
         self.logins.append(("logout", server, None))
         return LogoutReply(server=server, forgot=True)
+
+    async def update(self, server: str, take: bool, version: str) -> UpdateReply:
+        if server != "srv":
+            raise UnknownServer(f"no connection named {server!r}")
+        if take and version != "1.1.0":
+            raise ControlError("srv: the registry now offers 1.1.0, not " + version)
+        return UpdateReply(
+            server=server,
+            package="pkg",
+            locked="1.1.0" if take else "1.0.0",
+            available="" if take else "1.1.0",
+            taken=take,
+        )
 
     def pending(self) -> list[ApprovalAsked]:
         return []
@@ -1046,3 +1060,30 @@ async def test_changes_and_approve_come_back_typed(sock_dir: Path) -> None:
             await anyio.to_thread.run_sync(lambda: client.approve("nope", []))
     assert changes == [ToolChanged(name="web", item="fetch", diff="-a\n+b", held=True)]
     assert approved == ApproveReply(server="web", approved=("fetch",))
+
+
+@pytest.mark.anyio
+async def test_update_comes_back_typed_and_bad_requests_say_which_field(
+    sock_dir: Path,
+) -> None:
+    path = sock_dir / "control.sock"
+    client = ControlClient(path)
+    async with serving(FakeBackend(), path):
+        shown = await anyio.to_thread.run_sync(lambda: client.update("srv"))
+        taken = await anyio.to_thread.run_sync(
+            lambda: client.update("srv", take=True, version="1.1.0")
+        )
+        with pytest.raises(ControlError, match="now offers 1.1.0, not 1.0.9"):
+            await anyio.to_thread.run_sync(
+                lambda: client.update("srv", take=True, version="1.0.9")
+            )
+        with pytest.raises(UnknownServer):
+            await anyio.to_thread.run_sync(lambda: client.update("nope"))
+        with pytest.raises(ControlError, match='"take" must be true or false'):
+            await anyio.to_thread.run_sync(
+                lambda: client.request({"cmd": "update", "server": "srv", "take": 1})
+            )
+    assert shown == UpdateReply(
+        server="srv", package="pkg", locked="1.0.0", available="1.1.0"
+    )
+    assert taken.taken and taken.locked == "1.1.0" and not taken.available

@@ -27,6 +27,8 @@ SENTENCES = [
     "description: text addressed to the model ('<IMPORTANT>'); review: mcp-manager "
     "tools --changed; approve: mcp-manager approve a echo",
     "a: approved echo, pid",
+    "a: pkg@^1 1.1.0 is out; still starting the locked 1.0.0: see and take it "
+    "with mcp-manager update a",
     "a: call of 'add' by claude-code waits for your approval (startup.lua:5); "
     "allow: mcp-manager allow 1f2e3d4c; deny: mcp-manager deny 1f2e3d4c",
     "a: call of 'add' allowed (session) by hud",

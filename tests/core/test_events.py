@@ -27,6 +27,7 @@ from manager.core.events import (
     HookFailed,
     Idle,
     Lagged,
+    LaunchLock,
     Lost,
     NeedsLogin,
     Reconnecting,
@@ -63,6 +64,9 @@ EXAMPLES: list[Event] = [
         held=True,
     ),
     ToolsApproved(name="a", items=("echo", "pid")),
+    LaunchLock(
+        name="a", change="drift", package="pkg@^1", version="1.0.0", available="1.1.0"
+    ),
     ApprovalAsked(
         name="a",
         tool="add",

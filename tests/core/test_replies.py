@@ -27,6 +27,7 @@ from manager.core.replies import (
     ReloadSummary,
     StartSlots,
     TokenReply,
+    UpdateReply,
 )
 from manager.core.wire import read_counts, read_mapping
 
@@ -46,6 +47,7 @@ Reply = (
     | CallbackReply
     | LogoutReply
     | TokenReply
+    | UpdateReply
 )
 
 FULL: list[Reply] = [
@@ -129,6 +131,16 @@ FULL: list[Reply] = [
     ),
     CallbackReply(server="api", message="Logged in."),
     LogoutReply(server="api", forgot=True),
+    UpdateReply(
+        server="api",
+        package="pkg",
+        locked="1.0.0",
+        available="1.1.0",
+        published="2026-11-20T10:00:00Z",
+        newest="1.2.0",
+        note="",
+        taken=True,
+    ),
     TokenReply(
         source="/state/endpoint-token",
         path="/state/endpoint-token",
@@ -256,6 +268,7 @@ WRONG: dict[type, dict[str, object]] = {
     CallbackReply: {"server": [], "message": 3},
     LogoutReply: {"server": None, "forgot": 1},
     TokenReply: {"source": 1, "path": [], "rotated": "yes", "streams_ended": "2"},
+    UpdateReply: {"server": 1, "locked": [], "available": None, "taken": "yes"},
 }
 
 

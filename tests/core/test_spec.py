@@ -448,6 +448,30 @@ def test_env_templates_are_accepted_and_kept_unresolved(
         ),
         pytest.param(
             "http://h/",
+            {"lock": False},
+            ["lock applies to stdio servers launched from a registry"],
+            id="lock-on-http",
+        ),
+        pytest.param(
+            {"command": "npx"},
+            {"lock": "yes"},
+            ["lock must be true or false", "a string"],
+            id="lock-string",
+        ),
+        pytest.param(
+            {"command": "npx"},
+            {"min_age": -1},
+            ["min_age must be a number of days from 0 to 365", "-1"],
+            id="min-age-negative",
+        ),
+        pytest.param(
+            {"command": "npx"},
+            {"min_age": True},
+            ["min_age must be a number of days"],
+            id="min-age-bool",
+        ),
+        pytest.param(
+            "http://h/",
             {"headers": "Authorization: x"},
             ["headers must be a table of strings"],
             id="headers-string",
@@ -853,3 +877,14 @@ def test_the_protocol_option_takes_an_era_and_names_the_choices() -> None:
     message = str(caught.value)
     assert "mcp_add('a')" in message and "'auto', 'legacy', '2026-07-28'" in message
     assert caught.value.connection == "a"
+
+
+def test_a_launch_lock_is_on_by_default_and_its_options_show_in_the_summary() -> None:
+    plain = parse_spec("a", {"command": "npx", "args": ["-y", "pkg"]})
+    assert plain.lock and plain.min_age == 0.0
+    assert "lock" not in spec_summary(plain) and "min_age" not in spec_summary(plain)
+    tuned = parse_spec("a", {"command": "npx"}, {"lock": False, "min_age": 7})
+    assert (tuned.lock, tuned.min_age) == (False, 7.0)
+    assert (
+        spec_summary(tuned)["lock"] is False and spec_summary(tuned)["min_age"] == 7.0
+    )

@@ -50,6 +50,7 @@ from manager.core.events import (
     Connecting,
     Event,
     Lagged,
+    LaunchLock,
     Lost,
     Reconnecting,
     Removed,
@@ -1546,3 +1547,46 @@ def test_each_stdio_server_shows_how_it_is_confined() -> None:
     assert transport_cell(state.rows["plain"]) == ("stdio", "dim")
     body = details_text(state.rows["bare"], ConnectionDetails(), now=2.0).plain
     assert "sandbox UNCONFINED: this kernel has no Landlock" in body
+
+
+def test_a_newer_release_of_a_locked_launch_is_marked_until_taken() -> None:
+    """Status seeds the lock; a `drift` event marks the transport `↑` (and
+    the details name `update`); `updated` clears it."""
+    state = HudState()
+    state.seed(
+        typed(
+            [
+                {
+                    "name": "srv",
+                    "transport": "stdio",
+                    "confinement": "landlock",
+                    "launch": "pkg 1.0.0 locked",
+                }
+            ]
+        ),
+        now=1.0,
+    )
+    row = state.rows["srv"]
+    assert transport_cell(row) == ("stdio ⛨", "green")
+    state.apply(
+        LaunchLock(
+            name="srv",
+            change="drift",
+            package="pkg",
+            version="1.0.0",
+            available="1.1.0",
+        ),
+        now=2.0,
+    )
+    assert transport_cell(row) == ("stdio ⛨ ↑", "yellow")
+    body = details_text(row, ConnectionDetails(), now=3.0).plain
+    assert "launch pkg 1.0.0 locked; 1.1.0 available (mcp-manager update srv)" in body
+    state.apply(
+        LaunchLock(name="srv", change="updated", package="pkg", version="1.1.0"),
+        now=4.0,
+    )
+    assert transport_cell(row) == ("stdio ⛨", "green")
+    assert (
+        "launch pkg 1.1.0 locked"
+        in details_text(row, ConnectionDetails(), now=5.0).plain
+    )

@@ -1,0 +1,350 @@
+"""Launch locks: a server fetched from a registry starts the version it was
+locked to at its first start, never silently a newer one.
+
+`core.launch` finds the package in a stdio command line (`npx -y pkg`,
+`uvx pkg`, `docker run image`). Here:
+
+- **The first start resolves** what the launcher would take now (the npm
+  registry through `npm view`, so `.npmrc`, scopes and private registries
+  count as they do for `npx`; a Python index through its JSON simple API,
+  PEP 691/700; an OCI registry through its v2 API, anonymous token
+  included), records it in `locks/NAME.json` beside the pins (0600), and
+  starts exactly that version (`name@1.2.3`, `name==1.2.3`,
+  `image@sha256:...`).
+- **Later starts** use the record, without asking any registry.
+- **A newer release** is looked for in the background (`LaunchLocks.run`), at
+  most once an hour per connection: it is offered (a `launch_lock` event,
+  `drift`: a WARNING and a HUD mark), never taken. `mcp-manager update NAME`
+  shows it and takes it (`offer`, `take`).
+- **`min_age = N`** (days): a release younger than that is not locked nor
+  offered (a cooldown against a package taken over for a day).
+- **A command the user already pinned** (`pkg@1.2.3`, `pkg==1.2.3`, a
+  digest) is left as written. A launcher whose package is a path, a URL or
+  a git reference, or a first resolution that fails (offline, no `npm`), is
+  said (`unlocked`, with the reason) and started as written; resolving is
+  tried again at a later start, at most every `RETRY_UNLOCKED` seconds.
+
+Registry answers are bounded: `RESOLVE_TIMEOUT` seconds in all. A lock is
+kept per connection name; editing the package or what it asks for (`@2`)
+locks anew, other edits keep it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+
+from ...core.launch import Launch, LaunchNote, Unlockable, parse_launch
+from ...core.spec import ConnectionSpec
+from ..state_files import write_private_json
+from .registries import Resolution, ResolveFailed, newer, resolve
+
+__all__ = [
+    "CHECK_EVERY",
+    "RESOLVE_TIMEOUT",
+    "LaunchLocks",
+    "LockRecord",
+    "Offer",
+]
+
+logger = logging.getLogger(__name__)
+
+RESOLVE_TIMEOUT = 20.0
+"""Seconds one resolution may take in all (`npm view` starts a Node process)."""
+
+CHECK_EVERY = 3600.0
+"""Seconds between two looks for a newer release of one connection's package."""
+
+RETRY_UNLOCKED = 300.0
+"""Seconds before a failed first resolution is tried again at a start."""
+
+
+@dataclass(frozen=True, slots=True)
+class LockRecord:
+    """One connection's lock, as `locks/NAME.json` keeps it."""
+
+    launcher: str
+    package: str
+    wanted: str
+    version: str
+    published: str = ""
+    locked_at: str = ""
+
+    def fits(self, launch: Launch) -> bool:
+        """Whether this lock is for what `launch` asks."""
+        return (self.launcher, self.package, self.wanted) == (
+            launch.launcher,
+            launch.package,
+            launch.wanted,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """`mcp-manager update NAME`: the lock and what it would become.
+
+    Attributes:
+        package: The package as the command asks for it (`name@^1`).
+        locked: The version (digest) it starts now ("" if none yet).
+        available: The one `take` would lock ("" if nothing newer).
+        published: When `available` was published ("" if not known).
+        newest: The newest release however young, when `min_age` holds it
+            back ("" otherwise).
+        note: Why nothing can be offered ("" when something can).
+    """
+
+    package: str
+    locked: str = ""
+    available: str = ""
+    published: str = ""
+    newest: str = ""
+    note: str = ""
+
+
+Resolver = Callable[[Launch, ConnectionSpec, float], Any]
+"""`resolve`'s shape: (launch, resolved spec, now) -> awaitable Resolution."""
+
+
+class LaunchLocks:
+    """The launch locks of every connection, one file each.
+
+    Args:
+        directory: Where the lock files live (`STATE/locks`).
+        resolver: Asks the registry (`resolve`; tests pass their own).
+        clock: Wall time (epoch seconds).
+        check_every: Seconds between two looks for a newer release of one
+            connection's package.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        resolver: Resolver | None = None,
+        clock: Callable[[], float] = time.time,
+        check_every: float = CHECK_EVERY,
+    ) -> None:
+        self.directory = directory
+        self._resolve = resolver or resolve
+        self._clock = clock
+        self._check_every = check_every
+        self._checked: dict[str, float] = {}
+        """When each connection's package was last looked at for a newer one."""
+        self._failed: dict[str, float] = {}
+        """When a connection's first resolution last failed."""
+        self._records: dict[str, LockRecord | None] = {}
+        self._told: dict[str, str] = {}
+        """What was last said about each connection (said again only if new)."""
+        self._due: dict[
+            str, tuple[ConnectionSpec, Launch, Callable[[LaunchNote], None]]
+        ]
+        self._due = {}
+        self._wake = anyio.Event()
+
+    def path(self, name: str) -> Path:
+        """Where `name`'s lock lives."""
+        return self.directory / f"{name}.json"
+
+    def record(self, name: str) -> LockRecord | None:
+        """`name`'s lock, or None (none yet, or the file is unreadable); read
+        once, then kept (this object writes every change)."""
+        if name in self._records:
+            return self._records[name]
+        try:
+            data = json.loads(self.path(name).read_text())
+            record: LockRecord | None = LockRecord(
+                **{k: str(v) for k, v in data.items()}
+            )
+        except (OSError, ValueError, TypeError):
+            record = None
+        self._records[name] = record
+        return record
+
+    def _write(self, name: str, record: LockRecord) -> None:
+        write_private_json(
+            self.path(name),
+            {
+                "launcher": record.launcher,
+                "package": record.package,
+                "wanted": record.wanted,
+                "version": record.version,
+                "published": record.published,
+                "locked_at": record.locked_at,
+            },
+            indent=2,
+        )
+        self._records[name] = record
+
+    def _tell(
+        self, name: str, tell: Callable[[LaunchNote], None], note: LaunchNote
+    ) -> None:
+        key = f"{note.change}|{note.version}|{note.available}|{note.reason}"
+        if self._told.get(name) == key:
+            return
+        self._told[name] = key
+        tell(note)
+
+    async def apply(
+        self, spec: ConnectionSpec, tell: Callable[[LaunchNote], None]
+    ) -> ConnectionSpec:
+        """The spec to start: `spec` with its package locked, as written if
+        there is nothing to lock. `spec` has its `${...}` values resolved
+        (the registry is asked with the server's own environment).
+
+        Never raises: a registry that does not answer starts the server as
+        written, and says so (`tell`)."""
+        if spec.transport != "stdio" or not spec.lock:
+            return spec
+        launch = parse_launch(spec.command, spec.args)
+        if launch is None:
+            return spec
+        if isinstance(launch, Unlockable):
+            self._tell(spec.name, tell, LaunchNote("unlocked", reason=launch.reason))
+            return spec
+        if launch.exact:
+            return spec
+        record = self.record(spec.name)
+        now = self._clock()
+        if record is not None and record.fits(launch):
+            self._due[spec.name] = (spec, launch, tell)
+            self._wake.set()
+            return replace(spec, args=launch.locked(spec.args, record.version))
+        failed = self._failed.get(spec.name)
+        if failed is not None and now - failed < RETRY_UNLOCKED:
+            return spec
+        try:
+            found = await self._resolved(launch, spec, now)
+        except ResolveFailed as exc:
+            self._failed[spec.name] = now
+            self._tell(
+                spec.name,
+                tell,
+                LaunchNote(
+                    "unlocked",
+                    package=launch.display,
+                    reason=f"{exc}; started as written, locked at a later start",
+                ),
+            )
+            return spec
+        self._failed.pop(spec.name, None)
+        self._checked[spec.name] = now
+        self._write(spec.name, self._new_record(launch, found, now))
+        self._tell(
+            spec.name,
+            tell,
+            LaunchNote("locked", package=launch.display, version=found.version),
+        )
+        return replace(spec, args=launch.locked(spec.args, found.version))
+
+    def _new_record(self, launch: Launch, found: Resolution, now: float) -> LockRecord:
+        return LockRecord(
+            launch.launcher,
+            launch.package,
+            launch.wanted,
+            found.version,
+            found.published,
+            datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
+        )
+
+    async def _resolved(
+        self, launch: Launch, spec: ConnectionSpec, now: float
+    ) -> Resolution:
+        with anyio.fail_after(RESOLVE_TIMEOUT):
+            try:
+                found: Resolution = await self._resolve(launch, spec, now)
+            except TimeoutError:
+                raise
+            except ResolveFailed:
+                raise
+            except (OSError, httpx2.HTTPError, ValueError) as exc:
+                raise ResolveFailed(f"{type(exc).__name__}: {exc}") from None
+        return found
+
+    async def run(self) -> None:
+        """Look for newer releases of the locked packages, one at a time, at
+        most once every `CHECK_EVERY` seconds each, until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            while self._due:
+                name, (spec, launch, tell) = next(iter(self._due.items()))
+                del self._due[name]
+                now = self._clock()
+                last = self._checked.get(name)
+                if last is not None and now - last < self._check_every:
+                    continue
+                self._checked[name] = now
+                await self._check(spec, launch, tell, now)
+
+    async def _check(
+        self,
+        spec: ConnectionSpec,
+        launch: Launch,
+        tell: Callable[[LaunchNote], None],
+        now: float,
+    ) -> None:
+        record = self.record(spec.name)
+        if record is None or not record.fits(launch):
+            return
+        try:
+            found = await self._resolved(launch, spec, now)
+        except (ResolveFailed, TimeoutError) as exc:
+            logger.debug("%s: no look at newer releases: %s", spec.name, exc)
+            return
+        if newer(launch, found.version, record.version):
+            self._tell(
+                spec.name,
+                tell,
+                LaunchNote(
+                    "drift",
+                    package=launch.display,
+                    version=record.version,
+                    available=found.version,
+                ),
+            )
+
+    async def offer(self, spec: ConnectionSpec) -> Offer:
+        """What `update` would do for `spec` (its `${...}` resolved)."""
+        launch = parse_launch(spec.command, spec.args)
+        if launch is None:
+            return Offer("", note="its command does not fetch from a registry")
+        if isinstance(launch, Unlockable):
+            return Offer("", note=launch.reason)
+        if launch.exact:
+            return Offer(
+                launch.display,
+                locked=launch.wanted,
+                note="its command names one version already: edit it to change",
+            )
+        if not spec.lock:
+            return Offer(launch.display, note="lock = false: it takes the newest")
+        record = self.record(spec.name)
+        locked = record.version if record is not None and record.fits(launch) else ""
+        try:
+            found = await self._resolved(launch, spec, self._clock())
+        except (ResolveFailed, TimeoutError) as exc:
+            return Offer(launch.display, locked=locked, note=f"the registry: {exc}")
+        held = found.newest if found.newest != found.version else ""
+        if locked and not newer(launch, found.version, locked):
+            return Offer(launch.display, locked=locked, newest=held)
+        return Offer(launch.display, locked, found.version, found.published, held)
+
+    def take(self, spec: ConnectionSpec, version: str, published: str = "") -> str:
+        """Lock `spec`'s package to `version` (`update`); the previous one."""
+        launch = parse_launch(spec.command, spec.args)
+        if not isinstance(launch, Launch) or launch.exact:
+            raise ValueError(f"{spec.name}: nothing to lock in its command")
+        record = self.record(spec.name)
+        before = record.version if record is not None and record.fits(launch) else ""
+        found = Resolution(version, published)
+        self._write(spec.name, self._new_record(launch, found, self._clock()))
+        self._told.pop(spec.name, None)
+        return before
