@@ -155,7 +155,7 @@ def _cmd_update(args: argparse.Namespace) -> int:
 
 
 def _update_text(shown: UpdateReply) -> str:
-    head = f"{shown.server}: {shown.package or 'its command'}"
+    head = f"{shown.server}: {shown.package}" if shown.package else shown.server
     if shown.note:
         locked = f" (starts {shown.locked})" if shown.locked else ""
         return f"{head}{locked}: {shown.note}"

@@ -257,7 +257,9 @@ class ControlClient:
                 is unreachable.
         """
         request = {"cmd": "update", "server": server, "take": take, "version": version}
-        return UpdateReply.from_dict(_as_dict(self.request(request, timeout=60.0)))
+        # Up to three registry answers (offer, take, the new offer), each
+        # bounded by the daemon (stdio.locks.RESOLVE_TIMEOUT, 20 s).
+        return UpdateReply.from_dict(_as_dict(self.request(request, timeout=90.0)))
 
     def pending(self) -> list[ApprovalAsked]:
         """The calls waiting for the user's approval, oldest first."""

@@ -47,7 +47,7 @@ def launch_text(conn: Connection, transport: Transport) -> str:
     record = transport.launches.record(conn.name)
     if record is None or not record.fits(launch):
         return ""
-    text = f"{launch.package} {record.version} locked"
+    text = f"{launch.display} {record.version} locked"
     if note is not None and note.change == "drift" and note.version == record.version:
         text += f"; {note.available} available"
     return text

@@ -117,6 +117,13 @@ def test_daemon_serves_status_calls_and_the_cli_and_revives_a_killed_server(
         assert "it lists: crash, echo, pid" in capsys.readouterr().err
         assert main(["approve", "fast", "echo", *sock]) == 0
         assert capsys.readouterr().out == "fast: approved echo\n"
+        # Launch locks: this server's command fetches nothing to lock.
+        assert main(["update", "fast", *sock]) == 0
+        assert capsys.readouterr().out == (
+            "fast: its command does not fetch from a registry\n"
+        )
+        assert main(["update", "nope", *sock]) == 2
+        assert "no connection named 'nope'" in capsys.readouterr().err
 
         seen = daemon.events[-1]["seq"]
         os.kill(pid, signal.SIGKILL)
