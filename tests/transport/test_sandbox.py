@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from manager.core.errors import ConfigError, ConnectFailed
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.stdio.process import landlock_abi
+from manager.transport.stdio.process import LAUNCHER, landlock_abi, launcher_rules
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -184,3 +185,45 @@ def test_import_keeps_vs_codes_confinement_or_refuses_it_loudly(
     assert 'mcp_add("ruled"' not in captured.out
     assert "ruled: not imported: VS Code confines it with rules" in captured.err
     assert captured.out.count("sandbox") == 1  # only boxed is confined
+
+
+@landlocked
+async def test_the_reference_server_runs_under_strict(
+    everything_stdio: tuple[str, list[str]],
+) -> None:
+    """The official reference server (Node) under `strict`: it starts, lists,
+    answers; its own package is read, nothing else is opened for it."""
+    command, args = everything_stdio
+    spec = parse_spec("ref", {"command": command, "args": args}, {"sandbox": "strict"})
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as manager:
+        manager.add(spec)
+        await rec.wait_for("connected", "ref")
+        result = await manager.call("ref", "echo", {"message": "confined"})
+        content: Any = result.data["content"]
+        assert content[0]["text"] == "Echo: confined"
+        status = manager.status("ref")
+        assert status is not None and status.confinement == "landlock"
+        manager.reconcile([])
+
+
+def test_the_launcher_refuses_what_is_not_a_rule() -> None:
+    """`confine.py` takes `read=`, `write=`, `port=` and `net=limited` only,
+    and a command after `--`: anything else exits 2 and runs nothing."""
+
+    def run(*argv: str) -> int:
+        command = [sys.executable, "-I", "-S", str(LAUNCHER), *argv]
+        return subprocess.run(command, check=False, timeout=30).returncode
+
+    assert run("bogus", "--", "/bin/true") == 2
+    assert run("port=x", "--", "/bin/true") == 2
+    assert run("read=/usr") == 2
+    assert run("read=/usr", "--") == 2
+    assert launcher_rules({"read": ["/a"], "write": ["/t"], "ports": [5432]}) == [
+        "read=/a",
+        "write=/t",
+        "port=5432",
+        "net=limited",
+    ]
+    assert launcher_rules({"read": [], "write": [], "ports": None}) == []

@@ -13,14 +13,13 @@ import collections
 import contextlib
 import ctypes
 import functools
-import json
 import logging
 import os
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -168,8 +167,23 @@ def confinement(
         tmpdir=tmpdir,
         home=os.path.expanduser("~"),
     )
-    launcher = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(confined)]
+    launcher = [sys.executable, "-I", "-S", str(LAUNCHER), *launcher_rules(confined)]
     return [*launcher, "--", found, *spec.args], tmpdir
+
+
+def launcher_rules(confined: Mapping[str, object]) -> list[str]:
+    """`core.sandbox.rules` as the launcher's `RULE` arguments (`confine.py`)."""
+    out = [f"read={path}" for path in _strings(confined.get("read"))]
+    out += [f"write={path}" for path in _strings(confined.get("write"))]
+    ports = confined.get("ports")
+    if isinstance(ports, list):
+        out += [f"port={int(port)}" for port in ports]
+        out.append("net=limited")
+    return out
+
+
+def _strings(value: object) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 @asynccontextmanager
