@@ -41,12 +41,16 @@ __all__ = [
     "changed_fields",
     "display_endpoint",
     "SECRET_KINDS",
+    "STDIO_ONLY_OPTIONS",
+    "URL_ONLY_OPTIONS",
+    "parse_defaults",
     "parse_max_output",
     "parse_reference",
     "parse_spec",
     "spec_summary",
     "validate_name",
     "value_text",
+    "with_defaults",
 ]
 
 Transport = Literal["stdio", "http", "sse"]
@@ -737,3 +741,58 @@ def applies_live(old: ConnectionSpec, new: ConnectionSpec) -> bool:
     """
     changed = set(changed_fields(old, new))
     return changed <= LIVE_FIELDS and bool(old.roots) == bool(new.roots)
+
+
+STDIO_ONLY_OPTIONS = frozenset({"sandbox", "sandbox_required", "lock", "min_age"})
+"""Options that apply to stdio servers only (a default skips the others)."""
+
+URL_ONLY_OPTIONS = frozenset({"headers", "oauth"})
+"""Options that apply to http and sse endpoints only."""
+
+
+def parse_defaults(opts: object) -> dict[str, object]:
+    """`mcp_defaults{...}`: options every later `mcp_add` of the script takes
+    where it does not set them itself, validated now (an option for stdio
+    servers only, like `sandbox`, is validated as one and given only to
+    them; `headers` and `oauth` only to URLs).
+
+    Raises:
+        ConfigError: Not a table, an unknown option, or a bad value: the
+            message starts `mcp_defaults: `.
+    """
+    if not isinstance(opts, dict):
+        raise ConfigError(
+            "mcp_defaults: options must be a table, e.g. mcp_defaults({sandbox = "
+            f'"strict", pin = "strict"}}), got {value_text(opts)}'
+        )
+    unknown = sorted(str(key) for key in opts if key not in _COMMON_OPTIONS)
+    if unknown:
+        raise ConfigError(
+            f"mcp_defaults: unknown option {unknown[0]!r}; known options: "
+            f"{', '.join(sorted(_COMMON_OPTIONS))}"
+        )
+    stdio = {k: v for k, v in opts.items() if k not in URL_ONLY_OPTIONS}
+    url = {k: v for k, v in opts.items() if k not in STDIO_ONLY_OPTIONS}
+    try:
+        parse_spec("defaults", {"command": "server"}, stdio)
+        parse_spec("defaults", "http://127.0.0.1/mcp", url)
+    except ConfigError as exc:
+        message = exc.message.replace("mcp_add('defaults'): ", "", 1)
+        raise ConfigError(f"mcp_defaults: {message}") from None
+    return dict(opts)
+
+
+def with_defaults(
+    endpoint: object, opts: Mapping[str, object] | None, defaults: Mapping[str, object]
+) -> dict[str, object] | None:
+    """`opts` with each of `defaults` it does not set and that applies to
+    `endpoint`'s kind (`STDIO_ONLY_OPTIONS`, `URL_ONLY_OPTIONS`)."""
+    if not defaults:
+        return dict(opts) if opts is not None else None
+    stdio = isinstance(endpoint, Mapping) and "command" in endpoint
+    out = dict(opts or {})
+    for key, value in defaults.items():
+        skip = URL_ONLY_OPTIONS if stdio else STDIO_ONLY_OPTIONS
+        if key not in out and key not in skip:
+            out[key] = value
+    return out

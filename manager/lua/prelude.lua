@@ -4,7 +4,8 @@
 -- returns `ok, value`; `pcall` turns a Python exception raised outside our code
 -- (e.g. lupa failing to decode a non-UTF-8 argument) into a message via `fault`.
 local check, fault, raw_add, raw_remove, raw_status, raw_list, raw_env, raw_print,
-      raw_load, raw_on, raw_call, raw_async, raw_profile, raw_policy, count = ...
+      raw_load, raw_on, raw_call, raw_async, raw_profile, raw_policy, raw_defaults,
+      count = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
 local error, pcall, rawget, tostring, type = error, pcall, rawget, tostring, type
 local select, pairs = select, pairs
@@ -125,6 +126,12 @@ end
 mcp_policy = function(...)
   local src, line = caller()
   local ok, res = invoke("mcp_policy", raw_policy, src, line, ...)
+  if not ok then error(res, 2) end
+  return res
+end
+mcp_defaults = function(...)
+  local src, line = caller()
+  local ok, res = invoke("mcp_defaults", raw_defaults, src, line, ...)
   if not ok then error(res, 2) end
   return res
 end

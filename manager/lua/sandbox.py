@@ -27,7 +27,14 @@ from ..core.events import EVENT_TYPES
 from ..core.policy import Rule, parse_rule
 from ..core.profile import Profile, parse_profile
 from ..core.redact import SecretRegistry, is_sensitive_key, redact
-from ..core.spec import ConnectionSpec, changed_fields, parse_spec, validate_name
+from ..core.spec import (
+    ConnectionSpec,
+    changed_fields,
+    parse_defaults,
+    parse_spec,
+    validate_name,
+    with_defaults,
+)
 from .convert import (
     MAX_ENTRIES,
     as_text,
@@ -137,6 +144,7 @@ class ScriptRun:
         self.removed: dict[str, None] = {}  # ordered set
         self.profiles: dict[str, Profile] = {}
         self.rules: list[Rule] = []  # mcp_policy, in the order written
+        self.defaults: dict[str, object] = {}  # mcp_defaults, for later mcp_adds
         self.expired = False
         self.out_of_memory = False
         self.fault: BaseException | None = None
@@ -181,6 +189,7 @@ class ScriptRun:
             self._entry(self._async),
             self._entry(self._profile),
             self._entry(self._policy),
+            self._entry(self._defaults),
             _HOOK_COUNT,
         )
         lua_globals = rt.globals()
@@ -287,7 +296,7 @@ class ScriptRun:
                 f"{prefix}: options must be a table, got {as_text(args[2])}",
                 connection=name,
             )
-        spec = parse_spec(name, endpoint, opts)
+        spec = parse_spec(name, endpoint, with_defaults(endpoint, opts, self.defaults))
         if self.live:  # from a callback: the running set changes now
             return self._live_host().add(spec)
         here = f"{src}:{line}" if isinstance(line, int) else str(src or self.file)
@@ -340,6 +349,21 @@ class ScriptRun:
                 f"options at {previous.where} and {here}; keep one"
             )
         self.profiles.setdefault(profile.name, profile)
+
+    def _defaults(self, src: object, line: object, *args: object) -> None:
+        if self.live:
+            raise ConfigError(
+                "mcp_defaults: defaults are declared in the script body, not from "
+                "a callback"
+            )
+        if len(args) != 1:
+            raise ConfigError(
+                f"mcp_defaults: takes one table, got {len(args)} arguments; e.g. "
+                'mcp_defaults({sandbox = "strict", pin = "strict"})'
+            )
+        given = lua_to_py(args[0], "defaults", [MAX_ENTRIES])
+        # Later calls add to (and override) earlier ones, for what follows.
+        self.defaults = {**self.defaults, **parse_defaults(given)}
 
     def _policy(self, src: object, line: object, *args: object) -> None:
         verdict = args[0] if args else None

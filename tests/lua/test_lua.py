@@ -504,8 +504,9 @@ def test_huge_allocations_hit_the_memory_limit(source: str) -> None:
 
 EXPECTED_GLOBALS = (
     "_G _VERSION assert coroutine env error getmetatable ipairs math mcp_add "
-    "mcp_async mcp_await mcp_await_prompt mcp_await_read mcp_call mcp_list "
-    "mcp_load mcp_on mcp_policy mcp_profile mcp_prompt mcp_read mcp_remove "
+    "mcp_async mcp_await mcp_await_prompt mcp_await_read mcp_call mcp_defaults "
+    "mcp_list mcp_load mcp_on mcp_policy mcp_profile mcp_prompt mcp_read "
+    "mcp_remove "
     "mcp_status next pairs pcall print "
     "rawequal rawget "
     "rawlen rawset require select setmetatable string table tonumber tostring type "
@@ -717,3 +718,61 @@ def test_load_file_reports_unreadable_files(
 def test_the_repo_startup_lua_declares_at_least_one_connection() -> None:
     result = load_file(STARTUP, on_print=lambda _line: None)
     assert len(result.specs) >= 1
+
+
+def test_defaults_apply_to_later_mcp_adds_where_they_fit_and_not_where_set() -> None:
+    result = run_script(
+        'mcp_add("early", {command="srv"})\n'
+        'mcp_defaults({sandbox="strict", pin="strict", lock=false, '
+        'headers={X="1"}, hold=2})\n'
+        'mcp_add("a", {command="npx", args={"-y", "pkg"}})\n'
+        'mcp_add("b", "http://127.0.0.1:9/mcp")\n'
+        'mcp_add("c", {command="srv"}, {sandbox="off", pin="warn"})\n'
+        "mcp_defaults({hold=3})\n"
+        'mcp_add("d", {command="srv"})'
+    )
+    specs = {spec.name: spec for spec in result.specs}
+    assert (specs["early"].sandbox.mode, specs["early"].pin) == ("off", "warn")
+    a, b, c, d = specs["a"], specs["b"], specs["c"], specs["d"]
+    assert (a.sandbox.mode, a.pin, a.lock, a.headers, a.hold) == (
+        "strict",
+        "strict",
+        False,
+        (),
+        2.0,
+    )
+    # An http endpoint takes headers, not what only stdio servers have.
+    assert (b.sandbox.mode, b.pin, b.lock, b.headers) == (
+        "off",
+        "strict",
+        True,
+        (("X", "1"),),
+    )
+    assert (c.sandbox.mode, c.pin) == ("off", "warn")
+    assert (d.sandbox.mode, d.hold) == ("strict", 3.0)
+
+
+@pytest.mark.parametrize(
+    ("source", "phrases"),
+    [
+        (
+            "mcp_defaults('strict')",
+            ["mcp_defaults: options must be a table", "a string"],
+        ),
+        ("mcp_defaults({sandbx='strict'})", ["unknown option 'sandbx'", "sandbox"]),
+        ("mcp_defaults({sandbox='tight'})", ["mcp_defaults: ", "sandbox"]),
+        (
+            "mcp_defaults({min_age=-1})",
+            ["mcp_defaults: min_age must be a number of days"],
+        ),
+        ("mcp_defaults({}, {})", ["takes one table, got 2 arguments"]),
+    ],
+)
+def test_bad_defaults_say_what_is_wrong_and_where(
+    source: str, phrases: list[str]
+) -> None:
+    error = error_of(source)
+    message = str(error)
+    for phrase in phrases:
+        assert phrase in message, message
+    assert "startup.lua:1" in message or ":1:" in message, message
