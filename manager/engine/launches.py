@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import UnknownServer
-from ..core.launch import Launch, parse_launch
+from ..core.launch import Launch, Offer, parse_launch
 from ..transport.base import LaunchLocking, Transport
-from ..transport.stdio.locks import Offer
 from .connection import Connection
 
 __all__ = ["LaunchUpdate", "launch_text", "offer", "take"]

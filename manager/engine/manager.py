@@ -44,6 +44,7 @@ from ..core.events import (
     ToolsApproved,
     Updated,
 )
+from ..core.launch import Offer
 from ..core.profile import Profile
 from ..core.redact import SecretRegistry
 from ..core.spec import ConnectionSpec, applies_live, changed_fields, display_endpoint
@@ -63,7 +64,6 @@ from ..transport.connect import McpTransport
 from ..transport.lists import ListMemory
 from ..transport.oauth.auth import uses_oauth
 from ..transport.state_files import default_state_dir
-from ..transport.stdio.locks import Offer
 from ..transport.stdio.starts import StartSlots
 from . import launches
 from .bus import EventBus
@@ -150,6 +150,7 @@ class Manager:
             secrets=self.secrets,
             send_span=tracing.send_span,
             read_secrets=self.vault.read,
+            locks_read_only=pins_read_only,
         )
         self._clock = clock
         self._rand = rand

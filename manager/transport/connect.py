@@ -116,6 +116,7 @@ class McpTransport:
             sends itself (`Tracing.send_span`; none by default).
         read_secrets: Reads the secret references a spec names
             (`engine.vault.Vault.read`); without it a reference is an error.
+        locks_read_only: Launch locks are read, never made (`pins check`).
 
     A stdio server launched from a registry (`npx pkg`, `uvx pkg`, ...)
     starts the version its launch lock says (`stdio.locks`); `launches.run()`
@@ -131,6 +132,7 @@ class McpTransport:
         state_dir: Path | None = None,
         send_span: SendSpan = NO_SEND_SPAN,
         read_secrets: ReadSecrets | None = None,
+        locks_read_only: bool = False,
     ) -> None:
         self._send_span = send_span
         self._read_secrets = read_secrets
@@ -141,7 +143,7 @@ class McpTransport:
         self._starts = starts if starts is not None else StartSlots()
         self._open_streams = open_streams or self._streams
         self.logins = LoginDesk()
-        self.launches = LaunchLocks(self.state_dir / "locks")
+        self.launches = LaunchLocks(self.state_dir / "locks", read_only=locks_read_only)
         """Registry launches locked to one version (`stdio.locks`)."""
 
     def token_expiry(self, name: str) -> float | None:

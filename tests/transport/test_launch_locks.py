@@ -418,3 +418,29 @@ async def test_a_registry_that_does_not_answer_starts_as_written_and_says_so(
     assert await locks.apply(git, told.append) == git
     assert len(calls) == 2
     assert told[-1].change == "unlocked" and "git" in told[-1].reason
+
+
+@pytest.mark.anyio
+async def test_read_only_locks_start_what_is_locked_and_make_none(
+    tmp_path: Path,
+) -> None:
+    """`mcp-manager pins check` starts what the daemon would, and changes no
+    lock: a locked package starts locked, an unlocked one as written, and no
+    registry is asked."""
+    asked: list[str] = []
+
+    async def registry(launch: Launch, spec: Any, now: float) -> Any:
+        asked.append(launch.package)
+        raise AssertionError("a read-only lock asked the registry")
+
+    writer = LaunchLocks(tmp_path, resolver=registry)
+    locked = parse_spec("locked", {"command": "npx", "args": ["-y", "pkg"]})
+    writer.take(locked, "1.0.0")
+    reader = LaunchLocks(tmp_path, resolver=registry, read_only=True)
+    told: list[LaunchNote] = []
+    started = await reader.apply(locked, told.append)
+    assert started.args == ("-y", "pkg@1.0.0")
+    fresh = parse_spec("fresh", {"command": "npx", "args": ["-y", "other"]})
+    assert await reader.apply(fresh, told.append) == fresh
+    assert not (tmp_path / "fresh.json").exists()
+    assert asked == [] and told == []

@@ -43,7 +43,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from ...core.launch import Launch, LaunchNote, Unlockable, parse_launch
+from ...core.launch import Launch, LaunchNote, Offer, Unlockable, parse_launch
 from ...core.spec import ConnectionSpec
 from ..state_files import write_private_json
 from .registries import Resolution, ResolveFailed, newer, resolve
@@ -53,7 +53,6 @@ __all__ = [
     "RESOLVE_TIMEOUT",
     "LaunchLocks",
     "LockRecord",
-    "Offer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -88,28 +87,6 @@ class LockRecord:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Offer:
-    """`mcp-manager update NAME`: the lock and what it would become.
-
-    Attributes:
-        package: The package as the command asks for it (`name@^1`).
-        locked: The version (digest) it starts now ("" if none yet).
-        available: The one `take` would lock ("" if nothing newer).
-        published: When `available` was published ("" if not known).
-        newest: The newest release however young, when `min_age` holds it
-            back ("" otherwise).
-        note: Why nothing can be offered ("" when something can).
-    """
-
-    package: str
-    locked: str = ""
-    available: str = ""
-    published: str = ""
-    newest: str = ""
-    note: str = ""
-
-
 Resolver = Callable[[Launch, ConnectionSpec, float], Any]
 """`resolve`'s shape: (launch, resolved spec, now) -> awaitable Resolution."""
 
@@ -123,6 +100,9 @@ class LaunchLocks:
         clock: Wall time (epoch seconds).
         check_every: Seconds between two looks for a newer release of one
             connection's package.
+        read_only: Start what a lock says, but make none and look for no
+            newer release (`mcp-manager pins check`: what the daemon would
+            start, no side effect).
     """
 
     def __init__(
@@ -131,11 +111,13 @@ class LaunchLocks:
         resolver: Resolver | None = None,
         clock: Callable[[], float] = time.time,
         check_every: float = CHECK_EVERY,
+        read_only: bool = False,
     ) -> None:
         self.directory = directory
         self._resolve = resolver or resolve
         self._clock = clock
         self._check_every = check_every
+        self._read_only = read_only
         self._checked: dict[str, float] = {}
         """When each connection's package was last looked at for a newer one."""
         self._failed: dict[str, float] = {}
@@ -214,9 +196,12 @@ class LaunchLocks:
         record = self.record(spec.name)
         now = self._clock()
         if record is not None and record.fits(launch):
-            self._due[spec.name] = (spec, launch, tell)
-            self._wake.set()
+            if not self._read_only:
+                self._due[spec.name] = (spec, launch, tell)
+                self._wake.set()
             return replace(spec, args=launch.locked(spec.args, record.version))
+        if self._read_only:
+            return spec
         failed = self._failed.get(spec.name)
         if failed is not None and now - failed < RETRY_UNLOCKED:
             return spec
