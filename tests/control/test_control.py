@@ -1018,7 +1018,10 @@ async def test_a_streaming_client_is_not_dropped_for_idling(sock_dir: Path) -> N
     backend = FakeBackend()
     async with serving(backend, path, 0.05), raw_client(path) as client:
         await client.ask({"cmd": "events"})
-        await anyio.sleep(0.2)  # several idle timeouts pass
+        # An idle timeout has passed once a client that says nothing is
+        # dropped, opened after the streaming one began to idle.
+        async with raw_client(path) as idle:
+            assert await idle.at_eof()
         backend.bus.publish(Connecting(name="fs", attempt=1))
         assert (await client.line())["kind"] == "connecting"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_events import EXAMPLES
+from support.events import EXAMPLES
 
 from manager.core.describe import describe, duration, first_line, list_names
 from manager.core.events import (

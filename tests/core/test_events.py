@@ -6,97 +6,32 @@ import dataclasses
 import json
 
 import pytest
+from support.events import EXAMPLES
 
 import manager.core.events as events_module
 from manager.core.events import (
     EVENT_TYPES,
     Added,
-    ApprovalAsked,
-    ApprovalDecided,
     AttemptFailed,
-    AuthStep,
     CallFailed,
     CallFinished,
     CallStarted,
-    CatalogChanged,
     ConfigLoaded,
     ConfigRejected,
     Connected,
     Connecting,
     Event,
-    HookFailed,
-    Idle,
     Lagged,
-    LaunchLock,
     Lost,
-    NeedsLogin,
     Reconnecting,
-    Refused,
     Removed,
-    ResourceUpdated,
-    ServerLog,
     ServerStderr,
-    SettingsChanged,
-    ToolChanged,
-    ToolsApproved,
     ToolsChanged,
     Unrecognized,
     Updated,
     event_from_dict,
     event_to_dict,
 )
-
-EXAMPLES: list[Event] = [
-    Added(name="a", transport="stdio", endpoint="srv --port 1"),
-    Updated(name="a", changed=("url", "hold"), endpoint="http://h/"),
-    Connecting(name="a", attempt=1),
-    Connected(name="a", attempt=2, tools=3, server_name="s", pid=9),
-    AttemptFailed(name="a", attempt=1, error="refused", error_type="ConnectFailed"),
-    Lost(name="a", reason="EOF", exit_code=1, uptime=2.5),
-    Reconnecting(name="a", attempt=2, delay=0.1),
-    Idle(name="a", reason="no request for 300 s; starts at the next one", uptime=310.5),
-    ToolChanged(
-        name="a",
-        item="echo",
-        change="changed",
-        diff='--- pinned\n+++ listed now\n- "description": "x"\n+ "description": "y"',
-        suspicious="description: text addressed to the model ('<IMPORTANT>')",
-        held=True,
-    ),
-    ToolsApproved(name="a", items=("echo", "pid")),
-    LaunchLock(
-        name="a", change="drift", package="pkg@^1", version="1.0.0", available="1.1.0"
-    ),
-    ApprovalAsked(
-        name="a",
-        tool="add",
-        approval="1f2e3d4c",
-        client="claude-code",
-        rule="startup.lua:5",
-        arguments='{"a": 1}',
-        deadline=1.5,
-    ),
-    ApprovalDecided(
-        name="a", tool="add", verdict="allow", by="hud", scope="session", approval="x"
-    ),
-    NeedsLogin(name="a", reason="no token", command="mcp-manager login a"),
-    Refused(name="a", reason="no scope after 3 logins", command="mcp-manager login a"),
-    AuthStep(name="a", step="refresh", outcome="ok", status=200, elapsed=0.01),
-    ToolsChanged(name="a", added=("x",), removed=("y", "z"), tools=1),
-    Removed(name="a"),
-    ServerStderr(name="a", line="warning: x", suppressed=2),
-    ConfigLoaded(file="startup.lua", added=("a",), unchanged=3),
-    ConfigRejected(file="startup.lua", line=4, message="bad"),
-    HookFailed(file="startup.lua", line=9, message="boom", hook="connected"),
-    CallStarted(name="a", tool="t", call_id=7),
-    CallFinished(name="a", tool="t", duration=0.5, is_error=True, call_id=7),
-    CallFailed(name="a", tool="t", duration=0.5, error="timeout", call_id=7),
-    Lagged(name="hud", dropped=12),
-    SettingsChanged(name="a", changed=("exposure",)),
-    CatalogChanged(name="a", items="prompts", added=("p",), count=2),
-    ResourceUpdated(name="a", uri="file:///x"),
-    ServerLog(name="a", level="error", logger="db", data="disk full"),
-]
 
 DECLARED = sorted(
     (

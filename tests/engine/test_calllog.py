@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from servers import lua_stdio, raw_command
 from servers.daemon import DaemonProcess
-from test_gateway import demo_stdio, running_gateway
+from support.gateway import demo_stdio, running_gateway
 
 from manager.cli import main
 from manager.core.profile import parse_profile

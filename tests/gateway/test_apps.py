@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp.client.extension import advertise
 from servers import preload, stdio_command
-from test_gateway import running_gateway
+from support.gateway import running_gateway
 
 from manager.core.profile import parse_profile
 from manager.core.spec import ConnectionSpec, parse_spec

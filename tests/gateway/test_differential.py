@@ -37,13 +37,13 @@ from servers.everything import (
     require_everything,
     serve_everything,
 )
-from test_eras import (
+from support.eras import (
     SERVER_INFO_KEY,
-    _answer_elicitation,
-    _answer_sampling,
-    _wire,
+    answer_elicitation,
+    answer_sampling,
+    wire,
 )
-from test_gateway import running_gateway
+from support.gateway import running_gateway
 
 from manager.core.spec import parse_spec
 
@@ -134,15 +134,15 @@ async def _survey(client: Client) -> dict[str, Any]:
         ("templates", templates),
     ):
         items = await _all_pages(lister)
-        seen[kind] = [_wire(item) for item in items]
+        seen[kind] = [wire(item) for item in items]
     for resource in seen["resources"][:READS]:
         uri = resource["uri"]
-        seen[f"read {uri}"] = _wire(await client.read_resource(uri))
+        seen[f"read {uri}"] = wire(await client.read_resource(uri))
     for prompt in seen["prompts"]:
         if any(a.get("required") for a in prompt.get("arguments", [])):
             continue
         name = prompt["name"]
-        seen[f"prompt {name}"] = _wire(await client.get_prompt(name))
+        seen[f"prompt {name}"] = wire(await client.get_prompt(name))
     return seen
 
 
@@ -157,8 +157,8 @@ async def _both_ways(
     # client that called), and some servers list tools by what their client
     # can do: both clients declare the same.
     can: dict[str, Any] = {
-        "elicitation_callback": _answer_elicitation,
-        "sampling_callback": _answer_sampling,
+        "elicitation_callback": answer_elicitation,
+        "sampling_callback": answer_sampling,
     }
     async with (
         running_gateway([spec], wait_for=[name]) as (gateway, manager, _),
@@ -316,10 +316,10 @@ def _shapes_of_one_pair(
 
 async def _call(client: Client, name: str, arguments: dict[str, Any]) -> Any:
     result = await client.call_tool(name, arguments)
-    wire = _wire(result)
-    meta = wire.get("_meta")
+    data = wire(result)
+    meta = data.get("_meta")
     assert not (isinstance(meta, dict) and SERVER_INFO_KEY in meta)
-    return wire
+    return data
 
 
 async def _list_roots(context: Any) -> Any:
@@ -350,7 +350,7 @@ async def test_a_server_judges_the_client_that_calls_not_the_daemon(
     kinds: dict[str, dict[str, Any]] = {
         "bare": {},
         "able": {
-            "sampling_callback": _answer_sampling,
+            "sampling_callback": answer_sampling,
             "list_roots_callback": _list_roots,
         },
     }
@@ -389,8 +389,8 @@ async def test_a_dual_era_stdio_server_meets_each_client_in_its_own_era() -> Non
     kinds: dict[str, dict[str, Any]] = {
         "bare": {},
         "able": {
-            "sampling_callback": _answer_sampling,
-            "elicitation_callback": _answer_elicitation,
+            "sampling_callback": answer_sampling,
+            "elicitation_callback": answer_elicitation,
             "list_roots_callback": _list_roots,
         },
     }

@@ -30,7 +30,8 @@ from mcp.client.client import ConnectMode
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from servers import HttpServerFactory, HttpServerProcess, raw_command, stdio_command
-from test_gateway import LOCAL, demo_stdio, running_gateway
+from support.eras import answer_elicitation, answer_sampling, wire
+from support.gateway import LOCAL, demo_stdio, running_gateway
 
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine.bus import EventBus
@@ -39,23 +40,7 @@ from manager.gateway import Gateway
 from manager.gateway.rounds import HeldCall, HeldCalls
 from manager.transport.connect import McpTransport
 
-SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
-"""Who answered (stamped on every 2026-07-28 result): differs by design."""
-
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
-
-
-def _wire(result: Any) -> dict[str, Any]:
-    """A result as the client's model holds it, minus who answered."""
-    data: dict[str, Any] = result.model_dump(
-        by_alias=True, mode="json", exclude_none=True
-    )
-    meta = data.get("_meta")
-    if isinstance(meta, dict):
-        meta.pop(SERVER_INFO_KEY, None)
-        if not meta:
-            data.pop("_meta")
-    return data
 
 
 async def _exercise(client: Client, heard: list[object]) -> dict[str, Any]:
@@ -63,7 +48,7 @@ async def _exercise(client: Client, heard: list[object]) -> dict[str, Any]:
     fills with the log messages the client gets."""
     seen: dict[str, Any] = {"protocol": client.protocol_version}
     # What a call says before its result must be there when the result is.
-    seen["log"] = _wire(await client.call_tool("log", {"level": "info", "text": "x"}))
+    seen["log"] = wire(await client.call_tool("log", {"level": "info", "text": "x"}))
     seen["heard with the log result"] = list(heard)
     reports: list[object] = []
 
@@ -72,16 +57,16 @@ async def _exercise(client: Client, heard: list[object]) -> dict[str, Any]:
     ) -> None:
         reports.append((progress, total, message))
 
-    seen["sleep"] = _wire(
+    seen["sleep"] = wire(
         await client.call_tool("sleep", {"seconds": 0}, progress_callback=on_progress)
     )
     seen["progress with the sleep result"] = list(reports)
-    seen["echo"] = _wire(await client.call_tool("echo", {"text": "hi"}))
-    seen["add"] = _wire(await client.call_tool("add", {"a": 2, "b": 0.5}))
-    seen["fail"] = _wire(await client.call_tool("fail", {"message": "boom"}))
-    seen["empty arguments"] = _wire(await client.call_tool("arguments", {}))
-    seen["no arguments"] = _wire(await client.call_tool("arguments"))
-    seen["falsy arguments"] = _wire(
+    seen["echo"] = wire(await client.call_tool("echo", {"text": "hi"}))
+    seen["add"] = wire(await client.call_tool("add", {"a": 2, "b": 0.5}))
+    seen["fail"] = wire(await client.call_tool("fail", {"message": "boom"}))
+    seen["empty arguments"] = wire(await client.call_tool("arguments", {}))
+    seen["no arguments"] = wire(await client.call_tool("arguments"))
+    seen["falsy arguments"] = wire(
         await client.call_tool(
             "arguments", {"o": {}, "l": [], "s": "", "z": 0, "f": False, "n": None}
         )
@@ -92,13 +77,13 @@ async def _exercise(client: Client, heard: list[object]) -> dict[str, Any]:
         )
     except MCPError as exc:
         seen["upstream error"] = (exc.code, exc.message, exc.data)
-    seen["prompt"] = _wire(await client.get_prompt("greet", {"name": "Ada"}))
+    seen["prompt"] = wire(await client.get_prompt("greet", {"name": "Ada"}))
     try:  # the server's own error, which differs by era at an SDK server
         await client.get_prompt("no_such_prompt")
     except MCPError as exc:
         seen["unknown prompt"] = (exc.code, exc.message)
-    seen["resource"] = _wire(await client.read_resource("demo://readme"))
-    seen["template"] = _wire(await client.read_resource("demo://items/7"))
+    seen["resource"] = wire(await client.read_resource("demo://readme"))
+    seen["template"] = wire(await client.read_resource("demo://items/7"))
     listed = await client.list_tools()
     seen["tools"] = sorted(t.name for t in listed.tools)
     return seen
@@ -201,22 +186,10 @@ async def test_both_eras_get_through_the_stdio_front_what_they_get_straight(
         assert through == straight
 
 
-async def _answer_elicitation(context: Any, params: Any) -> types.ElicitResult:
-    return types.ElicitResult(action="accept", content={"answer": "blue"})
-
-
-async def _answer_sampling(context: Any, params: Any) -> types.CreateMessageResult:
-    return types.CreateMessageResult(
-        role="assistant",
-        content=types.TextContent(type="text", text="hello from the model"),
-        model="test-model",
-    )
-
-
 async def _asks(client: Client) -> dict[str, Any]:
     return {
-        "ask_user": _wire(await client.call_tool("ask_user", {"message": "colour?"})),
-        "sample": _wire(await client.call_tool("sample", {"prompt": "hi"})),
+        "ask_user": wire(await client.call_tool("ask_user", {"message": "colour?"})),
+        "sample": wire(await client.call_tool("sample", {"prompt": "hi"})),
     }
 
 
@@ -231,8 +204,8 @@ async def test_a_2026_client_answers_in_input_rounds_what_upstreams_ask(
     client straight at the server ends. (Over streamable HTTP, where the
     upstream's question names the call it serves.)"""
     callbacks: dict[str, Any] = {
-        "elicitation_callback": _answer_elicitation,
-        "sampling_callback": _answer_sampling,
+        "elicitation_callback": answer_elicitation,
+        "sampling_callback": answer_sampling,
     }
     async with Client(demo_url, mode="legacy", **callbacks) as client:
         straight = await _asks(client)
@@ -315,8 +288,8 @@ async def test_a_server_that_speaks_only_2026_is_reached_from_both_eras(
     server/discover, remembers that, and serves it to clients of either era,
     input rounds translated for the handshake client."""
     callbacks: dict[str, Any] = {
-        "elicitation_callback": _answer_elicitation,
-        "sampling_callback": _answer_sampling,
+        "elicitation_callback": answer_elicitation,
+        "sampling_callback": answer_sampling,
     }
     bus = EventBus()
     rec = Recorder(bus)
@@ -696,8 +669,8 @@ async def _matrix_row(where: Any, mode: ConnectMode, prefix: str) -> dict[str, A
     demo's tools that elicit, sample and ask for roots; a client that cannot
     connect at all gets that, as such."""
     callbacks: dict[str, Any] = {
-        "elicitation_callback": _answer_elicitation,
-        "sampling_callback": _answer_sampling,
+        "elicitation_callback": answer_elicitation,
+        "sampling_callback": answer_sampling,
         "list_roots_callback": _list_roots,
     }
     calls = {
@@ -708,7 +681,7 @@ async def _matrix_row(where: Any, mode: ConnectMode, prefix: str) -> dict[str, A
     try:
         async with Client(where, mode=mode, **callbacks) as client:
             return {
-                tool: _wire(await client.call_tool(prefix + tool, arguments))
+                tool: wire(await client.call_tool(prefix + tool, arguments))
                 for tool, arguments in calls.items()
             }
     except Exception as exc:  # compared as such

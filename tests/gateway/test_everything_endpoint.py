@@ -14,8 +14,8 @@ import mcp.types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from servers.everything import EverythingServer, require_everything
-from test_gateway import running_gateway, text_of, wait_until
-from test_gateway_features import Client, downstream
+from support.clients import Client, downstream
+from support.gateway import running_gateway, text_of, wait_until
 
 from manager.core.spec import ConnectionSpec, parse_spec
 

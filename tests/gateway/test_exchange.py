@@ -24,7 +24,7 @@ import pytest
 from mcp_types import HEADER_MISMATCH
 from servers import stdio_command
 from servers.process import sharing_children, start_beside
-from test_gateway import FAST, running_gateway
+from support.gateway import FAST, running_gateway
 
 from manager.core.spec import parse_spec
 from manager.gateway import Gateway

@@ -28,7 +28,8 @@ from mcp.shared.exceptions import MCPError
 from servers import HttpServerProcess, raw_command, stdio_command
 from servers.daemon import DaemonProcess
 from servers.process import sharing_children, start_beside
-from test_gateway import demo_stdio, raw, running_gateway, text_of, wait_until
+from support.clients import Client, downstream
+from support.gateway import demo_stdio, raw, running_gateway, text_of, wait_until
 
 from manager.cli import main
 from manager.core.spec import parse_spec
@@ -47,61 +48,6 @@ pytestmark = pytest.mark.usefixtures("no_leaked_children")
 def anyio_backend() -> str:
     """One event loop for the module: tests share one gateway."""
     return "asyncio"
-
-
-class Client:
-    """What a downstream client received and how it answers requests."""
-
-    def __init__(self) -> None:
-        self.notes: list[object] = []
-        self.logs: list[types.LoggingMessageNotificationParams] = []
-        self.asked: list[str] = []
-
-    async def on_message(self, message: object) -> None:
-        self.notes.append(message)
-
-    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.logs.append(params)
-
-    async def on_elicit(self, context: Any, params: Any) -> types.ElicitResult:
-        self.asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"answer": "blue"})
-
-    async def on_sample(self, context: Any, params: Any) -> types.CreateMessageResult:
-        return types.CreateMessageResult(
-            role="assistant",
-            content=types.TextContent(type="text", text="a sampled reply"),
-            model="test-model",
-        )
-
-
-@asynccontextmanager
-async def downstream(
-    url: str, client: Client, *, askable: bool = True
-) -> AsyncIterator[ClientSession]:
-    """A session of `client`'s; `askable=False`: one that declares neither
-    elicitation nor sampling (the server cannot ask it anything)."""
-    asks: dict[str, Any] = (
-        {
-            "elicitation_callback": client.on_elicit,
-            "sampling_callback": client.on_sample,
-        }
-        if askable
-        else {}
-    )
-    async with (
-        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(
-            read,
-            write,
-            message_handler=client.on_message,
-            logging_callback=client.on_log,
-            **asks,
-        ) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 @asynccontextmanager

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from servers import free_port, stdio_command
 from servers.daemon import DaemonProcess, bearer
-from test_gateway import demo_stdio, running_gateway
+from support.gateway import demo_stdio, running_gateway
 
 from manager.cli import main
 from manager.core.output import RESULTS_PREFIX, estimate_tokens

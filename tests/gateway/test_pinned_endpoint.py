@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from servers import raw_command
-from test_gateway import running_gateway, wait_until
+from support.gateway import running_gateway, wait_until
 
 from manager.core.spec import parse_spec
 from manager.gateway.listing import catalog_rows

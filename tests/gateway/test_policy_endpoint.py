@@ -16,7 +16,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
-from test_gateway import demo_stdio, running_gateway, text_of
+from support.gateway import demo_stdio, running_gateway, text_of
 
 from manager.core.events import ApprovalAsked
 from manager.core.policy import parse_rule

@@ -21,7 +21,7 @@ from fakes import Recorder
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from servers import raw_command
-from test_gateway import demo_stdio, running_gateway
+from support.gateway import demo_stdio, running_gateway
 
 from manager.core.profile import parse_profile
 from manager.core.spec import parse_spec

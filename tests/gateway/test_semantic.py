@@ -118,7 +118,7 @@ def test_without_a_model_search_stays_by_words(
 @pytest.mark.anyio
 async def test_the_gateway_prepares_a_search_profile_off_the_call_path() -> None:
     from servers import raw_command
-    from test_gateway import running_gateway
+    from support.gateway import running_gateway
 
     from manager.core.profile import parse_profile
     from manager.core.spec import parse_spec

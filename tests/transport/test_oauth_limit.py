@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 from servers.oauth import OAuthServer, oauth_demo
-from test_oauth_login import Parts, browse, daemon_parts, log_in, spec
+from support.oauth import Parts, browse, daemon_parts, log_in, spec
 
 from manager.core.errors import ServerUnavailable
 from manager.core.events import Event, NeedsLogin, Refused, event_to_dict
