@@ -4,7 +4,7 @@ stand-ins), a Python index stand-in (PEP 691 JSON) and an OCI registry
 stand-in that asks for an anonymous token, as Docker Hub does.
 
 The npm package's bin is a Python script that says its version on stderr and
-then runs the demo server: what starts is seen, not inferred.
+then becomes a stdlib-only MCP server: what starts is seen, not inferred.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from urllib.parse import unquote
 
 import pytest
 from fakes import Recorder
+from servers import raw_command
 
 from manager.core.events import LaunchLock
 from manager.core.launch import Launch, LaunchNote, parse_launch
@@ -87,7 +88,9 @@ def served() -> Iterator[Served]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
@@ -143,13 +146,13 @@ class NpmRegistry:
 
 def _package(version: str) -> bytes:
     """A real npm tarball: `package/package.json` and the bin."""
+    command, args = raw_command()  # a stdlib-only server: starts in ms
     script = (
-        f"#!{sys.executable}\n"
-        "import sys\n"
+        f"#!{sys.executable} -S\n"
+        "import os, sys\n"
         f"sys.stderr.write('lockdemo {version} started\\n')\n"
         "sys.stderr.flush()\n"
-        "from manager.demo_server.__main__ import main\n"
-        "main([])\n"
+        f"os.execv({command!r}, {[command, *args]!r})\n"
     )
     manifest = {
         "name": "lockdemo",
@@ -251,8 +254,6 @@ async def test_npx_starts_the_locked_version_both_times_and_update_takes_the_new
         assert status is not None
         assert status.launch == "lockdemo 1.0.0 locked; 1.1.0 available"
 
-        offer = await manager.launch_offer("lockdemo")
-        assert (offer.locked, offer.available) == ("1.0.0", "1.1.0")
         with pytest.raises(ValueError, match="now offers 1.1.0, not 1.0.5"):
             await manager.launch_take("lockdemo", "1.0.5")
         mark = rec.last_seq
