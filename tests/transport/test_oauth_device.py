@@ -14,25 +14,17 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from fakes import Recorder
 from servers.daemon import DaemonProcess
 from servers.oauth import OAuthServer, oauth_demo
+from support.oauth import Parts, daemon_parts
 
 from manager.core.events import AuthStep, NeedsLogin
-from manager.core.redact import SecretRegistry
 from manager.core.spec import parse_spec
-from manager.engine.bus import EventBus
-from manager.engine.logins import Logins
-from manager.engine.manager import Manager
-from manager.transport.connect import McpTransport
 from manager.transport.oauth import device
 from manager.transport.oauth.login import Login
 
@@ -43,24 +35,6 @@ FAST = {"backoff": {"initial": 0.05, "cap": 0.2}, "hold": 0, "connect_timeout": 
 
 def spec(name: str, server: OAuthServer) -> Any:
     return parse_spec(name, f"{server.base}/mcp", dict(FAST))
-
-
-@dataclass
-class Parts:
-    manager: Manager
-    logins: Logins
-    rec: Recorder
-
-
-@asynccontextmanager
-async def daemon_parts(state: Path) -> AsyncIterator[Parts]:
-    """The daemon's manager and logins, in this process, on `state`."""
-    bus = EventBus()
-    rec = Recorder(bus)
-    secrets = SecretRegistry()
-    transport = McpTransport(secrets=secrets, state_dir=state)
-    async with Manager(bus, transport, secrets=secrets) as manager:
-        yield Parts(manager, Logins(manager), rec)
 
 
 async def begin(parts: Parts, name: str = "tracker", lasts: float = 20) -> Login:

@@ -89,21 +89,29 @@ async def test_strict_refuses_reads_writes_and_connections_outside_its_rules(
     }
 
 
-@landlocked
-async def test_the_demo_server_runs_under_strict() -> None:
-    command, args = stdio_command()
-    spec = parse_spec("demo", {"command": command, "args": args}, {"sandbox": "strict"})
+async def _echo_confined(
+    command: str, args: list[str], arguments: dict[str, object]
+) -> str:
+    """Start `command` under `strict`, call its `echo`: the text it answers
+    (and it ran confined, as `status` and the HUD say)."""
+    spec = parse_spec("s", {"command": command, "args": args}, {"sandbox": "strict"})
     bus = EventBus()
     rec = Recorder(bus)
     async with Manager(bus) as manager:
         manager.add(spec)
-        await rec.wait_for("connected", "demo")
-        result = await manager.call("demo", "echo", {"text": "confined"})
-        content: Any = result.data["content"]
-        assert content[0]["text"] == "confined"
-        status = manager.status("demo")  # what `status` and the HUD show
+        await rec.wait_for("connected", "s")
+        result = await manager.call("s", "echo", arguments)
+        status = manager.status("s")
         assert status is not None and status.confinement == "landlock"
         manager.reconcile([])
+    content: Any = result.data["content"]
+    return str(content[0]["text"])
+
+
+@landlocked
+async def test_the_demo_server_runs_under_strict() -> None:
+    command, args = stdio_command()
+    assert await _echo_confined(command, args, {"text": "confined"}) == "confined"
 
 
 def test_sandbox_is_for_stdio_and_says_its_forms() -> None:
@@ -194,18 +202,8 @@ async def test_the_reference_server_runs_under_strict(
     """The official reference server (Node) under `strict`: it starts, lists,
     answers; its own package is read, nothing else is opened for it."""
     command, args = everything_stdio
-    spec = parse_spec("ref", {"command": command, "args": args}, {"sandbox": "strict"})
-    bus = EventBus()
-    rec = Recorder(bus)
-    async with Manager(bus) as manager:
-        manager.add(spec)
-        await rec.wait_for("connected", "ref")
-        result = await manager.call("ref", "echo", {"message": "confined"})
-        content: Any = result.data["content"]
-        assert content[0]["text"] == "Echo: confined"
-        status = manager.status("ref")
-        assert status is not None and status.confinement == "landlock"
-        manager.reconcile([])
+    echoed = await _echo_confined(command, args, {"message": "confined"})
+    assert echoed == "Echo: confined"
 
 
 def test_the_launcher_refuses_what_is_not_a_rule() -> None:
