@@ -129,7 +129,8 @@ class LaunchLocks:
             str, tuple[ConnectionSpec, Launch, Callable[[LaunchNote], None]]
         ]
         self._due = {}
-        self._wake = anyio.Event()
+        self._wake: anyio.Event | None = None
+        """Set when a check is due; made by `run` (an event needs the loop)."""
 
     def path(self, name: str) -> Path:
         """Where `name`'s lock lives."""
@@ -198,7 +199,8 @@ class LaunchLocks:
         if record is not None and record.fits(launch):
             if not self._read_only:
                 self._due[spec.name] = (spec, launch, tell)
-                self._wake.set()
+                if self._wake is not None:
+                    self._wake.set()
             return replace(spec, args=launch.locked(spec.args, record.version))
         if self._read_only:
             return spec
@@ -257,7 +259,6 @@ class LaunchLocks:
         """Look for newer releases of the locked packages, one at a time, at
         most once every `CHECK_EVERY` seconds each, until cancelled."""
         while True:
-            await self._wake.wait()
             self._wake = anyio.Event()
             while self._due:
                 name, (spec, launch, tell) = next(iter(self._due.items()))
@@ -268,6 +269,7 @@ class LaunchLocks:
                     continue
                 self._checked[name] = now
                 await self._check(spec, launch, tell, now)
+            await self._wake.wait()
 
     async def _check(
         self,
