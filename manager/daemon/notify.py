@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import shutil
+import subprocess
 import sys
 
 import anyio
@@ -91,7 +92,11 @@ async def run_notifications(bus: EventBus) -> None:
                 with anyio.move_on_after(NOTIFY_TIMEOUT):
                     try:
                         done = await anyio.run_process(
-                            _argv(command, asked), check=False
+                            _argv(command, asked),
+                            check=False,
+                            # Never the daemon's terminal (the HUD's).
+                            stdin=subprocess.DEVNULL,
+                            start_new_session=True,
                         )
                         ok = done.returncode == 0
                     except OSError:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import subprocess
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -125,7 +126,10 @@ class Vault:
         where = f"mcp_add({connection!r}): {shown}"
         try:
             with anyio.fail_after(self._timeout):
-                done = await anyio.run_process(argv, check=False)
+                # Not the daemon's terminal, which the HUD may be reading.
+                done = await anyio.run_process(
+                    argv, check=False, stdin=subprocess.DEVNULL
+                )
         except TimeoutError:
             raise ConfigError(
                 f"{where}: the command took longer than {self._timeout:g} s",

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import io
 import json
+import os
 import shutil
 import sys
 import tarfile
@@ -445,3 +446,34 @@ async def test_read_only_locks_start_what_is_locked_and_make_none(
     assert await reader.apply(fresh, told.append) == fresh
     assert not (tmp_path / "fresh.json").exists()
     assert asked == [] and told == []
+
+
+@pytest.mark.anyio
+async def test_npm_is_asked_away_from_the_daemons_terminal(tmp_path: Path) -> None:
+    """`npm view` runs in a session of its own with stdin from /dev/null: an
+    npm that sees a terminal resets it on exit, and the HUD on it would stop
+    seeing keys. The `npm` here refuses to answer otherwise."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "npm"
+    fake.write_text(
+        f"#!{sys.executable} -S\n"
+        "import json, os, sys\n"
+        "null = os.stat('/dev/null')\n"
+        "stdin = os.fstat(0)\n"
+        "alone = os.getsid(0) == os.getpid()\n"
+        "same = (stdin.st_rdev, stdin.st_ino) == (null.st_rdev, null.st_ino)\n"
+        "if not (same and alone):\n"
+        "    sys.exit('stdin is not /dev/null or the session is the daemon\\'s')\n"
+        "print(json.dumps({'time': {'1.0.0': '2026-01-01T00:00:00Z'},"
+        " 'dist-tags': {'latest': '1.0.0'}}))\n"
+    )
+    fake.chmod(0o755)
+    path = f"{bin_dir}:{os.environ.get('PATH', '')}"
+    spec = parse_spec(
+        "p", {"command": "npx", "args": ["-y", "pkg"], "env": {"PATH": path}}
+    )
+    launch = parse_launch(spec.command, spec.args)
+    assert isinstance(launch, Launch)
+    found = await resolve(launch, spec, time.time())
+    assert found.version == "1.0.0"

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -132,6 +133,10 @@ async def _npm_view(spec: ConnectionSpec, *what: str) -> Any:
             env=_environment(spec),
             cwd=spec.cwd or None,
             check=False,
+            # Not the daemon's terminal: npm resets a terminal it sees to
+            # cooked mode on exit, and the HUD reading it stops seeing keys.
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     except FileNotFoundError:
         raise ResolveFailed(
