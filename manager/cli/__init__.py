@@ -22,7 +22,9 @@ Modules: this one (`main`, and the short way to `attach`), `commands` (`run`,
 commands that talk to a running daemon: `status`, `events`, `hud`, `reload`,
 ...), `mcp` (`call`, `read`, `prompt`, `tools`, `prompts`, `resources`),
 `login` (`login`, `logout`), `attach` (`attach`: an editor's stdio server
-that is the running daemon), `importing` (`import`: clients' servers as
+that is the running daemon), `config_commands` (the parsers of `import`,
+`client-config` and `add`, whose modules load only when one runs),
+`importing` (`import`: clients' servers as
 `mcp_add` lines; `client-config`), with `clients` (where each client keeps
 its servers, and reading them) and `translate` (one server as one `mcp_add`,
 secrets as `${env:NAME}`), `registry` (`add`: a server from the MCP

@@ -1,7 +1,8 @@
 """Where MCP clients keep their servers, and how to read them.
 
-`CLIENTS` are the clients `mcp-manager import` knows. `candidate_files(client)`
-lists where one client keeps its servers on this machine: the user's files
+`config_commands.CLIENTS` are the clients `mcp-manager import` knows.
+`candidate_files(client)` lists where one client keeps its servers on this
+machine: the user's files
 (under $HOME, $XDG_CONFIG_HOME, %APPDATA% or $CODEX_HOME, as that client
 does) and the current directory's project files. `read_servers(path,
 client)` parses one file (JSON, with comments and trailing commas allowed, or
@@ -29,7 +30,6 @@ from typing import TypedDict
 from ..core.spec import Transport
 
 __all__ = [
-    "CLIENTS",
     "GENERIC",
     "TITLES",
     "ClientServer",
@@ -42,16 +42,6 @@ __all__ = [
     "strip_jsonc",
 ]
 
-CLIENTS: tuple[str, ...] = (
-    "claude-desktop",
-    "claude-code",
-    "cursor",
-    "vscode",
-    "windsurf",
-    "gemini",
-    "codex",
-)
-"""The clients whose files `mcp-manager import` reads, in the order it reads them."""
 
 TITLES: dict[str, str] = {
     "claude-desktop": "Claude Desktop",

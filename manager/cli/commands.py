@@ -299,19 +299,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import (  # the client commands, in their own modules
         attach,
+        config_commands,
         control,
-        importing,
         login,
         mcp,
-        registry,
     )
 
     control.add_parsers(sub, common)  # status, hud, events, reload, reconnect, check
     mcp.add_parsers(sub, common)  # call, read, prompt, tools, prompts, resources
     login.add_parsers(sub, common)  # login, logout
     attach.add_parsers(sub, common)  # attach
-    importing.add_parsers(sub, common)  # import, client-config
-    registry.add_parsers(sub, common)  # add
+    config_commands.add_parsers(sub, common)  # import, client-config, add
 
     return parser
 

@@ -43,7 +43,6 @@ from pathlib import Path
 from ..control.paths import find_socket
 from ..core.errors import ConfigError
 from .clients import (
-    CLIENTS,
     TITLES,
     FileServers,
     Section,
@@ -52,6 +51,7 @@ from .clients import (
     candidate_files,
     read_servers,
 )
+from .config_commands import CLIENTS
 from .exits import PROG, fail, first_line
 from .translate import (
     Declaration,
@@ -62,7 +62,7 @@ from .translate import (
     what_it_runs,
 )
 
-__all__ = ["add_parsers"]
+__all__ = ["run_client_config", "run_import"]
 
 CHECK_TIMEOUT = 60.0
 """Seconds `mcp-manager check` may take on the would-be startup.lua."""
@@ -564,73 +564,8 @@ def _cmd_client_config(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- parser
 
 
-def add_parsers(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-) -> None:
-    """Add `import` and `client-config`."""
-    clients = ", ".join(CLIENTS)
-    imp = sub.add_parser(
-        "import",
-        parents=[common],
-        help="print mcp_add lines for the MCP servers your clients declare "
-        "(--write: append them to startup.lua)",
-        description="Print one mcp_add(...) per MCP server a client declares. "
-        "Secrets become ${env:NAME} references; stderr lists what to export.",
-    )
-    imp.add_argument(
-        "source",
-        nargs="?",
-        metavar="CLIENT|FILE",
-        help=f"a client ({clients}) or a config file; default: every client's "
-        "files on this machine and this directory's project files",
-    )
-    imp.add_argument(
-        "--keychain",
-        action="store_true",
-        help="store the secrets found in the OS keychain (as mcp-manager/NAME) "
-        "and reference them as ${keyring:mcp-manager/NAME} instead of ${env:NAME}",
-    )
-    imp.add_argument(
-        "--write",
-        action="store_true",
-        help="append to --config instead of printing, only if the result passes "
-        "`check`; the old file is kept as FILE.bak",
-    )
-    imp.add_argument(
-        "--yes",
-        action="store_true",
-        help="write a project file's servers without asking (their commands are "
-        "still shown)",
-    )
-    imp.add_argument(
-        "--config",
-        default="startup.lua",
-        metavar="FILE",
-        help="the startup.lua --write appends to (default: ./startup.lua)",
-    )
-    imp.set_defaults(handler=_cmd_import)
+run_import = _cmd_import
+"""`mcp-manager import` (parsed by `config_commands`)."""
 
-    config = sub.add_parser(
-        "client-config",
-        parents=[common],
-        help="print the entry that makes a client use `mcp-manager attach`",
-    )
-    config.add_argument("client", choices=CLIENTS, metavar="CLIENT", help=clients)
-    config.add_argument(
-        "--profile", metavar="P", help="attach with --profile P (default: none)"
-    )
-    config.add_argument(
-        "--http",
-        nargs="?",
-        const="",
-        metavar="URL",
-        help="use the daemon's HTTP endpoint (run --listen) instead of attach: "
-        "its URL (default: the running daemon's) and its bearer token",
-    )
-    config.add_argument(
-        "--name",
-        default=PROG,
-        help=f"the server's name in the client's file (default: {PROG})",
-    )
-    config.set_defaults(handler=_cmd_client_config)
+run_client_config = _cmd_client_config
+"""`mcp-manager client-config` (parsed by `config_commands`)."""

@@ -39,10 +39,8 @@ from .translate import (
     what_it_runs,
 )
 
-__all__ = ["REGISTRY", "add_parsers", "declaration_of"]
+__all__ = ["declaration_of", "run_add"]
 
-REGISTRY = "https://registry.modelcontextprotocol.io"
-"""The official MCP registry (`--registry` changes it)."""
 
 FETCH_TIMEOUT = 15.0
 """Seconds a `server.json` may take to arrive."""
@@ -244,38 +242,5 @@ def _cmd_add(args: argparse.Namespace) -> int:
     return append_statements(Path(args.config), text, [declaration.name], args.yes)
 
 
-def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
-    """`add`."""
-    add = sub.add_parser(
-        "add",
-        parents=[common],
-        help="add a server from the MCP registry's server.json (a file, a URL or "
-        "a name), pinned and sandboxed",
-    )
-    add.add_argument(
-        "ref", metavar="REF", help="server.json file, its URL, or a server name"
-    )
-    add.add_argument(
-        "--name", help="the connection name (default: from the server's name)"
-    )
-    add.add_argument(
-        "--registry",
-        default=REGISTRY,
-        metavar="URL",
-        help=f"where names are looked up (default {REGISTRY})",
-    )
-    add.add_argument(
-        "--write", action="store_true", help="append to --config (it must pass `check`)"
-    )
-    add.add_argument(
-        "--yes",
-        action="store_true",
-        help="write without asking (the command is still shown)",
-    )
-    add.add_argument(
-        "--config",
-        default="startup.lua",
-        metavar="FILE",
-        help="the startup.lua --write appends to",
-    )
-    add.set_defaults(handler=_cmd_add)
+run_add = _cmd_add
+"""`mcp-manager add` (parsed by `config_commands`)."""

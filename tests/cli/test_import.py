@@ -26,7 +26,6 @@ import pytest
 
 from manager.cli import main
 from manager.cli.clients import (
-    CLIENTS,
     ClientServer,
     Section,
     UnreadableFile,
@@ -35,6 +34,7 @@ from manager.cli.clients import (
     read_servers,
     strip_jsonc,
 )
+from manager.cli.config_commands import CLIENTS
 from manager.cli.translate import (
     Translator,
     Untranslatable,
