@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import anyio
 import pytest
 from fakes import Recorder
 from servers import raw_command
@@ -477,3 +478,22 @@ async def test_npm_is_asked_away_from_the_daemons_terminal(tmp_path: Path) -> No
     assert isinstance(launch, Launch)
     found = await resolve(launch, spec, time.time())
     assert found.version == "1.0.0"
+
+
+@pytest.mark.anyio
+async def test_a_registry_that_hangs_is_given_up_on_and_the_server_starts(
+    tmp_path: Path,
+) -> None:
+    """A resolution has a deadline that fires: past it the server starts as
+    written, and the reason says the registry gave no answer."""
+
+    async def hangs(launch: Launch, spec: Any, now: float) -> Any:
+        await anyio.sleep_forever()
+
+    locks = LaunchLocks(tmp_path, resolver=hangs, resolve_timeout=0.2)
+    told: list[LaunchNote] = []
+    spec = parse_spec("slow", {"command": "npx", "args": ["-y", "pkg"]})
+    with anyio.fail_after(10):
+        assert await locks.apply(spec, told.append) == spec
+    assert [n.change for n in told] == ["unlocked"]
+    assert "no answer within 0.2 s" in told[0].reason

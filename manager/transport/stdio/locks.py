@@ -103,6 +103,7 @@ class LaunchLocks:
         read_only: Start what a lock says, but make none and look for no
             newer release (`mcp-manager pins check`: what the daemon would
             start, no side effect).
+        resolve_timeout: Seconds one resolution may take in all.
     """
 
     def __init__(
@@ -112,12 +113,14 @@ class LaunchLocks:
         clock: Callable[[], float] = time.time,
         check_every: float = CHECK_EVERY,
         read_only: bool = False,
+        resolve_timeout: float = RESOLVE_TIMEOUT,
     ) -> None:
         self.directory = directory
         self._resolve = resolver or resolve
         self._clock = clock
         self._check_every = check_every
         self._read_only = read_only
+        self._resolve_timeout = resolve_timeout
         self._checked: dict[str, float] = {}
         """When each connection's package was last looked at for a newer one."""
         self._failed: dict[str, float] = {}
@@ -244,15 +247,17 @@ class LaunchLocks:
     async def _resolved(
         self, launch: Launch, spec: ConnectionSpec, now: float
     ) -> Resolution:
-        with anyio.fail_after(RESOLVE_TIMEOUT):
-            try:
+        try:
+            with anyio.fail_after(self._resolve_timeout):
                 found: Resolution = await self._resolve(launch, spec, now)
-            except TimeoutError:
-                raise
-            except ResolveFailed:
-                raise
-            except (OSError, httpx2.HTTPError, ValueError) as exc:
-                raise ResolveFailed(f"{type(exc).__name__}: {exc}") from None
+        except TimeoutError:
+            raise ResolveFailed(
+                f"the registry gave no answer within {self._resolve_timeout:g} s"
+            ) from None
+        except ResolveFailed:
+            raise
+        except (OSError, httpx2.HTTPError, ValueError) as exc:
+            raise ResolveFailed(f"{type(exc).__name__}: {exc}") from None
         return found
 
     async def run(self) -> None:
@@ -283,7 +288,7 @@ class LaunchLocks:
             return
         try:
             found = await self._resolved(launch, spec, now)
-        except (ResolveFailed, TimeoutError) as exc:
+        except ResolveFailed as exc:
             logger.debug("%s: no look at newer releases: %s", spec.name, exc)
             return
         if newer(launch, found.version, record.version):
@@ -317,7 +322,7 @@ class LaunchLocks:
         locked = record.version if record is not None and record.fits(launch) else ""
         try:
             found = await self._resolved(launch, spec, self._clock())
-        except (ResolveFailed, TimeoutError) as exc:
+        except ResolveFailed as exc:
             return Offer(launch.display, locked=locked, note=f"the registry: {exc}")
         held = found.newest if found.newest != found.version else ""
         if locked and not newer(launch, found.version, locked):
