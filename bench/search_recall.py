@@ -17,7 +17,9 @@ Pure computation, a few seconds, no daemon: `manager.gateway.discovery` as
 - Figures: recall@1, @3, @5 and MRR per half, over all queries and over the
   indirect ones (at most one content word shared with the right tool's
   text), for the words alone and, when the model is installed
-  (`gateway.semantic`), for words and meaning fused; the time to build each;
+  (`gateway.semantic`; `$MCP_MANAGER_SEARCH_MODEL` names another folder, e.g.
+  all-mpnet-base-v2 from a Hugging Face cache), for words and meaning fused;
+  the time to build each;
   tokens of the full `tools/list` against the three discovery tools plus one
   median search answer.
 """
@@ -166,7 +168,10 @@ def main() -> int:
         started = time.perf_counter()
         fused.attach_meaning(model)
         took = time.perf_counter() - started
-        print(f"meaning: model {loaded:.2f} s to load, {len(tools)} tools {took:.1f} s")
+        print(
+            f"meaning: {semantic.find_model()} ({loaded:.2f} s to load, "
+            f"{len(tools)} tools in {took:.1f} s; another: ${semantic.MODEL_ENV})"
+        )
         rankers.append(("words+meaning", fused))
     for label, ranker in rankers:
         print(f"\n== {label}")
