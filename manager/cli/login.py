@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ..control.client import ControlClient
 from ..control.paths import find_socket
 from ..control.protocol import LOGIN_DEFAULT_TIMEOUT
-from ..core.replies import LoginResult
 from .exits import fail
+
+if TYPE_CHECKING:  # a type only: the replies load where a command reads one
+    from ..core.replies import LoginResult
 
 __all__ = ["add_parsers"]
 

@@ -14,14 +14,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..control.client import ControlClient
 from ..control.paths import find_socket
 from ..core.errors import CallError, ControlError
-from ..core.replies import UpdateReply
 from ..core.status import MODERN_ERA
 from .arguments import positive_float
 from .exits import fail, first_line
+
+if TYPE_CHECKING:  # a type only: the replies load where a command reads one
+    from ..core.replies import UpdateReply
 
 __all__ = ["add_parsers"]
 

@@ -19,27 +19,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ..core.errors import ConfigError, ControlError
-from ..core.replies import (
-    ApproveReply,
-    CallbackReply,
-    CatalogRow,
-    ConnectionDetails,
-    DaemonInfo,
-    LoginResult,
-    LoginStart,
-    LogoutReply,
-    Pong,
-    ReconnectReply,
-    ReloadSummary,
-    TokenReply,
-    UpdateReply,
-)
 from ..core.status import ConnectionStatus
 from .paths import check_socket_dir
 from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, encode
 
-if TYPE_CHECKING:  # loaded by `events` only: eighteen dataclasses cost ~10 ms
+if TYPE_CHECKING:  # loaded where used: dataclasses cost ~1 ms each to make
     from ..core.events import ApprovalAsked, Event, ToolChanged
+    from ..core.replies import (
+        ApproveReply,
+        CallbackReply,
+        CatalogRow,
+        ConnectionDetails,
+        DaemonInfo,
+        LoginResult,
+        LoginStart,
+        LogoutReply,
+        Pong,
+        ReconnectReply,
+        ReloadSummary,
+        TokenReply,
+        UpdateReply,
+    )
 
 __all__ = ["ControlClient", "EventStream"]
 
@@ -172,6 +172,8 @@ class ControlClient:
 
     def ping(self) -> Pong:
         """Check that the daemon answers (and learn its pid)."""
+        from ..core.replies import Pong
+
         return Pong.from_dict(_as_dict(self.request({"cmd": "ping"})))
 
     def status(self) -> list[ConnectionStatus]:
@@ -183,11 +185,15 @@ class ControlClient:
 
     def info(self) -> DaemonInfo:
         """Daemon-wide facts: config file, last reload result, dropped events."""
+        from ..core.replies import DaemonInfo
+
         return DaemonInfo.from_dict(_as_dict(self.request({"cmd": "info"})))
 
     def reconnect(self, server: str) -> ReconnectReply:
         """Ask the daemon to try `server` now instead of after its backoff."""
         result = self.request({"cmd": "reconnect", "server": server})
+        from ..core.replies import ReconnectReply
+
         return ReconnectReply.from_dict(_as_dict(result))
 
     def details(self, server: str) -> ConnectionDetails:
@@ -198,6 +204,8 @@ class ControlClient:
             ControlError: The daemon is unreachable.
         """
         result = self.request({"cmd": "details", "server": server})
+        from ..core.replies import ConnectionDetails
+
         return ConnectionDetails.from_dict(_as_dict(result))
 
     def login(self, server: str, timeout: float, device: bool = False) -> LoginStart:
@@ -210,6 +218,8 @@ class ControlClient:
         }
         if device:  # an older daemon refuses the key: no browser login instead
             request["device"] = True
+        from ..core.replies import LoginStart
+
         return LoginStart.from_dict(
             _as_dict(self.request(request, timeout + CALL_SLACK))
         )
@@ -217,6 +227,8 @@ class ControlClient:
     def login_wait(self, server: str, timeout: float) -> LoginResult:
         """Wait (at most `timeout`) for the login of `server` to end."""
         request = {"cmd": "login_wait", "server": server, "timeout": timeout}
+        from ..core.replies import LoginResult
+
         return LoginResult.from_dict(
             _as_dict(self.request(request, timeout + CALL_SLACK))
         )
@@ -224,6 +236,8 @@ class ControlClient:
     def login_callback(self, server: str, url: str) -> CallbackReply:
         """Hand the daemon the redirect URL a user pasted (`login --manual`)."""
         request = {"cmd": "login_callback", "server": server, "url": url}
+        from ..core.replies import CallbackReply
+
         return CallbackReply.from_dict(_as_dict(self.request(request)))
 
     def changes(self, server: str | None = None) -> list[ToolChanged]:
@@ -245,6 +259,8 @@ class ControlClient:
             ControlError: The daemon is unreachable.
         """
         result = self.request({"cmd": "approve", "server": server, "items": items})
+        from ..core.replies import ApproveReply
+
         return ApproveReply.from_dict(_as_dict(result))
 
     def update(self, server: str, take: bool = False, version: str = "") -> UpdateReply:
@@ -259,6 +275,8 @@ class ControlClient:
         request = {"cmd": "update", "server": server, "take": take, "version": version}
         # Up to three registry answers (offer, take, the new offer), each
         # bounded by the daemon (stdio.locks.RESOLVE_TIMEOUT, 20 s).
+        from ..core.replies import UpdateReply
+
         return UpdateReply.from_dict(_as_dict(self.request(request, timeout=90.0)))
 
     def pending(self) -> list[ApprovalAsked]:
@@ -293,6 +311,8 @@ class ControlClient:
     def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""
         result = self.request({"cmd": "logout", "server": server})
+        from ..core.replies import LogoutReply
+
         return LogoutReply.from_dict(_as_dict(result))
 
     def result(self, result_id: str) -> dict[str, object]:
@@ -312,6 +332,8 @@ class ControlClient:
                 or does not own its token.
         """
         result = self.request({"cmd": "token", "rotate": rotate})
+        from ..core.replies import TokenReply
+
         return TokenReply.from_dict(_as_dict(result))
 
     def reload(self) -> ReloadSummary:
@@ -321,6 +343,8 @@ class ControlClient:
             ConfigError: The script is bad; nothing changed.
             ControlError: The daemon is unreachable.
         """
+        from ..core.replies import ReloadSummary
+
         return ReloadSummary.from_dict(_as_dict(self.request({"cmd": "reload"})))
 
     def call(
@@ -389,6 +413,8 @@ class ControlClient:
         result = self.request({"cmd": "catalog", "kind": kind, "server": server})
         if not isinstance(result, list):
             raise ControlError("the daemon sent a malformed catalog (not a list)")
+        from ..core.replies import CatalogRow
+
         return [CatalogRow.from_dict(_as_dict(item), kind) for item in result]
 
     def events(self, since: int | None = None) -> Iterator[Event]:
