@@ -26,7 +26,7 @@ from ..core.errors import (
 from ..core.redact import SecretRegistry, redact
 from ..core.state import Phase, login_command
 from ..transport.base import Upstream
-from ..transport.oauth.login import NO_LOGIN
+from ..transport.oauth import NO_LOGIN
 from .connection import Connection
 from .tracing import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Span
 

@@ -19,8 +19,7 @@ import anyio
 from ..core.errors import CallError, UnknownServer
 from ..core.state import Phase
 from ..transport.base import OAuthLogins
-from ..transport.oauth.auth import uses_oauth
-from ..transport.oauth.login import LOGIN_TIMEOUT, Login, LoginDesk
+from ..transport.oauth import LOGIN_TIMEOUT, Login, LoginDesk, uses_oauth
 from .connection import Connection
 from .manager import Manager
 

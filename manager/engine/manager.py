@@ -62,7 +62,7 @@ from ..transport.base import (
 )
 from ..transport.connect import McpTransport
 from ..transport.lists import ListMemory
-from ..transport.oauth.auth import uses_oauth
+from ..transport.oauth import uses_oauth
 from ..transport.state_files import default_state_dir
 from ..transport.stdio.starts import StartSlots
 from . import launches

@@ -54,7 +54,7 @@ from .eras import PROBE_TIMEOUT, EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
 from .http.probe import tcp_precheck
 from .http.streams import environment_proxy, open_http_streams, open_sse_streams
-from .oauth.auth import oauth_auth, uses_oauth
+from .oauth.door import oauth_auth, uses_oauth
 from .oauth.login import LoginDesk
 from .oauth.tokens import (
     FileTokens,

@@ -350,7 +350,7 @@ async def test_requests_refused_together_during_a_login_share_one_authorization(
     """Two requests of one connection get 401 at the same moment while a login
     is under way: the first authorizes, the second waits for it and goes out
     with the new token (no second authorization racing for the same login)."""
-    from manager.transport.oauth.auth import oauth_auth
+    from manager.transport.oauth.door import oauth_auth
     from manager.transport.oauth.login import LoginDesk
     from manager.transport.oauth.tokens import FileTokens
 

@@ -18,7 +18,7 @@ from manager.core.errors import ConfigError
 from manager.core.redact import MASK, SecretRegistry
 from manager.core.resolve import resolve_spec
 from manager.core.spec import parse_spec, spec_summary
-from manager.transport.oauth.auth import signing_key
+from manager.transport.oauth.keys import signing_key
 
 
 def pem(key: Any) -> str:

@@ -42,37 +42,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, Callable
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx2
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
-from mcp.client.auth.extensions.client_credentials import (
-    ClientCredentialsOAuthProvider,
-    PrivateKeyJWTOAuthProvider,
-    SignedJWTParameters,
-)
 from mcp.client.auth.utils import (
     extract_scope_from_www_auth,
     issuers_match,
     validate_authorization_response_iss,
 )
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
-from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from pydantic import AnyUrl
 
 from ...core.errors import (
     AuthMismatch,
     AuthorizationRefused,
-    ConfigError,
     LoginRequired,
 )
-from ...core.oauth import OAUTH_OFF, OAuthSpec
-from ...core.spec import ConnectionSpec
 from ..compat_mcp import (
-    DeviceAwareProvider,
     oauth_load,
     oauth_loaded,
     oauth_refresh_request,
@@ -80,6 +65,16 @@ from ..compat_mcp import (
     waiting_on_the_user,
 )
 from ..errors import describe_error
+from .answers import (
+    bearer,
+    challenged,
+    issuer_mismatch,
+    origin,
+    scopes,
+    server_metadata,
+    shown,
+    step_of,
+)
 from .device import (
     DEVICE_GRANT,
     DEVICE_HTTP_TIMEOUT,
@@ -87,284 +82,16 @@ from .device import (
     device_endpoint,
     unsupported,
 )
-from .login import CALLBACK_PATH, NO_LOGIN, Login, LoginDesk
+from .login import NO_LOGIN, Login, LoginDesk
 from .tokens import AuthServer, FileTokens
 
-__all__ = ["REFRESH_MARGIN", "ConnectionAuth", "oauth_auth", "uses_oauth"]
+__all__ = ["REFRESH_MARGIN", "ConnectionAuth", "StepReport"]
 
 REFRESH_MARGIN = 30.0
 """Seconds before expiry a token is refreshed (at most a tenth of its lifetime)."""
 
 StepReport = Callable[[str, str, int, float, str], None]
 """(step, outcome, HTTP status, seconds, error): `Hooks.on_auth`."""
-
-_PLACEHOLDER_REDIRECT = f"http://127.0.0.1{CALLBACK_PATH}"
-"""The redirect URI before a login names its port (never registered: no login,
-no flow)."""
-
-
-def uses_oauth(spec: ConnectionSpec) -> bool:
-    """Whether `spec` answers a 401 with OAuth: http/sse, not `oauth = false`,
-    and no static `Authorization` header (that one is refused plainly)."""
-    if spec.transport not in ("http", "sse"):
-        return False
-    if spec.oauth is not None:
-        return spec.oauth.grant != OAUTH_OFF
-    return not any(name.lower() == "authorization" for name, _ in spec.headers)
-
-
-def oauth_auth(
-    spec: ConnectionSpec,
-    tokens: FileTokens,
-    desk: LoginDesk,
-    on_step: StepReport,
-) -> ConnectionAuth | None:
-    """The `auth` for `spec`'s HTTP client (a resolved spec), or None."""
-    if not uses_oauth(spec):
-        return None
-    oauth = spec.oauth or OAuthSpec()
-    provider: OAuthClientProvider
-    if not oauth.interactive and oauth.private_key is not None:
-        assert oauth.client_id is not None
-        key, algorithm = signing_key(spec.name, oauth)
-        provider = PrivateKeyJWTOAuthProvider(
-            server_url=spec.url,
-            storage=tokens,
-            client_id=oauth.client_id,
-            assertion_provider=SignedJWTParameters(
-                issuer=oauth.client_id,
-                subject=oauth.client_id,
-                signing_key=key,
-                signing_algorithm=algorithm,
-            ).create_assertion_provider(),
-            scope=oauth.scope,
-            issuer=oauth.issuer,
-        )
-        return ConnectionAuth(spec.name, provider, tokens, desk, on_step, False)
-    if not oauth.interactive:
-        assert oauth.client_id is not None and oauth.client_secret is not None
-        provider = ClientCredentialsOAuthProvider(
-            server_url=spec.url,
-            storage=tokens,
-            client_id=oauth.client_id,
-            client_secret=oauth.client_secret,
-            token_endpoint_auth_method=oauth.token_auth_method,  # type: ignore[arg-type]
-            scope=oauth.scope,
-            issuer=oauth.issuer,
-        )
-        return ConnectionAuth(spec.name, provider, tokens, desk, on_step, False)
-    name = spec.name
-    if oauth.client_id is not None:
-        tokens.preregistered(
-            OAuthClientInformationFull(
-                client_id=oauth.client_id,
-                client_secret=oauth.client_secret,
-                token_endpoint_auth_method=oauth.token_auth_method,
-                redirect_uris=None,
-                issuer=oauth.issuer,
-            )
-        )
-    metadata = OAuthClientMetadata(
-        client_name="mcp-manager",
-        redirect_uris=[AnyUrl(_PLACEHOLDER_REDIRECT)],
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
-        token_endpoint_auth_method=oauth.token_auth_method,  # type: ignore[arg-type]
-    )
-    auth = ConnectionAuth(name, None, tokens, desk, on_step, True)
-
-    async def redirect(url: str) -> None:
-        auth.authorize_began = time.monotonic()
-        await desk.redirect(name, url)
-
-    async def callback() -> AuthorizationCodeResult:
-        try:
-            result = await desk.callback(name)
-            auth.check_issuer(result)
-        except (LoginRequired, AuthMismatch) as exc:
-            auth.report("authorize", "failed", 0, auth.since_authorize(), str(exc))
-            raise
-        auth.report("authorize", "ok", 0, auth.since_authorize(), "")
-        return result
-
-    provider = DeviceAwareProvider(
-        server_url=spec.url,
-        client_metadata=metadata,
-        storage=tokens,
-        redirect_handler=redirect,
-        callback_handler=callback,
-        client_metadata_url=oauth.client_metadata_url,
-        validate_resource_url=check_resource,
-    )
-    provider.device_turn = auth.device_turn
-    auth.provider = provider
-    return auth
-
-
-async def check_resource(server_url: str, resource: str | None) -> None:
-    """The SDK's `validate_resource_url`: the protected resource metadata must
-    name this server (RFC 8707, RFC 9728 section 3.3), or a parent of it.
-
-    Raises:
-        AuthMismatch: It names another resource.
-    """
-    if not resource:
-        return
-    expected = resource_url_from_server_url(server_url)
-    if not check_resource_allowed(
-        requested_resource=expected, configured_resource=resource
-    ):
-        raise AuthMismatch(
-            "the server's protected resource metadata is for another resource "
-            f"({_shown(resource)}, not {expected}): refused, so no token is asked "
-            "for it; check the connection's URL, or tell the server's operator"
-        )
-
-
-def _shown(value: object, limit: int = 200) -> str:
-    """A value a server sent, quoted and cut for a message."""
-    text = repr(str(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _scopes(value: str | None) -> frozenset[str]:
-    return frozenset((value or "").split())
-
-
-_METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid")
-
-_METADATA_NAMES = (
-    "/.well-known/oauth-authorization-server",
-    "/.well-known/openid-configuration",
-)
-"""What an authorization server metadata URL holds, wherever in its path
-(RFC 8414 inserts it before the issuer's path, OpenID discovery after)."""
-
-
-async def _server_metadata(
-    request: httpx2.Request, answer: httpx2.Response
-) -> dict[str, object] | None:
-    """The raw authorization server metadata a discovery step got, if it is
-    one (a 200 from a metadata URL, a JSON object)."""
-    if answer.status_code != 200 or request.method != "GET":
-        return None
-    if not any(name in request.url.path for name in _METADATA_NAMES):
-        return None
-    try:
-        await answer.aread()  # the SDK reads it too: read once, kept
-        body = answer.json()
-    except ValueError:
-        return None
-    return body if isinstance(body, dict) else None
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-def _issuer_mismatch(
-    exc: Exception,
-    last: tuple[str, httpx2.Request, httpx2.Response] | None,
-    expected: str,
-) -> AuthMismatch | None:
-    """The SDK refused the authorization server metadata it was just given
-    (RFC 8414 section 3.3: its `issuer` is not `expected`, the server it was
-    asked of), as our sentence; None if the flow failed otherwise."""
-    if not isinstance(exc, OAuthFlowError) or last is None:
-        return None
-    step, request, answer = last
-    if step != "discovery" or answer.status_code != 200:
-        return None
-    if not request.url.path.startswith(_METADATA_PATHS):
-        return None
-    try:
-        issuer = answer.json().get("issuer")
-    except (ValueError, AttributeError):
-        return None
-    if issuer is None or issuers_match(str(issuer), expected):
-        return None
-    return AuthMismatch(
-        f"the authorization server's metadata names another issuer "
-        f"({_shown(issuer)}, not {expected}): refused (RFC 8414), nothing is "
-        "sent to its endpoints"
-    )
-
-
-def signing_key(name: str, oauth: OAuthSpec) -> tuple[str, str]:
-    """The PEM private key of `oauth.private_key` (the key, or its file) and the
-    JWT algorithm to sign with (declared, else the one the key's type implies).
-
-    Raises:
-        ConfigError: No such file, not a PEM private key, or no algorithm fits.
-    """
-    value = oauth.private_key or ""
-    if "-----BEGIN" in value:
-        pem = value
-    else:
-        path = Path(value).expanduser()
-        try:
-            pem = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                f"{name}: cannot read oauth.private_key file {str(path)!r} "
-                f"({getattr(exc, 'strerror', None) or exc})",
-                connection=name,
-            ) from None
-    try:
-        key = serialization.load_pem_private_key(pem.encode(), password=None)
-    except (ValueError, TypeError):
-        # Never the text itself: it may be (part of) the key.
-        raise ConfigError(
-            f"{name}: oauth.private_key is not an unencrypted PEM private key",
-            connection=name,
-        ) from None
-    if oauth.signing_algorithm is not None:
-        return pem, oauth.signing_algorithm
-    if isinstance(key, rsa.RSAPrivateKey):
-        return pem, "RS256"
-    if isinstance(key, ed25519.Ed25519PrivateKey):
-        return pem, "EdDSA"
-    if isinstance(key, ec.EllipticCurvePrivateKey):
-        curves = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
-        if key.curve.name in curves:
-            return pem, curves[key.curve.name]
-    raise ConfigError(
-        f"{name}: no JWT algorithm for this oauth.private_key; "
-        "set oauth.signing_algorithm",
-        connection=name,
-    )
-
-
-def _challenged(response: httpx2.Response) -> bool:
-    """401, or 403 with `insufficient_scope`: the server wants (more) authorization."""
-    if response.status_code == 401:
-        return True
-    if response.status_code != 403:
-        return False
-    challenge = response.headers.get("www-authenticate", "")
-    return "insufficient_scope" in challenge
-
-
-def _bearer(response: httpx2.Response) -> bool:
-    """The 401 challenges with `Bearer` (OAuth), not some other scheme."""
-    challenge = response.headers.get("www-authenticate", "")
-    return response.status_code != 401 or challenge.lower().startswith("bearer")
-
-
-def _step(request: httpx2.Request) -> str:
-    """Which OAuth step a request of the SDK's flow is."""
-    if request.method == "GET":
-        return "discovery"
-    try:
-        body = request.content
-    except httpx2.RequestNotRead:
-        body = b""
-    if b"grant_type=refresh_token" in body:
-        return "refresh"
-    if b"grant_type=" in body:
-        return "token"
-    return "registration"
 
 
 class ConnectionAuth(httpx2.Auth):
@@ -427,7 +154,7 @@ class ConnectionAuth(httpx2.Auth):
             if result.iss is not None:
                 raise AuthMismatch(
                     "the authorization response names another issuer (iss "
-                    f"{_shown(result.iss)}, not {expected}): refused (RFC 9207), "
+                    f"{shown(result.iss)}, not {expected}): refused (RFC 9207), "
                     "the code is not exchanged; a mix-up of authorization "
                     "servers looks like this"
                 ) from None
@@ -441,7 +168,7 @@ class ConnectionAuth(httpx2.Auth):
         """The server refuses the token a login got (or its scope)."""
         if response.status_code == 403:
             scope = extract_scope_from_www_auth(response)
-            wants = f", it asks for scope {_shown(scope, 120)}" if scope else ""
+            wants = f", it asks for scope {shown(scope, 120)}" if scope else ""
             return self._counts(
                 "the server refused the scope it asked for: HTTP 403 "
                 f"insufficient_scope{wants}"
@@ -462,11 +189,11 @@ class ConnectionAuth(httpx2.Auth):
     def _asked_already(self, response: httpx2.Response) -> bool:
         """A 403 `insufficient_scope` names only scopes the last authorization
         asked for (or the token has): asking again cannot help."""
-        wanted = _scopes(extract_scope_from_www_auth(response))
+        wanted = scopes(extract_scope_from_www_auth(response))
         context = self._sdk().context
         token = context.current_tokens
-        asked = _scopes(context.client_metadata.scope)
-        asked |= _scopes(token.scope if token is not None else None)
+        asked = scopes(context.client_metadata.scope)
+        asked |= scopes(token.scope if token is not None else None)
         return bool(wanted) and wanted <= asked
 
     async def _drop_refused(self) -> None:
@@ -500,7 +227,7 @@ class ConnectionAuth(httpx2.Auth):
     def _no_device(self, login: Login, issuer: object) -> LoginRequired:
         """End `login` (a device login): its server does not offer one."""
         context = self._sdk().context
-        where = str(issuer or context.auth_server_url or _origin(context.server_url))
+        where = str(issuer or context.auth_server_url or origin(context.server_url))
         error = unsupported(self.name, where)
         login.cannot(str(error))
         return error
@@ -604,7 +331,7 @@ class ConnectionAuth(httpx2.Auth):
                 self._authorize(request)
             basis = context.current_tokens  # what the answer below refused
             response = yield request
-            if not _challenged(response) or not _bearer(response):
+            if not challenged(response) or not bearer(response):
                 if sent and basis is self._authorized:
                     self._accepted = True
                 return
@@ -621,7 +348,7 @@ class ConnectionAuth(httpx2.Auth):
                     self._authorize(request)
                     basis = context.current_tokens
                     response = yield request
-                    if not _challenged(response):
+                    if not challenged(response):
                         return
             login = self._desk.pending(self.name) if self.interactive else None
             # One authorization per login: a challenge after this login's own
@@ -723,7 +450,7 @@ class ConnectionAuth(httpx2.Auth):
                     exchanged, last = True, None
                     outgoing = await flow.asend(granted)
                     continue
-                step = _step(outgoing) if outgoing is not request else ""
+                step = step_of(outgoing) if outgoing is not request else ""
                 began = time.monotonic()
                 try:
                     answer = yield outgoing
@@ -747,7 +474,7 @@ class ConnectionAuth(httpx2.Auth):
                     )
                 else:
                     retried = answer
-                found = await _server_metadata(outgoing, answer) if step else None
+                found = await server_metadata(outgoing, answer) if step else None
                 if found is not None:
                     self._device_endpoint = device_endpoint(found)
                     if login is not None and login.device and not self._device_endpoint:
@@ -770,7 +497,7 @@ class ConnectionAuth(httpx2.Auth):
             if retried is None:
                 return
             fresh = context.current_tokens is self._authorized
-            if not _challenged(retried):
+            if not challenged(retried):
                 self._accepted = self._accepted or fresh
                 return
             if self.interactive:
@@ -791,8 +518,8 @@ class ConnectionAuth(httpx2.Auth):
         except (LoginRequired, AuthMismatch):
             raise
         except Exception as exc:
-            expected = context.auth_server_url or _origin(context.server_url)
-            mismatch = _issuer_mismatch(exc, last, expected)
+            expected = context.auth_server_url or origin(context.server_url)
+            mismatch = issuer_mismatch(exc, last, expected)
             if mismatch is not None:
                 raise mismatch from None
             if not self.interactive:
