@@ -129,10 +129,14 @@ async def test_a_pair_with_the_same_ids_over_a_thousand_calls_never_crosses(
     argv = [str(BACKCHANNEL), "--transport", "stdio"]
     command, args = stdio_command()
     script = tmp_path / "startup.lua"
+    # `hold`: the stdio front runs this script in a process of its own,
+    # whose servers connect while the pair's first calls arrive; a call waits
+    # for its server (however slow the machine) instead of being told
+    # "connecting" after the default 5 s.
     script.write_text(
-        f"mcp_add('h', {json.dumps(backchannel_http.url)})\n"
-        + lua_stdio("s", sys.executable, argv)
-        + lua_stdio("d", command, args)
+        f"mcp_add('h', {json.dumps(backchannel_http.url)}, {{hold = 60}})\n"
+        + lua_stdio("s", sys.executable, argv, "{hold = 60}")
+        + lua_stdio("d", command, args, "{hold = 60}")
     )
     port = free_port()
     heard: dict[str, list[str]] = {}
