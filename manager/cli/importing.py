@@ -114,7 +114,8 @@ def _lua_text(groups: list[tuple[Section, list[Declaration]]]) -> str:
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
-def _cmd_import(args: argparse.Namespace) -> int:
+def run_import(args: argparse.Namespace) -> int:
+    """`mcp-manager import` (parsed by `config_commands`)."""
     files = _files_to_read(args.source)
     if isinstance(files, str):
         return fail(files)
@@ -522,7 +523,8 @@ def _unknown_profile(socket: Path, profile: str) -> str | None:
     )
 
 
-def _cmd_client_config(args: argparse.Namespace) -> int:
+def run_client_config(args: argparse.Namespace) -> int:
+    """`mcp-manager client-config` (parsed by `config_commands`)."""
     if not args.name:
         return fail("--name must not be empty")
     if args.profile:
@@ -559,13 +561,3 @@ def _cmd_client_config(args: argparse.Namespace) -> int:
         "this in there, and remove the servers the daemon now runs for it"
     )
     return 0
-
-
-# ---------------------------------------------------------------------- parser
-
-
-run_import = _cmd_import
-"""`mcp-manager import` (parsed by `config_commands`)."""
-
-run_client_config = _cmd_client_config
-"""`mcp-manager client-config` (parsed by `config_commands`)."""

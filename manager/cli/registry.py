@@ -221,7 +221,8 @@ def _read(ref: str, registry: str) -> dict[str, Any]:
         return json.loads(answer.read())  # type: ignore[no-any-return]
 
 
-def _cmd_add(args: argparse.Namespace) -> int:
+def run_add(args: argparse.Namespace) -> int:
+    """`mcp-manager add` (parsed by `config_commands`)."""
     from .importing import append_statements
 
     try:
@@ -240,7 +241,3 @@ def _cmd_add(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     return append_statements(Path(args.config), text, [declaration.name], args.yes)
-
-
-run_add = _cmd_add
-"""`mcp-manager add` (parsed by `config_commands`)."""
