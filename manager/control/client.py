@@ -273,11 +273,11 @@ class ControlClient:
                 is unreachable.
         """
         request = {"cmd": "update", "server": server, "take": take, "version": version}
-        # Up to three registry answers (offer, take, the new offer), each
-        # bounded by the daemon (stdio.locks.RESOLVE_TIMEOUT, 20 s).
+        # Up to two registry answers (the offer, then taking it again checks
+        # it), each bounded by the daemon (stdio.locks.RESOLVE_TIMEOUT, 20 s).
         from ..core.replies import UpdateReply
 
-        return UpdateReply.from_dict(_as_dict(self.request(request, timeout=90.0)))
+        return UpdateReply.from_dict(_as_dict(self.request(request, timeout=60.0)))
 
     def pending(self) -> list[ApprovalAsked]:
         """The calls waiting for the user's approval, oldest first."""

@@ -41,6 +41,7 @@ __all__ = [
     "LaunchNote",
     "Offer",
     "Unlockable",
+    "lock_line",
     "parse_launch",
 ]
 
@@ -398,3 +399,11 @@ def _split_tag(name: str) -> tuple[str, str, str]:
     if colon > slash:
         return name[:colon], ":", name[colon + 1 :]
     return name, "", ""
+
+
+def lock_line(package: str, version: str, available: str = "") -> str:
+    """A launch lock in one line, as `status` and the HUD show it:
+    `PACKAGE VERSION locked`, and `; AVAILABLE available` when a newer
+    release waits for `mcp-manager update`."""
+    text = f"{package} {version} locked"
+    return f"{text}; {available} available" if available else text

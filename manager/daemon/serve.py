@@ -29,7 +29,7 @@ from ..control.paths import attach_socket_path
 from ..control.server import serve_control
 from ..core.errors import CallError, ConfigError, ControlError, UnknownServer
 from ..core.events import ApprovalAsked, ToolChanged
-from ..core.redact import SecretRegistry
+from ..core.redact import SecretRegistry, redact
 from ..core.replies import (
     OTLP_OFF,
     ApproveReply,
@@ -277,9 +277,13 @@ class Daemon:
         newer release it was shown (`engine.launches`)."""
         if take:
             try:
-                await self.manager.launch_take(server, version)
+                done = await self.manager.launch_take(server, version)
             except ValueError as exc:
-                raise ControlError(str(exc)) from None
+                raise ControlError(redact(str(exc), self.manager.secrets)) from None
+            # What it took is what it starts now: no registry asked again.
+            return UpdateReply(
+                server=server, package=done.package, locked=done.after, taken=True
+            )
         offer = await self.manager.launch_offer(server)
         return UpdateReply(
             server=server,
@@ -288,8 +292,8 @@ class Daemon:
             available=offer.available,
             published=offer.published,
             newest=offer.newest,
-            note=offer.note,
-            taken=take,
+            # A registry's error may quote what the server's env gave it.
+            note=redact(offer.note, self.manager.secrets),
         )
 
     def pending(self) -> list[ApprovalAsked]:

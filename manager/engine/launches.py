@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import UnknownServer
-from ..core.launch import Launch, Offer, parse_launch
+from ..core.launch import Launch, Offer, lock_line, parse_launch
 from ..transport.base import LaunchLocking, Transport
 from .connection import Connection
 
@@ -46,10 +46,10 @@ def launch_text(conn: Connection, transport: Transport) -> str:
     record = transport.launches.record(conn.name)
     if record is None or not record.fits(launch):
         return ""
-    text = f"{launch.display} {record.version} locked"
+    newer = ""
     if note is not None and note.change == "drift" and note.version == record.version:
-        text += f"; {note.available} available"
-    return text
+        newer = note.available
+    return lock_line(launch.display, record.version, newer)
 
 
 def _locking(transport: Transport) -> LaunchLocking:

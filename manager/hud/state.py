@@ -56,6 +56,7 @@ from ..core.events import (
     ToolsChanged,
     Updated,
 )
+from ..core.launch import lock_line
 from ..core.replies import (
     OTLP_OFF,
     AttachedClient,
@@ -462,17 +463,12 @@ def _apply(hud: HudState, event: Event, at: float) -> None:
             hud.row(name, at).tools = event.tools
         case LaunchLock():
             row = hud.row(name, at)
-            if event.change == "drift":
-                row.launch = (
-                    f"{event.package} {event.version} locked; "
-                    f"{event.available} available"
-                )
-                level = "warn"
-            elif event.change == "unlocked":
+            if event.change == "unlocked":
                 row.launch = f"not locked: {event.reason}"
                 level = "warn"
             else:
-                row.launch = f"{event.package} {event.version} locked"
+                row.launch = lock_line(event.package, event.version, event.available)
+                level = "warn" if event.change == "drift" else level
             hud.revision += 1
         case ToolChanged():
             hud.row(name, at).changed[event.item] = event.held
