@@ -39,7 +39,6 @@ __all__ = [
     "ECOSYSTEMS",
     "Launch",
     "LaunchNote",
-    "Offer",
     "Unlockable",
     "lock_line",
     "parse_launch",
@@ -111,28 +110,6 @@ class LaunchNote:
     version: str = ""
     available: str = ""
     reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Offer:
-    """`mcp-manager update NAME`: the lock and what it would become.
-
-    Attributes:
-        package: The package as the command asks for it (`name@^1`).
-        locked: The version (digest) it starts now ("" if none yet).
-        available: The one `take` would lock ("" if nothing newer).
-        published: When `available` was published ("" if not known).
-        newest: The newest release however young, when `min_age` holds it
-            back ("" otherwise).
-        note: Why nothing can be offered ("" when something can).
-    """
-
-    package: str
-    locked: str = ""
-    available: str = ""
-    published: str = ""
-    newest: str = ""
-    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)

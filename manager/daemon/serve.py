@@ -18,7 +18,7 @@ import os
 import signal
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -284,17 +284,9 @@ class Daemon:
             return UpdateReply(
                 server=server, package=done.package, locked=done.after, taken=True
             )
-        offer = await self.manager.launch_offer(server)
-        return UpdateReply(
-            server=server,
-            package=offer.package,
-            locked=offer.locked,
-            available=offer.available,
-            published=offer.published,
-            newest=offer.newest,
-            # A registry's error may quote what the server's env gave it.
-            note=redact(offer.note, self.manager.secrets),
-        )
+        shown = await self.manager.launch_offer(server)
+        # A registry's error may quote what the server's env gave it.
+        return replace(shown, note=redact(shown.note, self.manager.secrets))
 
     def pending(self) -> list[ApprovalAsked]:
         """The calls waiting for the user's approval (`mcp-manager pending`)."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import UnknownServer
-from ..core.launch import Launch, Offer, lock_line, parse_launch
+from ..core.launch import Launch, lock_line, parse_launch
+from ..core.replies import UpdateReply
 from ..transport.base import LaunchLocking, Transport
 from .connection import Connection
 
@@ -58,7 +59,9 @@ def _locking(transport: Transport) -> LaunchLocking:
     return transport
 
 
-async def offer(conn: Connection | None, name: str, transport: Transport) -> Offer:
+async def offer(
+    conn: Connection | None, name: str, transport: Transport
+) -> UpdateReply:
     """What `update NAME` would take (nothing is changed).
 
     Raises:

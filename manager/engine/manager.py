@@ -44,9 +44,9 @@ from ..core.events import (
     ToolsApproved,
     Updated,
 )
-from ..core.launch import Offer
 from ..core.profile import Profile
 from ..core.redact import SecretRegistry
+from ..core.replies import UpdateReply
 from ..core.spec import ConnectionSpec, applies_live, changed_fields, display_endpoint
 from ..core.state import Phase
 from ..core.status import ConnectionStatus
@@ -360,7 +360,7 @@ class Manager:
         conn.forgive_refusals()  # the user asks: the login limit starts again
         return conn.retry_now()
 
-    async def launch_offer(self, name: str) -> Offer:
+    async def launch_offer(self, name: str) -> UpdateReply:
         """What `mcp-manager update NAME` would take (`engine.launches`)."""
         return await launches.offer(self._conns.get(name), name, self._transport)
 

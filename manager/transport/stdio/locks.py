@@ -43,7 +43,8 @@ from typing import Any
 import anyio
 import httpx2
 
-from ...core.launch import Launch, LaunchNote, Offer, Unlockable, parse_launch
+from ...core.launch import Launch, LaunchNote, Unlockable, parse_launch
+from ...core.replies import UpdateReply
 from ...core.spec import ConnectionSpec
 from ..state_files import write_private_json
 from .registries import Resolution, ResolveFailed, newer, resolve
@@ -303,31 +304,36 @@ class LaunchLocks:
                 ),
             )
 
-    async def offer(self, spec: ConnectionSpec) -> Offer:
-        """What `update` would do for `spec` (its `${...}` resolved)."""
+    async def offer(self, spec: ConnectionSpec) -> UpdateReply:
+        """What `mcp-manager update` would do for `spec` (its `${...}`
+        resolved): the lock and the newer release it could take."""
+        shown = UpdateReply(server=spec.name)
         launch = parse_launch(spec.command, spec.args)
         if launch is None:
-            return Offer("", note="its command does not fetch from a registry")
+            return replace(shown, note="its command does not fetch from a registry")
         if isinstance(launch, Unlockable):
-            return Offer("", note=launch.reason)
+            return replace(shown, note=launch.reason)
+        shown = replace(shown, package=launch.display)
         if launch.exact:
-            return Offer(
-                launch.display,
+            return replace(
+                shown,
                 locked=launch.wanted,
                 note="its command names one version already: edit it to change",
             )
         if not spec.lock:
-            return Offer(launch.display, note="lock = false: it takes the newest")
+            return replace(shown, note="lock = false: it takes the newest")
         record = self.record(spec.name)
-        locked = record.version if record is not None and record.fits(launch) else ""
+        if record is not None and record.fits(launch):
+            shown = replace(shown, locked=record.version)
         try:
             found = await self._resolved(launch, spec, self._clock())
         except ResolveFailed as exc:
-            return Offer(launch.display, locked=locked, note=f"the registry: {exc}")
-        held = found.newest if found.newest != found.version else ""
-        if locked and not newer(launch, found.version, locked):
-            return Offer(launch.display, locked=locked, newest=held)
-        return Offer(launch.display, locked, found.version, found.published, held)
+            return replace(shown, note=f"the registry: {exc}")
+        if found.newest != found.version:
+            shown = replace(shown, newest=found.newest)
+        if shown.locked and not newer(launch, found.version, shown.locked):
+            return shown
+        return replace(shown, available=found.version, published=found.published)
 
     def take(self, spec: ConnectionSpec, version: str, published: str = "") -> str:
         """Lock `spec`'s package to `version` (`update`); the previous one."""
