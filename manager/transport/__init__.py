@@ -4,8 +4,10 @@
   no `mcp` import. `connection.py` and the test fakes know only this.
 - `connect`: `McpTransport`, the real transport (stdio, streamable HTTP, SSE).
 - `session`: an initialized session: handshake, a client's requests on one
-  route per era, pings, loss signals; `listening`: a 2026-07-28 session's
-  changes, followed on `subscriptions/listen`.
+  route per era, pings, loss signals; `rounds`: a 2026-07-28 server's
+  `input_required` answers, answered and the request sent again;
+  `listening`: a 2026-07-28 session's changes, followed on
+  `subscriptions/listen`.
 - `eras`: which protocol era each upstream speaks: agreed (`agree`), learned
   once, remembered;
   `side`: a handshake-era session beside a 2026-07-28 one, so that a

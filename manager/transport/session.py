@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import anyio.abc
 import mcp.types as types
 from mcp import ClientSession
 from mcp.client.session import (
-    ClientRequestContext,
     IncomingMessage,
     MessageHandlerFnT,
 )
@@ -32,26 +31,22 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CONNECTION_CLOSED,
-    INTERNAL_ERROR,
     METHOD_NOT_FOUND,
 )
 from mcp_types.version import (
     HANDSHAKE_PROTOCOL_VERSIONS,
 )
-from pydantic import TypeAdapter
 
 from ..core.errors import (
     ConnectFailed,
     ConnectTimeout,
     Disconnected,
     TransportError,
-    UpstreamError,
 )
 from ..core.spec import ConnectionSpec
 from .base import (
     CATALOG_KINDS,
     EXIT_CODE_WAIT,
-    LINK_META_KEY,
     CallResult,
     Catalog,
     Hooks,
@@ -71,7 +66,7 @@ from .http.probe import address
 from .listening import Listener
 from .lists import LIST_METHODS, read_list, read_tools, with_hint
 from .relay import DispatcherRelay, plain_tool_result
-from .requests import asked
+from .rounds import INPUT_METHODS, InputRounds
 from .side import EraSide, ListSources
 from .signals import LostSignal
 from .stdio.starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
@@ -84,17 +79,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-"""Requests a 2026-07-28 server may answer `input_required`."""
-
-_ANSWERS: TypeAdapter[types.InputResponses] = TypeAdapter(types.InputResponses)
-
-Answers = types.InputResponses | None
-"""A round's answers to a 2026-07-28 server's input requests (none at first)."""
-
-MAX_INPUT_ROUNDS = 16
-"""Input rounds of one call to a 2026-07-28 server before it counts as a loop."""
 
 
 class McpSession:
@@ -319,7 +303,7 @@ class McpSession:
         this session's era, and its result as the server sent it. In the
         handshake era once (without the caller's capabilities: that era
         declared ours at `initialize`); in 2026-07-28 stamped as the SDK's
-        session stamps a request, and in input rounds (`_in_rounds`) where
+        session stamps a request, and in input rounds (`rounds.InputRounds`) where
         the server may answer `input_required`."""
         params = dict(params or {})
         if not self._modern:
@@ -329,30 +313,17 @@ class McpSession:
             else:
                 params["_meta"] = dict(meta)
             return await self._once(method, params, limit, progress, named)
-        if method not in _INPUT_METHODS:
+        if method not in INPUT_METHODS:
             return await self._once(method, params, limit, progress, named)
 
-        async def send(responses: Answers, state: str | None) -> Any:
-            sent = params
-            if responses is not None or state is not None:
-                sent = {**params, "requestState": state}
-                if responses is not None:
-                    sent["inputResponses"] = _ANSWERS.dump_python(
-                        responses, by_alias=True, mode="json", exclude_none=True
-                    )
-                if state is None:
-                    del sent["requestState"]
-            raw = await self._once(method, sent, limit, progress, named)
-            if raw.get("resultType") == "input_required":
-                return types.InputRequiredResult.model_validate(raw, by_name=False)
-            return raw
-
         meta = params.get("_meta")
+        rounds = InputRounds(self._session, self._hooks, what or method, meta)
+
+        async def send(sent: dict[str, Any]) -> dict[str, Any]:
+            return await self._once(method, sent, limit, progress, named)
+
         with anyio.fail_after(limit):  # every round of it
-            result: dict[str, Any] = await self._in_rounds(
-                what or method, meta if isinstance(meta, Mapping) else None, send
-            )
-        return result
+            return await rounds.run(params, send)
 
     async def _once(
         self,
@@ -382,70 +353,6 @@ class McpSession:
             headers,
             cancel=not self._modern,  # 2026 HTTP: closing the stream says it
         )
-
-    async def _in_rounds(
-        self,
-        what: str,
-        meta: Mapping[str, object] | None,
-        send: Callable[[Answers, str | None], Awaitable[Any]],
-    ) -> Any:
-        """Send a request; a 2026-07-28 server's `input_required` answer goes to
-        our own callbacks (the gateway asks the client), and the request is
-        sent again with the answers and the server's `requestState`, as the
-        SDK's `Client` does, at most `MAX_INPUT_ROUNDS` times."""
-        responses: types.InputResponses | None = None
-        state: str | None = None
-        for _ in range(MAX_INPUT_ROUNDS):
-            result = await send(responses, state)
-            if not isinstance(result, types.InputRequiredResult):
-                return result
-            responses = await self._answer(result.input_requests or {}, meta)
-            state = result.request_state
-        raise UpstreamError(
-            f"{what}: the server asked for input more than {MAX_INPUT_ROUNDS} times",
-            code=INTERNAL_ERROR,
-        )
-
-    async def _answer(
-        self,
-        requests: Mapping[str, types.InputRequest],
-        meta: Mapping[str, object] | None,
-    ) -> types.InputResponses:
-        """Each of a server's input requests, answered through our callbacks,
-        all at once (a client is asked them together), under the server's keys.
-        They came in the answer to our request, so the link it carried
-        (`LINK_META_KEY`) names the client request they serve."""
-        answers: dict[str, types.InputResponse | types.ErrorData] = {}
-        link = (meta or {}).get(LINK_META_KEY)
-        linked = cast(Any, {LINK_META_KEY: link} if isinstance(link, str) else None)
-
-        hooks = self._hooks
-
-        async def answer(key: str, request: types.InputRequest) -> None:
-            if request.method == "roots/list" and hooks and hooks.roots is None:
-                # No roots declared for this connection: the caller's own
-                # (its capabilities went with the request), asked like
-                # elicitation is.
-                answers[key] = await asked(
-                    hooks,
-                    request.method,
-                    getattr(request, "params", None),
-                    link if isinstance(link, str) else None,
-                    key,
-                )
-                return
-            ctx = ClientRequestContext(
-                session=self._session, request_id=key, meta=linked
-            )
-            answers[key] = await self._session.dispatch_input_request(ctx, request)
-
-        async with anyio.create_task_group() as tg:
-            for key, request in requests.items():
-                tg.start_soon(answer, key, request)
-        for reply in answers.values():
-            if isinstance(reply, types.ErrorData):
-                raise MCPError(reply.code, reply.message, reply.data)
-        return {k: v for k, v in answers.items() if not isinstance(v, types.ErrorData)}
 
     async def notify_roots_changed(self) -> None:
         try:
