@@ -116,7 +116,7 @@ async def main(calls: int) -> None:
         login_state = Path(tempfile.mkdtemp(prefix="mm-bench-login-"))
         bus = EventBus()
         rec = Recorder(bus)
-        async with Manager(bus, McpTransport(state_dir=login_state)) as m:
+        async with Manager(bus, state_dir=login_state) as m:
             m.add(parse_spec("tracker", f"{guarded.base}/mcp", FAST))
             conn = m.connection("tracker")
             assert conn is not None

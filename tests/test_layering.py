@@ -38,6 +38,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
 
 LAYERS: tuple[str, ...] = (
     "core",
+    "files",
     "transport",
     "engine",
     "lua",
@@ -103,8 +104,13 @@ package root aside): the demo server shares the server side with the endpoint
 
 ROOM_IMPORTS: dict[str, frozenset[str]] = {
     "core": frozenset(),
-    "transport": frozenset({"core"}),
-    "engine": frozenset({"core", "transport"}),
+    "files": frozenset(),
+    "transport": frozenset({"core", "files"}),
+    # The transport's seam, its facade (`mcp_transport`) and the OAuth facade,
+    # nothing concrete (`transport.__init__` is the package itself).
+    "engine": frozenset(
+        {"core", "files", "transport.__init__", "transport.base", "transport.oauth"}
+    ),
     "lua": frozenset({"core"}),
     # Sinks see events and the typed status, never the manager.
     "logs": frozenset({"core", "engine.bus", "engine.tracing"}),
@@ -117,11 +123,10 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
     # where the state directory is (the endpoint's own token file lives there),
     # and the socket rules of `control.paths` (HTTP on a Unix socket).
     "gateway": frozenset(
-        {"core", "engine", "mcpserver", "transport.base", "transport.state_files"}
-        | {"control.paths"}
+        {"core", "files", "engine", "mcpserver", "transport.base"} | {"control.paths"}
     ),
     "daemon": frozenset(
-        {"core", "transport", "engine", "lua", "logs", "telemetry", "hud"}
+        {"core", "files", "transport", "engine", "lua", "logs", "telemetry", "hud"}
         | {"control", "gateway"}
     ),
     # style.md: daemon, control's client, core. Also what the light commands
@@ -225,7 +230,9 @@ def room_violations(imports: list[Import]) -> list[str]:
         allowed = ROOM_IMPORTS.get(source)
         if allowed is None or target is None or target in ("", source):
             continue
-        module = ".".join(imp.target.split(".")[1:3])
+        parts = imp.target.split(".")
+        # `room.module`, or `room.__init__` for the room's package itself
+        module = ".".join(parts[1:3]) if len(parts) > 2 else f"{target}.__init__"
         if target not in allowed and module not in allowed:
             rooms = ", ".join(sorted(allowed)) or "nothing"
             problems.append(f"{imp}: {source!r} may import only {rooms}")
@@ -713,3 +720,23 @@ def test_the_bare_task_finder_finds_one(tmp_path: Path) -> None:
         "asyncio.ensure_future(g())\n"
     )
     assert list(bare_task_starts(source)) == [(3, "f"), (4, "")]
+
+
+ENGINE_TRANSPORT_DOORS = frozenset(
+    {"manager.transport", "manager.transport.base", "manager.transport.oauth"}
+)
+"""What the engine may import of the transport: its facade (`mcp_transport`),
+the seam, and the OAuth facade; no concrete transport module."""
+
+
+def test_the_engine_imports_the_transport_seam_and_facades_only() -> None:
+    concrete = [
+        str(imp)
+        for imp in all_imports()
+        if layer_of(imp.source) == "engine"
+        and imp.internal == "transport"
+        and imp.target not in ENGINE_TRANSPORT_DOORS
+    ]
+    assert not concrete, "the engine imports a concrete transport module: " + (
+        ", ".join(concrete)
+    )

@@ -15,6 +15,7 @@ before and after).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import re
 from collections.abc import Mapping
@@ -40,6 +41,7 @@ __all__ = [
     "applies_live",
     "changed_fields",
     "display_endpoint",
+    "endpoint_key",
     "SECRET_KINDS",
     "STDIO_ONLY_OPTIONS",
     "URL_ONLY_OPTIONS",
@@ -640,6 +642,13 @@ def value_text(value: object) -> str:
     if isinstance(value, Mapping | list):
         return "a table"
     return type(value).__name__
+
+
+def endpoint_key(spec: ConnectionSpec) -> str:
+    """What a remembered fact (an era, a listing) belongs to: the endpoint, not
+    its secrets (a digest of the transport, URL or command line)."""
+    parts = [spec.transport, spec.url, spec.command, *spec.args]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
 def display_endpoint(spec: ConnectionSpec) -> str:

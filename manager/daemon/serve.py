@@ -141,6 +141,14 @@ class Daemon:
         """Status of every connection (control API, the in-process HUD)."""
         return self.manager.statuses()
 
+    def _starts(self) -> StartSlots:
+        starts = self.manager.starts
+        if starts is None:
+            return StartSlots()
+        return StartSlots(
+            slots=starts.size, starting=starts.in_use, waiting=starts.waiting
+        )
+
     def info(self) -> DaemonInfo:
         """Daemon-wide facts for the HUD and `status`."""
         return DaemonInfo(
@@ -152,11 +160,7 @@ class Daemon:
             dropped=self.bus.dropped(),
             connections=len(self.manager.specs),
             otlp=self.telemetry.info() if self.telemetry is not None else OTLP_OFF,
-            starts=StartSlots(
-                slots=self.manager.starts.size,
-                starting=self.manager.starts.in_use,
-                waiting=self.manager.starts.waiting,
-            ),
+            starts=self._starts(),
             listener_errors=self.bus.listener_errors,
             guardian=CHILD_GROUPS.guardian_pid,
             profiles=tuple(self.manager.profiles),

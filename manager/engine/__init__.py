@@ -10,6 +10,7 @@
   without a reconnect (`core.spec.applies_live` decides that).
 - `pins`: pinned tool, prompt and template definitions (trust on first
   use), what changed since, approvals.
+- `lists`: what on-demand servers listed, kept between their sessions.
 - `results`: whole tool results that `max_output` cut, kept an hour, bounded.
 - `policy`: the call policy at work (`Policy.admit` before a call is sent:
   `mcp_policy` rules, asks held for the user's answer through the control
@@ -22,4 +23,8 @@
   before each connection attempt.
 - `logins`, `status`, `output`: OAuth logins in flight, status snapshots,
   bounded captured stderr and log text.
+
+Of the transport the engine knows its seam (`transport.base`), the real
+transport's facade (`transport.mcp_transport`) and the OAuth facade
+(`transport.oauth`), nothing concrete.
 """

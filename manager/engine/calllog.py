@@ -33,7 +33,7 @@ import anyio
 
 from ..core.policy import masked
 from ..core.redact import SecretRegistry
-from ..transport.state_files import default_state_dir
+from ..files import default_state_dir
 
 __all__ = [
     "KEEP_DAYS",

@@ -51,8 +51,8 @@ from ..transport.base import (
     ToolInfo,
     Upstream,
 )
-from ..transport.lists import ListMemory
 from .bus import EventBus
+from .lists import ListMemory
 from .output import LOG_DATA_LIMIT, STDERR_LINE_LIMIT, StderrTail, log_text
 from .pins import PinBook
 from .supervisor import Supervisor

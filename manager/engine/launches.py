@@ -4,7 +4,7 @@ would change, then taking it and restarting the server on it).
 
 The locks themselves (resolving, recording, looking for newer releases) are
 the transport's (`transport.stdio.locks`), reached through its
-`LaunchLocking` seam; a transport without it (tests' fakes) has no locks.
+`Launching` seam; a transport without it (tests' fakes) has no locks.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..core.errors import UnknownServer
 from ..core.launch import Launch, lock_line, parse_launch
 from ..core.replies import UpdateReply
-from ..transport.base import LaunchLocking, Transport
+from ..transport.base import Launching, Transport
 from .connection import Connection
 
 __all__ = ["LaunchUpdate", "launch_text", "offer", "take"]
@@ -39,7 +39,7 @@ def launch_text(conn: Connection, transport: Transport) -> str:
     spec = conn.spec
     if spec.transport != "stdio" or not spec.lock:
         return ""
-    if not isinstance(transport, LaunchLocking):
+    if not isinstance(transport, Launching):
         return ""
     launch = parse_launch(spec.command, spec.args)
     if not isinstance(launch, Launch) or launch.exact:
@@ -53,8 +53,8 @@ def launch_text(conn: Connection, transport: Transport) -> str:
     return lock_line(launch.display, record.version, newer)
 
 
-def _locking(transport: Transport) -> LaunchLocking:
-    if not isinstance(transport, LaunchLocking):
+def _locking(transport: Transport) -> Launching:
+    if not isinstance(transport, Launching):
         raise UnknownServer("this daemon's transport locks no launches")
     return transport
 

@@ -26,6 +26,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -50,27 +51,27 @@ from ..core.replies import UpdateReply
 from ..core.spec import ConnectionSpec, applies_live, changed_fields, display_endpoint
 from ..core.state import Phase
 from ..core.status import ConnectionStatus
+from ..files import default_state_dir
+from ..transport import mcp_transport
 from ..transport.base import (
     LINK_META_KEY,
     CallResult,
-    LaunchLocking,
+    Launching,
     OAuthLogins,
     ProgressCallback,
+    StartCounts,
     ToolInfo,
     Transport,
     Upstream,
 )
-from ..transport.connect import McpTransport
-from ..transport.lists import ListMemory
 from ..transport.oauth import uses_oauth
-from ..transport.state_files import default_state_dir
-from ..transport.stdio.starts import StartSlots
 from . import launches
 from .bus import EventBus
 from .calllog import CallLog
 from .calls import CALL_DEADLINE_SLACK, call_error, describe_session, ready
 from .connection import Connection, ServerRequests
 from .launches import LaunchUpdate, launch_text
+from .lists import ListMemory
 from .live import tell_roots_changed
 from .pins import PinBook
 from .policy import Caller, Policy
@@ -114,13 +115,15 @@ class Manager:
         tracing: Spans for connect attempts, tool calls and removals (no-op by
             default; `telemetry.Telemetry.tracing` in the daemon).
         start_slots: How many stdio servers may start at once with the default
-            transport (`starts.default_start_slots()` when None).
+            transport (the CPU count when None).
         secrets: The daemon's secret registry: the default transport registers
             resolved secrets in it, and every error text leaving the manager
             (events, status, call errors) is masked with it. One of its own if
             None (`manager.secrets`).
         lists: Where on-demand connections' listings are kept between their
-            sessions (default: `lists/` in the transport's state directory).
+            sessions (default: `lists/` in the state directory).
+        state_dir: Where tokens, eras, locks, pins, listings, approvals and
+            the call log are kept (`files.default_state_dir()` when None).
         pins_read_only: Compare listings with the pins, never write them
             (`mcp-manager pins check`).
     """
@@ -137,28 +140,25 @@ class Manager:
         secrets: SecretRegistry | None = None,
         lists: ListMemory | None = None,
         pins_read_only: bool = False,
+        state_dir: Path | None = None,
     ) -> None:
         self.bus = bus
         self.tracing = tracing
         self.secrets = secrets if secrets is not None else SecretRegistry()
         self.requests = ServerRequests()
-        self.starts = StartSlots(start_slots)
         self.vault = Vault()
         """Where `${keyring:...}`, `${cmd:...}` and `${op://...}` are read."""
-        self._transport = transport or McpTransport(
-            starts=self.starts,
+        state_dir = state_dir if state_dir is not None else default_state_dir()
+        self._transport = transport or mcp_transport(
+            state_dir=state_dir,
             secrets=self.secrets,
             send_span=tracing.send_span,
             read_secrets=self.vault.read,
+            start_slots=start_slots,
             locks_read_only=pins_read_only,
         )
         self._clock = clock
         self._rand = rand
-        state_dir = (
-            self._transport.state_dir
-            if isinstance(self._transport, McpTransport)
-            else default_state_dir()
-        )
         self.lists = lists or ListMemory(state_dir / "lists")
         self.pins = PinBook(
             state_dir / "pins",
@@ -184,15 +184,21 @@ class Manager:
         """Declared views of the endpoint (`mcp_profile`), by name; set by
         each load of the script, read by the gateway."""
 
+    @property
+    def starts(self) -> StartCounts | None:
+        """The transport's start slots of stdio servers (None without any)."""
+        transport = self._transport
+        return transport.starts if isinstance(transport, Launching) else None
+
     async def __aenter__(self) -> Manager:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._write_calls)
-        if isinstance(self._transport, LaunchLocking):
+        if isinstance(self._transport, Launching):
             self._tg.start_soon(self._watch_launches, self._transport)
         return self
 
-    async def _watch_launches(self, transport: LaunchLocking) -> None:
+    async def _watch_launches(self, transport: Launching) -> None:
         with self._launches_scope:
             await transport.launches.run()
 
@@ -435,18 +441,26 @@ class Manager:
         if conn is None:
             return None
         now = self._clock()
-        launch = launch_text(conn, self._transport)
-        return connection_status(conn, now, self._auth(conn, now), launch)
+        return self._status(conn, now)
 
     def statuses(self) -> list[ConnectionStatus]:
         """The status of every declared connection, sorted by name."""
         now = self._clock()
-        return [
-            connection_status(
-                c, now, self._auth(c, now), launch_text(c, self._transport)
-            )
-            for c in self.connections()
-        ]
+        return [self._status(c, now) for c in self.connections()]
+
+    def _status(self, conn: Connection, now: float) -> ConnectionStatus:
+        transport = self._transport
+        return connection_status(
+            conn,
+            now,
+            self._auth(conn, now),
+            launch_text(conn, transport),
+            (
+                transport.confinement(conn.spec)
+                if isinstance(transport, Launching)
+                else ""
+            ),
+        )
 
     def tools(self, name: str) -> tuple[ToolInfo, ...]:
         """The last known tools of a connection (kept while it reconnects)."""

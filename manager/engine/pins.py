@@ -41,7 +41,7 @@ from ..core.events import ToolChanged
 from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec
 from ..core.suspicious import Finding, describe_findings, scan_definition
-from ..transport.state_files import write_private_json
+from ..files import write_private_json
 
 __all__ = ["DIFF_LIMIT", "PIN_KINDS", "PinBook", "Review", "pinned_view"]
 

@@ -34,7 +34,7 @@ from ..core.errors import PolicyDenied
 from ..core.events import ApprovalAsked, ApprovalDecided, Event
 from ..core.policy import CallFacts, Check, Decision, Rule, decide, masked
 from ..core.redact import SecretRegistry
-from ..transport.state_files import write_private_json
+from ..files import write_private_json
 
 __all__ = ["SCOPES", "Caller", "Policy"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ..core.spec import display_endpoint
 from ..core.status import ConnectionStatus
-from ..transport.stdio.process import confined_as
 from .connection import Connection
 
 __all__ = ["connection_status"]
@@ -16,9 +15,11 @@ def connection_status(
     now: float,
     auth: tuple[str, float | None] = ("none", None),
     launch: str = "",
+    confinement: str = "",
 ) -> ConnectionStatus:
     """The status of one connection at wall time `now` (`auth`: its kind and
-    the seconds its token has left; `launch`: its launch lock)."""
+    the seconds its token has left; `launch`: its launch lock; `confinement`:
+    how its server runs, as the transport says)."""
     state = conn.state
     next_in = None
     if state.next_retry_at is not None:
@@ -46,7 +47,7 @@ def connection_status(
         auth_expires_in=auth[1],
         protocol=state.protocol,
         beside=conn.upstream.beside() if conn.upstream is not None else "",
-        confinement=confined_as(conn.spec),
+        confinement=confinement,
         launch=launch,
     )
 

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..core.describe import first_line
 from ..core.errors import ConfigError, TransportError
 from ..core.redact import SecretRegistry, redact
 from ..core.state import AttemptError, Phase, SessionLost, ToolsListed, WentIdle
 from ..transport.base import LossReport, Transport, Upstream
-from ..transport.errors import describe_error
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ class Supervisor:
             )
             if signalled:
                 return None
-            message = redact(describe_error(exc), self._secrets)
+            message = redact(_unexpected(exc), self._secrets)
             return self._failed(exc, message, connected)
 
     def _failed(
@@ -317,3 +317,11 @@ class Supervisor:
                 error_type=report.error_type,
             )
         )
+
+
+def _unexpected(exc: Exception) -> str:
+    """One line for an error the transport did not map (a bug): the first
+    leaf of a group, its first line, else its type's name."""
+    while isinstance(exc, ExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return (first_line(exc) or type(exc).__name__)[:500]

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..core.errors import (
     ManagerError,
 )
-from ..transport.state_files import default_state_dir
+from ..files import default_state_dir
 
 __all__ = [
     "EndpointError",

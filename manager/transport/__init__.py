@@ -14,7 +14,6 @@
   handshake-era client meets a server of both eras in its own era.
 - `lists`: a server's lists read page by page; what on-demand servers listed,
   kept between their sessions.
-- `state_files`: the state directory, and its private JSON files' one writer.
 - `relay`: each transport's one sender of a client's requests (`StdioRelay`:
   one JSON line to a process; `DispatcherRelay`; `http/relay`: one POST).
 - `requests`: what an upstream asks of us (sampling, elicitation, roots, logs).
@@ -36,5 +35,54 @@
 - `compat_mcp`, `compat_anyio`: the only places that use those libraries'
   private names, each saying why and what public API would replace it.
 
-This file imports nothing, so `import manager.transport.base` stays light.
+The engine imports the seam (`base`), the OAuth facade (`oauth`) and
+`mcp_transport` from here, nothing concrete. This file imports nothing at
+run time, so `import manager.transport.base` stays light.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..core.redact import SecretRegistry
+    from .base import Transport
+    from .connect import ReadSecrets
+    from .relay import SendSpan
+
+__all__ = ["mcp_transport"]
+
+
+def mcp_transport(
+    *,
+    state_dir: Path,
+    secrets: SecretRegistry,
+    send_span: SendSpan,
+    read_secrets: ReadSecrets,
+    start_slots: int | None = None,
+    locks_read_only: bool = False,
+) -> Transport:
+    """The real transport (`connect.McpTransport`: stdio, streamable HTTP and
+    legacy SSE), as the engine's `Manager` uses it by default.
+
+    Args:
+        state_dir: Where tokens, eras and launch locks are kept.
+        secrets: Where resolved secrets are registered (masked everywhere).
+        send_span: The span around a request the stdio relay sends itself.
+        read_secrets: Reads the secret references a spec names.
+        start_slots: Concurrent stdio starts (`stdio.starts`; CPU count if None).
+        locks_read_only: Launch locks are read, never made (`pins check`).
+    """
+    from .connect import McpTransport
+    from .stdio.starts import StartSlots
+
+    return McpTransport(
+        starts=StartSlots(start_slots),
+        secrets=secrets,
+        state_dir=state_dir,
+        send_span=send_span,
+        read_secrets=read_secrets,
+        locks_read_only=locks_read_only,
+    )

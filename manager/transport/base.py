@@ -23,7 +23,8 @@ __all__ = [
     "LINK_META_KEY",
     "MODERN",
     "OAuthLogins",
-    "LaunchLocking",
+    "Launching",
+    "StartCounts",
     "TASKS_EXTENSION",
     "UI_EXTENSION",
     "APP_MIME_TYPE",
@@ -477,10 +478,25 @@ class OAuthLogins(Protocol):
         ...
 
 
+class StartCounts(Protocol):
+    """How many stdio servers may start at once, are starting, wait to."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def in_use(self) -> int: ...
+
+    @property
+    def waiting(self) -> int: ...
+
+
 @runtime_checkable
-class LaunchLocking(Protocol):
-    """What a transport that locks registry launches also does
-    (`connect.McpTransport`; `stdio.locks`)."""
+class Launching(Protocol):
+    """What a transport that launches server processes also does
+    (`connect.McpTransport`): it locks registry launches (`stdio.locks`),
+    confines servers (`stdio.process`) and paces their starts
+    (`stdio.starts`). A transport without it (tests' fakes) has none of them."""
 
     @property
     def launches(self) -> LaunchLocks:
@@ -489,6 +505,16 @@ class LaunchLocking(Protocol):
 
     async def resolved(self, spec: ConnectionSpec) -> ConnectionSpec:
         """`spec` with its `${...}` references read (what the server gets)."""
+        ...
+
+    def confinement(self, spec: ConnectionSpec) -> str:
+        """How `spec`'s server runs, as status says it (`""` for no process,
+        `off`, `landlock`, `refused`, `UNCONFINED: WHY`)."""
+        ...
+
+    @property
+    def starts(self) -> StartCounts:
+        """The start slots of stdio servers."""
         ...
 
 

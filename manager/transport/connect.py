@@ -40,6 +40,7 @@ from ..core.errors import (
 from ..core.redact import SecretRegistry, redact_url
 from ..core.resolve import references, resolve_spec
 from ..core.spec import ConnectionSpec
+from ..files import default_state_dir
 from .base import (
     APP_MIME_TYPE,
     HANDSHAKE,
@@ -67,9 +68,8 @@ from .requests import server_request_callbacks
 from .session import McpSession, handshake, message_handler
 from .side import EraSide, ListSources
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
-from .state_files import default_state_dir
 from .stdio.locks import LaunchLocks
-from .stdio.process import stdio_streams
+from .stdio.process import confined_as, stdio_streams
 from .stdio.starts import Slot, StartSlots
 from .tasks import task_claims
 
@@ -110,7 +110,7 @@ class McpTransport:
         secrets: Where the values `${env:...}`, headers and stdio env resolve
             to are registered, so they are masked wherever they would show
             (a registry of its own if None).
-        state_dir: Where OAuth tokens are kept (`state_files.default_state_dir()`
+        state_dir: Where OAuth tokens are kept (`files.default_state_dir()`
             if None).
         send_span: The SDK's span around a `tools/call` the stdio relay
             sends itself (`Tracing.send_span`; none by default).
@@ -145,6 +145,14 @@ class McpTransport:
         self.logins = LoginDesk()
         self.launches = LaunchLocks(self.state_dir / "locks", read_only=locks_read_only)
         """Registry launches locked to one version (`stdio.locks`)."""
+
+    @property
+    def starts(self) -> StartSlots:
+        """The start slots of stdio servers."""
+        return self._starts
+
+    def confinement(self, spec: ConnectionSpec) -> str:
+        return confined_as(spec)
 
     def token_expiry(self, name: str) -> float | None:
         """When `name`'s stored OAuth access token expires (wall time), if known."""

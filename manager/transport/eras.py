@@ -26,7 +26,6 @@ keyed on the connection's name and endpoint: a changed endpoint learns anew.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import math
@@ -41,25 +40,18 @@ from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import ConnectFailed
-from ..core.spec import ConnectionSpec
+from ..core.spec import ConnectionSpec, endpoint_key
+from ..files import write_private_json
 from .base import MODERN, ServerInfo
 from .errors import describe_error
-from .state_files import write_private_json
 
-__all__ = ["PROBE_TIMEOUT", "EraMemory", "agree", "endpoint_key"]
+__all__ = ["PROBE_TIMEOUT", "EraMemory", "agree"]
 
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT = 5.0
 """Seconds an HTTP server may take to answer `server/discover` before the
 handshake is offered instead (`auto`)."""
-
-
-def endpoint_key(spec: ConnectionSpec) -> str:
-    """What the remembered era belongs to: the endpoint, not its secrets
-    (a digest of the transport, URL or command line)."""
-    parts = [spec.transport, spec.url, spec.command, *spec.args]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
 class EraMemory:

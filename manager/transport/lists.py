@@ -1,43 +1,26 @@
-"""A server's lists: read page by page, and remembered for on-demand servers.
+"""A server's lists, read page by page.
 
 `read_tools` and `read_list` read every page of `tools/list` and of the
 prompts, resources and templates lists through an SDK session, with the
 freshness hint the pages carry (`ttlMs`/`cacheScope`, 2026-07-28).
-
-`ListMemory`: what an on-demand server listed, remembered between its sessions.
-
-An on-demand connection (`start = "on_demand"`) has no session while it is
-idle, yet its tools, prompts and resources must stay listed (a client picks a
-tool before anything starts it). Each time such a connection connects, what
-it listed is written to `lists/NAME.json` in the state directory (0600 in a
-0700 folder); when it is declared again (a daemon restart), that is what it
-shows until its first session. A listing of another endpoint (the command
-line or URL changed) is not used.
+What on-demand servers listed is remembered by the engine (`engine.lists`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
-import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import mcp.types as types
 from mcp import ClientSession
 
 from ..core.errors import ConnectFailed
-from ..core.spec import ConnectionSpec
-from .base import CATALOG_KINDS, Catalog, ListHint, ToolInfo
-from .eras import endpoint_key
-from .state_files import write_private_json
+from .base import Catalog, ListHint, ToolInfo
 
 __all__ = [
     "LIST_METHODS",
     "MAX_TOOL_PAGES",
-    "ListMemory",
     "read_list",
     "read_tools",
     "with_hint",
@@ -150,68 +133,3 @@ def with_hint(catalog: Catalog, kind: str, hint: ListHint | None) -> Catalog:
 def _tool_info(tool: types.Tool) -> ToolInfo:
     raw = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     return ToolInfo(name=tool.name, description=tool.description or "", raw=raw)
-
-
-logger = logging.getLogger("manager.transport")
-
-
-class ListMemory:
-    """The last listings of on-demand connections, one file each.
-
-    Args:
-        directory: Where the files go (created on the first write).
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-
-    def _path(self, name: str) -> Path:
-        return self.directory / f"{name}.json"
-
-    def recall(self, spec: ConnectionSpec) -> tuple[tuple[ToolInfo, ...], Catalog]:
-        """`spec`'s last listing; nothing if none was kept for its endpoint."""
-        data: object = None
-        with contextlib.suppress(OSError, ValueError):
-            data = json.loads(self._path(spec.name).read_text())
-        if not isinstance(data, dict) or data.get("endpoint") != endpoint_key(spec):
-            return (), Catalog()
-        tools = tuple(
-            ToolInfo(
-                name=str(raw["name"]),
-                description=str(raw.get("description") or ""),
-                raw=raw,
-            )
-            for raw in _items(data.get("tools"))
-            if isinstance(raw.get("name"), str)
-        )
-        return tools, Catalog(
-            prompts=tuple(_items(data.get("prompts"))),
-            resources=tuple(_items(data.get("resources"))),
-            templates=tuple(_items(data.get("templates"))),
-        )
-
-    def keep(
-        self, spec: ConnectionSpec, tools: tuple[ToolInfo, ...], catalog: Catalog
-    ) -> None:
-        """Write `spec`'s listing (at once; a failure is logged, not raised)."""
-        data = {
-            "endpoint": endpoint_key(spec),
-            "tools": [dict(tool.raw) for tool in tools],
-            **{
-                kind: [dict(i) for i in getattr(catalog, kind)]
-                for kind in CATALOG_KINDS
-            },
-        }
-        path = self._path(spec.name)
-        try:
-            write_private_json(path, data)
-        except (OSError, TypeError, ValueError) as exc:  # boundary: costs a listing
-            logger.warning(
-                "%s: cannot remember its lists in %s: %s", spec.name, path, exc
-            )
-
-
-def _items(value: object) -> list[Mapping[str, object]]:
-    if not isinstance(value, list):
-        return []
-    return [item for item in value if isinstance(item, dict)]

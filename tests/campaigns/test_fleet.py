@@ -75,7 +75,9 @@ async def test_a_fleet_declared_at_once_connects_without_a_single_timeout(
     # Two slots: at most two servers start at once (one more may be spawning
     # in the instant a slot changes hands), never the whole fleet.
     assert max(starting) <= 3, starting
-    assert mgr.starts.in_use == 0 and mgr.starts.waiting == 0
+    starts = mgr.starts
+    assert starts is not None
+    assert starts.in_use == 0 and starts.waiting == 0
 
 
 async def test_hung_servers_give_their_start_slot_back(
@@ -101,7 +103,9 @@ async def test_http_upstreams_never_wait_behind_stdio_starts(
         mgr.add(hanging(f"hung{i}", connect_timeout=20))
     mgr.add(parse_spec("web", server.url))
     await rec.wait_for("connected", "web")
-    assert mgr.starts.waiting > 0  # stdio starts are still queued behind slots
+    starts = mgr.starts
+    assert starts is not None
+    assert starts.waiting > 0  # stdio starts are still queued behind slots
     assert rec.of("connect_failed") == []
 
 

@@ -30,7 +30,7 @@ from manager.engine.calllog import (
     read,
     shape_of,
 )
-from manager.transport.state_files import default_state_dir
+from manager.files import default_state_dir
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 

@@ -19,8 +19,8 @@ from manager.core.errors import ConfigError
 from manager.core.events import Idle
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine.bus import EventBus
+from manager.engine.lists import ListMemory
 from manager.engine.manager import Manager
-from manager.transport.lists import ListMemory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 

@@ -19,7 +19,7 @@ from manager.cli import main
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.state_files import default_state_dir
+from manager.files import default_state_dir
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 

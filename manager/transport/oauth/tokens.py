@@ -42,7 +42,7 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from ...core.redact import SecretRegistry
-from ..state_files import write_private_json
+from ...files import write_private_json
 
 __all__ = [
     "EXPIRY_MARGIN",

@@ -46,7 +46,7 @@ import httpx2
 from ...core.launch import Launch, LaunchNote, Unlockable, parse_launch
 from ...core.replies import UpdateReply
 from ...core.spec import ConnectionSpec
-from ..state_files import write_private_json
+from ...files import write_private_json
 from .registries import Resolution, ResolveFailed, newer, resolve
 
 __all__ = [

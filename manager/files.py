@@ -2,7 +2,8 @@
 
 `$XDG_STATE_HOME/mcp-manager` (else `~/.local/state/mcp-manager`) holds OAuth
 tokens (`tokens/`), remembered protocol eras (`eras.json`), on-demand
-servers' listings (`lists/`) and pinned definitions (`pins/`). Every file is
+servers' listings (`lists/`), pinned definitions (`pins/`), launch locks
+(`locks/`), remembered approvals and the call log. Every file is
 written the same way (`write_private_json`): its folders 0700, the file 0600,
 replaced atomically so a crash never leaves half a file.
 """
