@@ -9,12 +9,11 @@ already redacted by whoever builds the event.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .wire import read_bool, read_float, read_int, read_names, read_str
+from .wire import read_fields, read_float, read_int, read_str, write_fields
 
 __all__ = [
     "EVENT_TYPES",
@@ -480,61 +479,18 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 """Every event class by its `kind`."""
 
-_FIELDS: dict[type[Event], tuple[str, ...]] = {
-    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in EVENT_TYPES.values()
-}
-
 
 def event_to_dict(event: Event) -> dict[str, object]:
     """A JSON-ready dict of `event`: `seq`, `time`, `kind`, `name`, then its fields.
 
-    Tuples become lists.
+    Tuples become lists (`wire.write_fields`).
     """
-    out: dict[str, object] = {"seq": event.seq, "time": event.time, "kind": event.kind}
-    for key in _FIELDS.get(type(event)) or tuple(
-        f.name for f in dataclasses.fields(event)
-    ):
-        if key in ("seq", "time"):
-            continue
-        value = getattr(event, key)
-        out[key] = list(value) if isinstance(value, tuple) else value
-    return out
+    head: dict[str, object] = {"seq": event.seq, "time": event.time, "kind": event.kind}
+    return head | write_fields(event, _STAMPS)
 
 
+_STAMPS = frozenset({"seq", "time"})
 _WIRE_KEYS = frozenset({"seq", "time", "kind", "name"})
-
-
-_READERS: dict[str, tuple[Callable[[object], object], object]] = {
-    "int": (read_int, 0),
-    "float": (read_float, 0.0),
-    "str": (read_str, ""),
-    "bool": (read_bool, False),
-    "tuple[str, ...]": (read_names, ()),
-}
-"""Reader and zero by annotation (the text of it: this module's annotations are
-strings, and reading them as text keeps `typing.get_type_hints` off the light
-client's import path)."""
-
-_Plan = tuple[tuple[str, Callable[[object], object], object, bool], ...]
-_PLANS: dict[type[Event], _Plan] = {}
-
-
-def _plan(cls: type[Event]) -> _Plan:
-    """(field, reader, default, optional) for each field of `cls` but the wire keys."""
-    plan = _PLANS.get(cls)
-    if plan is not None:
-        return plan
-    steps = []
-    for f in dataclasses.fields(cls):
-        if f.name in _WIRE_KEYS:
-            continue
-        hint = str(f.type)
-        optional = hint.endswith(" | None")
-        read, zero = _READERS[hint.removesuffix(" | None")]
-        default = f.default if f.default is not dataclasses.MISSING else zero
-        steps.append((f.name, read, default, optional))
-    plan = _PLANS[cls] = tuple(steps)
-    return plan
 
 
 def event_from_dict(data: Mapping[str, object]) -> Event:
@@ -559,7 +515,4 @@ def event_from_dict(data: Mapping[str, object]) -> Event:
             if k not in _WIRE_KEYS and v not in (None, "", [], ())
         )
         return Unrecognized(wire_kind=kind or "?", fields=fields, **common)
-    for key, read, default, optional in _plan(cls):
-        value = read(data.get(key))
-        common[key] = default if value is None and not optional else value
-    return cls(**common)
+    return cls(**common, **read_fields(cls, data, _WIRE_KEYS))

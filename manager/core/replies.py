@@ -1,10 +1,13 @@
 """The control socket's replies, typed: one frozen dataclass per command's answer.
 
 The daemon builds them, `control/dispatch.py` sends `to_dict()` and the client
-reads them back with `from_dict()`. The reader is forgiving, as the events' is,
-because the daemon may be newer or older than it: a field that is missing or of
-the wrong type takes its default, unknown fields are ignored. `to_dict` gives
-the wire form the control API documents (`control/protocol.py`), key for key.
+reads them back with `from_dict()`; both are read off the fields by the one
+codec of events and replies (`wire.Wire`). The reader is forgiving, because
+the daemon may be newer or older than it: a field that is missing or of the
+wrong type takes its default, unknown fields are ignored. `to_dict` gives the
+wire form the control API documents (`control/protocol.py`), key for key: two
+replies leave a field out (`LastReload`, `ReloadSummary`), and a catalog row
+has a shape per kind (`CatalogRow`, the one written by hand).
 
 `status` answers with `ConnectionStatus` (`status.py`), `events` with events
 (`events.py`); `call` and `request` answer with the MCP result itself, a JSON
@@ -21,15 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .wire import (
-    read_bool,
-    read_counts,
-    read_float,
-    read_int,
-    read_mapping,
-    read_names,
-    read_str,
-)
+from .wire import Wire, read_mapping, read_str, write_fields
 
 if TYPE_CHECKING:
     from .events import ConfigLoaded
@@ -57,19 +52,11 @@ __all__ = [
 ]
 
 
-def _names(value: object) -> tuple[str, ...]:
-    return read_names(value) or ()
-
-
-def _list(value: object) -> list[object]:
-    return value if isinstance(value, list) else []
-
-
 # ------------------------------------------------------------------- ping
 
 
 @dataclass(frozen=True, slots=True)
-class Pong:
+class Pong(Wire):
     """`ping`: the daemon answers.
 
     Attributes:
@@ -78,21 +65,12 @@ class Pong:
 
     pid: int | None = None
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"pid"}`."""
-        return {"pid": self.pid}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Pong:
-        """Read the wire form back, forgivingly."""
-        return cls(pid=read_int(data.get("pid")))
-
 
 # ------------------------------------------------------------------- info
 
 
 @dataclass(frozen=True, slots=True)
-class OtlpStatus:
+class OtlpStatus(Wire):
     """Whether OTLP exports work: the `otlp` entry of `info` when exporting.
 
     Attributes:
@@ -111,36 +89,13 @@ class OtlpStatus:
     exports: int = 0
     failures: int = 0
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: every field, by name."""
-        return {
-            "endpoint": self.endpoint,
-            "protocol": self.protocol,
-            "ok": self.ok,
-            "last_error": self.last_error,
-            "exports": self.exports,
-            "failures": self.failures,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> OtlpStatus:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            endpoint=read_str(data.get("endpoint")) or "",
-            protocol=read_str(data.get("protocol")) or "",
-            ok=read_bool(data.get("ok")),
-            last_error=read_str(data.get("last_error")),
-            exports=read_int(data.get("exports")) or 0,
-            failures=read_int(data.get("failures")) or 0,
-        )
-
 
 OTLP_OFF = "off"
 """The `otlp` entry of `info` when nothing is exported over OTLP."""
 
 
 @dataclass(frozen=True, slots=True)
-class StartSlots:
+class StartSlots(Wire):
     """The stdio start slots: how many servers may start at a time.
 
     Attributes:
@@ -153,22 +108,9 @@ class StartSlots:
     starting: int = 0
     waiting: int = 0
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"slots", "starting", "waiting"}`."""
-        return {"slots": self.slots, "starting": self.starting, "waiting": self.waiting}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> StartSlots:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            slots=read_int(data.get("slots")) or 0,
-            starting=read_int(data.get("starting")) or 0,
-            waiting=read_int(data.get("waiting")) or 0,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class ApproveReply:
+class ApproveReply(Wire):
     """`approve`: what was pinned.
 
     Attributes:
@@ -179,21 +121,9 @@ class ApproveReply:
     server: str = ""
     approved: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"server", "approved"}`."""
-        return {"server": self.server, "approved": list(self.approved)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> ApproveReply:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            server=read_str(data.get("server")) or "",
-            approved=_names(data.get("approved")),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class AttachedClient:
+class AttachedClient(Wire):
     """A client attached through `mcp-manager attach`, now.
 
     Attributes:
@@ -208,28 +138,15 @@ class AttachedClient:
     pid: int = 0
     since: float = 0.0
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"profile", "client", "pid", "since"}`."""
-        return {
-            "profile": self.profile,
-            "client": self.client,
-            "pid": self.pid,
-            "since": self.since,
-        }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> AttachedClient:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            profile=read_str(data.get("profile")) or "",
-            client=read_str(data.get("client")) or "?",
-            pid=read_int(data.get("pid")) or 0,
-            since=read_float(data.get("since")) or 0.0,
-        )
+_OK_RUN = frozenset({"line", "message"})
+"""What a run that went well leaves out of its wire form."""
+
+_NOT_APPLIED = frozenset({"already_applied"})
 
 
 @dataclass(frozen=True, slots=True)
-class LastReload:
+class LastReload(Wire):
     """The last run of startup.lua.
 
     Attributes:
@@ -249,26 +166,11 @@ class LastReload:
     def to_dict(self) -> dict[str, object]:
         """The wire form: `{"ok", "time", "file"}`, and for a failed run also
         `"line"` and `"message"`."""
-        out: dict[str, object] = {"ok": self.ok, "time": self.time, "file": self.file}
-        if not self.ok:
-            out["line"] = self.line
-            out["message"] = self.message
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> LastReload:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            ok=data.get("ok") is True,
-            time=read_float(data.get("time")) or 0.0,
-            file=read_str(data.get("file")) or "",
-            line=read_int(data.get("line")),
-            message=read_str(data.get("message")) or "",
-        )
+        return write_fields(self, _OK_RUN if self.ok else frozenset())
 
 
 @dataclass(frozen=True, slots=True)
-class DaemonInfo:
+class DaemonInfo(Wire):
     """`info`: daemon-wide facts for `status`'s footer and the HUD.
 
     Attributes:
@@ -308,70 +210,12 @@ class DaemonInfo:
     endpoint: str | None = None
     endpoint_token: str | None = None
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: every field, by name; the nested ones as objects."""
-        return {
-            "version": self.version,
-            "pid": self.pid,
-            "config": self.config,
-            "last_reload": (
-                self.last_reload.to_dict() if self.last_reload is not None else None
-            ),
-            "watching": self.watching,
-            "dropped": dict(self.dropped),
-            "connections": self.connections,
-            "otlp": self.otlp.to_dict()
-            if isinstance(self.otlp, OtlpStatus)
-            else self.otlp,
-            "starts": self.starts.to_dict(),
-            "listener_errors": dict(self.listener_errors),
-            "guardian": self.guardian,
-            "profiles": list(self.profiles),
-            "attached": [client.to_dict() for client in self.attached],
-            "endpoint": self.endpoint,
-            "endpoint_token": self.endpoint_token,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> DaemonInfo:
-        """Read the wire form back, forgivingly."""
-        last = read_mapping(data.get("last_reload"))
-        otlp_data = data.get("otlp")
-        otlp_map = read_mapping(otlp_data)
-        otlp: OtlpStatus | str = (
-            OtlpStatus.from_dict(otlp_map)
-            if otlp_map is not None
-            else read_str(otlp_data) or OTLP_OFF
-        )
-        starts = read_mapping(data.get("starts"))
-        return cls(
-            version=read_str(data.get("version")) or "",
-            pid=read_int(data.get("pid")),
-            config=read_str(data.get("config")) or "",
-            last_reload=LastReload.from_dict(last) if last is not None else None,
-            watching=data.get("watching") is True,
-            dropped=read_counts(data.get("dropped")) or {},
-            connections=read_int(data.get("connections")) or 0,
-            otlp=otlp,
-            starts=StartSlots.from_dict(starts) if starts is not None else StartSlots(),
-            listener_errors=read_counts(data.get("listener_errors")) or {},
-            guardian=read_int(data.get("guardian")),
-            profiles=_names(data.get("profiles")),
-            attached=tuple(
-                AttachedClient.from_dict(row)
-                for item in _list(data.get("attached"))
-                if (row := read_mapping(item)) is not None
-            ),
-            endpoint=read_str(data.get("endpoint")),
-            endpoint_token=read_str(data.get("endpoint_token")),
-        )
-
 
 # ----------------------------------------------------------------- reload
 
 
 @dataclass(frozen=True, slots=True)
-class AlreadyApplied:
+class AlreadyApplied(Wire):
     """The earlier load that applied the same script, when a reload changed
     nothing.
 
@@ -383,21 +227,9 @@ class AlreadyApplied:
     time: float = 0.0
     trigger: str = ""
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"time", "trigger"}`."""
-        return {"time": self.time, "trigger": self.trigger}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> AlreadyApplied:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            time=read_float(data.get("time")) or 0.0,
-            trigger=read_str(data.get("trigger")) or "",
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class ReloadSummary:
+class ReloadSummary(Wire):
     """`reload` (and every load of startup.lua): what changed.
 
     Attributes:
@@ -422,33 +254,9 @@ class ReloadSummary:
     def to_dict(self) -> dict[str, object]:
         """The wire form: every field, the names as lists; `already_applied`
         only when there is one."""
-        out: dict[str, object] = {
-            "file": self.file,
-            "added": list(self.added),
-            "removed": list(self.removed),
-            "changed": list(self.changed),
-            "unchanged": self.unchanged,
-            "connections": self.connections,
-        }
-        if self.already_applied is not None:
-            out["already_applied"] = self.already_applied.to_dict()
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> ReloadSummary:
-        """Read the wire form back, forgivingly."""
-        earlier = read_mapping(data.get("already_applied"))
-        return cls(
-            file=read_str(data.get("file")) or "",
-            added=_names(data.get("added")),
-            removed=_names(data.get("removed")),
-            changed=_names(data.get("changed")),
-            unchanged=read_int(data.get("unchanged")) or 0,
-            connections=read_int(data.get("connections")) or 0,
-            already_applied=(
-                AlreadyApplied.from_dict(earlier) if earlier is not None else None
-            ),
-        )
+        if self.already_applied is None:
+            return write_fields(self, _NOT_APPLIED)
+        return write_fields(self)
 
     def as_event(self) -> ConfigLoaded:
         """The `config_loaded` event this load published (its fields are the
@@ -468,7 +276,7 @@ class ReloadSummary:
 
 
 @dataclass(frozen=True, slots=True)
-class ReconnectReply:
+class ReconnectReply(Wire):
     """`reconnect`: whether the connection's backoff wait was cut short.
 
     Attributes:
@@ -480,21 +288,9 @@ class ReconnectReply:
     server: str = ""
     retrying: bool = False
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"server", "retrying"}`."""
-        return {"server": self.server, "retrying": self.retrying}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> ReconnectReply:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            server=read_str(data.get("server")) or "",
-            retrying=data.get("retrying") is True,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class ConnectionDetails:
+class ConnectionDetails(Wire):
     """`details`: one connection's declaration, stderr and tools.
 
     Attributes:
@@ -514,37 +310,12 @@ class ConnectionDetails:
     calls: tuple[Mapping[str, object], ...] = ()
     beside: str = ""
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"spec", "stderr", "tools", "calls", "beside"}`."""
-        return {
-            "spec": dict(self.spec),
-            "stderr": list(self.stderr),
-            "tools": list(self.tools),
-            "calls": [dict(call) for call in self.calls],
-            "beside": self.beside,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> ConnectionDetails:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            spec=read_mapping(data.get("spec")) or {},
-            stderr=_names(data.get("stderr")),
-            tools=_names(data.get("tools")),
-            calls=tuple(
-                row
-                for item in _list(data.get("calls"))
-                if (row := read_mapping(item)) is not None
-            ),
-            beside=str(data.get("beside") or ""),
-        )
-
 
 # ------------------------------------------------------------------ login
 
 
 @dataclass(frozen=True, slots=True)
-class LoginResult:
+class LoginResult(Wire):
     """`login_wait`: how the login of a connection ended (or that it has not).
 
     Attributes:
@@ -564,29 +335,6 @@ class LoginResult:
     error: str | None = None
     unsupported: bool = False
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: every field, by name."""
-        return {
-            "server": self.server,
-            "done": self.done,
-            "connected": self.connected,
-            "state": self.state,
-            "error": self.error,
-            "unsupported": self.unsupported,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> LoginResult:
-        """Read the wire form back, forgivingly."""
-        return LoginResult(
-            server=read_str(data.get("server")) or "",
-            done=data.get("done") is True,
-            connected=data.get("connected") is True,
-            state=read_str(data.get("state")) or "",
-            error=read_str(data.get("error")),
-            unsupported=data.get("unsupported") is True,
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class LoginStart(LoginResult):
@@ -605,16 +353,6 @@ class LoginStart(LoginResult):
     redirect_uri: str | None = None
     user_code: str | None = None
     url_complete: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `login_wait`'s, then `"url"`, `"redirect_uri"`,
-        `"user_code"` and `"url_complete"`."""
-        out = LoginResult.to_dict(self)
-        out["url"] = self.url
-        out["redirect_uri"] = self.redirect_uri
-        out["user_code"] = self.user_code
-        out["url_complete"] = self.url_complete
-        return out
 
     @classmethod
     def of(
@@ -639,20 +377,9 @@ class LoginStart(LoginResult):
             url_complete=url_complete,
         )
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> LoginStart:
-        """Read the wire form back, forgivingly."""
-        return cls.of(
-            LoginResult.from_dict(data),
-            read_str(data.get("url")),
-            read_str(data.get("redirect_uri")),
-            read_str(data.get("user_code")),
-            read_str(data.get("url_complete")),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class CallbackReply:
+class CallbackReply(Wire):
     """`login_callback`: what the daemon made of a pasted redirect URL.
 
     Attributes:
@@ -663,21 +390,9 @@ class CallbackReply:
     server: str = ""
     message: str = ""
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"server", "message"}`."""
-        return {"server": self.server, "message": self.message}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> CallbackReply:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            server=read_str(data.get("server")) or "",
-            message=read_str(data.get("message")) or "",
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class LogoutReply:
+class LogoutReply(Wire):
     """`logout`: whether there were tokens to forget.
 
     Attributes:
@@ -688,24 +403,12 @@ class LogoutReply:
     server: str = ""
     forgot: bool = False
 
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"server", "forgot"}`."""
-        return {"server": self.server, "forgot": self.forgot}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> LogoutReply:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            server=read_str(data.get("server")) or "",
-            forgot=data.get("forgot") is True,
-        )
-
 
 # ------------------------------------------------------------------ token
 
 
 @dataclass(frozen=True, slots=True)
-class TokenReply:
+class TokenReply(Wire):
     """`token`: where the HTTP endpoint's bearer token is (never the token).
 
     Attributes:
@@ -720,25 +423,6 @@ class TokenReply:
     path: str | None = None
     rotated: bool = False
     streams_ended: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: every field, by name."""
-        return {
-            "source": self.source,
-            "path": self.path,
-            "rotated": self.rotated,
-            "streams_ended": self.streams_ended,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> TokenReply:
-        """Read the wire form back, forgivingly."""
-        return cls(
-            source=read_str(data.get("source")) or "",
-            path=read_str(data.get("path")),
-            rotated=data.get("rotated") is True,
-            streams_ended=read_int(data.get("streams_ended")) or 0,
-        )
 
 
 # ---------------------------------------------------------------- catalog
@@ -819,7 +503,7 @@ class CatalogRow:
 
 
 @dataclass(frozen=True, slots=True)
-class UpdateReply:
+class UpdateReply(Wire):
     """`update`: a launch lock and the newer release it could take, or took.
 
     Attributes:
@@ -841,33 +525,3 @@ class UpdateReply:
     newest: str = ""
     note: str = ""
     taken: bool = False
-
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: every field by its name."""
-        return {
-            "server": self.server,
-            "package": self.package,
-            "locked": self.locked,
-            "available": self.available,
-            "published": self.published,
-            "newest": self.newest,
-            "note": self.note,
-            "taken": self.taken,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> UpdateReply:
-        """Read the wire form back, forgivingly."""
-        text = {
-            key: read_str(data.get(key)) or ""
-            for key in (
-                "server",
-                "package",
-                "locked",
-                "available",
-                "published",
-                "newest",
-                "note",
-            )
-        }
-        return cls(**text, taken=data.get("taken") is True)
