@@ -1,22 +1,22 @@
 """`ConnectionStatus`: one connection's status, one typed form from end to end.
 
-The manager makes it; the control socket sends `to_dict()` and the far end reads
-it back with `from_dict()`; Lua's `mcp_status` gets the dict form. The fields are
-the `mcp_status` table of the README plus what the HUD and `status` show.
+The manager makes it; the control socket sends `to_dict()` and the far end
+reads it back with `from_dict()` (forgivingly: `wire.Wire`); Lua's
+`mcp_status` gets the dict form. The fields are the `mcp_status` table of the
+README plus what the HUD and `status` show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from .wire import read_float, read_int, read_names
+from .wire import Wire, write_fields
 
 __all__ = ["MODERN_ERA", "ConnectionStatus", "protocol_era"]
 
 
 @dataclass(frozen=True, slots=True)
-class ConnectionStatus:
+class ConnectionStatus(Wire):
     """What a connection is doing right now.
 
     Attributes:
@@ -83,42 +83,9 @@ class ConnectionStatus:
         return protocol_era(self.protocol)
 
     def to_dict(self) -> dict[str, object]:
-        """The JSON-ready form (the control socket's and Lua's)."""
-        out = asdict(self)
-        out["stderr"] = list(self.stderr)
-        out["era"] = self.era
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> ConnectionStatus:
-        """Read the JSON form back; unknown keys are ignored, wrong types dropped."""
-
-        stderr = read_names(data.get("stderr"))
-        error = data.get("error")
-        return cls(
-            name=str(data.get("name", "")),
-            transport=str(data.get("transport") or ""),
-            endpoint=str(data.get("endpoint") or ""),
-            state=str(data.get("state") or "connecting"),
-            attempt=read_int(data.get("attempt")) or 0,
-            tools=read_int(data.get("tools")) or 0,
-            error=str(error) if error is not None else None,
-            next_retry_in=read_float(data.get("next_retry_in")),
-            since=read_float(data.get("since")) or 0.0,
-            pid=read_int(data.get("pid")),
-            exit_code=read_int(data.get("exit_code")),
-            enabled=data.get("enabled") is not False,
-            stderr=stderr or (),
-            prompts=read_int(data.get("prompts")) or 0,
-            resources=read_int(data.get("resources")) or 0,
-            hidden=read_int(data.get("hidden")) or 0,
-            auth=str(data.get("auth") or "none"),
-            auth_expires_in=read_float(data.get("auth_expires_in")),
-            protocol=str(data.get("protocol") or ""),
-            beside=str(data.get("beside") or ""),
-            confinement=str(data.get("confinement") or ""),
-            launch=str(data.get("launch") or ""),
-        )
+        """The JSON-ready form (the control socket's and Lua's): every field,
+        then `era`."""
+        return write_fields(self) | {"era": self.era}
 
 
 MODERN_ERA = "2026-07-28"
