@@ -25,8 +25,10 @@ backoff to the cap instead of being respawned every 100 ms.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from .backoff import BackoffPolicy, aligned_delay
 from .events import (
@@ -244,7 +246,7 @@ def transition(
     policy: BackoffPolicy,
     stable_after: float,
 ) -> tuple[ConnectionState, list[Event]]:
-    """Apply one signal.
+    """Apply one signal: its handler (`_HANDLERS`, one per kind of signal).
 
     Args:
         state: The current state.
@@ -258,141 +260,199 @@ def transition(
     """
     if state.phase is Phase.REMOVED:
         return state, []
-    name = state.name
-    replace = _evolve
-    match signal:
-        case AttemptBegan(now=now):
-            attempt = state.attempt + 1
-            nxt = replace(state, attempt=attempt, next_retry_at=None, pid=None)
-            if state.phase is Phase.IDLE:  # started by a request
-                nxt = replace(nxt, phase=Phase.CONNECTING, since=now)
-            return nxt, [Connecting(name=name, attempt=attempt)]
-        case ProcessSpawned(pid=pid):
-            return replace(state, pid=pid, exit_code=None), []
-        case HandshakeDone(now=now, tools=tools):
-            tools = tuple(sorted(tools))
-            nxt = replace(
-                state,
-                phase=Phase.CONNECTED,
-                tools=tools,
-                error=None,
-                error_type=None,
-                since=now,
-                next_retry_at=None,
-                connected_at=now,
-                outage_since=None,
-                protocol=signal.protocol,
-            )
-            events: list[Event] = [
-                Connected(
-                    name=name,
-                    attempt=state.attempt,
-                    tools=len(tools),
-                    server_name=signal.server_name,
-                    server_version=signal.server_version,
-                    protocol=signal.protocol,
-                    elapsed=signal.elapsed,
-                    pid=state.pid,
-                )
-            ]
-            if state.connected_before and set(tools) != set(state.tools):
-                events.append(_tools_changed(name, state.tools, tools))
-            return replace(nxt, connected_before=True), events
-        case AttemptError(now=now):
-            # A server that wants the user waits for a login, not a retry.
-            waits = _waiting(state, signal.error, signal.error_type)
-            wait = aligned_delay(policy, max(state.attempt, 1), signal.rand, now)
-            if signal.error_type == "AuthRefused":
-                wait = max(wait, AUTH_RETRY_DELAY)  # a refusal is not an outage
-            phase = Phase.RECONNECTING if waits is None else waits[0].phase
-            nxt = replace(
-                state,
-                phase=phase,
-                error=signal.error if waits is None else waits[0].error,
-                error_type=signal.error_type,
-                since=state.since if state.phase is phase else now,
-                next_retry_at=None if waits else now + wait,
-                exit_code=signal.exit_code,
-                pid=None,
-                # `is not None`: 0.0 is a valid time (e.g. a test clock's start).
-                outage_since=now if state.outage_since is None else state.outage_since,
-                refusals=state.refusals if waits is None else waits[0].refusals,
-            )
-            return nxt, [
-                AttemptFailed(
-                    name=name,
-                    attempt=state.attempt,
-                    error=signal.error,
-                    error_type=signal.error_type,
-                    exit_code=signal.exit_code,
-                ),
-                Reconnecting(name=name, attempt=state.attempt + 1, delay=wait)
-                if waits is None
-                else waits[1],
-            ]
-        case SessionLost(now=now):
-            waits = _waiting(state, signal.reason, signal.error_type)
-            connected_at = state.connected_at
-            uptime = 0.0 if connected_at is None else now - connected_at
-            attempt = 0 if uptime >= stable_after else state.attempt
-            wait = aligned_delay(policy, max(attempt, 1), signal.rand, now)
-            nxt = replace(
-                state,
-                phase=Phase.RECONNECTING if waits is None else waits[0].phase,
-                attempt=attempt,
-                error=signal.reason if waits is None else waits[0].error,
-                error_type=signal.error_type,
-                since=now,
-                next_retry_at=None if waits else now + wait,
-                exit_code=signal.exit_code,
-                pid=None,
-                connected_at=None,
-                outage_since=now,
-                refusals=state.refusals if waits is None else waits[0].refusals,
-            )
-            return nxt, [
-                Lost(
-                    name=name,
-                    reason=signal.reason,
-                    exit_code=signal.exit_code,
-                    uptime=uptime,
-                ),
-                Reconnecting(name=name, attempt=attempt + 1, delay=wait)
-                if waits is None
-                else waits[1],
-            ]
-        case RefusalsCleared():
-            return (state if not state.refusals else replace(state, refusals=0)), []
-        case ToolsListed(tools=tools):
-            # Listed because the server said they changed: told even when
-            # the names are the same (a description or a schema changed, or
-            # a change was undone), as the server told its own clients.
-            tools = tuple(sorted(tools))
-            changed = _tools_changed(name, state.tools, tools)
-            return (state if tools == state.tools else replace(state, tools=tools)), [
-                changed
-            ]
-        case WentIdle(now=now, reason=reason):
-            uptime = 0.0 if state.connected_at is None else now - state.connected_at
-            nxt = replace(
-                state,
-                phase=Phase.IDLE,
-                attempt=0,
-                error=None,
-                error_type=None,
-                since=now,
-                next_retry_at=None,
-                pid=None,
-                connected_at=None,
-                outage_since=None,
-            )
-            return nxt, [Idle(name=name, reason=reason, uptime=uptime)]
-        case StopRequested(now=now):
-            nxt = replace(
-                state, phase=Phase.REMOVED, since=now, next_retry_at=None, pid=None
-            )
-            return nxt, [Removed(name=name)]
-    raise TypeError(f"unknown signal {signal!r}")  # pragma: no cover - exhaustive match
+    handler = _HANDLERS.get(type(signal))
+    if handler is None:
+        raise TypeError(f"unknown signal {signal!r}")
+    return handler(state, signal, _Rules(policy, stable_after))
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """What a handler may need besides the state and the signal."""
+
+    policy: BackoffPolicy
+    stable_after: float
+
+
+Step = tuple[ConnectionState, list[Event]]
+Handler = Callable[[ConnectionState, Any, _Rules], Step]
+_HANDLERS: dict[type, Handler] = {}
+
+
+def _on(kind: type) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        _HANDLERS[kind] = handler
+        return handler
+
+    return register
+
+
+@_on(AttemptBegan)
+def _attempt_began(state: ConnectionState, signal: AttemptBegan, rules: _Rules) -> Step:
+    attempt = state.attempt + 1
+    nxt = _evolve(state, attempt=attempt, next_retry_at=None, pid=None)
+    if state.phase is Phase.IDLE:  # started by a request
+        nxt = _evolve(nxt, phase=Phase.CONNECTING, since=signal.now)
+    return nxt, [Connecting(name=state.name, attempt=attempt)]
+
+
+@_on(ProcessSpawned)
+def _process_spawned(
+    state: ConnectionState, signal: ProcessSpawned, rules: _Rules
+) -> Step:
+    return _evolve(state, pid=signal.pid, exit_code=None), []
+
+
+@_on(HandshakeDone)
+def _handshake_done(
+    state: ConnectionState, signal: HandshakeDone, rules: _Rules
+) -> Step:
+    now, tools = signal.now, tuple(sorted(signal.tools))
+    nxt = _evolve(
+        state,
+        phase=Phase.CONNECTED,
+        tools=tools,
+        error=None,
+        error_type=None,
+        since=now,
+        next_retry_at=None,
+        connected_at=now,
+        outage_since=None,
+        protocol=signal.protocol,
+        connected_before=True,
+    )
+    events: list[Event] = [
+        Connected(
+            name=state.name,
+            attempt=state.attempt,
+            tools=len(tools),
+            server_name=signal.server_name,
+            server_version=signal.server_version,
+            protocol=signal.protocol,
+            elapsed=signal.elapsed,
+            pid=state.pid,
+        )
+    ]
+    if state.connected_before and set(tools) != set(state.tools):
+        events.append(_tools_changed(state.name, state.tools, tools))
+    return nxt, events
+
+
+@_on(AttemptError)
+def _attempt_error(state: ConnectionState, signal: AttemptError, rules: _Rules) -> Step:
+    now = signal.now
+    # A server that wants the user waits for a login, not a retry.
+    waits = _waiting(state, signal.error, signal.error_type)
+    wait = aligned_delay(rules.policy, max(state.attempt, 1), signal.rand, now)
+    if signal.error_type == "AuthRefused":
+        wait = max(wait, AUTH_RETRY_DELAY)  # a refusal is not an outage
+    phase = Phase.RECONNECTING if waits is None else waits[0].phase
+    nxt = _evolve(
+        state,
+        phase=phase,
+        error=signal.error if waits is None else waits[0].error,
+        error_type=signal.error_type,
+        since=state.since if state.phase is phase else now,
+        next_retry_at=None if waits else now + wait,
+        exit_code=signal.exit_code,
+        pid=None,
+        # `is not None`: 0.0 is a valid time (e.g. a test clock's start).
+        outage_since=now if state.outage_since is None else state.outage_since,
+        refusals=state.refusals if waits is None else waits[0].refusals,
+    )
+    return nxt, [
+        AttemptFailed(
+            name=state.name,
+            attempt=state.attempt,
+            error=signal.error,
+            error_type=signal.error_type,
+            exit_code=signal.exit_code,
+        ),
+        Reconnecting(name=state.name, attempt=state.attempt + 1, delay=wait)
+        if waits is None
+        else waits[1],
+    ]
+
+
+@_on(SessionLost)
+def _session_lost(state: ConnectionState, signal: SessionLost, rules: _Rules) -> Step:
+    now = signal.now
+    waits = _waiting(state, signal.reason, signal.error_type)
+    connected_at = state.connected_at
+    uptime = 0.0 if connected_at is None else now - connected_at
+    attempt = 0 if uptime >= rules.stable_after else state.attempt
+    wait = aligned_delay(rules.policy, max(attempt, 1), signal.rand, now)
+    nxt = _evolve(
+        state,
+        phase=Phase.RECONNECTING if waits is None else waits[0].phase,
+        attempt=attempt,
+        error=signal.reason if waits is None else waits[0].error,
+        error_type=signal.error_type,
+        since=now,
+        next_retry_at=None if waits else now + wait,
+        exit_code=signal.exit_code,
+        pid=None,
+        connected_at=None,
+        outage_since=now,
+        refusals=state.refusals if waits is None else waits[0].refusals,
+    )
+    return nxt, [
+        Lost(
+            name=state.name,
+            reason=signal.reason,
+            exit_code=signal.exit_code,
+            uptime=uptime,
+        ),
+        Reconnecting(name=state.name, attempt=attempt + 1, delay=wait)
+        if waits is None
+        else waits[1],
+    ]
+
+
+@_on(RefusalsCleared)
+def _refusals_cleared(
+    state: ConnectionState, signal: RefusalsCleared, rules: _Rules
+) -> Step:
+    return (state if not state.refusals else _evolve(state, refusals=0)), []
+
+
+@_on(ToolsListed)
+def _tools_listed(state: ConnectionState, signal: ToolsListed, rules: _Rules) -> Step:
+    # Listed because the server said they changed: told even when the names
+    # are the same (a description or a schema changed, or a change was
+    # undone), as the server told its own clients.
+    tools = tuple(sorted(signal.tools))
+    changed = _tools_changed(state.name, state.tools, tools)
+    return (state if tools == state.tools else _evolve(state, tools=tools)), [changed]
+
+
+@_on(WentIdle)
+def _went_idle(state: ConnectionState, signal: WentIdle, rules: _Rules) -> Step:
+    now = signal.now
+    uptime = 0.0 if state.connected_at is None else now - state.connected_at
+    nxt = _evolve(
+        state,
+        phase=Phase.IDLE,
+        attempt=0,
+        error=None,
+        error_type=None,
+        since=now,
+        next_retry_at=None,
+        pid=None,
+        connected_at=None,
+        outage_since=None,
+    )
+    return nxt, [Idle(name=state.name, reason=signal.reason, uptime=uptime)]
+
+
+@_on(StopRequested)
+def _stop_requested(
+    state: ConnectionState, signal: StopRequested, rules: _Rules
+) -> Step:
+    nxt = _evolve(
+        state, phase=Phase.REMOVED, since=signal.now, next_retry_at=None, pid=None
+    )
+    return nxt, [Removed(name=state.name)]
 
 
 def login_command(name: str) -> str:

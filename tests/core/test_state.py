@@ -733,3 +733,19 @@ def test_the_refused_message_names_the_logins(reason: str, shown: str) -> None:
     from manager.core.state import refused_after
 
     assert refused_after(reason, 3) == shown
+
+
+def test_every_signal_has_its_handler_and_an_unknown_one_is_refused() -> None:
+    import typing
+
+    from manager.core import state as state_module
+
+    kinds = set(typing.get_args(state_module.Signal))
+    assert kinds == set(state_module._HANDLERS)
+    with pytest.raises(TypeError, match="unknown signal"):
+        state_module.transition(
+            state_module.ConnectionState(name="x"),
+            object(),  # type: ignore[arg-type]
+            BackoffPolicy(),
+            60.0,
+        )
