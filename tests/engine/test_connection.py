@@ -6,12 +6,17 @@ test_transport.py.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 import anyio
 import pytest
 from fakes import FakeTransport, Recorder
 
 from manager.core.errors import ServerUnavailable, UnknownServer
-from manager.core.events import Reconnecting
+from manager.core.events import AttemptFailed, Reconnecting
+from manager.core.redact import SecretRegistry
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
@@ -296,3 +301,43 @@ async def test_a_secret_across_the_cut_of_a_long_log_or_stderr_line_is_masked() 
     assert len(log.data) <= LOG_DATA_LIMIT and len(stderr.line) <= STDERR_LINE_LIMIT
     assert secret[:5] not in log.data and secret[:5] not in stderr.line
     assert secret[:5] not in "".join(conn.stderr)
+
+
+class BuggyTransport(FakeTransport):
+    """Raises what no transport should (a bug: unmapped, in a group) `bugs`
+    times, then connects."""
+
+    def __init__(self, bugs: int, message: str) -> None:
+        super().__init__()
+        self.bugs = bugs
+        self.message = message
+
+    def open(self, spec: ConnectionSpec, hooks: Any) -> Any:
+        if self.bugs > 0:
+            self.bugs -= 1
+            return self._bug()
+        return super().open(spec, hooks)
+
+    @asynccontextmanager
+    async def _bug(self) -> AsyncIterator[Any]:
+        await anyio.lowlevel.checkpoint()
+        raise ExceptionGroup("attempt", [KeyError(self.message), ValueError("2nd")])
+        yield  # pragma: no cover - an async generator
+
+
+async def test_a_bug_in_an_attempt_is_one_masked_line_and_the_loop_goes_on() -> None:
+    bus = EventBus()
+    rec = Recorder(bus)
+    secrets = SecretRegistry()
+    secrets.add(["hunter2-secret-value"])
+    transport = BuggyTransport(2, "no key 'hunter2-secret-value'\nsecond line")
+    async with Manager(bus, transport, secrets=secrets) as mgr:
+        mgr.add(fake_spec())
+        await rec.wait_for("connected", "s")
+    failed = rec.of("connect_failed", "s")
+    assert len(failed) == 2
+    for event in failed:
+        assert isinstance(event, AttemptFailed)
+        assert "hunter2" not in event.error
+        assert event.error.startswith('"no key ')
+        assert "\n" not in event.error and "2nd" not in event.error
