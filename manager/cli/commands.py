@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..control.paths import socket_path
 from ..core.errors import ConfigError, ControlError, ManagerError
-from ..daemon.watchdog import DEFAULT_WATCHDOG
 from .arguments import non_negative_float, positive_int
 from .exits import PROG, fail, first_line
 
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
     from ..daemon.serve import DaemonOptions
 
-__all__ = ["build_parser", "hud_wanted", "main"]
+__all__ = ["build_parser", "command_of", "hud_wanted", "main"]
 
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -183,6 +182,8 @@ def _add_telemetry_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_daemon_flags(parser: argparse.ArgumentParser) -> None:
+    from ..daemon.watchdog import DEFAULT_WATCHDOG  # the daemon's commands only
+
     group = parser.add_argument_group("daemon")
     group.add_argument(
         "--start-slots",
@@ -203,26 +204,8 @@ def _add_daemon_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line (`mcp-manager --help`)."""
-    # `--socket` works before and after the command; SUPPRESS keeps the
-    # subcommand's default from overwriting a value given before it.
-    socket_help = (
-        "control socket (default: $MCP_MANAGER_SOCKET, else "
-        "$XDG_RUNTIME_DIR/mcp-manager/control.sock, else "
-        "/tmp/mcp-manager-UID/control.sock)"
-    )
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--socket", metavar="PATH", default=argparse.SUPPRESS, help=socket_help
-    )
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Keep a declared set of MCP client connections alive."
-    )
-    parser.add_argument("--socket", metavar="PATH", default=None, help=socket_help)
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def _add_daemon_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    """`run` and `stdio`: the commands that run the daemon."""
     run = sub.add_parser("run", parents=[common], help="run the daemon (foreground)")
     run.add_argument("file", nargs="?", default="startup.lua", metavar="FILE")
     run.add_argument(
@@ -297,6 +280,35 @@ def build_parser() -> argparse.ArgumentParser:
     _add_telemetry_flags(stdio)
     stdio.set_defaults(handler=_cmd_stdio)
 
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line (`mcp-manager --help`), or with the parser of
+    command `only` alone: a command line names one command, and building the
+    thirty others costs every run about 10 ms (`main` asks for one, and for the
+    whole when the command is not one it knows)."""
+    # `--socket` works before and after the command; SUPPRESS keeps the
+    # subcommand's default from overwriting a value given before it.
+    socket_help = (
+        "control socket (default: $MCP_MANAGER_SOCKET, else "
+        "$XDG_RUNTIME_DIR/mcp-manager/control.sock, else "
+        "/tmp/mcp-manager-UID/control.sock)"
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--socket", metavar="PATH", default=argparse.SUPPRESS, help=socket_help
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Keep a declared set of MCP client connections alive."
+    )
+    parser.add_argument("--socket", metavar="PATH", default=None, help=socket_help)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub: Any = _Only(
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), only
+    )
+
+    if only in (None, "run", "stdio"):
+        _add_daemon_parsers(sub, common)
+
     from . import (  # the client commands, in their own modules
         attach,
         config_commands,
@@ -311,7 +323,58 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_parsers(sub, common)  # attach
     config_commands.add_parsers(sub, common)  # import, client-config, add
 
+    if not sub.built:  # a word that is no command: the error lists them all
+        return build_parser()
     return parser
+
+
+class _Only:
+    """The subcommands, where only command `only`'s parser is built (all of
+    them when None): the others get `_SKIPPED`, which takes what their
+    modules declare and keeps none of it."""
+
+    def __init__(self, sub: Any, only: str | None) -> None:
+        self._sub = sub
+        self._only = only
+
+        self.built = False
+        """Whether `only` was one of the commands declared."""
+
+    def add_parser(self, name: str, **options: Any) -> Any:
+        if self._only is None or name == self._only:
+            self.built = True
+            return self._sub.add_parser(name, **options)
+        return _SKIPPED
+
+
+class _Skipped:
+    """A parser nobody parses with: every declaration is accepted, dropped."""
+
+    def __getattr__(self, name: str) -> Callable[..., _Skipped]:
+        return self._declare
+
+    def _declare(self, *args: object, **options: object) -> _Skipped:
+        return self
+
+
+_SKIPPED = _Skipped()
+
+_TAKES_A_VALUE = frozenset({"--socket"})
+"""The options before the command that take a value."""
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command `argv` names (its first word that is not an option), or
+    None: none, or `-h`/`--version` first."""
+    words = iter(argv)
+    for word in words:
+        if word in _TAKES_A_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+        elif word in ("-h", "--help", "--version", "--"):
+            return None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -324,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         The process exit code.
     """
     try:
-        args = build_parser().parse_args(argv)
+        arguments = list(sys.argv[1:] if argv is None else argv)
+        args = build_parser(command_of(arguments)).parse_args(arguments)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
     handler: Callable[[argparse.Namespace], int] = args.handler
