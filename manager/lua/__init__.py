@@ -1,7 +1,8 @@
 """The Lua control plane: the only package that imports lupa.
 
 - `run`: run `startup.lua` (`run_script`, `load_file`, `start_file`).
-- `sandbox`: one sandboxed runtime per run; the API functions; budgets.
+- `sandbox`: one sandboxed runtime per run; budgets; errors at their line.
+- `api`: the API functions a script calls, and what it declared.
 - `prelude.lua`: the Lua side of the API (a real Lua file).
 - `live`: a script kept alive for its hooks and calls.
 - `convert`: Lua values to Python values, bounded.
@@ -10,6 +11,7 @@
 
 from __future__ import annotations
 
+from .api import PYTHON_VARIABLE
 from .host import LiveHost, LuaCall, LuaHost, ScriptResult
 from .live import LiveScript
 from .run import load_file, run_script, start_file
@@ -17,7 +19,6 @@ from .sandbox import (
     DEFAULT_HOOK_BUDGET,
     DEFAULT_MEMORY_LIMIT,
     DEFAULT_TIME_BUDGET,
-    PYTHON_VARIABLE,
 )
 
 __all__ = [
