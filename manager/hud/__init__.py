@@ -15,6 +15,7 @@ never pays for textual and the reducer stays testable without a terminal:
   the control socket) and what the keys ask of the daemon (`HudBackend`).
 * `widgets`, `details` and `app`: textual. `HudApp` redraws at most
   `FRAME_RATE` times a second from a feed it polls; it never blocks the daemon.
+  `asks`: what its keys ask of the daemon, each answer told in a toast.
 * `terminal`: while the HUD owns the terminal, logging, warnings and fd 2 go
   into its log, and textual's output can neither raise nor block the daemon.
 * `run`: the two ways to run it: inside the daemon (`run_inline`, a bus

@@ -32,12 +32,17 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker
 
-from ..core.describe import describe, first_line
 from ..core.errors import ManagerError
-from .details import DetailsScreen, details_text
+from .asks import DaemonAsks
 from .feed import FeedItem, HudBackend, HudFeed, Note, Snapshot, Unreachable
 from .state import HudState, Row
-from .view import counts_text, footer_lines, header_cells, log_cell
+from .view import (
+    approval_cells,
+    counts_text,
+    footer_lines,
+    header_cells,
+    log_cell,
+)
 from .widgets import ConnectionTable, EventLog, column_titles
 
 __all__ = ["FRAME_RATE", "INFO_INTERVAL", "MAX_ITEMS_PER_FRAME", "HudApp"]
@@ -164,6 +169,15 @@ class HudApp(App[str]):
             name: Static(id=name)
             for name in ("header", "columns", "approval", "status")
         }
+        self.asks = DaemonAsks(
+            backend,
+            self.hud,
+            notify=self.notify,
+            show=self.push_screen,
+            reconnect=self.reconnect,
+            clock=clock,
+        )
+        """What the keys ask of the daemon (`asks`)."""
         if initial is not None:
             self._take_snapshot(initial, clock())
 
@@ -273,28 +287,14 @@ class HudApp(App[str]):
             self._draw_approval(now)
 
     def _draw_approval(self, now: float) -> None:
-        """The prompt row: the oldest call waiting for the user, its keys."""
-        approval = self._statics["approval"]
-        waiting = list(self.hud.approvals.values())
-        approval.display = bool(waiting)
-        if not waiting:
-            return
-        asked = waiting[0]
-        text = Text(overflow="ellipsis")
-        text.append(" approve? ", style="bold")
-        who = f" by {asked.client}" if asked.client else ""
-        text.append(f"{asked.name}.{asked.tool}{who}", style="bold")
-        text.append(f"  ({asked.rule}; {max(0, asked.deadline - now):.0f} s left)")
-        text.append("   a", style="bold green")
-        text.append(" allow  ")
-        text.append("A", style="bold green")
-        text.append(" always  ")
-        text.append("d", style="bold red")
-        text.append(" deny")
-        if len(waiting) > 1:
-            text.append(f"   ({len(waiting) - 1} more waiting)", style="dim")
-        text.append(f"\n   {asked.arguments}", style="dim")
-        self._set_text("approval", text)
+        """The prompt row (`view.approval_cells`), shown while a call waits."""
+        cells = approval_cells(self.hud, now)
+        self._statics["approval"].display = bool(cells)
+        if cells:
+            text = Text(overflow="ellipsis")
+            for part, style in cells:
+                text.append(part, style=style)
+            self._set_text("approval", text)
 
     def action_decide(self, verdict: str, scope: str) -> None:
         """Answer the oldest call waiting for approval (`a`, `A`, `d`)."""
@@ -304,16 +304,8 @@ class HudApp(App[str]):
             return
         self._spawn(
             f"{verdict} {waiting.approval}",
-            partial(self._decide, waiting.approval, waiting.tool, verdict, scope),
+            partial(self.asks.decide, waiting.approval, waiting.tool, verdict, scope),
         )
-
-    async def _decide(self, approval: str, tool: str, verdict: str, scope: str) -> None:
-        try:
-            await self.backend.decide(approval, verdict, scope)
-        except ManagerError as exc:
-            self.notify(first_line(exc), title=tool, severity="error", markup=False)
-            return
-        self.hud.approvals.pop(approval, None)  # its event follows
 
     def _draw_log(self) -> None:
         new = self.hud.log_total - self._log_seen
@@ -453,20 +445,7 @@ class HudApp(App[str]):
     def action_reload(self) -> None:
         """Run startup.lua again; the result shows in the footer and the log."""
         self.notify("reloading startup.lua …", timeout=2, markup=False)
-        self._spawn("reload", self._reload, "reload")
-
-    async def _reload(self) -> None:
-        try:
-            result = await self.backend.reload()
-        except ManagerError as exc:  # ConfigError reads `FILE:LINE: message`
-            self.notify(
-                first_line(exc), title="reload failed", severity="error", markup=False
-            )
-            return
-        # The reply carries the `config_loaded` event's fields: say it the same way.
-        self.notify(
-            describe(result.as_event()), title="reloaded", timeout=4, markup=False
-        )
+        self._spawn("reload", self.asks.reload, "reload")
 
     def action_reconnect(self) -> None:
         """Force a reconnect attempt of the selected connection, now."""
@@ -478,49 +457,11 @@ class HudApp(App[str]):
 
     def reconnect(self, name: str) -> None:
         """Ask the daemon to try `name` now instead of after its backoff wait."""
-        self._spawn(f"reconnect {name}", partial(self._reconnect, name))
-
-    async def _reconnect(self, name: str) -> None:
-        try:
-            result = await self.backend.reconnect(name)
-        except ManagerError as exc:
-            self.notify(
-                first_line(exc),
-                title=f"reconnect {name}",
-                severity="error",
-                markup=False,
-            )
-            return
-        if result.retrying:
-            self.notify(
-                f"{name}: trying now", title="reconnect", timeout=3, markup=False
-            )
-        else:
-            self.notify(
-                f"{name} is not waiting for a retry (connected, or a try is "
-                "already under way)",
-                title="reconnect",
-                timeout=4,
-                markup=False,
-            )
+        self._spawn(f"reconnect {name}", partial(self.asks.reconnect, name))
 
     def on_connection_table_selected(self, message: ConnectionTable.Selected) -> None:
         """Enter on a row: fetch and show its details."""
-        self._spawn("details", partial(self._details, message.name), "details")
-
-    async def _details(self, name: str) -> None:
-        try:
-            details = await self.backend.details(name)
-        except ManagerError as exc:
-            self.notify(
-                first_line(exc),
-                title=f"details of {name}",
-                severity="error",
-                markup=False,
-            )
-            return
-        body = details_text(self.hud.rows.get(name), details, self._clock())
-        await self.push_screen(DetailsScreen(name, body, self.reconnect))
+        self._spawn("details", partial(self.asks.details, message.name), "details")
 
     def action_verbose(self) -> None:
         """Show every event in the log (retries included), or only the news."""

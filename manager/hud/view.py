@@ -333,6 +333,32 @@ def header_cells(
     return cells
 
 
+def approval_cells(hud: HudState, now: float) -> list[Cell]:
+    """The prompt row: the oldest call waiting for the user (`mcp_policy`
+    `ask`), its rule and time left, the keys that answer it, and its
+    arguments (masked) on a second line; nothing when no call waits."""
+    waiting = list(hud.approvals.values())
+    if not waiting:
+        return []
+    asked = waiting[0]
+    who = f" by {asked.client}" if asked.client else ""
+    cells: list[Cell] = [
+        (" approve? ", "bold"),
+        (f"{asked.name}.{asked.tool}{who}", "bold"),
+        (f"  ({asked.rule}; {max(0, asked.deadline - now):.0f} s left)", ""),
+        ("   a", "bold green"),
+        (" allow  ", ""),
+        ("A", "bold green"),
+        (" always  ", ""),
+        ("d", "bold red"),
+        (" deny", ""),
+    ]
+    if len(waiting) > 1:
+        cells.append((f"   ({len(waiting) - 1} more waiting)", "dim"))
+    cells.append((f"\n   {asked.arguments}", "dim"))
+    return cells
+
+
 def counts_text(hud: HudState, *, compact: bool = False) -> str:
     """`3 connections: ● 2 connected  ↻ 1 reconnecting` (compact: `● 2 ↻ 1`)."""
     counts = hud.counts()

@@ -91,6 +91,7 @@ from manager.hud.state import HudState
 from manager.hud.terminal import OutputCapture, TerminalFile, open_terminal
 from manager.hud.view import (
     age,
+    approval_cells,
     countdown,
     footer_lines,
     header_cells,
@@ -1590,3 +1591,27 @@ def test_a_newer_release_of_a_locked_launch_is_marked_until_taken() -> None:
         "launch pkg 1.1.0 locked"
         in details_text(row, ConnectionDetails(), now=5.0).plain
     )
+
+
+def test_the_prompt_row_says_the_oldest_call_waiting_and_how_to_answer() -> None:
+    hud = HudState()
+    assert approval_cells(hud, 100.0) == []
+    for approval, tool in (("id1", "write_file"), ("id2", "delete")):
+        hud.apply(
+            ApprovalAsked(
+                name="fs",
+                tool=tool,
+                approval=approval,
+                client="",
+                rule="policy.lua:3",
+                arguments='{"path": "/tmp/x"}',
+                deadline=130.4,
+            ),
+            100.0,
+        )
+    text = "".join(part for part, _ in approval_cells(hud, 100.0))
+    assert text == (
+        " approve? fs.write_file  (policy.lua:3; 30 s left)   a allow  A always"
+        '  d deny   (1 more waiting)\n   {"path": "/tmp/x"}'
+    )
+    assert "".join(p for p, _ in approval_cells(hud, 200.0)).count("0 s left") == 1
