@@ -47,7 +47,7 @@ from ..core.once import may_repeat, stopped_error
 
 if TYPE_CHECKING:
     import subprocess
-from .arguments import non_negative_float
+from .arguments import Parser, non_negative_float
 from .exits import PROG, fail
 
 __all__ = [
@@ -638,7 +638,7 @@ def _add_arguments(attach: argparse.ArgumentParser) -> None:
 def main_attach(argv: list[str]) -> int:
     """`mcp-manager attach ARGS`, parsed without the whole command line (an
     editor spawns it for every window: its start is the client's wait)."""
-    parser = argparse.ArgumentParser(prog=f"{PROG} attach", description=_DESCRIPTION)
+    parser = Parser(prog=f"{PROG} attach", description=_DESCRIPTION)
     parser.add_argument("--socket", metavar="PATH", default=None, help="control socket")
     _add_arguments(parser)
     try:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..control.paths import socket_path
 from ..core.errors import ConfigError, ControlError, ManagerError
-from .arguments import non_negative_float, positive_int
+from .arguments import Parser, non_negative_float, positive_int
 from .exits import PROG, fail, first_line
 
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
@@ -293,11 +293,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "$XDG_RUNTIME_DIR/mcp-manager/control.sock, else "
         "/tmp/mcp-manager-UID/control.sock)"
     )
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument(
         "--socket", metavar="PATH", default=argparse.SUPPRESS, help=socket_help
     )
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG, description="Keep a declared set of MCP client connections alive."
     )
     parser.add_argument("--socket", metavar="PATH", default=None, help=socket_help)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..control.client import ControlClient
 from ..control.paths import find_socket
 from ..core.errors import CallError, ConfigError, ControlError
+from .arguments import Parser
 from .exits import fail, first_line
 
 if TYPE_CHECKING:
@@ -202,6 +202,8 @@ def _missing_command(spec: ConnectionSpec) -> str | None:
         if os.access(where, os.X_OK) and where.is_file():
             return None
         return f"command {command!r} is not an executable file; fix the path"
+    import shutil  # `check` only: its compression imports cost every command
+
     if shutil.which(command, path=search) is not None:
         return None
     return (
@@ -411,7 +413,7 @@ def add_parsers(
     reconnect.add_argument("server", metavar="SERVER")
     reconnect.set_defaults(handler=_cmd_reconnect)
 
-    rows = argparse.ArgumentParser(add_help=False)  # what log and why filter on
+    rows = Parser(add_help=False)  # what log and why filter on
     rows.add_argument("--server", metavar="S", help="only this connection's")
     rows.add_argument("--tool", metavar="T", help="only this tool's (its own name)")
     rows.add_argument(

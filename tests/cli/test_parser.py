@@ -64,3 +64,34 @@ def test_the_command_is_the_first_word_that_is_not_an_option(
     argv: list[str], command: str | None
 ) -> None:
     assert command_of(argv) == command
+
+
+@pytest.mark.parametrize("columns", ["120", "0", "-3", "wide", None])
+def test_help_is_as_wide_as_shutil_would_make_it(
+    columns: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from manager.cli.arguments import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+
+
+def test_a_command_line_loads_no_compression_module() -> None:
+    """`shutil` imports bz2, lzma and zlib: 4 ms a command, for a number."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from manager.cli.commands import build_parser; "
+        "build_parser('status').parse_args(['status', '--json']); "
+        "print(sorted({'shutil', 'bz2', 'lzma'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
