@@ -69,9 +69,7 @@ class DaemonAsks:
         try:
             result = await self._backend.reload()
         except ManagerError as exc:  # ConfigError reads `FILE:LINE: message`
-            self._notify(
-                first_line(exc), title="reload failed", severity="error", markup=False
-            )
+            self._failed(exc, "reload failed")
             return
         # The reply carries the `config_loaded` event's fields: say it the same way.
         self._notify(
@@ -83,12 +81,7 @@ class DaemonAsks:
         try:
             result = await self._backend.reconnect(name)
         except ManagerError as exc:
-            self._notify(
-                first_line(exc),
-                title=f"reconnect {name}",
-                severity="error",
-                markup=False,
-            )
+            self._failed(exc, f"reconnect {name}")
             return
         if result.retrying:
             self._notify(
@@ -108,12 +101,7 @@ class DaemonAsks:
         try:
             details = await self._backend.details(name)
         except ManagerError as exc:
-            self._notify(
-                first_line(exc),
-                title=f"details of {name}",
-                severity="error",
-                markup=False,
-            )
+            self._failed(exc, f"details of {name}")
             return
         body = details_text(self._hud.rows.get(name), details, self._clock())
         await self._show(DetailsScreen(name, body, self._reconnect))
@@ -123,6 +111,10 @@ class DaemonAsks:
         try:
             await self._backend.decide(approval, verdict, scope)
         except ManagerError as exc:
-            self._notify(first_line(exc), title=tool, severity="error", markup=False)
+            self._failed(exc, tool)
             return
         self._hud.approvals.pop(approval, None)  # its event follows
+
+    def _failed(self, exc: ManagerError, title: str) -> None:
+        """Say why a request failed: its first line, under `title`."""
+        self._notify(first_line(exc), title=title, severity="error", markup=False)
