@@ -525,9 +525,10 @@ def watch_beside(watcher: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
 
     The package's one bare task (`tests/test_layering.py` holds it to this):
     everywhere else tasks live in anyio task groups. Here a group, a spawn and
-    its cancellation per request cost 150 µs of CPU against 26 µs for a bare
-    task (20 000 of each in a loop, 2-core VM, 2026-11-28): about 3 % of the
-    daemon's 4.2 to 4.6 ms of CPU per 2026-07-28 call (`bench/profile_calls.py`).
+    its cancellation per request cost 115 to 150 µs of CPU against 15 to 26 µs
+    for a bare task (`bench/bench_tasks.py`, two runs on the 2-core VM,
+    2026-11-28): 2 to 3 % of the daemon's 4.2 to 4.6 ms of CPU per 2026-07-28
+    call (`bench/profile_calls.py`).
     """
     return asyncio.get_running_loop().create_task(watcher)
 
