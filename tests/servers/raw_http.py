@@ -52,7 +52,8 @@ accepted). Flags:
 - `--busy-start SECONDS`: burn CPU that long before listening (a heavy
   start, like an SDK server's imports on a loaded machine).
 - `--sleep-tool`: also list `sleep(seconds)`, which answers `slept SECONDS`
-  after that long (other connections are served meanwhile).
+  after that long (other connections are served meanwhile); the log says
+  `SLEEP_STARTED` when it begins.
 - `--fail-tool`: also list `fail(message)`, which answers a result with
   `isError: true` and `message` as its text.
 - `--tools-file PATH`: list the tools in that JSON file (read at every
@@ -93,6 +94,8 @@ else:  # `servers.raw_tools` when the tests import this file, `raw_tools` when
 __all__ = ["PROTOCOL_VERSION", "SERVER_NAME", "SESSION_NOT_FOUND", "main"]
 
 SERVER_NAME = "raw-http"
+SLEEP_STARTED = f"{SERVER_NAME}: sleep started"
+"""What the log says (stdout) when a `sleep` call begins: the call is in flight."""
 PROTOCOL_VERSION = "2025-06-18"
 PATH = "/mcp"
 SESSION_NOT_FOUND = "Session not found"
@@ -204,6 +207,8 @@ def _call_tool(params: dict[str, Any], session: _Session) -> dict[str, Any]:
     if name == "relist" and _Options.tools_file is not None:
         session.notify({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         return raw_tools.text("told")
+    if name == "sleep" and _Options.sleep_tool:  # a test's witness: it started
+        print(f"{SLEEP_STARTED} {args.get('seconds', 0)}", flush=True)
     return raw_tools.call(
         name, args, sleep_tool=_Options.sleep_tool, fail_tool=_Options.fail_tool
     )

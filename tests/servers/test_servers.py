@@ -285,7 +285,9 @@ async def test_raw_http_server_stops_on_sigterm_as_uvicorn_does(
         ):
             assert stream.status_code == 200
             tg.start_soon(in_flight)
-            await anyio.sleep(0.1)  # the call is in flight (no event says so)
+            with anyio.fail_after(10):  # the call is in flight: the log says so
+                while raw_http.SLEEP_STARTED not in server.log_text():  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
             started = anyio.current_time()
             os.kill(server.pid, signal.SIGTERM)
             with anyio.fail_after(5):
