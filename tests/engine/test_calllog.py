@@ -16,9 +16,10 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+from memory import MemoryServers
 from servers import lua_stdio, raw_command
 from servers.daemon import DaemonProcess
-from support.gateway import demo_stdio, running_gateway
+from support.gateway import demo_memory, running_gateway
 
 from manager.cli import main
 from manager.core.profile import parse_profile
@@ -93,7 +94,9 @@ async def test_calls_through_the_endpoint_are_logged_with_client_and_profile(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     view = parse_profile("view", {"servers": ["a"]})
-    async with running_gateway([demo_stdio("a")], wait_for=["a"]) as running:
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as running:
         gateway, manager, _ = running
         manager.profiles = {"view": view}
         async with Client(f"{gateway.url}/view", mode="legacy") as client:
@@ -156,8 +159,10 @@ async def test_a_cli_call_is_logged_and_the_last_rows_outlive_the_daemon(
 
 async def test_log_arguments_keeps_values_with_secrets_masked() -> None:
     token = "ghp_" + "x" * 36
-    spec = demo_stdio("a", log_arguments=True)
-    async with running_gateway([spec, demo_stdio("b")], wait_for=["a", "b"]) as (
+    spec = demo_memory("a", log_arguments=True)
+    async with running_gateway(
+        [spec, demo_memory("b")], wait_for=["a", "b"], memory=MemoryServers()
+    ) as (
         gateway,
         manager,
         _,

@@ -15,9 +15,10 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp import Client
+from memory import MemoryServers
 from servers import free_port, stdio_command
 from servers.daemon import DaemonProcess, bearer
-from support.gateway import demo_stdio, running_gateway
+from support.gateway import demo_memory, running_gateway
 
 from manager.cli import main
 from manager.core.output import RESULTS_PREFIX, estimate_tokens
@@ -38,9 +39,13 @@ async def test_a_large_result_is_cut_to_the_limit_and_the_whole_is_one_read_away
 ) -> None:
     assert estimate_tokens(BIG) > 200_000
     # The connection allows 50 000, the profile 20 000: the smaller counts.
-    spec = demo_stdio("big", max_output=50_000)
+    spec = demo_memory("big", max_output=50_000)
     small = parse_profile("small", {"max_output": 20_000})
-    async with running_gateway([spec], wait_for=["big"]) as (gateway, manager, _):
+    async with running_gateway([spec], wait_for=["big"], memory=MemoryServers()) as (
+        gateway,
+        manager,
+        _,
+    ):
         manager.profiles = {"small": small}
         with anyio.fail_after(60):
             async with Client(f"{gateway.url}/small", mode=mode) as client:

@@ -16,7 +16,8 @@ import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
-from support.gateway import demo_stdio, running_gateway, text_of
+from memory import MemoryServers
+from support.gateway import demo_memory, running_gateway, text_of
 
 from manager.core.events import ApprovalAsked
 from manager.core.policy import parse_rule
@@ -39,14 +40,18 @@ RULES = (
 async def test_a_deny_is_a_tool_error_and_an_ask_waits_for_the_user(
     mode: ConnectMode,
 ) -> None:
-    spec = demo_stdio("a", annotations={"echo": {"readOnlyHint": True}})
+    spec = demo_memory("a", annotations={"echo": {"readOnlyHint": True}})
     asked_client: list[object] = []
 
     async def elicited(context: Any, params: Any) -> types.ElicitResult:
         asked_client.append(params)  # the approval must never come this way
         return types.ElicitResult(action="accept", content={})
 
-    async with running_gateway([spec], wait_for=["a"]) as (gateway, manager, rec):
+    async with running_gateway([spec], wait_for=["a"], memory=MemoryServers()) as (
+        gateway,
+        manager,
+        rec,
+    ):
         manager.policy.set_rules(RULES, None)
         async with Client(
             str(gateway.url), mode=mode, elicitation_callback=elicited
@@ -93,8 +98,12 @@ async def test_a_deny_is_a_tool_error_and_an_ask_waits_for_the_user(
 
 async def test_an_unanswered_ask_ends_at_its_deadline_and_an_answer_may_last() -> None:
     rules = (parse_rule("ask", {"tool": "add"}, "startup.lua:7"),)
-    spec = demo_stdio("a", call_timeout=1)
-    async with running_gateway([spec], wait_for=["a"]) as (gateway, manager, rec):
+    spec = demo_memory("a", call_timeout=1)
+    async with running_gateway([spec], wait_for=["a"], memory=MemoryServers()) as (
+        gateway,
+        manager,
+        rec,
+    ):
         manager.policy.set_rules(rules, None)
         async with Client(str(gateway.url)) as client:
             late = await client.call_tool("a__add", {"a": 1, "b": 1})
@@ -132,12 +141,16 @@ async def test_an_unanswered_ask_ends_at_its_deadline_and_an_answer_may_last() -
 async def test_a_search_profiles_call_tool_is_judged_as_the_real_tool() -> None:
     """`call_tool` carries no annotations of its own: the rules judge the tool
     behind it, and `describe_tool` shows that tool's hints as overridden."""
-    spec = demo_stdio("a", annotations={"echo": {"readOnlyHint": True}})
+    spec = demo_memory("a", annotations={"echo": {"readOnlyHint": True}})
     rules = (
         parse_rule("allow", {"read_only": True}, "startup.lua:2"),
         parse_rule("deny", {"profile": "agent"}, "startup.lua:3"),
     )
-    async with running_gateway([spec], wait_for=["a"]) as (gateway, manager, _):
+    async with running_gateway([spec], wait_for=["a"], memory=MemoryServers()) as (
+        gateway,
+        manager,
+        _,
+    ):
         manager.policy.set_rules(rules, None)
         manager.profiles = {"agent": parse_profile("agent", {"discovery": "search"})}
         async with Client(f"{gateway.url}/agent") as client:

@@ -1,5 +1,10 @@
 """A gateway in the test's own event loop in front of real upstreams, and
 the SDK client sessions that talk to it (`running_gateway`, `session`).
+
+Where the upstream's transport is not what a test is about, its upstreams run
+in memory (`demo_memory` specs and `running_gateway(..., memory=...)`): the
+real demo server and our real client session over the SDK's memory streams,
+no process (`tests/memory.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import mcp.types as types
 from fakes import Recorder
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from memory import MemoryServers, memory_spec
 from servers import (
     raw_command,
     stdio_command,
@@ -27,6 +33,7 @@ from manager.gateway import (
     EndpointOptions,
     Gateway,
 )
+from manager.transport.connect import McpTransport
 
 FAST = {"backoff": {"initial": 0.05, "cap": 0.4}}
 
@@ -44,6 +51,11 @@ def demo_stdio(name: str, **opts: object) -> ConnectionSpec:
     return parse_spec(name, {"command": command, "args": args}, {**FAST, **opts})
 
 
+def demo_memory(name: str, **opts: object) -> ConnectionSpec:
+    """The demo server in memory (`running_gateway(..., memory=...)`)."""
+    return memory_spec(name, **{**FAST, **opts})
+
+
 def text_of(result: types.CallToolResult) -> str:
     return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
@@ -54,11 +66,14 @@ async def running_gateway(
     endpoint: EndpointOptions = LOCAL,
     *,
     wait_for: Sequence[str] = (),
+    memory: MemoryServers | None = None,
 ) -> AsyncIterator[tuple[Gateway, Manager, Recorder]]:
-    """A manager with `specs` behind a gateway serving HTTP on an ephemeral port."""
+    """A manager with `specs` behind a gateway serving HTTP on an ephemeral
+    port; with `memory`, every upstream is one of its in-memory demo servers."""
     bus = EventBus()
     rec = Recorder(bus)
-    async with Manager(bus) as manager:
+    transport = None if memory is None else McpTransport(open_streams=memory.open)
+    async with Manager(bus, transport) as manager:
         gateway = Gateway(manager, bus)
         async with anyio.create_task_group() as tg:
             await tg.start(partial(gateway.serve, endpoint))
