@@ -10,10 +10,13 @@ hold and error paths use it instead of a subprocess each.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
+from mcp.server import Server
+from mcp.server.mcpserver import MCPServer
 from mcp.shared.memory import create_client_server_memory_streams
 
 from manager.core.errors import ConnectFailed
@@ -22,7 +25,7 @@ from manager.demo_server import DemoServer
 from manager.transport.base import Hooks, LossReport, Streams
 from manager.transport.signals import LostSignal
 
-__all__ = ["MEMORY_REASON", "MemoryServers", "memory_spec"]
+__all__ = ["MEMORY_REASON", "MemoryServers", "lowlevel", "memory_spec"]
 
 MEMORY_REASON = "in-memory server stopped"
 
@@ -32,15 +35,29 @@ def memory_spec(name: str, **opts: object) -> ConnectionSpec:
     return parse_spec(name, {"command": "in-memory-demo"}, opts)
 
 
+def lowlevel(server: MCPServer) -> Server[Any]:
+    """The low-level server an `MCPServer` runs, to run it over memory streams
+    (`MemoryServers(others=...)`). The SDK's own in-memory transport reads the
+    same private attribute ("TODO: Make `lowlevel_server` public")."""
+    return server._lowlevel_server
+
+
 class MemoryServers:
     """Demo servers started per attempt, by connection name.
 
     Args:
         page_size: Tools per `tools/list` page of every server.
+        others: Servers that are not the demo, by connection name: each
+            attempt runs a new one from its maker.
     """
 
-    def __init__(self, page_size: int = 100) -> None:
+    def __init__(
+        self,
+        page_size: int = 100,
+        others: Mapping[str, Callable[[], Server[Any]]] | None = None,
+    ) -> None:
         self.page_size = page_size
+        self.others = dict(others or {})
         self.servers: dict[str, DemoServer] = {}
         self.down: set[str] = set()
         self.starts: dict[str, int] = {}
@@ -57,21 +74,26 @@ class MemoryServers:
         if spec.name in self.down:
             raise ConnectFailed(f"{spec.name}: in-memory server refused to start")
         self.starts[spec.name] = self.starts.get(spec.name, 0) + 1
-        demo = DemoServer(page_size=self.page_size)
-        self.servers[spec.name] = demo
+        make = self.others.get(spec.name)
+        if make is not None:
+            server = make()
+        else:
+            demo = DemoServer(page_size=self.page_size)
+            self.servers[spec.name] = demo
+            server = demo.server
         scope = anyio.CancelScope()
         self._scopes[spec.name] = scope
         async with (
-            create_client_server_memory_streams() as (client, server),
+            create_client_server_memory_streams() as (client, server_end),
             anyio.create_task_group() as tg,
         ):
 
             async def serve() -> None:
                 with scope:
-                    options = demo.server.create_initialization_options()
-                    await demo.server.run(server[0], server[1], options)
+                    options = server.create_initialization_options()
+                    await server.run(server_end[0], server_end[1], options)
                 lost.set(LossReport(MEMORY_REASON, error_type="Disconnected"))
-                await server[1].aclose()  # the client's read stream ends
+                await server_end[1].aclose()  # the client's read stream ends
 
             tg.start_soon(serve)
             try:

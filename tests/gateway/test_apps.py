@@ -1,37 +1,43 @@
 """MCP Apps (`io.modelcontextprotocol/ui`) through the endpoint, with real
-Apps servers (`servers/apps.py`, on the SDK's `MCPServer`, over stdio) and
-SDK clients of both eras, one that hosts views (declares the extension) and
-one that does not."""
+Apps servers (`servers/apps.py`, on the SDK's `MCPServer`, in memory: the
+upstream's transport is not the point here) and SDK clients of both eras, one
+that hosts views (declares the extension) and one that does not."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp.client.extension import advertise
-from servers import preload, stdio_command
-from support.gateway import running_gateway
+from memory import MemoryServers, lowlevel
+from servers import apps
+from support.gateway import demo_memory, running_gateway
 
 from manager.core.profile import parse_profile
-from manager.core.spec import ConnectionSpec, parse_spec
+from manager.core.spec import ConnectionSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
-TESTS = Path(__file__).resolve().parent.parent
 UI = "io.modelcontextprotocol/ui"
 VIEW = "ui://weather/view.html"
 MODES: tuple[ConnectMode, ...] = ("legacy", "auto")
 
 
-def _apps(name: str, **opts: object) -> ConnectionSpec:
-    # Forked from the worker's preloader (the SDK imported already), run in
-    # tests/ so that `servers.apps` is found.
-    command, args = preload.launch_command("servers.apps", "--label", name)
-    endpoint = {"command": command, "args": args, "cwd": str(TESTS)}
-    return parse_spec(name, endpoint, opts)
+def _apps(name: str) -> ConnectionSpec:
+    """An Apps server labelled `name`, served by `_memory()`."""
+    return demo_memory(name)
+
+
+def _memory(*labels: str) -> MemoryServers:
+    """Upstreams in memory: an Apps server per label, the demo for the rest."""
+    return MemoryServers(others={label: partial(_built, label) for label in labels})
+
+
+def _built(label: str) -> Any:
+    return lowlevel(apps.build(label))
 
 
 def _host(url: str, mode: ConnectMode) -> Client:
@@ -49,7 +55,9 @@ async def test_views_keep_a_ui_uri_and_their_tools_follow_it() -> None:
     as `ui://mcp-manager.b/...` (still `ui://`, which hosts render), reads
     back to that server, and its tools name that URI in `_meta.ui`; the
     endpoint says it offers the extension."""
-    async with running_gateway([_apps("a"), _apps("b")], wait_for=["a", "b"]) as (
+    async with running_gateway(
+        [_apps("a"), _apps("b")], wait_for=["a", "b"], memory=_memory("a", "b")
+    ) as (
         gateway,
         _,
         _,
@@ -88,11 +96,12 @@ async def test_app_only_tools_are_for_hosts_and_a_view_calls_by_its_servers_name
     declaration of the extension reaches the server. Search (a profile with
     `discovery = "search"`) indexes what the model may call: never the
     view's own tools."""
-    command, args = stdio_command()
-    demo = parse_spec("demo", {"command": command, "args": args})
+    demo = demo_memory("demo")
     search = parse_profile("find", {"discovery": "search"}, "x.lua:1")
     async with running_gateway(
-        [_apps("weather"), demo], wait_for=["weather", "demo"]
+        [_apps("weather"), demo],
+        wait_for=["weather", "demo"],
+        memory=_memory("weather"),
     ) as (
         gateway,
         manager,
