@@ -1,8 +1,10 @@
 """Everything MCP besides tools through the endpoint, seen by the SDK's client.
 
-Two demo servers over stdio sit behind the gateway: `a` with its default prefix
-and `b` as a bridge (`prefix = ""`). Both list `demo://readme`, so `b`'s is the
-one rewritten. The downstream is a real `ClientSession` over streamable HTTP,
+Two demo servers sit behind the gateway, in memory (what reaches them, not
+how, is the point; the stdio route has its tests in `tests/transport` and
+`test_eras.py`): `a` with its default prefix and `b` as a bridge
+(`prefix = ""`). Both list `demo://readme`, so `b`'s is the one rewritten.
+The downstream is a real `ClientSession` over streamable HTTP,
 with elicitation, sampling and logging callbacks.
 """
 
@@ -25,11 +27,12 @@ from fakes import accepting
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from memory import MemoryServers
 from servers import HttpServerProcess, raw_command, stdio_command
 from servers.daemon import DaemonProcess
-from servers.process import sharing_children, start_beside
+from servers.process import sharing_children
 from support.clients import Client, downstream
-from support.gateway import demo_stdio, raw, running_gateway, text_of, wait_until
+from support.gateway import demo_memory, raw, running_gateway, text_of, wait_until
 
 from manager.cli import main
 from manager.core.spec import parse_spec
@@ -73,8 +76,12 @@ async def busy_with_a_sleep(session: ClientSession, tool: str) -> AsyncIterator[
 
 @asynccontextmanager
 async def two_demos(**a_opts: object) -> AsyncIterator[Gateway]:
-    specs = [demo_stdio("a", **a_opts), demo_stdio("b", prefix="")]
-    async with running_gateway(specs, wait_for=("a", "b")) as (gateway, _, _):
+    specs = [demo_memory("a", **a_opts), demo_memory("b", prefix="")]
+    async with running_gateway(specs, wait_for=("a", "b"), memory=MemoryServers()) as (
+        gateway,
+        _,
+        _,
+    ):
         await wait_until(lambda: len(gateway.features.prompts.tools) >= 6)
         yield gateway
 
@@ -84,15 +91,13 @@ async def demos(
     no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Gateway]:
     """`two_demos()` for the tests that change nothing in it: two SDK servers
-    started once per module instead of once per test. (Subscriptions are per
+    (in memory) started once per module instead of once per test. (Subscriptions are per
     downstream session; the one test that sets a log level, which upstreams
     keep, is the one that looks at logs.)"""
     with pytest.MonkeyPatch.context() as patch:  # its own state directory
         patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
         async with two_demos() as gateway:
-            await start_beside(str(gateway.url), "a__echo", "echo")
-            with sharing_children():
-                yield gateway
+            yield gateway
 
 
 @pytest.fixture(scope="module")
