@@ -1,16 +1,17 @@
 """No call runs twice: the daemon stopped or killed under a call in flight.
 
 The upstream is `servers/ledger.py`, whose `record` tool appends a line to a
-file and then takes 30 s: the line count says how often the call ran. A
-client calls it through `mcp-manager attach` (SDK `Client` in both eras) or
-through the HTTP endpoint; once the line is written the daemon gets SIGTERM
-or SIGKILL and a new daemon starts on the same socket. Each call must run
-once, and its client must be told it failed, in words that say it may have
-run and was not sent again.
+file and then takes 30 s: the line count says how often the call ran. Two
+clients, one of each era (SDK `Client`), call it at once through `mcp-manager
+attach` or through the HTTP endpoint; once both lines are written the daemon
+gets SIGTERM or SIGKILL and a new daemon starts on the same socket. Each call
+must run once, and its client must be told it failed, in words that say it
+may have run and was not sent again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 from pathlib import Path
@@ -42,84 +43,99 @@ def _attach(control: Path) -> StdioServerParameters:
     )
 
 
-async def _call_then_stop(
-    client: Client, daemon: DaemonProcess, ledger: Path, sig: int
-) -> Any:
-    """Call `record`, signal the daemon once the line is written; what the
-    call ended with (its result, or the exception it raised)."""
-    outcome: list[Any] = []
+MODES: tuple[Any, ...] = ("auto", "legacy")
+"""The SDK `Client`'s default (2026-07-28) and the handshake era: one client
+of each calls at once, under one daemon."""
 
-    async def call() -> None:
+
+async def _calls_then_stop(
+    clients: dict[str, Client], daemon: DaemonProcess, ledger: Path, sig: int
+) -> dict[str, Any]:
+    """Each client calls `record` (its text: `first-MODE`); once every line is
+    written the daemon gets `sig`. What each call ended with (its result, or
+    the exception it raised), by mode."""
+    outcome: dict[str, Any] = {}
+
+    async def call(mode: str, client: Client) -> None:
         try:
-            outcome.append(await client.call_tool("ledger__record", {"text": "first"}))
+            outcome[mode] = await client.call_tool(
+                "ledger__record", {"text": f"first-{mode}"}
+            )
         except Exception as exc:  # what the client was told is the point
-            outcome.append(exc)
+            outcome[mode] = exc
 
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            await _until_recorded(ledger, "first")
+            for mode, client in clients.items():
+                tg.start_soon(call, mode, client)
+            for mode in clients:
+                await _until_recorded(ledger, f"first-{mode}")
             daemon.signal(sig)
             daemon.wait(within=20)
-    return outcome[0] if outcome else None
+    return outcome
 
 
-async def _second_call_runs_once(
-    script: Path, args: tuple[str, ...], url: str, mode: Any, ledger: Path
-) -> None:
-    """The next daemon on the same port: a call made now runs there, and the
-    first one is not sent again by anyone."""
-    with DaemonProcess(script, *args) as second:
-        second.wait_event("connected", "ledger")
-        async with Client(bearer(url, second.token), mode=mode) as client:
-            done = await client.call_tool(
-                "ledger__record", {"text": "second", "seconds": 0}
-            )
-            assert not done.is_error
-    assert ledger_lines(ledger) == ["first", "second"]
+def _ran_once_each(ledger: Path, modes: tuple[str, ...]) -> None:
+    """Every first call ran once, every second call once, and nothing else."""
+    lines = ledger_lines(ledger)
+    firsts = sorted(f"first-{mode}" for mode in modes)
+    seconds = sorted(f"second-{mode}" for mode in modes)
+    assert sorted(lines[: len(modes)]) == firsts, lines
+    assert sorted(lines[len(modes) :]) == seconds, lines
 
 
-def _says_it_may_have_run(outcome: object) -> None:
-    assert isinstance(outcome, MCPError), outcome
+def _says_it_may_have_run(outcome: object, mode: str) -> None:
+    assert isinstance(outcome, MCPError), (mode, outcome)
     message = str(outcome)
-    assert "may have run" in message and "not sent again" in message, message
+    assert "may have run" in message and "not sent again" in message, (mode, message)
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill"])
 async def test_a_call_through_attach_runs_once_when_the_daemon_stops_under_it(
-    tmp_path: Path, control_socket: Path, mode: Any, sig: int
+    tmp_path: Path, control_socket: Path, sig: int
 ) -> None:
+    """A client of each era through its own `attach`, both in flight."""
     ledger = tmp_path / "ledger.txt"
     script = ledger_startup(tmp_path, ledger)
     with DaemonProcess(script, control_socket=control_socket) as daemon:
         daemon.wait_event("connected", "ledger")
-        async with Client(_attach(control_socket), mode=mode) as client:
-            outcome = await _call_then_stop(client, daemon, ledger, sig)
-            _says_it_may_have_run(outcome)
+        async with contextlib.AsyncExitStack() as stack:
+            clients = {
+                mode: await stack.enter_async_context(
+                    Client(_attach(control_socket), mode=mode)
+                )
+                for mode in MODES
+            }
+            outcome = await _calls_then_stop(clients, daemon, ledger, sig)
+            for mode in MODES:
+                _says_it_may_have_run(outcome.get(mode), mode)
             # The next daemon on the same socket: attach reconnects; a call
-            # made now runs there, and the first one is not sent again.
+            # made now runs there, and the first ones are not sent again.
             with DaemonProcess(script, control_socket=control_socket) as second:
                 second.wait_event("connected", "ledger")
                 with anyio.fail_after(60):
-                    done = await client.call_tool(
-                        "ledger__record", {"text": "second", "seconds": 0}
-                    )
-                assert not done.is_error
-    assert ledger_lines(ledger) == ["first", "second"]
+                    for mode, client in clients.items():
+                        done = await client.call_tool(
+                            "ledger__record", {"text": f"second-{mode}", "seconds": 0}
+                        )
+                        assert not done.is_error, mode
+    _ran_once_each(ledger, MODES)
 
 
 @pytest.mark.parametrize(
-    ("mode", "sig"),
+    ("sig", "modes"),
     [
-        ("auto", signal.SIGTERM),
-        ("legacy", signal.SIGTERM),
-        ("auto", signal.SIGKILL),  # legacy: the same HTTP client
+        (signal.SIGTERM, MODES),
+        # Killed, the SDK's HTTP client fails the call, or the whole client
+        # (its transport's task group) when the POST got no answer at all,
+        # as straight at a server that was killed: one client, so that its
+        # end is its own (legacy: the same HTTP client).
+        (signal.SIGKILL, ("auto",)),
     ],
-    ids=["term-auto", "term-legacy", "kill-auto"],
+    ids=["term", "kill"],
 )
 async def test_a_call_over_http_runs_once_when_the_daemon_stops_under_it(
-    tmp_path: Path, mode: Any, sig: int
+    tmp_path: Path, sig: int, modes: tuple[str, ...]
 ) -> None:
     ledger = tmp_path / "ledger.txt"
     script = ledger_startup(tmp_path, ledger)
@@ -128,20 +144,34 @@ async def test_a_call_over_http_runs_once_when_the_daemon_stops_under_it(
     args = ("--listen", f"127.0.0.1:{port}")
     with DaemonProcess(script, *args) as daemon:
         daemon.wait_event("connected", "ledger")
-        # Killed, the daemon says nothing: the SDK's HTTP client fails the
-        # call, or the whole client (its transport's task group) when the
-        # POST got no answer at all, as straight at a server that was killed.
-        told: list[object] = []
+        told: dict[str, Any] = {}
         try:
-            async with Client(bearer(url, daemon.token), mode=mode) as client:
-                told.append(await _call_then_stop(client, daemon, ledger, sig))
+            async with contextlib.AsyncExitStack() as stack:
+                clients = {
+                    mode: await stack.enter_async_context(
+                        Client(bearer(url, daemon.token), mode=mode)
+                    )
+                    for mode in modes
+                }
+                told.update(await _calls_then_stop(clients, daemon, ledger, sig))
         except Exception as exc:  # the client's own end is what is checked
-            told.append(exc)
+            told.setdefault("client", exc)
         if sig == signal.SIGTERM:  # stopped, it answers in words
-            _says_it_may_have_run(told[0])
+            for mode in modes:
+                _says_it_may_have_run(told.get(mode), mode)
             assert "Exception in ASGI application" not in daemon.log()
-        assert told and isinstance(told[0], Exception), told
-    await _second_call_runs_once(script, args, url, mode, ledger)
+        assert told and all(isinstance(t, Exception) for t in told.values()), told
+    # The next daemon on the same port: a call made now runs there, and the
+    # first ones are not sent again by anyone.
+    with DaemonProcess(script, *args) as second:
+        second.wait_event("connected", "ledger")
+        for mode in modes:
+            async with Client(bearer(url, second.token), mode=mode) as client:
+                done = await client.call_tool(
+                    "ledger__record", {"text": f"second-{mode}", "seconds": 0}
+                )
+                assert not done.is_error, mode
+    _ran_once_each(ledger, modes)
 
 
 async def test_a_call_in_flight_when_a_reload_restarts_its_server_runs_once(
