@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import mcp.types as types
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.memory import create_client_server_memory_streams
@@ -25,7 +26,7 @@ from manager.demo_server import DemoServer
 from manager.transport.base import Hooks, LossReport, Streams
 from manager.transport.signals import LostSignal
 
-__all__ = ["MEMORY_REASON", "MemoryServers", "lowlevel", "memory_spec"]
+__all__ = ["MEMORY_REASON", "MemoryServers", "lowlevel", "memory_spec", "tools_only"]
 
 MEMORY_REASON = "in-memory server stopped"
 
@@ -40,6 +41,27 @@ def lowlevel(server: MCPServer) -> Server[Any]:
     (`MemoryServers(others=...)`). The SDK's own in-memory transport reads the
     same private attribute ("TODO: Make `lowlevel_server` public")."""
     return server._lowlevel_server
+
+
+def tools_only() -> Server[Any]:
+    """A server that offers tools and nothing else (`echo(text)`): no prompts,
+    no resources, as a stdio server of the standard library would be."""
+    echo = types.Tool(
+        name="echo",
+        description="Say the text back.",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
+
+    async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[echo])
+
+    async def call_tool(
+        context: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        text = str((params.arguments or {}).get("text", ""))
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    return Server("tools-only", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 class MemoryServers:

@@ -20,11 +20,10 @@ import pytest
 from fakes import Recorder
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from servers import raw_command
-from support.gateway import demo_stdio, running_gateway
+from memory import MemoryServers, tools_only
+from support.gateway import demo_memory, running_gateway
 
 from manager.core.profile import parse_profile
-from manager.core.spec import parse_spec
 from manager.engine.manager import Manager
 from manager.gateway import Gateway
 
@@ -44,15 +43,17 @@ def anyio_backend() -> str:
 async def shared(
     no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[Gateway, Manager, Recorder]]:
-    """Two demo servers `a` and `b` and the stdlib server `r` (tools only)
-    behind one gateway, for every test here; each test declares the profiles
-    it needs."""
+    """Two demo servers `a` and `b` and a server with tools only, `r`, behind
+    one gateway, in memory (what a profile shows, not how servers are
+    reached, is the point), for every test here; each test declares the
+    profiles it needs."""
     with pytest.MonkeyPatch.context() as patch:  # its own state directory
         patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
-        command, args = raw_command()
-        raw = parse_spec("r", {"command": command, "args": args}, {"ping_interval": 0})
+        specs = [demo_memory("a"), demo_memory("b"), demo_memory("r")]
         async with running_gateway(
-            [demo_stdio("a"), demo_stdio("b"), raw], wait_for=["a", "b", "r"]
+            specs,
+            wait_for=["a", "b", "r"],
+            memory=MemoryServers(others={"r": tools_only}),
         ) as running:
             yield running
 
