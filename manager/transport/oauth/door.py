@@ -8,11 +8,6 @@ from __future__ import annotations
 import time
 
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-from mcp.client.auth.extensions.client_credentials import (
-    ClientCredentialsOAuthProvider,
-    PrivateKeyJWTOAuthProvider,
-    SignedJWTParameters,
-)
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from pydantic import AnyUrl
 
@@ -29,7 +24,6 @@ from .answers import (
     check_resource,
 )
 from .auth import ConnectionAuth, StepReport
-from .keys import signing_key
 from .login import CALLBACK_PATH, LoginDesk
 from .tokens import FileTokens
 
@@ -61,35 +55,8 @@ def oauth_auth(
         return None
     oauth = spec.oauth or OAuthSpec()
     provider: OAuthClientProvider
-    if not oauth.interactive and oauth.private_key is not None:
-        assert oauth.client_id is not None
-        key, algorithm = signing_key(spec.name, oauth)
-        provider = PrivateKeyJWTOAuthProvider(
-            server_url=spec.url,
-            storage=tokens,
-            client_id=oauth.client_id,
-            assertion_provider=SignedJWTParameters(
-                issuer=oauth.client_id,
-                subject=oauth.client_id,
-                signing_key=key,
-                signing_algorithm=algorithm,
-            ).create_assertion_provider(),
-            scope=oauth.scope,
-            issuer=oauth.issuer,
-        )
-        return ConnectionAuth(spec.name, provider, tokens, desk, on_step, False)
     if not oauth.interactive:
-        assert oauth.client_id is not None and oauth.client_secret is not None
-        provider = ClientCredentialsOAuthProvider(
-            server_url=spec.url,
-            storage=tokens,
-            client_id=oauth.client_id,
-            client_secret=oauth.client_secret,
-            token_endpoint_auth_method=oauth.token_auth_method,  # type: ignore[arg-type]
-            scope=oauth.scope,
-            issuer=oauth.issuer,
-        )
-        return ConnectionAuth(spec.name, provider, tokens, desk, on_step, False)
+        return _headless(spec, oauth, tokens, desk, on_step)
     name = spec.name
     if oauth.client_id is not None:
         tokens.preregistered(
@@ -136,3 +103,52 @@ def oauth_auth(
     provider.device_turn = auth.device_turn
     auth.provider = provider
     return auth
+
+
+def _headless(
+    spec: ConnectionSpec,
+    oauth: OAuthSpec,
+    tokens: FileTokens,
+    desk: LoginDesk,
+    on_step: StepReport,
+) -> ConnectionAuth:
+    """Client credentials, with a secret or a signed JWT: no user, no login.
+    Their modules (PyJWT, cryptography) load here, not with the daemon: about
+    40 ms of a start that declares no such connection."""
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+
+    from .keys import signing_key
+
+    provider: OAuthClientProvider
+    if oauth.private_key is not None:
+        assert oauth.client_id is not None
+        key, algorithm = signing_key(spec.name, oauth)
+        provider = PrivateKeyJWTOAuthProvider(
+            server_url=spec.url,
+            storage=tokens,
+            client_id=oauth.client_id,
+            assertion_provider=SignedJWTParameters(
+                issuer=oauth.client_id,
+                subject=oauth.client_id,
+                signing_key=key,
+                signing_algorithm=algorithm,
+            ).create_assertion_provider(),
+            scope=oauth.scope,
+            issuer=oauth.issuer,
+        )
+        return ConnectionAuth(spec.name, provider, tokens, desk, on_step, False)
+    assert oauth.client_id is not None and oauth.client_secret is not None
+    provider = ClientCredentialsOAuthProvider(
+        server_url=spec.url,
+        storage=tokens,
+        client_id=oauth.client_id,
+        client_secret=oauth.client_secret,
+        token_endpoint_auth_method=oauth.token_auth_method,  # type: ignore[arg-type]
+        scope=oauth.scope,
+        issuer=oauth.issuer,
+    )
+    return ConnectionAuth(spec.name, provider, tokens, desk, on_step, False)
