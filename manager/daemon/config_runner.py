@@ -361,26 +361,27 @@ async def _watch_directory(
         return p == script or (p.parent == modules and p.suffix == ".lua")
 
     started = False
-    async for changes in awatch(
-        *roots,
-        watch_filter=relevant,
-        stop_event=stop,
-        debounce=50,
-        step=50,  # how often the watcher thread wakes; 10 ms cost ~1 % of a core
-        recursive=False,
-        yield_on_timeout=True,  # the first (empty) yield tells us it is watching
-        rust_timeout=WATCH_TIMEOUT_MS,
-    ):
-        if not started:
-            started = True
-            task_status.started()
-        if changes:
-            try:
-                send.send_nowait(None)
-            except anyio.WouldBlock:
-                pass  # a reload is already pending; it will see this change too
-            except anyio.BrokenResourceError:
-                return  # the daemon is stopping: the reloader has gone first
+    async with send:  # the reloader's stream ends with the watcher
+        async for changes in awatch(
+            *roots,
+            watch_filter=relevant,
+            stop_event=stop,
+            debounce=50,
+            step=50,  # how often the watcher thread wakes; 10 ms cost ~1 % of a core
+            recursive=False,
+            yield_on_timeout=True,  # the first (empty) yield tells us it is watching
+            rust_timeout=WATCH_TIMEOUT_MS,
+        ):
+            if not started:
+                started = True
+                task_status.started()
+            if changes:
+                try:
+                    send.send_nowait(None)
+                except anyio.WouldBlock:
+                    pass  # a reload is already pending; it will see this change too
+                except anyio.BrokenResourceError:
+                    return  # the daemon is stopping: the reloader has gone first
 
 
 class _Host:
