@@ -65,7 +65,7 @@ from .config_runner import ConfigRunner
 from .notify import run_notifications
 from .watchdog import DEFAULT_WATCHDOG, Watchdog
 
-__all__ = ["DaemonOptions", "Daemon", "serve"]
+__all__ = ["DaemonOptions", "Daemon", "serve", "serve_embedded"]
 
 logger = logging.getLogger("manager")
 
@@ -447,6 +447,27 @@ async def serve(options: DaemonOptions) -> int:
         CHILD_GROUPS.stop_guardian()
 
 
+async def serve_embedded(options: DaemonOptions, stop: anyio.Event) -> int:
+    """Run the daemon in an event loop of a process that is not its own (a
+    test's worker, an application embedding it) until `stop` is set.
+
+    What belongs to a daemon's own process is left to that process: logging
+    setup, telemetry, the watchdog, the guardian of server processes,
+    signals and the collector. Everything else is `serve`'s: the control
+    socket, the endpoint, startup.lua and its reloads, the connections.
+    Returns the exit code `serve` would.
+    """
+    secrets = SecretRegistry()
+    if options.endpoint is not None and options.endpoint.token:
+        secrets.add([options.endpoint.token])
+    bus = EventBus()
+    sink = LogSink(bus)
+    try:
+        return await _serve(options, bus, sink, secrets, stop=stop)
+    finally:
+        sink.close()
+
+
 async def _serve(
     options: DaemonOptions,
     bus: EventBus,
@@ -454,8 +475,15 @@ async def _serve(
     secrets: SecretRegistry,
     telemetry: Telemetry | None = None,
     watchdog: Watchdog | None = None,
+    *,
+    stop: anyio.Event | None = None,
 ) -> int:
-    stop = anyio.Event()
+    """The daemon's life. Its own process (`stop` None) freezes what it
+    imported out of the collector's passes and hears signals; embedded, it
+    leaves the process's collector and signals alone and stops when `stop`
+    is set."""
+    embedded = stop is not None
+    stop = stop if stop is not None else anyio.Event()
     forced: list[bool] = []
     watchdog = watchdog or Watchdog(0)
     tracing = telemetry.tracing if telemetry is not None else NO_TRACING
@@ -496,7 +524,8 @@ async def _serve(
             # Everything imported and declared so far lives as long as the daemon;
             # keep it out of the cyclic collector's full passes (each would walk
             # tens of MB of module objects for nothing).
-            gc.freeze()
+            if not embedded:
+                gc.freeze()
             services.start_soon(run_summaries, sink)
             services.start_soon(run_notifications, bus)  # approvals, if a desktop
             if telemetry is not None:
@@ -505,9 +534,10 @@ async def _serve(
             # The signal task lives on through the manager's shutdown below: a
             # second Ctrl-C while connections close must still be heard.
             signals_scope = anyio.CancelScope()
-            services.start_soon(
-                _handle_signals, daemon, stop, forced, signals_scope, watchdog
-            )
+            if not embedded:
+                services.start_soon(
+                    _handle_signals, daemon, stop, forced, signals_scope, watchdog
+                )
             if watchdog.stall_after > 0:
                 services.start_soon(watchdog.heartbeat)
             if options.hud:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from servers import raw_command, stdio_command
-from servers.daemon import DaemonProcess
+from servers.daemon import DaemonThread
 
 from manager.cli import main
 
@@ -48,7 +48,7 @@ def test_saving_touches_exactly_the_added_removed_and_changed_connections(
     # the save before it was made.
     script = tmp_path / "startup.lua"
     script.write_text(server("keep") + server("gone") + server("change"))
-    with DaemonProcess(script) as daemon:
+    with DaemonThread(script) as daemon:
         for name in ("keep", "gone", "change"):
             daemon.wait_event("connected", name)
         keep_pid = {r.name: r.pid for r in daemon.client.status()}["keep"]
@@ -99,7 +99,7 @@ def test_a_broken_save_changes_nothing_and_reports_the_line(tmp_path: Path) -> N
     good = server("a") + server("b")
     script = tmp_path / "startup.lua"
     script.write_text(good)
-    with DaemonProcess(script) as daemon:
+    with DaemonThread(script) as daemon:
         daemon.wait_event("connected", "a")
         daemon.wait_event("connected", "b")
         before = {r.name: r.pid for r in daemon.client.status()}
@@ -121,7 +121,7 @@ def test_a_broken_save_changes_nothing_and_reports_the_line(tmp_path: Path) -> N
 def test_twenty_saves_in_a_second_make_one_reload(tmp_path: Path) -> None:
     script = tmp_path / "startup.lua"
     script.write_text(server("a"))
-    with DaemonProcess(script) as daemon:
+    with DaemonThread(script) as daemon:
         daemon.wait_event("connected", "a")
         mark = daemon.events[-1]
         for i in range(20):
@@ -151,7 +151,7 @@ def test_cli_reload_reports_what_changed_and_bad_scripts(
 ) -> None:
     script = tmp_path / "startup.lua"
     script.write_text(server("a"))
-    with DaemonProcess(script) as daemon:
+    with DaemonThread(script) as daemon:
         up = daemon.wait_event("connected", "a")
         sock = ["--socket", str(daemon.socket)]
         assert main(["reload", *sock]) == 0
@@ -194,7 +194,7 @@ def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
         + '  print("await:", r.content[1].text)\n'
         + "end)\n"
     )
-    with DaemonProcess(script) as daemon:
+    with DaemonThread(script) as daemon:
         daemon.wait_event("added", "spawned")  # added by the mcp_call callback
         failures = [e for e in daemon.events if e["kind"] == "hook_error"]
         assert any(
@@ -252,7 +252,7 @@ def test_scripts_read_resources_and_get_prompts(tmp_path: Path) -> None:
         + "end)\n"
         + 'mcp_on("connected", function(e) mcp_read("fast", "x") end)\n'
     )
-    with DaemonProcess(script) as daemon:
+    with DaemonThread(script) as daemon:
         daemon.wait_log("read:\tdemo://readme")
         daemon.wait_log("prompt:\tHello, Ada!")
         daemon.wait_log("awaited:\titem 7\tHello, Bo!")

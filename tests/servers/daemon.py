@@ -14,8 +14,10 @@ token)` is an SDK transport that carries it (`Client(bearer(url, token))`).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -25,10 +27,13 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
+import anyio
+from anyio.from_thread import start_blocking_portal
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -38,7 +43,7 @@ from manager.core.errors import ManagerError
 
 from . import preload
 
-__all__ = ["DaemonProcess", "bearer"]
+__all__ = ["DaemonProcess", "DaemonThread", "bearer"]
 
 START_TIMEOUT = 20.0
 """Seconds for the daemon to answer on its control socket."""
@@ -255,3 +260,107 @@ async def bearer(url: str, token: str) -> AsyncIterator[Any]:
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+class _Embedded:
+    """What `DaemonProcess` asks of its process, for a daemon in this one."""
+
+    def __init__(self, future: Future[int]) -> None:
+        self.future = future
+        self.pid = os.getpid()
+
+    def poll(self) -> int | None:
+        return self.future.result() if self.future.done() else None
+
+
+class DaemonThread(DaemonProcess):
+    """The daemon in this process, on an event loop of its own thread
+    (`serve_embedded`): the same control socket, endpoint, startup.lua and
+    events as `DaemonProcess`, without a process start (its SDK imports are
+    the worker's). For tests of what the daemon does, not of its process:
+    it takes no signals, its log is the `manager` logger's, and `run`'s
+    flags it understands are `--listen`, `--no-token` and `--token-file`.
+
+    Args:
+        script: The startup.lua to run.
+        args: Those of `run`'s flags.
+        control_socket: As `DaemonProcess`'s.
+    """
+
+    def __init__(
+        self, script: Path, *args: str, control_socket: Path | None = None
+    ) -> None:
+        from manager.daemon.serve import DaemonOptions, serve_embedded
+
+        flags = argparse.ArgumentParser(prog="DaemonThread", add_help=False)
+        flags.add_argument("--listen")
+        flags.add_argument("--no-token", action="store_true")
+        flags.add_argument("--token-file")
+        parsed = flags.parse_args(args)
+        endpoint = None
+        if parsed.listen is not None:
+            from manager.gateway.options import endpoint_options
+
+            endpoint = endpoint_options(
+                parsed.listen, token_file=parsed.token_file, no_token=parsed.no_token
+            )
+        self._dir = tempfile.mkdtemp(prefix="mm-", dir="/tmp")
+        os.chmod(self._dir, 0o700)
+        self.socket = control_socket or Path(self._dir) / "control.sock"
+        self.log_path = Path(self._dir) / "daemon.log"
+        self._handler = logging.FileHandler(self.log_path, encoding="utf-8")
+        self._handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        self._logger = logging.getLogger("manager")
+        self._level = self._logger.level
+        self._logger.addHandler(self._handler)
+        self._logger.setLevel(logging.INFO)
+        options = DaemonOptions(
+            config=script, socket=self.socket, endpoint=endpoint, telemetry=False
+        )
+        self._portal_cm = start_blocking_portal()
+        portal = self._portal_cm.__enter__()
+        self._stop = portal.call(anyio.Event)
+        self._portal = portal
+        self._future = portal.start_task_soon(serve_embedded, options, self._stop)
+        # `start` and `__exit__` read `process` as they would a child's
+        self.process = cast(Any, _Embedded(self._future))
+        self.client = ControlClient(self.socket)
+        self.events = []
+        self._cond = threading.Condition()
+        self._stream = None
+        self._reader = None
+        self._final_log = None
+
+    def signal(self, sig: int) -> None:
+        raise TypeError("a daemon in this process takes no signals: DaemonProcess")
+
+    def log(self) -> str:
+        """What the daemon logged so far (the `manager` logger, INFO and up)."""
+        if self._final_log is not None:
+            return self._final_log
+        self._handler.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait(self, within: float) -> int:
+        return self._future.result(timeout=within)
+
+    def close(self) -> None:
+        """Stop the daemon (as SIGTERM would) and release everything."""
+        if not self._future.done():
+            self._portal.call(self._stop.set)
+        try:
+            self._future.result(timeout=30)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+            if self._stream is not None:
+                self._stream.close()
+            if self._reader is not None:
+                self._reader.join(timeout=5)
+            self._logger.removeHandler(self._handler)
+            self._logger.setLevel(self._level)
+            self._handler.close()
+            self._final_log = self.log_path.read_text(errors="replace")
+            for path in (self.socket, attach_socket_path(self.socket), self.log_path):
+                if path.parent == Path(self._dir):
+                    path.unlink(missing_ok=True)
+            os.rmdir(self._dir)
