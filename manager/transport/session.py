@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,7 +22,7 @@ from mcp.client.session import (
     IncomingMessage,
     MessageHandlerFnT,
 )
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.inbound import (
     MCP_NAME_HEADER,
     NAME_BEARING_METHODS,
@@ -355,8 +356,14 @@ class McpSession:
         )
 
     async def notify_roots_changed(self) -> None:
+        with warnings.catch_warnings():
+            # Roots are deprecated as of 2026-07-28 (SEP-2577); a handshake-era
+            # server still asks for them. The SDK warns when the call is made,
+            # so only the making is inside (no other task runs under the filter).
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            told = self._session.send_roots_list_changed()
         try:
-            await self._session.send_roots_list_changed()
+            await told
         except MCPError as exc:
             raise self._mapped(exc, "notifications/roots/list_changed") from exc
 
