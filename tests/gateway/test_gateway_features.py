@@ -29,7 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from memory import MemoryServers
 from servers import HttpServerProcess, raw_command, stdio_command
-from servers.daemon import DaemonProcess
+from servers.daemon import DaemonProcess, DaemonThread
 from servers.process import sharing_children
 from support.clients import Client, downstream
 from support.gateway import demo_memory, raw, running_gateway, text_of, wait_until
@@ -415,7 +415,7 @@ def test_declared_roots_are_answered_and_a_reload_changes_them_live(
 ) -> None:
     script = tmp_path / "startup.lua"
     script.write_text(demo_lua("docs", 'roots = {"/srv/a", "file:///srv/b"}'))
-    with DaemonProcess(script) as daemon:
+    with DaemonThread(script) as daemon:
         connected = daemon.wait_event("connected", "docs")
         assert roots_of(daemon.client.call("docs", "roots", {})) == [
             "file:///srv/a",

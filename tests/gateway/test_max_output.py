@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from memory import MemoryServers
 from servers import free_port, stdio_command
-from servers.daemon import DaemonProcess, bearer
+from servers.daemon import DaemonThread, bearer
 from support.gateway import demo_memory, running_gateway
 
 from manager.cli import main
@@ -92,7 +92,7 @@ async def test_the_cli_prints_the_whole_result_a_link_names(
     )
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
+    with DaemonThread(script, "--listen", f"127.0.0.1:{port}") as daemon:
         daemon.wait_event("connected", "big")
         with anyio.fail_after(60):
             async with Client(bearer(url, daemon.token)) as client:

@@ -31,7 +31,7 @@ import anyio.from_thread
 import pytest
 from rich.console import Console
 from servers import raw_command
-from servers.daemon import DaemonProcess
+from servers.daemon import DaemonThread
 from textual.pilot import Pilot
 
 from manager.cli import main
@@ -1304,7 +1304,7 @@ for argv in (["status", "--json"], ["status"]):  # in this order: json loads les
 def test_status_table_against_a_real_daemon(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with DaemonProcess(write_script(tmp_path / "startup.lua", "fast")) as daemon:
+    with DaemonThread(write_script(tmp_path / "startup.lua", "fast")) as daemon:
         daemon.wait_event("connected", "fast")
         daemon.wait_event("connect_failed", "down")
         assert main(["status", "--socket", str(daemon.socket)]) == 0
