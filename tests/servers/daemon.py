@@ -7,6 +7,11 @@ own code runs from its first line, without 1.9 s of SDK imports first.
 stream on a thread (so tests wait on events, not sleeps), and always stops and
 reaps it. Only the process started here is signalled, by PID.
 
+`DaemonThread` is the same daemon embedded (`serve_embedded`) on a thread of
+the test's own process, behind the same interface: for tests of what the
+daemon does (reloads, the control API, the endpoint) rather than of its
+process (signals, restarts, its environment, what it writes to stderr).
+
 With `--listen` the daemon requires its bearer token, as it does for users:
 `DaemonProcess.token` reads it from where the daemon made it, and `bearer(url,
 token)` is an SDK transport that carries it (`Client(bearer(url, token))`).
