@@ -15,8 +15,9 @@ may have run (`core.once`): the daemon acknowledges each request it reads
 before serving it, and answers those in flight when it stops; after a crash,
 the new daemon gets only what the old one never acknowledged, plus requests
 that only read. Any other request in flight gets `core.once.stopped_error`.
-A request still waiting `hold` seconds after the daemon went away gets a
-JSON-RPC error naming the socket and what to do.
+While requests wait for a daemon, stderr says so once (`HOLDING`). A request
+still waiting `hold` seconds after the daemon went away gets a JSON-RPC error
+naming the socket and what to do.
 
 **Which daemon**: the one at `control.paths.find_socket` (the default places
 are looked at even when the client that spawned us dropped
@@ -65,6 +66,8 @@ ATTACH_VERSION = 1
 
 DEFAULT_HOLD = 5.0
 """Seconds a request waits for a daemon that went away (mcp_add's `hold`)."""
+HOLDING = "the daemon is not there; requests wait for it"
+"""What stderr says, once per absence, when a request waits for the daemon."""
 
 START_WAIT = 30.0
 """Seconds `--start` waits for the daemon it started to listen."""
@@ -215,6 +218,7 @@ class Bridge:
         self.from_client = b""
         self.from_daemon = b""
         self.refused: str | None = None
+        self.told_holding = False
 
     # --- the loop ---------------------------------------------------------------
 
@@ -318,6 +322,8 @@ class Bridge:
                 self.pending[_key(message["id"])] = _Request(
                     line, message, time.monotonic(), state
                 )
+                if state == QUEUED:
+                    self._holding()
                 if method == "initialize":
                     self.initialize = message
             elif method == "notifications/initialized":
@@ -433,6 +439,18 @@ class Bridge:
                 self.to_client += json.dumps(answer).encode() + b"\n"
             else:
                 request.state = QUEUED
+                self._holding()
+
+    def _holding(self) -> None:
+        """Say once per absence of the daemon that requests wait for it: the
+        line an editor's MCP log shows while a request seems to hang."""
+        if not self.told_holding:
+            self.told_holding = True
+            print(
+                f"{PROG} attach: {HOLDING} (up to {self.hold:g} s) at {self.path}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _reconnect(self) -> None:
         try:
@@ -446,6 +464,7 @@ class Bridge:
             return
         self.sock = sock
         self.down_since = None
+        self.told_holding = False
         if self.initialize is not None:
             self.replays += 1
             replay = {**self.initialize, "id": f"{REPLAY_ID}-{self.replays}"}

@@ -24,10 +24,13 @@ import psutil
 import pytest
 from fakes import accepting
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from servers import children_of, raw_command, stdio_command
 from servers.daemon import DaemonProcess
 from servers.process import sharing_children
+
+from manager.cli.attach import HOLDING
 
 pytestmark = pytest.mark.anyio
 
@@ -90,11 +93,19 @@ async def test_five_clients_share_one_process_per_server_through_a_restart(
         for i in range(10):
             daemon.wait_event("connected", f"s{i}")
         async with AsyncExitStack() as stack:
+            # Each attach's stderr in a file of its own: it says when it holds.
+            said = [tmp_path / f"attach{k}.err" for k in range(len(modes))]
             clients = [
                 await stack.enter_async_context(
-                    Client(attach(control_socket, "--hold", "60"), mode=mode)
+                    Client(
+                        stdio_client(
+                            attach(control_socket, "--hold", "60"),
+                            errlog=stack.enter_context(path.open("w")),
+                        ),
+                        mode=mode,
+                    )
                 )
-                for mode in modes
+                for path, mode in zip(said, modes, strict=True)
             ]
             for k, client in enumerate(clients):
                 tools = {t.name for t in (await client.list_tools()).tools}
@@ -121,7 +132,10 @@ async def test_five_clients_share_one_process_per_server_through_a_restart(
                 async with anyio.create_task_group() as tg:
                     for k, client in enumerate(clients):
                         tg.start_soon(call, k, client)
-                    await anyio.sleep(0.1)  # let the requests leave; not needed
+                    # Every call waits in its attach (which says so) before
+                    # the next daemon is there.
+                    while not all(HOLDING in path.read_text() for path in said):  # noqa: ASYNC110
+                        await anyio.sleep(0.01)
                     stack.enter_context(
                         DaemonProcess(script, control_socket=control_socket)
                     )
