@@ -75,10 +75,7 @@ class DaemonProcess:
         env: Mapping[str, str] | None = None,
         control_socket: Path | None = None,
     ) -> None:
-        self._dir = tempfile.mkdtemp(prefix="mm-", dir="/tmp")
-        os.chmod(self._dir, 0o700)
-        self.socket = control_socket or Path(self._dir) / "control.sock"
-        self.log_path = Path(self._dir) / "daemon.log"
+        self._place(control_socket)
         self._log = open(self.log_path, "wb")  # closed in close()
         command = [sys.executable, "-m", "manager", "run", str(script)]
         command += ["--socket", str(self.socket), *args]
@@ -94,12 +91,36 @@ class DaemonProcess:
             self.log_path.unlink(missing_ok=True)
             os.rmdir(self._dir)
             raise
+        self._follower()
+
+    def _place(self, control_socket: Path | None) -> None:
+        """A private directory for the socket (unless given) and the log."""
+        self._dir = tempfile.mkdtemp(prefix="mm-", dir="/tmp")
+        os.chmod(self._dir, 0o700)
+        self.socket = control_socket or Path(self._dir) / "control.sock"
+        self.log_path = Path(self._dir) / "daemon.log"
+
+    def _follower(self) -> None:
+        """The control client and the event record `start` fills."""
         self.client = ControlClient(self.socket)
         self.events: list[Event] = []
         self._cond = threading.Condition()
         self._stream: socket.socket | None = None
         self._reader: threading.Thread | None = None
         self._final_log: str | None = None
+
+    def _release(self) -> None:
+        """After the daemon ended: the event stream, the socket files and the
+        private directory."""
+        if self._stream is not None:
+            self._stream.close()
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        # The attach socket too: a SIGKILLed daemon removes neither.
+        for path in (self.socket, attach_socket_path(self.socket), self.log_path):
+            if path.parent == Path(self._dir):
+                path.unlink(missing_ok=True)
+        os.rmdir(self._dir)
 
     @property
     def token(self) -> str:
@@ -227,17 +248,9 @@ class DaemonProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        if self._stream is not None:
-            self._stream.close()
-        if self._reader is not None:
-            self._reader.join(timeout=5)
         self._final_log = self.log()
         self._log.close()
-        # The attach socket too: a SIGKILLed daemon removes neither.
-        for path in (self.socket, attach_socket_path(self.socket), self.log_path):
-            if path.parent == Path(self._dir):
-                path.unlink(missing_ok=True)
-        os.rmdir(self._dir)
+        self._release()
 
     def __enter__(self) -> DaemonProcess:
         try:
@@ -309,10 +322,7 @@ class DaemonThread(DaemonProcess):
             endpoint = endpoint_options(
                 parsed.listen, token_file=parsed.token_file, no_token=parsed.no_token
             )
-        self._dir = tempfile.mkdtemp(prefix="mm-", dir="/tmp")
-        os.chmod(self._dir, 0o700)
-        self.socket = control_socket or Path(self._dir) / "control.sock"
-        self.log_path = Path(self._dir) / "daemon.log"
+        self._place(control_socket)
         self._handler = logging.FileHandler(self.log_path, encoding="utf-8")
         self._handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
         self._logger = logging.getLogger("manager")
@@ -329,12 +339,7 @@ class DaemonThread(DaemonProcess):
         self._future = portal.start_task_soon(serve_embedded, options, self._stop)
         # `start` and `__exit__` read `process` as they would a child's
         self.process = cast(Any, _Embedded(self._future))
-        self.client = ControlClient(self.socket)
-        self.events = []
-        self._cond = threading.Condition()
-        self._stream = None
-        self._reader = None
-        self._final_log = None
+        self._follower()
 
     def signal(self, sig: int) -> None:
         raise TypeError("a daemon in this process takes no signals: DaemonProcess")
@@ -357,15 +362,8 @@ class DaemonThread(DaemonProcess):
             self._future.result(timeout=30)
         finally:
             self._portal_cm.__exit__(None, None, None)
-            if self._stream is not None:
-                self._stream.close()
-            if self._reader is not None:
-                self._reader.join(timeout=5)
             self._logger.removeHandler(self._handler)
             self._logger.setLevel(self._level)
             self._handler.close()
             self._final_log = self.log_path.read_text(errors="replace")
-            for path in (self.socket, attach_socket_path(self.socket), self.log_path):
-                if path.parent == Path(self._dir):
-                    path.unlink(missing_ok=True)
-            os.rmdir(self._dir)
+            self._release()
