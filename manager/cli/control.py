@@ -24,7 +24,8 @@ from .exits import fail, first_line
 
 if TYPE_CHECKING:
     from ..core.events import Event
-    from ..core.replies import DaemonInfo, ReloadSummary
+    from ..core.info import DaemonInfo
+    from ..core.replies import ReloadSummary
     from ..core.spec import ConnectionSpec
 
 __all__ = ["add_parsers"]

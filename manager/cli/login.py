@@ -27,7 +27,7 @@ from ..control.protocol import LOGIN_DEFAULT_TIMEOUT
 from .exits import fail
 
 if TYPE_CHECKING:  # a type only: the replies load where a command reads one
-    from ..core.replies import LoginResult
+    from ..core.login import LoginResult
 
 __all__ = ["add_parsers"]
 

@@ -25,15 +25,12 @@ from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, e
 
 if TYPE_CHECKING:  # loaded where used: dataclasses cost ~1 ms each to make
     from ..core.events import ApprovalAsked, Event, ToolChanged
+    from ..core.info import DaemonInfo
+    from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
     from ..core.replies import (
         ApproveReply,
-        CallbackReply,
         CatalogRow,
         ConnectionDetails,
-        DaemonInfo,
-        LoginResult,
-        LoginStart,
-        LogoutReply,
         Pong,
         ReconnectReply,
         ReloadSummary,
@@ -185,7 +182,7 @@ class ControlClient:
 
     def info(self) -> DaemonInfo:
         """Daemon-wide facts: config file, last reload result, dropped events."""
-        from ..core.replies import DaemonInfo
+        from ..core.info import DaemonInfo
 
         return DaemonInfo.from_dict(_as_dict(self.request({"cmd": "info"})))
 
@@ -218,7 +215,7 @@ class ControlClient:
         }
         if device:  # an older daemon refuses the key: no browser login instead
             request["device"] = True
-        from ..core.replies import LoginStart
+        from ..core.login import LoginStart
 
         return LoginStart.from_dict(
             _as_dict(self.request(request, timeout + CALL_SLACK))
@@ -227,7 +224,7 @@ class ControlClient:
     def login_wait(self, server: str, timeout: float) -> LoginResult:
         """Wait (at most `timeout`) for the login of `server` to end."""
         request = {"cmd": "login_wait", "server": server, "timeout": timeout}
-        from ..core.replies import LoginResult
+        from ..core.login import LoginResult
 
         return LoginResult.from_dict(
             _as_dict(self.request(request, timeout + CALL_SLACK))
@@ -236,7 +233,7 @@ class ControlClient:
     def login_callback(self, server: str, url: str) -> CallbackReply:
         """Hand the daemon the redirect URL a user pasted (`login --manual`)."""
         request = {"cmd": "login_callback", "server": server, "url": url}
-        from ..core.replies import CallbackReply
+        from ..core.login import CallbackReply
 
         return CallbackReply.from_dict(_as_dict(self.request(request)))
 
@@ -311,7 +308,7 @@ class ControlClient:
     def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""
         result = self.request({"cmd": "logout", "server": server})
-        from ..core.replies import LogoutReply
+        from ..core.login import LogoutReply
 
         return LogoutReply.from_dict(_as_dict(result))
 

@@ -17,15 +17,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import ManagerError
 from ..core.events import ApprovalAsked, ToolChanged, event_to_dict
+from ..core.info import DaemonInfo
+from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from ..core.replies import (
     ApproveReply,
-    CallbackReply,
     CatalogRow,
     ConnectionDetails,
-    DaemonInfo,
-    LoginResult,
-    LoginStart,
-    LogoutReply,
     Pong,
     ReconnectReply,
     ReloadSummary,

@@ -15,9 +15,10 @@
 - `policy`: `mcp_policy` rules (`Rule`, `parse_rule`) and `decide`, the
   first matching rule's verdict on a call; `annotations` overrides.
 - `status`: `ConnectionStatus`, the typed status of one connection.
-- `replies`: the control socket's other replies, typed (`DaemonInfo`,
-  `ReloadSummary`, `ConnectionDetails`, `LoginStart`, `CatalogRow`, ...), each
-  with its wire form both ways (`to_dict`, `from_dict`).
+- `replies`: the control socket's other replies, typed (`ReloadSummary`,
+  `ConnectionDetails`, `CatalogRow`, ...), each with its wire form both ways
+  (`to_dict`, `from_dict`); `info` (`DaemonInfo`) and `login` (the logins'
+  replies) beside it.
 - `wire`: forgiving readers for values coming back over the socket.
 - `state`: the connection state machine (`transition`).
 - `once`: at most once: which requests may be sent again (`may_repeat`) and

@@ -9,7 +9,8 @@ wire form the control API documents (`control/protocol.py`), key for key: two
 replies leave a field out (`LastReload`, `ReloadSummary`), and a catalog row
 has a shape per kind (`CatalogRow`, the one written by hand).
 
-`status` answers with `ConnectionStatus` (`status.py`), `events` with events
+`info` answers with `DaemonInfo` (`info.py`), the logins with `login.py`'s
+replies, `status` with `ConnectionStatus` (`status.py`), `events` with events
 (`events.py`); `call` and `request` answer with the MCP result itself, a JSON
 object the manager passes through. What stays JSON-shaped inside a reply is
 named so: the spec summary of `details`, a tool's input schema in a catalog row.
@@ -30,23 +31,13 @@ if TYPE_CHECKING:
     from .events import ConfigLoaded
 
 __all__ = [
-    "OTLP_OFF",
     "AlreadyApplied",
     "ApproveReply",
-    "AttachedClient",
-    "CallbackReply",
     "CatalogRow",
     "ConnectionDetails",
-    "DaemonInfo",
-    "LastReload",
-    "LoginResult",
-    "LoginStart",
-    "LogoutReply",
-    "OtlpStatus",
     "Pong",
     "ReconnectReply",
     "ReloadSummary",
-    "StartSlots",
     "TokenReply",
     "UpdateReply",
 ]
@@ -66,152 +57,10 @@ class Pong(Wire):
     pid: int | None = None
 
 
-# ------------------------------------------------------------------- info
-
-
-@dataclass(frozen=True, slots=True)
-class OtlpStatus(Wire):
-    """Whether OTLP exports work: the `otlp` entry of `info` when exporting.
-
-    Attributes:
-        endpoint: Where exports go (secrets masked).
-        protocol: `grpc` or `http/protobuf`.
-        ok: The last export worked; None before the first (or if unknown).
-        last_error: Why the last failed export failed.
-        exports: Exports that worked.
-        failures: Exports that failed.
-    """
-
-    endpoint: str = ""
-    protocol: str = ""
-    ok: bool | None = None
-    last_error: str | None = None
-    exports: int = 0
-    failures: int = 0
-
-
-OTLP_OFF = "off"
-"""The `otlp` entry of `info` when nothing is exported over OTLP."""
-
-
-@dataclass(frozen=True, slots=True)
-class StartSlots(Wire):
-    """The stdio start slots: how many servers may start at a time.
-
-    Attributes:
-        slots: Starts at a time.
-        starting: Starts under way.
-        waiting: Starts waiting for a slot.
-    """
-
-    slots: int = 0
-    starting: int = 0
-    waiting: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ApproveReply(Wire):
-    """`approve`: what was pinned.
-
-    Attributes:
-        server: The connection.
-        approved: The names (or `uriTemplate`s) pinned now.
-    """
-
-    server: str = ""
-    approved: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class AttachedClient(Wire):
-    """A client attached through `mcp-manager attach`, now.
-
-    Attributes:
-        profile: The profile it sees; "" is the whole endpoint.
-        client: The program that spawned `attach` (its parent's name).
-        pid: `attach`'s process id.
-        since: When it attached (epoch seconds).
-    """
-
-    profile: str = ""
-    client: str = "?"
-    pid: int = 0
-    since: float = 0.0
-
-
-_OK_RUN = frozenset({"line", "message"})
-"""What a run that went well leaves out of its wire form."""
+# ----------------------------------------------------------------- reload
 
 _NOT_APPLIED = frozenset({"already_applied"})
-
-
-@dataclass(frozen=True, slots=True)
-class LastReload(Wire):
-    """The last run of startup.lua.
-
-    Attributes:
-        ok: It ran cleanly and was applied.
-        time: When (wall time; 0 if unknown).
-        file: The script (or the module that failed).
-        line: The line of the error, if known.
-        message: The error ("" when it ran cleanly).
-    """
-
-    ok: bool = False
-    time: float = 0.0
-    file: str = ""
-    line: int | None = None
-    message: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        """The wire form: `{"ok", "time", "file"}`, and for a failed run also
-        `"line"` and `"message"`."""
-        return write_fields(self, _OK_RUN if self.ok else frozenset())
-
-
-@dataclass(frozen=True, slots=True)
-class DaemonInfo(Wire):
-    """`info`: daemon-wide facts for `status`'s footer and the HUD.
-
-    Attributes:
-        version: The daemon's version.
-        pid: Its process id.
-        config: Its startup.lua.
-        last_reload: The last run of it (None before the first).
-        watching: It reloads the script by itself when the file changes.
-        dropped: Events dropped so far, per subscriber name.
-        connections: Connections declared.
-        otlp: The OTLP exporter's status, or `"off"` (or what another
-            version says instead, as text).
-        starts: The stdio start slots.
-        listener_errors: Exceptions raised so far, per event listener.
-        guardian: The pid of the process that kills the servers if the daemon
-            dies, while it runs.
-        profiles: The declared profiles (`mcp_profile`), by name.
-        attached: The clients attached now (`mcp-manager attach`).
-        endpoint: The HTTP endpoint's URL (`--listen`), None without one.
-        endpoint_token: Where its bearer token is (a file's path,
-            `$MCP_MANAGER_TOKEN`, or `none (--no-token)`); never the token.
-    """
-
-    version: str = ""
-    pid: int | None = None
-    config: str = ""
-    last_reload: LastReload | None = None
-    watching: bool = False
-    dropped: Mapping[str, int] = field(default_factory=dict)
-    connections: int = 0
-    otlp: OtlpStatus | str = OTLP_OFF
-    starts: StartSlots = field(default_factory=StartSlots)
-    listener_errors: Mapping[str, int] = field(default_factory=dict)
-    guardian: int | None = None
-    profiles: tuple[str, ...] = ()
-    attached: tuple[AttachedClient, ...] = ()
-    endpoint: str | None = None
-    endpoint_token: str | None = None
-
-
-# ----------------------------------------------------------------- reload
+"""What a reload that was not already applied leaves out of its wire form."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,99 +160,6 @@ class ConnectionDetails(Wire):
     beside: str = ""
 
 
-# ------------------------------------------------------------------ login
-
-
-@dataclass(frozen=True, slots=True)
-class LoginResult(Wire):
-    """`login_wait`: how the login of a connection ended (or that it has not).
-
-    Attributes:
-        server: The connection.
-        done: The login ended (else the wait timed out).
-        connected: The connection is connected.
-        state: Its state (`removed` if it is gone).
-        error: Why the login failed, if it did.
-        unsupported: The authorization server does not offer the kind of
-            login asked for (`--device` without RFC 8628).
-    """
-
-    server: str = ""
-    done: bool = False
-    connected: bool = False
-    state: str = ""
-    error: str | None = None
-    unsupported: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class LoginStart(LoginResult):
-    """`login`: the authorization URL once the daemon has it, or how the login
-    ended if it ended first.
-
-    Attributes:
-        url: The address the user opens; None if there is none (the login
-            ended, or none was needed).
-        redirect_uri: Where the browser is sent back (for `login --manual`).
-        user_code: A device login's code, for the user to enter at `url`.
-        url_complete: A device login's address with the code in it, if any.
-    """
-
-    url: str | None = None
-    redirect_uri: str | None = None
-    user_code: str | None = None
-    url_complete: str | None = None
-
-    @classmethod
-    def of(
-        cls,
-        ended: LoginResult,
-        url: str | None,
-        redirect_uri: str | None,
-        user_code: str | None = None,
-        url_complete: str | None = None,
-    ) -> LoginStart:
-        """How the login stands (`ended`), with where the user goes."""
-        return cls(
-            server=ended.server,
-            done=ended.done,
-            connected=ended.connected,
-            state=ended.state,
-            error=ended.error,
-            unsupported=ended.unsupported,
-            url=url,
-            redirect_uri=redirect_uri,
-            user_code=user_code,
-            url_complete=url_complete,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class CallbackReply(Wire):
-    """`login_callback`: what the daemon made of a pasted redirect URL.
-
-    Attributes:
-        server: The connection.
-        message: What happened, for the user.
-    """
-
-    server: str = ""
-    message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class LogoutReply(Wire):
-    """`logout`: whether there were tokens to forget.
-
-    Attributes:
-        server: The connection.
-        forgot: Tokens or a client registration were stored and are gone.
-    """
-
-    server: str = ""
-    forgot: bool = False
-
-
 # ------------------------------------------------------------------ token
 
 
@@ -497,6 +253,22 @@ class CatalogRow:
             input_schema=read_mapping(data.get("inputSchema")) or {},
             template=data.get("template") is True,
         )
+
+
+# ---------------------------------------------------------------- approve
+
+
+@dataclass(frozen=True, slots=True)
+class ApproveReply(Wire):
+    """`approve`: what was pinned.
+
+    Attributes:
+        server: The connection.
+        approved: The names (or `uriTemplate`s) pinned now.
+    """
+
+    server: str = ""
+    approved: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------- update

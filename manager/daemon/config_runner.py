@@ -29,7 +29,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..core.errors import ConfigError, ManagerError
 from ..core.events import ConfigLoaded, ConfigRejected, HookFailed, event_to_dict
-from ..core.replies import AlreadyApplied, LastReload, ReloadSummary
+from ..core.info import LastReload
+from ..core.replies import AlreadyApplied, ReloadSummary
 from ..core.spec import ConnectionSpec
 from ..core.status import ConnectionStatus
 from ..engine.bus import EventBus, Subscription

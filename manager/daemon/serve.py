@@ -29,20 +29,15 @@ from ..control.paths import attach_socket_path
 from ..control.server import serve_control
 from ..core.errors import CallError, ConfigError, ControlError, UnknownServer
 from ..core.events import ApprovalAsked, ToolChanged
+from ..core.info import OTLP_OFF, DaemonInfo, StartSlots
+from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from ..core.redact import SecretRegistry, redact
 from ..core.replies import (
-    OTLP_OFF,
     ApproveReply,
-    CallbackReply,
     CatalogRow,
     ConnectionDetails,
-    DaemonInfo,
-    LoginResult,
-    LoginStart,
-    LogoutReply,
     ReconnectReply,
     ReloadSummary,
-    StartSlots,
     TokenReply,
     UpdateReply,
 )

@@ -42,7 +42,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..core.replies import AttachedClient
+from ..core.info import AttachedClient
 from ..mcpserver.peers import STREAM_KEY
 from .stdio import fd_streams
 from .views import PROFILE

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.events import Event
-from ..core.replies import ConnectionDetails, DaemonInfo, ReconnectReply, ReloadSummary
+from ..core.info import DaemonInfo
+from ..core.replies import ConnectionDetails, ReconnectReply, ReloadSummary
 from ..core.status import ConnectionStatus
 
 __all__ = [

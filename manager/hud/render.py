@@ -16,7 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..core.replies import DaemonInfo
+from ..core.info import DaemonInfo
 from ..core.status import ConnectionStatus
 from .state import HudState
 from .view import cells, footer_lines, layout

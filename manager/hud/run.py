@@ -34,7 +34,8 @@ import anyio.to_thread
 from ..core.describe import first_line
 from ..core.errors import ManagerError
 from ..core.events import Event
-from ..core.replies import ConnectionDetails, DaemonInfo, ReconnectReply, ReloadSummary
+from ..core.info import DaemonInfo
+from ..core.replies import ConnectionDetails, ReconnectReply, ReloadSummary
 from ..core.status import ConnectionStatus
 from .app import HudApp
 from .feed import (

@@ -57,8 +57,7 @@ from ..core.events import (
     ToolsChanged,
     Updated,
 )
-from ..core.launch import lock_line
-from ..core.replies import (
+from ..core.info import (
     OTLP_OFF,
     AttachedClient,
     DaemonInfo,
@@ -66,6 +65,7 @@ from ..core.replies import (
     OtlpStatus,
     StartSlots,
 )
+from ..core.launch import lock_line
 from ..core.state import (
     AUTH_MISMATCH,
     AUTHORIZATION_REFUSED,

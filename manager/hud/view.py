@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.describe import first_line
-from ..core.replies import OTLP_OFF, AttachedClient, OtlpStatus
+from ..core.info import OTLP_OFF, AttachedClient, OtlpStatus
 from .state import HudState, LogLine, Row
 
 __all__ = [

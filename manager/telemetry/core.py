@@ -20,8 +20,8 @@ from opentelemetry.trace import TracerProvider
 
 from .. import __version__
 from ..core.events import PHASE_EVENTS, Event
+from ..core.info import OTLP_OFF, OtlpStatus
 from ..core.redact import SecretRegistry, redact_url
-from ..core.replies import OTLP_OFF, OtlpStatus
 from ..engine.bus import EventBus
 from ..engine.tracing import NO_TRACING, Tracing
 from .config import SignalConfig, TelemetryConfig

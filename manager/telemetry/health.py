@@ -36,8 +36,8 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import Link, SpanKind, TraceState
 from opentelemetry.util.types import Attributes
 
+from ..core.info import OtlpStatus
 from ..core.redact import redact, redact_url
-from ..core.replies import OtlpStatus
 from .compat_otel import preferences
 
 __all__ = [

@@ -26,13 +26,11 @@ from manager.core.errors import (
     UnknownServer,
 )
 from manager.core.events import AttemptFailed, Connecting, Event
+from manager.core.info import DaemonInfo
+from manager.core.login import LoginResult, LoginStart, LogoutReply
 from manager.core.replies import (
     AlreadyApplied,
     CatalogRow,
-    DaemonInfo,
-    LoginResult,
-    LoginStart,
-    LogoutReply,
     ReconnectReply,
     ReloadSummary,
 )

@@ -39,15 +39,12 @@ from manager.core.events import (
     Removed,
     ToolChanged,
 )
+from manager.core.info import DaemonInfo
+from manager.core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from manager.core.replies import (
     ApproveReply,
-    CallbackReply,
     CatalogRow,
     ConnectionDetails,
-    DaemonInfo,
-    LoginResult,
-    LoginStart,
-    LogoutReply,
     Pong,
     ReconnectReply,
     ReloadSummary,

@@ -8,24 +8,25 @@ import json
 
 import pytest
 
+import manager.core.info as info_module
+import manager.core.login as login_module
 import manager.core.replies as replies_module
+from manager.core.info import (
+    AttachedClient,
+    DaemonInfo,
+    LastReload,
+    OtlpStatus,
+    StartSlots,
+)
+from manager.core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from manager.core.replies import (
     AlreadyApplied,
     ApproveReply,
-    AttachedClient,
-    CallbackReply,
     CatalogRow,
     ConnectionDetails,
-    DaemonInfo,
-    LastReload,
-    LoginResult,
-    LoginStart,
-    LogoutReply,
-    OtlpStatus,
     Pong,
     ReconnectReply,
     ReloadSummary,
-    StartSlots,
     TokenReply,
     UpdateReply,
 )
@@ -174,8 +175,9 @@ ROWS = [
 def test_every_reply_type_has_an_example() -> None:
     types = {
         obj
-        for name in replies_module.__all__
-        if isinstance(obj := getattr(replies_module, name), type)
+        for module in (replies_module, info_module, login_module)
+        for name in module.__all__
+        if isinstance(obj := getattr(module, name), type)
     }
     assert types == {type(reply) for reply in FULL} | {CatalogRow}
 

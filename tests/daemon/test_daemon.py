@@ -17,7 +17,7 @@ from servers import raw_command
 from servers.daemon import DaemonProcess
 
 from manager.cli import main
-from manager.core.replies import DaemonInfo
+from manager.core.info import DaemonInfo
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 

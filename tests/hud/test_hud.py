@@ -64,15 +64,8 @@ from manager.core.events import (
     event_from_dict,
     event_to_dict,
 )
-from manager.core.replies import (
-    AttachedClient,
-    ConnectionDetails,
-    DaemonInfo,
-    LastReload,
-    ReconnectReply,
-    ReloadSummary,
-    StartSlots,
-)
+from manager.core.info import AttachedClient, DaemonInfo, LastReload, StartSlots
+from manager.core.replies import ConnectionDetails, ReconnectReply, ReloadSummary
 from manager.core.spec import parse_spec, spec_summary
 from manager.core.status import ConnectionStatus
 from manager.engine.bus import EventBus

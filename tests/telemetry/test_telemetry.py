@@ -52,8 +52,8 @@ from manager.core.events import (
     Connecting,
     Reconnecting,
 )
+from manager.core.info import OtlpStatus
 from manager.core.redact import SecretRegistry
-from manager.core.replies import OtlpStatus
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine import tracing
 from manager.engine.bus import EventBus

@@ -21,7 +21,7 @@ from servers import HttpServerProcess, free_port, raw_command, stdio_command
 from servers.daemon import DaemonProcess
 from servers.otlp import GrpcReceiver, HttpReceiver, ReceivedPoint, ReceivedSpan
 
-from manager.core.replies import OtlpStatus
+from manager.core.info import OtlpStatus
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
