@@ -29,7 +29,16 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from servers import HttpServerFactory, HttpServerProcess, raw_command, stdio_command
+from servers import (
+    HttpServerFactory,
+    HttpServerProcess,
+    free_port,
+    lua_stdio,
+    raw_command,
+    stdio_command,
+)
+from servers.daemon import DaemonProcess, DaemonThread
+from servers.preload import launch_command
 from support.eras import answer_elicitation, answer_sampling, wire
 from support.gateway import LOCAL, demo_stdio, running_gateway
 
@@ -664,10 +673,13 @@ _KINDS = {
 """The demo server as each kind of server: the flags that make it one."""
 
 
-async def _matrix_row(where: Any, mode: ConnectMode, prefix: str) -> dict[str, Any]:
+async def _matrix_rows(
+    where: Any, mode: ConnectMode, prefixes: tuple[str, ...]
+) -> dict[str, dict[str, Any]]:
     """What a client of `mode` that can be asked everything gets from the
-    demo's tools that elicit, sample and ask for roots; a client that cannot
-    connect at all gets that, as such."""
+    demo's tools that elicit, sample and ask for roots, under each prefix
+    (one server each), over one session; a client that cannot connect at
+    all gets that, as such."""
     callbacks: dict[str, Any] = {
         "elicitation_callback": answer_elicitation,
         "sampling_callback": answer_sampling,
@@ -681,70 +693,107 @@ async def _matrix_row(where: Any, mode: ConnectMode, prefix: str) -> dict[str, A
     try:
         async with Client(where, mode=mode, **callbacks) as client:
             return {
-                tool: wire(await client.call_tool(prefix + tool, arguments))
-                for tool, arguments in calls.items()
+                prefix: {
+                    tool: wire(await client.call_tool(prefix + tool, arguments))
+                    for tool, arguments in calls.items()
+                }
+                for prefix in prefixes
             }
     except Exception as exc:  # compared as such
-        return {"failed": type(exc).__name__}
+        return dict.fromkeys(prefixes, {"failed": type(exc).__name__})
 
 
 async def _list_roots(context: Any) -> types.ListRootsResult:
     return types.ListRootsResult(roots=[types.Root(uri="file:///work/project")])  # type: ignore[arg-type]
 
 
+def _fronts(daemon: DaemonProcess, url: str, script: Path) -> dict[str, Any]:
+    """Where a client meets the daemon: `/mcp`, `attach` and `mcp-manager
+    stdio` (its own process, running the same startup.lua); each a factory,
+    a transport being used once."""
+    state = {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}  # not the user's
+    attach = ["attach", "--socket", str(daemon.socket)]
+    front = launch_command("manager", "stdio", str(script), "--no-telemetry")
+    return {
+        "/mcp": lambda: url,
+        "attach": lambda: StdioServerParameters(
+            command=sys.executable, args=["-m", "manager", *attach]
+        ),
+        "stdio": lambda: StdioServerParameters(
+            command=front[0], args=front[1], env=state
+        ),
+    }
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("kind", list(_KINDS))
-async def test_the_era_matrix_through_the_endpoint_is_what_each_client_gets_straight(
-    make_http_server: HttpServerFactory, kind: str
+async def test_the_era_matrix_through_every_front_is_what_each_client_gets_straight(
+    make_http_server: HttpServerFactory, kind: str, tmp_path: Path
 ) -> None:
     """Client era (handshake, 2026-07-28) × server kind (handshake-only,
-    2026-only, dual-era: one run each) × transport (stdio, streamable HTTP),
-    each server declared with nothing but its command or URL: through `/mcp`, a client
-    whose tool asks it something (elicitation, sampling, roots) gets what
-    it gets straight at the server; where straight fails (a handshake client
-    at a 2026-only server), the daemon translates and the call works. The one
-    difference, written in the README ("Protocol eras"): a handshake session
-    of the daemon's carries the daemon's capabilities, so `roots` served by
-    one asks the connection's declared roots (none here), not the client's."""
-    straight: dict[tuple[str, str], Any] = {}
+    2026-only, dual-era: one run each) × transport (stdio, streamable HTTP) ×
+    front (`/mcp`, `attach`, `mcp-manager stdio`), each server declared with
+    nothing but its command or URL: a client whose tool asks it something
+    (elicitation, sampling, roots) gets what it gets straight at the server;
+    where straight fails (a handshake client at a 2026-only server), the
+    daemon translates and the call works. The one difference, written in the
+    README ("Protocol eras"): a handshake session of the daemon's carries the
+    daemon's capabilities, so `roots` served by one asks the connection's
+    declared roots (none here), not the client's."""
+    straight: dict[str, Any] = {}
     flags = _KINDS[kind]
     command, args = stdio_command(*flags)
-    straight[(kind, "stdio")] = StdioServerParameters(command=command, args=args)
+    straight["stdio"] = StdioServerParameters(command=command, args=args)
+    straight["http"] = make_http_server("http", *flags).url
     name = kind.replace("-", "_")
-    specs = [parse_spec(f"{name}_s", {"command": command, "args": args})]
-    url = make_http_server("http", *flags).url
-    straight[(kind, "http")] = url
-    specs.append(parse_spec(f"{name}_h", url))
-    async with running_gateway(specs, wait_for=[s.name for s in specs]) as (
-        gateway,
-        _,
-        _,
-    ):
-        with anyio.fail_after(120):
-            for (_, transport), at in straight.items():
-                prefix = f"{kind.replace('-', '_')}_{transport[0]}__"
-                for mode in ("legacy", "auto"):
-                    cell = (kind, transport, mode)
-                    seen = await _matrix_row(at, mode, "")
-                    through = await _matrix_row(str(gateway.url), mode, prefix)
-                    assert "failed" not in through, cell
-                    assert through["ask_user"]["content"][0]["text"] == (
-                        'accept: {"answer": "blue"}'
-                    ), cell
-                    assert "hello from the model" in json.dumps(through["sample"]), cell
-                    if "failed" in seen:
-                        assert (kind, mode) == ("2026-only", "legacy"), cell
-                        continue
-                    # 2026-07-28 results carry `resultType`; the rest is equal.
-                    for tool in ("ask_user", "sample"):
-                        mine = {
-                            k: v for k, v in through[tool].items() if k != "resultType"
-                        }
-                        theirs = {
-                            k: v for k, v in seen[tool].items() if k != "resultType"
-                        }
-                        assert mine == theirs, (cell, tool)
-                    # A session of the daemon's in the handshake era serves it.
-                    by_handshake = kind == "handshake-only" or mode == "legacy"
-                    if not by_handshake:
-                        assert through["roots"] == seen["roots"], cell
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        lua_stdio(f"{name}_s", command, args)
+        + f"mcp_add({json.dumps(name + '_h')}, {json.dumps(straight['http'])})\n"
+    )
+    port = free_port()
+    listen = f"127.0.0.1:{port}"
+    with DaemonThread(script, "--listen", listen, "--no-token") as daemon:
+        for transport in ("s", "h"):
+            daemon.wait_event("connected", f"{name}_{transport}")
+        fronts = _fronts(daemon, f"http://{listen}/mcp", script)
+        prefixes = {transport: f"{name}_{transport[0]}__" for transport in straight}
+        with anyio.fail_after(180):
+            for mode in ("legacy", "auto"):
+                seen = {
+                    transport: (await _matrix_rows(at, mode, ("",)))[""]
+                    for transport, at in straight.items()
+                }
+                for front, where in fronts.items():
+                    # one session of each front meets both servers
+                    through = await _matrix_rows(
+                        where(), mode, tuple(prefixes.values())
+                    )
+                    for transport, prefix in prefixes.items():
+                        cell = (kind, transport, mode, front)
+                        _same_as_straight(cell, seen[transport], through[prefix])
+
+
+def _same_as_straight(
+    cell: tuple[str, str, str, str], seen: dict[str, Any], through: dict[str, Any]
+) -> None:
+    """One cell of the era matrix: through the daemon as straight (or, where
+    straight fails, working)."""
+    kind, _, mode, _ = cell
+    assert "failed" not in through, (cell, through)
+    assert through["ask_user"]["content"][0]["text"] == (
+        'accept: {"answer": "blue"}'
+    ), cell
+    assert "hello from the model" in json.dumps(through["sample"]), cell
+    if "failed" in seen:
+        assert (kind, mode) == ("2026-only", "legacy"), cell
+        return
+    # 2026-07-28 results carry `resultType`; the rest is equal.
+    for tool in ("ask_user", "sample"):
+        mine = {k: v for k, v in through[tool].items() if k != "resultType"}
+        theirs = {k: v for k, v in seen[tool].items() if k != "resultType"}
+        assert mine == theirs, (cell, tool)
+    # A session of the daemon's in the handshake era serves it.
+    by_handshake = kind == "handshake-only" or mode == "legacy"
+    if not by_handshake:
+        assert through["roots"] == seen["roots"], cell
