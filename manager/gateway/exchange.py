@@ -18,30 +18,34 @@ goes back on the same task:
 
 What is served here (`_LEAN_METHODS`), and when:
 
-* **2026-07-28** (no session): every POST whose envelope passes the SDK's own
-  classification ladder (`classify_inbound_request`, the duplicated routing
-  headers). What fails it, carries `Mcp-Param-*` headers or calls a tool
-  whose schema binds arguments to them, or asks for anything else goes to the
-  SDK, which answers as before. Closing the response
-  stream cancels the request, as the revision says.
+* **2026-07-28** (no session): every POST of those methods. It passes the
+  SDK's own classification ladder (`classify_inbound_request`, the duplicated
+  routing headers, and for `tools/call` the `Mcp-Param-*` headers checked
+  against the exposed tool's schema, `validate_mcp_param_headers`) or is
+  refused here as the SDK's entry refuses it: its JSON-RPC error with the
+  HTTP status the revision maps it to. Closing the response stream cancels
+  the request, as the revision says.
 * **handshake era** (2025-11-25 and before): requests on a session the SDK
-  opened and still holds (`compat_mcp_server.http_session_alive`), of a client that
-  cannot be asked anything mid-call (no sampling, elicitation or roots: those
-  questions travel on the request's stream, which the SDK's session owns).
-  `notifications/cancelled` for a request served here cancels it. The SDK's
-  idle timer of the session is kept from expiring while it is used here.
+  opened and still holds (`compat_mcp_server.http_session_alive`).
+  What a request asks its client mid-call (sampling, elicitation, roots) goes
+  on the request's own response stream, as a straight server sends it, with
+  an id of ours; the POST that carries the client's answer is taken here
+  (`_answered`) and the question's waiter woken. `notifications/cancelled`
+  for a request served here cancels it. The SDK's idle timer of the session
+  is kept from expiring while it is used here.
 
 Everything else (initialize, GET streams, DELETE, subscriptions, log levels,
-responses to the server's requests, malformed bodies) goes to the SDK as
+answers to the SDK's own requests, malformed bodies) goes to the SDK as
 before, with the body as it was read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,19 +53,21 @@ import anyio
 from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.runner import modern_error_data, serve_one
-from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
-    MCP_PARAM_HEADER_PREFIX,
+    InboundLadderRejection,
     InboundModernRoute,
     classify_inbound_request,
     find_duplicated_routing_header,
+    validate_mcp_param_headers,
 )
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import ErrorData
+from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, REQUEST_TIMEOUT, ErrorData
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 from starlette.requests import Request
 
 from .compat_mcp_server import http_session_alive
@@ -99,7 +105,15 @@ _SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 
-_PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower().encode()
+_QUESTION_PREFIX = "mcp-manager-ask:"
+"""The ids of questions asked here (strings: the SDK's own are integers)."""
+
+_question_ids = itertools.count(1)
+
+CANCEL_WRITE_TIMEOUT = 5.0
+"""Seconds the courtesy `notifications/cancelled` may take (as the SDK)."""
+
+_ACCEPTED = [(b"content-length", b"0")]
 
 _compact = json.JSONEncoder(separators=(",", ":")).encode
 """`json.dumps` with these separators, without a new encoder per answer."""
@@ -203,16 +217,26 @@ class _Answer:
 @dataclass(slots=True)
 class _DispatchContext:
     """The SDK's `DispatchContext` for one request served here: notifications
-    about it go on its own response; it cannot send the client requests
-    (`Downstream.askable` clients are not served here)."""
+    about it go on its own response, and so do the questions it asks a
+    handshake-era client that can be asked (`questions`: that session's
+    waiters, by question id); a 2026-07-28 request asks in input rounds
+    instead, and has none."""
 
     transport: TransportContext
     request_id: Any
     message_metadata: ServerMessageMetadata
     answer: _Answer
     progress_token: Any = None
-    can_send_request: bool = False
+    questions: dict[str, Callable[[dict[str, Any]], None]] | None = None
+    closed: bool = False
+    """The request was answered: nothing more goes on its stream."""
     _cancel_requested: anyio.Event | None = None
+
+    @property
+    def can_send_request(self) -> bool:
+        """A question may go out now (its client can be asked, its request is
+        still open)."""
+        return self.questions is not None and not self.closed
 
     @property
     def cancel_requested(self) -> anyio.Event:
@@ -225,11 +249,76 @@ class _DispatchContext:
     async def send_raw_request(
         self, method: str, params: Mapping[str, Any] | None, opts: Any = None
     ) -> dict[str, Any]:
-        raise NoBackChannelError(method)
+        """Ask the client on this request's stream and wait for its answer, as
+        the SDK's dispatcher does: `opts["timeout"]` counts from the write, a
+        question abandoned (timed out, or its request cancelled) is followed by
+        a courtesy `notifications/cancelled`, the client's error comes back as
+        `MCPError`."""
+        questions = self.questions
+        if questions is None or self.closed:
+            raise NoBackChannelError(method)
+        question = f"{_QUESTION_PREFIX}{next(_question_ids)}"
+        answered = anyio.Event()
+        outcome: dict[str, Any] = {}
+
+        def settle(message: dict[str, Any]) -> None:
+            outcome.update(message)
+            answered.set()
+
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": question, "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        timeout = (opts or {}).get("timeout")
+        questions[question] = settle
+        try:
+            await self.answer.event(message)
+            with anyio.fail_after(timeout):
+                await answered.wait()
+        except TimeoutError:
+            with anyio.move_on_after(CANCEL_WRITE_TIMEOUT):
+                await self._withdraw(question, f"timed out after {timeout}s")
+            raise MCPError(
+                code=REQUEST_TIMEOUT, message=f"Request {method!r} timed out"
+            ) from None
+        except anyio.get_cancelled_exc_class():
+            with anyio.move_on_after(CANCEL_WRITE_TIMEOUT, shield=True):
+                await self._withdraw(question, "caller cancelled")
+            raise
+        finally:
+            questions.pop(question, None)
+        error = outcome.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                error = {}
+            code, text = error.get("code"), error.get("message")
+            raise MCPError(
+                code=code if isinstance(code, int) else INTERNAL_ERROR,
+                message=text if isinstance(text, str) else "",
+                data=error.get("data"),
+            )
+        result = outcome.get("result")
+        return result if isinstance(result, dict) else {}
+
+    async def _withdraw(self, question: str, reason: str) -> None:
+        await self.notify(
+            "notifications/cancelled", {"requestId": question, "reason": reason}
+        )
+
+    def end(self) -> None:
+        """The request is answered: nothing more goes on its stream. What it
+        asked stays asked: the client has the question and may still answer
+        it (an upstream whose questions name no request may have asked on the
+        stream of another request of the same client); each waiter ends with
+        its answer, its deadline or its asker's cancellation, as the SDK's."""
+        self.closed = True
 
     async def notify(
         self, method: str, params: Mapping[str, Any] | None, opts: Any = None
     ) -> None:
+        """On the request's stream while it is open; dropped after (as the
+        SDK's dispatch context drops it)."""
+        if self.closed:
+            return
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = dict(params)
@@ -264,9 +353,9 @@ class Exchange:
             transport keeps its own there too).
         idle_timeout: The SDK sessions' idle timeout (kept from expiring
             while a session is used here).
-        header_tools: The tools whose arguments are bound to `Mcp-Param-*`
-            headers (SEP-2243): a 2026-07-28 call of one goes to the SDK,
-            which checks the headers against the arguments.
+        header_schemas: The input schemas of the exposed tools whose
+            arguments are bound to `Mcp-Param-*` headers (SEP-2243), by
+            name: a 2026-07-28 call's headers are checked against them.
     """
 
     def __init__(
@@ -275,18 +364,20 @@ class Exchange:
         sessions: Sessions,
         session_manager: Callable[[], Any],
         idle_timeout: float | None,
-        header_tools: Callable[[], Collection[str]] = frozenset,
+        header_schemas: Callable[[], Mapping[Any, Any]] = dict,
         events: ResumableEvents | None = None,
     ) -> None:
         self._server = server
         self._events = events
-        self._header_tools = header_tools
+        self._header_schemas = header_schemas
         self._sessions = sessions
         self._manager = session_manager
         self._idle_timeout = idle_timeout
         self._lifespan: dict[str, Any] = {}
         self.served = 0
         """Requests answered here (for tests and benches)."""
+        self.rejected = 0
+        """2026-07-28 requests refused here by the revision's ladder."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any, sdk: Asgi) -> None:
         """Serve a POST here when it qualifies, else pass it (as read) to `sdk`;
@@ -363,11 +454,13 @@ class Exchange:
         self, scope: Any, send: Any, message: dict[str, Any], key: str
     ) -> bool:
         known = self._sessions.get(key)
-        if known is None or not known.ready or known.askable:
+        if known is None or not known.ready:
             return False
         if not http_session_alive(self._manager(), key, self._idle_timeout):
             self._sessions.forget(key)
             return False  # the SDK answers 404 for it
+        if "method" not in message:
+            return await self._answered(send, known, message)
         method = message.get("method")
         if method == "notifications/cancelled" and "id" not in message:
             return self._cancel(known, message.get("params"))
@@ -384,6 +477,13 @@ class Exchange:
             answer.events = self._events
             answer.session = key
         dctx = _dispatch_context(scope, message, answer)
+        if known.askable:
+            dctx.questions = known.questions
+            dctx.transport = TransportContext(
+                kind="streamable-http",
+                can_send_request=True,
+                headers=dctx.transport.headers,
+            )
         runner = known.pipeline(self._server, self._lifespan)
         self.served += 1
         reply: dict[str, Any] | None = None
@@ -399,11 +499,27 @@ class Exchange:
                     error = ErrorData(code=0, message=str(exc))
                 reply = _error(request_id, error)
             finally:
+                dctx.end()
                 known.in_flight.pop(request_id, None)
                 http_session_alive(self._manager(), key, self._idle_timeout)
         if cancel.cancelled_caught:
             reply = None  # the client cancelled it: never answered (JSON-RPC)
         await answer.finish(reply, 200)
+        return True
+
+    async def _answered(
+        self, send: Any, known: Downstream, message: dict[str, Any]
+    ) -> bool:
+        """A client's answer to a question of a request served here: its
+        waiter is woken and the POST accepted (202, as the SDK does); the
+        answer to anything else (the SDK's own questions) goes to the SDK."""
+        question = message.get("id")
+        settle = known.questions.get(question) if isinstance(question, str) else None
+        if settle is None or not ("result" in message or "error" in message):
+            return False
+        settle(message)
+        await send({"type": "http.response.start", "status": 202, "headers": _ACCEPTED})
+        await send({"type": "http.response.body", "body": b""})
         return True
 
     async def _resume(self, scope: Any, receive: Any, send: Any) -> bool:
@@ -467,28 +583,37 @@ class Exchange:
             method not in _LEAN_METHODS
             or not isinstance(request_id, str | int)
             or isinstance(request_id, bool)
-            or any(key.startswith(_PARAM_PREFIX) for key, _ in scope["headers"])
         ):
             return False
-        params = message.get("params")
-        if (
-            method == "tools/call"
-            and isinstance(params, dict)
-            and params.get("name") in self._header_tools()
-        ):
-            return False  # its headers are checked against its arguments there
+        answer = _Answer(send, [])
         raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-        if find_duplicated_routing_header(raw) is not None:
-            return False
+        duplicated = find_duplicated_routing_header(raw)
+        if duplicated is not None:
+            problem = f"{duplicated} header appears more than once"
+            await self._reject(
+                answer, request_id, ErrorData(code=HEADER_MISMATCH, message=problem)
+            )
+            return True
         verdict = classify_inbound_request(message, headers=dict(raw))
         if not isinstance(verdict, InboundModernRoute):
-            return False  # the SDK answers with the rejection
+            rejected = ErrorData(
+                code=verdict.code, message=verdict.message, data=verdict.data
+            )
+            await self._reject(answer, request_id, rejected)
+            return True
+        if method == "tools/call":
+            mismatch = self._param_headers(message.get("params"), scope)
+            if mismatch is not None:
+                rejected = ErrorData(
+                    code=mismatch.code, message=mismatch.message, data=mismatch.data
+                )
+                await self._reject(answer, request_id, rejected)
+                return True
         connection = Connection.from_envelope(
             verdict.protocol_version,
             verdict.client_info,
             verdict.client_capabilities,
         )
-        answer = _Answer(send, [])
         dctx = _dispatch_context(scope, message, answer)
         self.served += 1
         reply: dict[str, Any] | None = None
@@ -508,6 +633,7 @@ class Exchange:
             except Exception as exc:  # the SDK's modern boundary
                 reply = _error(request_id, modern_error_data(exc))
             finally:
+                dctx.end()
                 watcher.cancel()
         if reply is None:
             return True  # the client left: nobody to answer
@@ -516,6 +642,26 @@ class Exchange:
             status = ERROR_CODE_HTTP_STATUS.get(reply["error"]["code"], 200)
         await answer.finish(reply, status)
         return True
+
+    def _param_headers(self, params: Any, scope: Any) -> InboundLadderRejection | None:
+        """A `tools/call` whose `Mcp-Param-*` headers disagree with its
+        arguments (SEP-2243), checked against the exposed tool's schema as
+        the SDK's entry checks them."""
+        if not isinstance(params, dict):
+            return None
+        schema = self._header_schemas().get(params.get("name"))
+        arguments = params.get("arguments")
+        if schema is None or not isinstance(arguments, Mapping | None):
+            return None
+        return validate_mcp_param_headers(schema, arguments or {}, Headers(scope=scope))
+
+    async def _reject(self, answer: _Answer, request_id: Any, error: ErrorData) -> None:
+        """A request the 2026-07-28 ladder refuses: its JSON-RPC error with the
+        HTTP status the revision maps it to, as the SDK's entry answers it."""
+        self.rejected += 1
+        await answer.finish(
+            _error(request_id, error), ERROR_CODE_HTTP_STATUS.get(error.code, 200)
+        )
 
 
 def watch_beside(watcher: Coroutine[Any, Any, None]) -> asyncio.Task[None]:

@@ -13,7 +13,7 @@ import errno
 import logging
 import os
 import socket
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -167,7 +167,7 @@ class Served(Protocol):
     def downstream(self) -> Sessions: ...
 
     @property
-    def header_tools(self) -> frozenset[str]: ...
+    def header_schemas(self) -> Mapping[str, Any]: ...
 
     def forget_session(self, key: str) -> None: ...
 
@@ -282,7 +282,7 @@ class HttpEndpoint:
             self.gateway.downstream,
             lambda: server.session_manager,
             SESSION_IDLE_TIMEOUT,
-            lambda: self.gateway.header_tools,
+            lambda: self.gateway.header_schemas,
             events,
         )
         self.exchange = lean

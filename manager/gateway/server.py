@@ -201,9 +201,10 @@ class Gateway:
         self._debounce = debounce
         self._list_wait = list_wait
         self._table = ToolTable()
-        self.header_tools: frozenset[str] = frozenset()
-        """Exposed tools whose input schema binds arguments to `Mcp-Param-*`
-        headers (SEP-2243): the SDK checks those calls' headers."""
+        self.header_schemas: Mapping[str, Any] = {}
+        """The input schemas of the exposed tools that bind arguments to
+        `Mcp-Param-*` headers (SEP-2243), by name: the hot path checks those
+        calls' headers against them."""
         self._dirty = anyio.Event()
         self._announced: set[str] = set()
         """Lists a server said changed since the last refresh: clients are
@@ -501,11 +502,11 @@ class Gateway:
                 logger.warning("gateway: %s", problem)
         changed = not table.same_tools(self._table)
         self._table = table
-        self.header_tools = frozenset(
-            tool.name
+        self.header_schemas = {
+            tool.name: tool.input_schema
             for tool in table.tools
             if _HEADER_KEY in json.dumps(tool.input_schema)
-        )
+        }
         self._refreshed.set()
         self._refreshed = anyio.Event()
         if changed:

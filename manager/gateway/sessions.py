@@ -42,6 +42,8 @@ class Downstream(Peer):
         log_view: The profile whose servers' logs it sees (None: all).
         uris: The resources it subscribed to (exposed URIs).
         in_flight: Its requests the HTTP hot path serves, by id.
+        questions: What those requests asked it and wait for, by question id
+            (each settled with the client's answer).
         runner: The SDK's request pipeline for it (`pipeline`).
     """
 
@@ -53,6 +55,7 @@ class Downstream(Peer):
     log_view: str | None = None
     uris: set[str] = field(default_factory=set)
     in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
+    questions: dict[str, Callable[[dict[str, Any]], None]] = field(default_factory=dict)
     runner: ServerRunner[Any] | None = None
 
     @property

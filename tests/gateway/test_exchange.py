@@ -20,11 +20,21 @@ from typing import Any
 
 import anyio
 import httpx2
+import mcp.types as types
 import pytest
+from mcp.server import Server
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    classify_inbound_request,
+    validate_mcp_param_headers,
+)
 from mcp_types import HEADER_MISMATCH
+from memory import MemoryServers
 from servers import stdio_command
 from servers.process import sharing_children, start_beside
-from support.gateway import FAST, running_gateway
+from starlette.datastructures import Headers
+from support.gateway import FAST, demo_memory, running_gateway
 
 from manager.core.spec import parse_spec
 from manager.gateway import Gateway
@@ -72,6 +82,49 @@ async def gateway(
                 yield running
 
 
+@pytest.fixture(scope="module")
+async def memory_gateway(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[Gateway]:
+    """In memory behind the endpoint: the demo with a one-second call timeout
+    (`slow`), and a server whose tool binds an argument to a header (`hdr`)."""
+    with pytest.MonkeyPatch.context() as patch:  # its own state directory
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        specs = [demo_memory("slow", call_timeout=1), demo_memory("hdr")]
+        memory = MemoryServers(others={"hdr": _regional})
+        async with running_gateway(specs, wait_for=["slow", "hdr"], memory=memory) as (
+            running,
+            _,
+            _,
+        ):
+            yield running
+
+
+_REGION_SCHEMA = {
+    "type": "object",
+    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    "required": ["region"],
+}
+"""`where(region)`: `region` travels in `Mcp-Param-Region` too (SEP-2243)."""
+
+
+def _regional() -> Server[Any]:
+    where = types.Tool(name="where", input_schema=_REGION_SCHEMA)
+
+    async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[where])
+
+    async def call_tool(
+        context: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        region = str((params.arguments or {}).get("region"))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=region)]
+        )
+
+    return Server("regional", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
 class Wire:
     """A raw HTTP client of the endpoint: JSON-RPC as sent and as answered."""
 
@@ -79,12 +132,14 @@ class Wire:
         self.http = http
         self.url = url
         self.session: str | None = None
-        self.version = HANDSHAKE
+        self.version: str | None = HANDSHAKE
 
     async def post(
         self, message: dict[str, Any], **headers: str
     ) -> tuple[httpx2.Response, list[dict[str, Any]]]:
-        sent = {"accept": ACCEPT, "mcp-protocol-version": self.version, **headers}
+        sent = {"accept": ACCEPT, **headers}
+        if self.version is not None:
+            sent["mcp-protocol-version"] = self.version
         if self.session is not None:
             sent["mcp-session-id"] = self.session
         response = await self.http.post(self.url, json=message, headers=sent)
@@ -131,12 +186,14 @@ def call(rid: int, tool: str, arguments: dict[str, Any], **meta: Any) -> dict[st
 
 @asynccontextmanager
 async def wires(gateway: Gateway) -> AsyncIterator[tuple[Wire, Wire]]:
-    """Two handshake sessions: one served by the hot path, one (a client
-    that declares roots, so it may be asked mid-call) by the SDK."""
+    """Two handshake sessions: one served by the hot path, one by the SDK's
+    transport (its requests carry no `MCP-Protocol-Version`, which the SDK
+    reads as its default revision and the hot path leaves to it)."""
     async with httpx2.AsyncClient(timeout=30) as http:
         lean, sdk = Wire(http, str(gateway.url)), Wire(http, str(gateway.url))
         await lean.initialize({})
-        await sdk.initialize({"roots": {"listChanged": True}})
+        await sdk.initialize({})
+        sdk.version = None
         yield lean, sdk
 
 
@@ -249,14 +306,14 @@ def envelope(**extra: Any) -> dict[str, Any]:
     }
 
 
-async def test_a_2026_call_is_served_here_and_a_bad_envelope_by_the_sdk(
+async def test_a_2026_call_is_served_here_and_a_bad_envelope_refused_as_the_sdk_does(
     gateway: Gateway,
 ) -> None:
     async with httpx2.AsyncClient(timeout=30) as http:
         exchange = exchange_of(gateway)
         wire = Wire(http, str(gateway.url))
         wire.version = MODERN
-        before = exchange.served
+        before, refused = exchange.served, exchange.rejected
         request = call(1, "demo__echo", {"text": "hi"}, **envelope())
         headers = {"mcp-method": "tools/call", "mcp-name": "demo__echo"}
         response, answer = await wire.post(request, **headers)
@@ -266,13 +323,25 @@ async def test_a_2026_call_is_served_here_and_a_bad_envelope_by_the_sdk(
         assert result["resultType"] == "complete"
         assert result["content"][0]["text"] == "hi"
         assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
-        # A header that disagrees with the body: the SDK's own rejection.
-        response, answer = await wire.post(
-            request, **{**headers, "mcp-name": "demo__other"}
+        # A header that disagrees with the body: refused as the SDK's entry
+        # refuses it (its own ladder's verdict, its status).
+        wrong = {**headers, "mcp-name": "demo__other"}
+        response, answer = await wire.post(request, **wrong)
+        verdict = classify_inbound_request(
+            request, headers={**wrong, "mcp-protocol-version": MODERN}
         )
-        assert response.status_code == 400
-        assert answer[0]["error"]["code"] == HEADER_MISMATCH
+        assert isinstance(verdict, InboundLadderRejection)
+        assert verdict.code == HEADER_MISMATCH
+        assert response.status_code == ERROR_CODE_HTTP_STATUS[HEADER_MISMATCH] == 400
+        assert answer == [
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "error": {"code": HEADER_MISMATCH, "message": verdict.message},
+            }
+        ]
         assert exchange.served == before + 1
+        assert exchange.rejected == refused + 1
 
 
 @pytest.mark.parametrize(
@@ -335,50 +404,190 @@ def sse_events(text: str) -> list[dict[str, str]]:
     return events
 
 
-async def test_a_broken_stream_is_resumed_with_last_event_id_on_either_path() -> None:
-    """A call's stream (the hot path's, and the SDK's for a client that may be
-    asked things) opens with a priming event (an id, `retry`); the client
-    drops it after the first progress and gets the rest with a GET and
-    `Last-Event-ID`; another session cannot."""
+async def test_a_broken_stream_is_resumed_with_last_event_id() -> None:
+    """A call's stream opens with a priming event (an id, `retry`); the
+    client drops it after the first progress and gets the rest with a GET
+    and `Last-Event-ID`; another session cannot. (The SDK's streams, which
+    carry what the hot path leaves to it, resume as the SDK does.)"""
     async with demo_gateway() as gateway, wires(gateway) as (lean, sdk):
-        for wire in (lean, sdk):
-            request = call(5, "demo__sleep", {"seconds": 0.3}, progressToken="p")
-            headers = {
-                "accept": ACCEPT,
-                "mcp-protocol-version": HANDSHAKE,
-                "mcp-session-id": str(wire.session),
+        wire, other = lean, sdk
+        request = call(5, "demo__sleep", {"seconds": 0.3}, progressToken="p")
+        headers = {
+            "accept": ACCEPT,
+            "mcp-protocol-version": HANDSHAKE,
+            "mcp-session-id": str(wire.session),
+        }
+        seen = ""
+        async with wire.http.stream(
+            "POST", wire.url, json=request, headers=headers
+        ) as response:
+            async for text in response.aiter_text():
+                seen += text
+                if '"notifications/progress"' in seen:
+                    break  # the connection is dropped here
+        first = sse_events(seen)
+        assert first[0]["data"] == "" and first[0]["retry"] == "1000"
+        last_id = first[1]["id"]
+        stranger = await wire.http.get(
+            wire.url,
+            headers={**headers, "mcp-session-id": str(other.session)}
+            | {"last-event-id": last_id},
+            timeout=5,
+        )
+        assert '"id":5' not in stranger.text
+        rest = ""
+        async with wire.http.stream(
+            "GET", wire.url, headers={**headers, "last-event-id": last_id}
+        ) as response:
+            assert response.status_code == 200
+            # The SDK keeps a resumed stream open after the answer (for
+            # what else the request might say); the hot path ends it.
+            async for text in response.aiter_text():
+                rest += text
+                if '"id":5' in rest:
+                    break
+        events = [json.loads(e["data"]) for e in sse_events(rest) if e["data"]]
+        assert events[-1]["id"] == 5
+        assert events[-1]["result"]["content"][0]["text"] == "slept 0.3"
+        assert events[0]["params"]["message"] == "awake"
+
+
+async def _ask_mid_call(
+    wire: Wire, request: dict[str, Any], answer: Any
+) -> tuple[list[dict[str, Any]], int | None]:
+    """POST `request`, read its stream; on the question it carries, POST
+    `answer(question)` (if not None) and note the status of that POST."""
+    headers = {
+        "accept": ACCEPT,
+        "mcp-protocol-version": HANDSHAKE,
+        "mcp-session-id": str(wire.session),
+    }
+    seen: list[dict[str, Any]] = []
+    status = None
+    with anyio.fail_after(30):
+        async with wire.http.stream(
+            "POST", wire.url, json=request, headers=headers
+        ) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            buffer = ""
+            async for text in response.aiter_text():
+                buffer += text
+                *blocks, buffer = buffer.replace("\r\n", "\n").split("\n\n")
+                for event in sse_events("\n\n".join(blocks)):
+                    if not event.get("data"):
+                        continue
+                    message = json.loads(event["data"])
+                    seen.append(message)
+                    reply = answer(message) if "method" in message else None
+                    if reply is not None and "id" in message:
+                        done, _ = await wire.post(reply)
+                        status = done.status_code
+    return seen, status
+
+
+async def test_a_question_mid_call_rides_the_call_s_own_stream(
+    gateway: Gateway,
+) -> None:
+    """A handshake-era client that can be asked is served here too: the
+    upstream's question goes on the call's own response stream, with an id of
+    ours, as a straight server sends it; the POST with the client's answer is
+    taken here (202) and the call ends with what the upstream made of it."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        wire = Wire(http, str(gateway.url))
+        await wire.initialize({"elicitation": {}})
+        exchange = exchange_of(gateway)
+        before = exchange.served
+
+        def accept(question: dict[str, Any]) -> dict[str, Any] | None:
+            if question["method"] != "elicitation/create":
+                return None
+            assert question["params"]["message"] == "colour?"
+            return {
+                "jsonrpc": "2.0",
+                "id": question["id"],
+                "result": {"action": "accept", "content": {"answer": "blue"}},
             }
-            seen = ""
-            async with wire.http.stream(
-                "POST", wire.url, json=request, headers=headers
-            ) as response:
-                async for text in response.aiter_text():
-                    seen += text
-                    if '"notifications/progress"' in seen:
-                        break  # the connection is dropped here
-            first = sse_events(seen)
-            assert first[0]["data"] == "" and first[0]["retry"] == "1000"
-            last_id = first[1]["id"]
-            other = lean if wire is sdk else sdk
-            stranger = await wire.http.get(
-                wire.url,
-                headers={**headers, "mcp-session-id": str(other.session)}
-                | {"last-event-id": last_id},
-                timeout=5,
+
+        request = call(11, "demo__ask_user", {"message": "colour?"})
+        seen, status = await _ask_mid_call(wire, request, accept)
+        assert exchange.served == before + 1  # the call; the answer is no request
+        assert status == 202
+        (question,) = [m for m in seen if m.get("method") == "elicitation/create"]
+        assert isinstance(question["id"], str)  # ours, never the SDK's integers
+        assert seen[-1]["id"] == 11
+        assert seen[-1]["result"]["content"][0]["text"] == 'accept: {"answer": "blue"}'
+        # The client's error answer is the upstream's to judge, as straight.
+        declined, _ = await _ask_mid_call(
+            wire,
+            call(12, "demo__ask_user", {"message": "colour?"}),
+            lambda q: {
+                "jsonrpc": "2.0",
+                "id": q["id"],
+                "error": {"code": -32600, "message": "no, thanks"},
+            },
+        )
+        assert declined[-1]["id"] == 12
+        assert "no, thanks" in json.dumps(declined[-1])
+
+
+async def test_a_question_left_unanswered_ends_with_its_deadline(
+    memory_gateway: Gateway,
+) -> None:
+    """Nobody answers: the call ends with an error when the connection's
+    timeout ends it, and the question's waiter is gone once its own deadline
+    passes (nothing is kept for an answer that never comes); an answer that
+    comes after that is not ours and goes to the SDK."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        wire = Wire(http, str(memory_gateway.url))
+        await wire.initialize({"elicitation": {}})
+        request = call(13, "slow__ask_user", {"message": "colour?"})
+        seen, status = await _ask_mid_call(wire, request, lambda q: None)
+        assert status is None
+        (question,) = [m for m in seen if m.get("method") == "elicitation/create"]
+        assert seen[-1]["id"] == 13
+        assert "no result within 1 s" in json.dumps(seen[-1])
+        assert wire.session is not None
+        record = memory_gateway.downstream.get(wire.session)
+        assert record is not None
+        with anyio.fail_after(10):
+            while question["id"] in record.questions:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        late = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "cancel"}}
+        before = exchange_of(memory_gateway).served
+        response, _ = await wire.post(late)
+        assert response.status_code == 202  # the SDK's acknowledgement
+        assert exchange_of(memory_gateway).served == before
+
+
+async def test_a_2026_call_s_param_headers_are_checked_here_as_the_sdk_checks_them(
+    memory_gateway: Gateway,
+) -> None:
+    """A tool that binds an argument to `Mcp-Param-Region`: a call whose
+    header agrees is served here; one whose header disagrees, or is missing,
+    is refused here with the SDK's own verdict (`validate_mcp_param_headers`
+    on the exposed schema) and status, and never reaches the server."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        exchange = exchange_of(memory_gateway)
+        wire = Wire(http, str(memory_gateway.url))
+        wire.version = MODERN
+        base = {"mcp-method": "tools/call", "mcp-name": "hdr__where"}
+        request = call(1, "hdr__where", {"region": "eu"}, **envelope())
+        before, refused = exchange.served, exchange.rejected
+        response, answer = await wire.post(
+            request, **base, **{"mcp-param-region": "eu"}
+        )
+        assert response.status_code == 200
+        assert answer[0]["result"]["content"][0]["text"] == "eu"
+        assert (exchange.served, exchange.rejected) == (before + 1, refused)
+        for headers in ({**base, "mcp-param-region": "us"}, base):
+            response, answer = await wire.post(request, **headers)
+            verdict = validate_mcp_param_headers(
+                _REGION_SCHEMA, {"region": "eu"}, Headers(headers)
             )
-            assert '"id":5' not in stranger.text
-            rest = ""
-            async with wire.http.stream(
-                "GET", wire.url, headers={**headers, "last-event-id": last_id}
-            ) as response:
-                assert response.status_code == 200
-                # The SDK keeps a resumed stream open after the answer (for
-                # what else the request might say); the hot path ends it.
-                async for text in response.aiter_text():
-                    rest += text
-                    if '"id":5' in rest:
-                        break
-            events = [json.loads(e["data"]) for e in sse_events(rest) if e["data"]]
-            assert events[-1]["id"] == 5
-            assert events[-1]["result"]["content"][0]["text"] == "slept 0.3"
-            assert events[0]["params"]["message"] == "awake"
+            assert verdict is not None and verdict.code == HEADER_MISMATCH
+            assert response.status_code == ERROR_CODE_HTTP_STATUS[HEADER_MISMATCH]
+            assert answer[0]["error"] == {
+                "code": HEADER_MISMATCH,
+                "message": verdict.message,
+            }
+        assert (exchange.served, exchange.rejected) == (before + 1, refused + 2)
