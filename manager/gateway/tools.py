@@ -155,7 +155,12 @@ class ToolCalls:
             return await call_next(ctx)
         result = await self._call(ctx, params["name"], params.get("arguments"))
         if isinstance(result, types.CallToolResult):
-            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            # One of ours (an error the gateway made): in the handshake era's
+            # form, which has no `resultType` (the SDK's own serializer sieves
+            # it out; a middleware that answers owns its result's shape).
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            dumped.pop("resultType", None)
+            return dumped
         return result
 
     async def _call(
