@@ -36,6 +36,7 @@ from ..engine.manager import Manager
 from ..transport.base import TASKS_EXTENSION, ProgressCallback, Upstream
 from .errors import client_error
 from .requests import upstream_meta
+from .rounds import client_era
 
 __all__ = [
     "TASK_METHODS",
@@ -143,9 +144,14 @@ class Tasks:
             method=method, params=TaskParams.model_validate(sent, by_name=False)
         )
 
+        era = client_era(ctx)
+
         async def send(
             upstream: Upstream, limit: float, progress: ProgressCallback | None = None
         ) -> Any:
+            # Where the task was made: the client's call met a server of both
+            # eras in the client's era, so a stdio one's process beside.
+            upstream = await upstream.for_era(era, limit)
             return await upstream.send(request, _AsSent, limit)
 
         try:

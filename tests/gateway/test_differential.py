@@ -526,6 +526,35 @@ async def test_tasks_cross_as_tasks_with_their_ids_named_for_the_owner(
     assert through == straight
 
 
+@pytest.mark.anyio
+async def test_tasks_of_a_dual_era_stdio_server_are_followed_where_they_were_made(
+    servers: dict[str, str],
+) -> None:
+    """The same server over stdio, declared with its command alone: a
+    2026-07-28 client's task is made by the process met in its era beside
+    the handshake one, and `tasks/get` goes there too (it went to the
+    handshake process, which refused it: the conformance suite's `tasks-*`
+    scenarios through a stdio upstream). What the client sees is what the
+    same code over HTTP shows it straight."""
+    import httpx2
+
+    argv = [str(CONFORMANCE_SERVER), "--stdio"]
+    spec = parse_spec("conf", {"command": sys.executable, "args": argv}, {"prefix": ""})
+    async with (
+        running_gateway([spec], wait_for=["conf"]) as (gateway, manager, _),
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        straight = await _task_story(http, servers["sdk"])
+        through = await _task_story(http, str(gateway.url))
+        status = manager.status("conf")
+        assert status is not None and status.beside.startswith("2026-07-28, pid ")
+    done_straight = dict(straight.pop("done"))
+    done_through = dict(through.pop("done"))
+    assert done_through["taskId"].startswith("conf/")
+    assert done_through["result"] == done_straight["result"]
+    assert through == straight
+
+
 async def _freshness(client: Client) -> dict[str, Any]:
     pages: dict[str, Any] = {
         "tools": await client.list_tools(),
