@@ -476,14 +476,8 @@ class Exchange:
         if self._events is not None and known.protocol_version >= "2025-11-25":
             answer.events = self._events
             answer.session = key
-        dctx = _dispatch_context(scope, message, answer)
-        if known.askable:
-            dctx.questions = known.questions
-            dctx.transport = TransportContext(
-                kind="streamable-http",
-                can_send_request=True,
-                headers=dctx.transport.headers,
-            )
+        asks = known.questions if known.askable else None
+        dctx = _dispatch_context(scope, message, answer, asks)
         runner = known.pipeline(self._server, self._lifespan)
         self.served += 1
         reply: dict[str, Any] | None = None
@@ -586,29 +580,10 @@ class Exchange:
         ):
             return False
         answer = _Answer(send, [])
-        raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-        duplicated = find_duplicated_routing_header(raw)
-        if duplicated is not None:
-            problem = f"{duplicated} header appears more than once"
-            await self._reject(
-                answer, request_id, ErrorData(code=HEADER_MISMATCH, message=problem)
-            )
-            return True
-        verdict = classify_inbound_request(message, headers=dict(raw))
+        verdict = self._ladder(message, scope)
         if not isinstance(verdict, InboundModernRoute):
-            rejected = ErrorData(
-                code=verdict.code, message=verdict.message, data=verdict.data
-            )
-            await self._reject(answer, request_id, rejected)
+            await self._reject(answer, request_id, verdict)
             return True
-        if method == "tools/call":
-            mismatch = self._param_headers(message.get("params"), scope)
-            if mismatch is not None:
-                rejected = ErrorData(
-                    code=mismatch.code, message=mismatch.message, data=mismatch.data
-                )
-                await self._reject(answer, request_id, rejected)
-                return True
         connection = Connection.from_envelope(
             verdict.protocol_version,
             verdict.client_info,
@@ -643,25 +618,46 @@ class Exchange:
         await answer.finish(reply, status)
         return True
 
-    def _param_headers(self, params: Any, scope: Any) -> InboundLadderRejection | None:
-        """A `tools/call` whose `Mcp-Param-*` headers disagree with its
-        arguments (SEP-2243), checked against the exposed tool's schema as
-        the SDK's entry checks them."""
-        if not isinstance(params, dict):
-            return None
+    def _ladder(
+        self, message: dict[str, Any], scope: Any
+    ) -> InboundModernRoute | InboundLadderRejection:
+        """The SDK's 2026-07-28 ladder, rung by rung as its entry climbs it:
+        duplicated routing headers, the envelope (`classify_inbound_request`),
+        and for `tools/call` the `Mcp-Param-*` headers against the exposed
+        tool's schema (SEP-2243, `validate_mcp_param_headers`)."""
+        raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        duplicated = find_duplicated_routing_header(raw)
+        if duplicated is not None:
+            return InboundLadderRejection(
+                code=HEADER_MISMATCH,
+                message=f"{duplicated} header appears more than once",
+            )
+        verdict = classify_inbound_request(message, headers=dict(raw))
+        params = message.get("params")
+        if (
+            not isinstance(verdict, InboundModernRoute)
+            or message.get("method") != "tools/call"
+            or not isinstance(params, dict)
+        ):
+            return verdict
         schema = self._header_schemas().get(params.get("name"))
         arguments = params.get("arguments")
         if schema is None or not isinstance(arguments, Mapping | None):
-            return None
-        return validate_mcp_param_headers(schema, arguments or {}, Headers(scope=scope))
+            return verdict
+        headers = Headers(scope=scope)
+        return validate_mcp_param_headers(schema, arguments or {}, headers) or verdict
 
-    async def _reject(self, answer: _Answer, request_id: Any, error: ErrorData) -> None:
-        """A request the 2026-07-28 ladder refuses: its JSON-RPC error with the
-        HTTP status the revision maps it to, as the SDK's entry answers it."""
+    async def _reject(
+        self, answer: _Answer, request_id: Any, rejection: InboundLadderRejection
+    ) -> None:
+        """A request the ladder refuses: its JSON-RPC error with the HTTP
+        status the revision maps it to, as the SDK's entry answers it."""
         self.rejected += 1
-        await answer.finish(
-            _error(request_id, error), ERROR_CODE_HTTP_STATUS.get(error.code, 200)
+        error = ErrorData(
+            code=rejection.code, message=rejection.message, data=rejection.data
         )
+        status = ERROR_CODE_HTTP_STATUS.get(rejection.code, 200)
+        await answer.finish(_error(request_id, error), status)
 
 
 def watch_beside(watcher: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -680,20 +676,28 @@ def watch_beside(watcher: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
 
 
 def _dispatch_context(
-    scope: Any, message: dict[str, Any], answer: _Answer
+    scope: Any,
+    message: dict[str, Any],
+    answer: _Answer,
+    questions: dict[str, Callable[[dict[str, Any]], None]] | None = None,
 ) -> _DispatchContext:
+    """The request's context; with `questions` (its session's waiters) it may
+    ask its client things on its own stream."""
     request = Request(scope)
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     return _DispatchContext(
         transport=TransportContext(
-            kind="streamable-http", can_send_request=False, headers=request.headers
+            kind="streamable-http",
+            can_send_request=questions is not None,
+            headers=request.headers,
         ),
         request_id=message["id"],
         message_metadata=ServerMessageMetadata(request_context=request),
         answer=answer,
         progress_token=token if isinstance(token, str | int) else None,
+        questions=questions,
     )
 
 
