@@ -154,6 +154,9 @@ class FakeUpstream:
     def apart(self, era: str | None) -> bool:
         return False
 
+    def capabilities_for(self, era: str | None) -> Mapping[str, object]:
+        return self.info.capabilities
+
     def beside(self) -> str:
         return ""
 

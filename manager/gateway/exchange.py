@@ -15,6 +15,12 @@ goes back on the same task:
   (progress, an upstream's log message), which is sent at once, the result
   following as the last event. The decision is made when the first byte has to
   go out, as the SDK's own 2026-07-28 entry does; a client must accept both.
+  In the handshake era too, where the SDK's transport (and a server straight)
+  answers with a stream every time: the Python SDK's client closes its
+  connection after reading an answer off a stream, so a stream per answer
+  costs it a new TCP connection per call (measured: 1 ms more daemon CPU per
+  call, `bench/profile_calls.py --era 2025-11-25`). Only the conformance
+  suite's INFO check `server-sse-streams-functional` tells the two apart.
 
 What is served here (`_LEAN_METHODS`), and when:
 

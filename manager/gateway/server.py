@@ -55,6 +55,7 @@ from mcp.server.subscriptions import (
 )
 from mcp.server.subscriptions import ResourceUpdated as UpdatedOnBus
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..core.events import (
@@ -71,7 +72,13 @@ from ..engine.bus import EventBus
 from ..engine.manager import Manager
 from ..engine.tracing import NO_TRACING
 from ..mcpserver.peers import ListChangedServer
-from ..transport.base import TASKS_EXTENSION, UI_EXTENSION, ToolInfo
+from ..transport.base import (
+    HANDSHAKE,
+    MODERN,
+    TASKS_EXTENSION,
+    UI_EXTENSION,
+    ToolInfo,
+)
 from .apps import offers_apps, resource_uri, with_resource_uri
 from .attached import Attached
 from .catalog import is_rewrite, rewrites_line
@@ -79,6 +86,7 @@ from .early import INSTRUCTIONS, SERVER_NAME, EarlyStart
 from .names import NameSource, ToolTable, build_name_table
 from .options import SESSION_IDLE_TIMEOUT, EndpointError, EndpointOptions
 from .replay import replayed
+from .rounds import client_era
 from .routing import Features
 from .sessions import Sessions
 from .stdio import stdio_streams
@@ -155,11 +163,16 @@ class UnionServer(ListChangedServer):
     names them.
     """
 
-    offered: Callable[[], set[str]] = staticmethod(lambda: set())
+    offered: Callable[[str], set[str]] = staticmethod(lambda era: set())
+    """What the upstreams offer a client of an era (`rounds.client_era`)."""
 
     def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
         caps = super().get_capabilities(*args, **kwargs)
-        offered = self.offered()
+        # `server/discover` names its revision; `initialize` is the handshake.
+        version = kwargs.get("protocol_version")
+        offered = self.offered(
+            MODERN if version in MODERN_PROTOCOL_VERSIONS else HANDSHAKE
+        )
         updates: dict[str, Any] = {
             field: None
             for field in ("prompts", "resources", "logging", "completions")
@@ -262,6 +275,9 @@ class Gateway:
             or type(m).__name__ != "OpenTelemetryMiddleware"
         ]
         self.tasks = Tasks(manager)
+        self.server.add_request_handler(
+            "server/discover", types.RequestParams, self._discover
+        )
         for method, handler in zip(
             TASK_METHODS,
             (self.tasks.get, self.tasks.update, self.tasks.cancel),
@@ -565,10 +581,41 @@ class Gateway:
             with anyio.move_on_after(self._settle_until - anyio.current_time()):
                 await self._refreshed.wait()
 
-    def _offered(self) -> set[str]:
-        """Capabilities some upstream offers (all while one is on its first try:
-        what it will offer is not known yet); of a profile's servers only, for
-        a client of that profile."""
+    async def _discover(
+        self, ctx: ServerRequestContext[Any, Any], params: types.RequestParams | None
+    ) -> types.DiscoverResult:
+        """`server/discover` (2026-07-28), as the SDK answers it, once every
+        server that serves this era beside its own session (`Upstream.
+        for_era`: a dual-era stdio server's second process) has said what it
+        offers there: a client straight at it would be answered by that
+        process. Opened once (and remembered across daemons, `EraMemory`),
+        each within its own bound; one that does not open in time is answered
+        for by its own session."""
+        era = client_era(ctx)
+        profile = current_profile(self.manager.profiles)
+        unknown = [
+            (conn.spec.connect_timeout, upstream)
+            for conn in self.manager.connections()
+            if (upstream := conn.upstream) is not None
+            and (profile is None or profile.shows_server(conn.name))
+            and upstream.capabilities_for(era) is None
+        ]
+        if unknown:
+            async with anyio.create_task_group() as tg:
+                for limit, upstream in unknown:
+                    tg.start_soon(upstream.for_era, era, limit)
+        return types.DiscoverResult(
+            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
+            capabilities=self.server.get_capabilities(
+                protocol_version=ctx.protocol_version
+            ),
+            instructions=self.server.instructions,
+        )
+
+    def _offered(self, era: str) -> set[str]:
+        """Capabilities some upstream offers a client of `era` (all while one
+        is on its first try: what it will offer is not known yet); of a
+        profile's servers only, for a client of that profile."""
         out: set[str] = set()
         profile = current_profile(self.manager.profiles)
         for conn in self.manager.connections():
@@ -583,11 +630,15 @@ class Gateway:
                 if conn.catalog.resources or conn.catalog.templates:
                     out.add("resources")
                 continue
-            out.update(upstream.info.capabilities)
-            if offers_apps(upstream.info.capabilities, (t.raw for t in conn.tools)):
+            capabilities = upstream.capabilities_for(era)
+            if capabilities is None:  # beside, never opened: its own for now
+                capabilities = upstream.info.capabilities
+            out.update(capabilities)
+            if offers_apps(capabilities, (t.raw for t in conn.tools)):
                 out.add(UI_EXTENSION)
-        if self.tasks.offered():
-            out.add(TASKS_EXTENSION)
+            extensions = capabilities.get("extensions")
+            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+                out.add(TASKS_EXTENSION)
         return out
 
 

@@ -98,16 +98,6 @@ class Tasks:
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
 
-    def offered(self) -> bool:
-        """Whether some connected server offers the extension."""
-        for conn in self.manager.connections():
-            upstream = conn.upstream
-            caps = upstream.info.capabilities if upstream is not None else {}
-            extensions = caps.get("extensions")
-            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
-                return True
-        return False
-
     async def get(
         self, ctx: ServerRequestContext[Any, Any], params: TaskParams
     ) -> dict[str, Any]:

@@ -432,6 +432,13 @@ class Upstream(Protocol):
         beside this one (`for_era`), not refused by the server lately."""
         ...
 
+    def capabilities_for(self, era: str | None) -> Mapping[str, object] | None:
+        """What the server offers a client of `era` (wire form, as `info`'s):
+        what the session that serves it (`for_era`) said, without opening
+        one; None while that is a session beside never opened yet (nor
+        remembered from an earlier daemon): `for_era` opens it."""
+        ...
+
     async def notify_roots_changed(self) -> None:
         """Send `notifications/roots/list_changed` (the declared roots changed)."""
         ...

@@ -361,7 +361,10 @@ class McpTransport:
                     # A server never met in that era: a request waits no
                     # longer than a probe would before going the old way.
                     first_wait=PROBE_TIMEOUT if known is None else None,
-                    on_outcome=lambda opened: self.eras.learn_beside(resolved, opened),
+                    capabilities=self.eras.recall_beside_capabilities(resolved),
+                    on_outcome=lambda offered: self.eras.learn_beside(
+                        resolved, offered
+                    ),
                 )
                 side_hooks = side.hooks(hooks, sources)
                 if era == MODERN:  # a process of its own: lists of its own

@@ -29,7 +29,7 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import anyio
@@ -89,14 +89,34 @@ class EraMemory:
         beside = entry.get("beside")
         return None if beside is None else beside == "yes"
 
-    def learn_beside(self, spec: ConnectionSpec, opened: bool) -> None:
-        """Remember whether `spec`'s server opened a session of the other era."""
+    def recall_beside_capabilities(
+        self, spec: ConnectionSpec
+    ) -> Mapping[str, object] | None:
+        """What `spec`'s server offered in the session of the other era when
+        it last opened one (None: never opened, or not remembered)."""
+        entry = self._load().get(spec.name)
+        if entry is None or entry.get("endpoint") != endpoint_key(spec):
+            return None
+        with contextlib.suppress(ValueError):
+            capabilities = json.loads(entry.get("beside_capabilities", ""))
+            if isinstance(capabilities, dict):
+                return capabilities
+        return None
+
+    def learn_beside(
+        self, spec: ConnectionSpec, capabilities: Mapping[str, object] | None
+    ) -> None:
+        """Remember whether `spec`'s server opened a session of the other
+        era, and what it offered there (`capabilities`; None: it refused)."""
         entry = self._load().get(spec.name)
         if entry is None or entry.get("endpoint") != endpoint_key(spec):
             return  # its own era is learned first
-        beside = "yes" if opened else "no"
-        if entry.get("beside") != beside:
-            self._write(spec, {**entry, "beside": beside})
+        learned = {**entry, "beside": "no" if capabilities is None else "yes"}
+        learned.pop("beside_capabilities", None)
+        if capabilities is not None:
+            learned["beside_capabilities"] = json.dumps(capabilities, sort_keys=True)
+        if learned != entry:
+            self._write(spec, learned)
 
     def _write(self, spec: ConnectionSpec, entry: dict[str, str]) -> None:
         eras = self._load()

@@ -173,6 +173,12 @@ class McpSession:
         side = self.side
         return side is not None and era == side.era and not side.refused
 
+    def capabilities_for(self, era: str | None) -> Mapping[str, object] | None:
+        side = self.side
+        if side is None or era != side.era or side.refused:
+            return self._info.capabilities
+        return side.capabilities
+
     def _lister(self, kind: str) -> ClientSession:
         """The session `kind` is listed from: the one that last said it
         changed (`side.ListSources`), this one by default."""

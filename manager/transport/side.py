@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -70,8 +70,11 @@ class EraSide:
         limit: Seconds an opening may take (`connect_timeout`).
         first_wait: Seconds a request waits for an opening whose outcome is
             not known yet (a server never met in that era); `limit` if None.
-        on_outcome: Told once whether the server opened it (True) or refused
-            it (False); a try that ran out of time tells nothing.
+        capabilities: What the server offered in that era the last time it
+            was opened (`EraMemory`), None if never.
+        on_outcome: Told once whether the server opened it (with what it
+            offers there) or refused it (None); a try that ran out of time
+            tells nothing.
     """
 
     def __init__(
@@ -83,11 +86,17 @@ class EraSide:
         limit: float,
         *,
         first_wait: float | None = None,
-        on_outcome: Callable[[bool], None] = lambda opened: None,
+        capabilities: Mapping[str, object] | None = None,
+        on_outcome: Callable[[Mapping[str, object] | None], None] = (
+            lambda capabilities: None
+        ),
     ) -> None:
         self.era = era
         self.pid: int | None = None
         """The process serving it (stdio), while it runs."""
+        self.capabilities = capabilities
+        """What the server offers in that era: as the session open now (or
+        last open) said, or as remembered; None while not known."""
         self._name = name
         self._opener = opener
         self._tg = tg
@@ -177,7 +186,8 @@ class EraSide:
             async with self._opener() as upstream:
                 opened = True
                 self._wait = self._limit  # it opens: worth waiting for now
-                self._on_outcome(True)
+                self.capabilities = upstream.info.capabilities
+                self._on_outcome(upstream.info.capabilities)
                 try:
                     async with anyio.create_task_group() as tg:
 
@@ -210,7 +220,8 @@ class EraSide:
                     # A refusal, not a slow start: not asked again while the
                     # connection lives (and remembered for the next ones).
                     self._refused_until = math.inf
-                    self._on_outcome(False)  # out of time says nothing
+                    self.capabilities = None
+                    self._on_outcome(None)  # out of time says nothing
                 logger.info(
                     "%s: requests of %s clients go through the connection's own "
                     "session: the server did not open a %s session (%s)",

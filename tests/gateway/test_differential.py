@@ -555,6 +555,43 @@ async def test_tasks_of_a_dual_era_stdio_server_are_followed_where_they_were_mad
     assert through == straight
 
 
+@pytest.mark.anyio
+async def test_a_2026_client_discovers_what_a_dual_era_stdio_server_offers_it(
+    servers: dict[str, str],
+) -> None:
+    """`server/discover` before any call: the handshake process of a dual-era
+    stdio server does not offer the tasks extension, the process met in
+    2026-07-28 does, and a client straight at it would meet that one. So
+    the first daemon opens it to ask (kept for the calls that follow); the
+    next one knows the answer from `eras.json` and starts nothing for it."""
+    import httpx2
+
+    argv = [str(CONFORMANCE_SERVER), "--stdio"]
+    spec = parse_spec("conf", {"command": sys.executable, "args": argv}, {"prefix": ""})
+    async with httpx2.AsyncClient(timeout=30) as http:
+        straight = await _rpc(http, servers["sdk"], "server/discover", {}, {})
+        offered = set(straight["result"]["capabilities"]["extensions"])
+        assert TASKS in offered
+        for daemon in ("first", "second"):
+            async with running_gateway([spec], wait_for=["conf"]) as (
+                gateway,
+                manager,
+                _,
+            ):
+                status = manager.status("conf")
+                assert status is not None and status.beside == ""
+                through = await _rpc(http, str(gateway.url), "server/discover", {}, {})
+                status = manager.status("conf")
+                assert status is not None
+                beside = status.beside
+            capabilities = through["result"]["capabilities"]
+            assert set(capabilities.get("extensions", {})) == offered, daemon
+            if daemon == "first":
+                assert beside.startswith("2026-07-28, pid ")
+            else:
+                assert beside == ""
+
+
 async def _freshness(client: Client) -> dict[str, Any]:
     pages: dict[str, Any] = {
         "tools": await client.list_tools(),

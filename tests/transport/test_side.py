@@ -8,7 +8,7 @@ reads)."""
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -16,15 +16,19 @@ import anyio
 import pytest
 
 from manager.core.errors import ConnectFailed, ConnectTimeout
-from manager.transport.base import HANDSHAKE, MODERN, Hooks
+from manager.transport.base import HANDSHAKE, MODERN, Hooks, ServerInfo
 from manager.transport.side import REFUSED_FOR, EraSide, ListSources
 
 pytestmark = pytest.mark.anyio
 
 
+OFFERED: dict[str, object] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
 class _Session:
     def __init__(self, number: int) -> None:
         self.number = number
+        self.info = ServerInfo("s", "1", MODERN, capabilities=OFFERED)
         self.closed = False
         self.exited = anyio.Event()
         self.lost = anyio.Event()
@@ -102,12 +106,12 @@ async def test_a_session_the_server_lost_is_closed_and_the_next_request_opens_on
 
 @pytest.mark.parametrize(
     ("failure", "told"),
-    [(ConnectFailed("method not found"), [False]), (ConnectTimeout("slow"), [])],
+    [(ConnectFailed("method not found"), [None]), (ConnectTimeout("slow"), [])],
 )
 async def test_a_refusal_is_told_and_running_out_of_time_is_not(
-    failure: Exception, told: list[bool]
+    failure: Exception, told: list[None]
 ) -> None:
-    outcomes: list[bool] = []
+    outcomes: list[Mapping[str, object] | None] = []
 
     @asynccontextmanager
     async def opener() -> AsyncIterator[Any]:
@@ -116,7 +120,13 @@ async def test_a_refusal_is_told_and_running_out_of_time_is_not(
 
     async with anyio.create_task_group() as tg:
         side = EraSide(
-            "s", MODERN, cast(Any, opener), tg, limit=5.0, on_outcome=outcomes.append
+            "s",
+            MODERN,
+            cast(Any, opener),
+            tg,
+            limit=5.0,
+            capabilities=OFFERED,  # remembered from an earlier daemon
+            on_outcome=outcomes.append,
         )
         with anyio.fail_after(10):
             assert await side.session(5.0) is None
@@ -127,6 +137,8 @@ async def test_a_refusal_is_told_and_running_out_of_time_is_not(
             if told
             else pytest.approx(anyio.current_time() + REFUSED_FOR, abs=1.0)
         )
+        # A refusal forgets what was remembered; a slow start does not.
+        assert side.capabilities == (None if told else OFFERED)
         tg.cancel_scope.cancel()
     assert outcomes == told
 
@@ -137,7 +149,7 @@ async def test_a_request_waits_no_longer_than_first_wait_for_an_unknown_server()
     """A server never met in the other era may not answer it at all: the
     request goes the old way after `first_wait`, the opening goes on."""
     gate = anyio.Event()
-    outcomes: list[bool] = []
+    outcomes: list[Mapping[str, object] | None] = []
 
     @asynccontextmanager
     async def opener() -> AsyncIterator[Any]:
@@ -158,7 +170,9 @@ async def test_a_request_waits_no_longer_than_first_wait_for_an_unknown_server()
             assert await side.session(30.0) is None  # not open yet: the old way
             gate.set()
             opened: Any = await side.session(30.0)
-        assert opened.number == 1 and outcomes == [True]
+        # What it offers in that era is told, and known from now on.
+        assert opened.number == 1 and outcomes == [OFFERED]
+        assert side.capabilities == OFFERED
         tg.cancel_scope.cancel()
 
 
