@@ -36,7 +36,7 @@ pytestmark = pytest.mark.anyio
 SESSION = "session-1"
 TOOLS = [
     {"name": n, "inputSchema": {"type": "object"}}
-    for n in ("echo", "stream", "ask", "slow", "fail", "gone", "resume")
+    for n in ("echo", "stream", "lines", "ask", "slow", "fail", "gone", "resume")
 ]
 
 
@@ -100,6 +100,25 @@ class Upstream:
             )
         if name == "gone":
             return Response(status_code=404)
+        if name == "lines":
+            # What the request brought, then its answer, one JSON per line
+            # in an `application/json` body (the TypeScript SDK's 2026 way).
+            token = (params.get("_meta") or {}).get("progressToken")
+            lines = [
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": 1},
+                },
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/message",
+                    "params": {"level": "info", "logger": "t", "data": "lined"},
+                },
+                _result(rid, {"content": [text]}),
+            ]
+            body = "\n".join(json.dumps(line) for line in lines)
+            return Response(body, media_type="application/json")
         return StreamingResponse(
             self._stream(name, rid, params, text), media_type="text/event-stream"
         )
@@ -241,6 +260,22 @@ async def test_progress_and_log_messages_on_the_calls_stream_reach_their_hooks(
     assert call["params"]["_meta"] == {"progressToken": call["id"]}
     # The stream's priming event (empty data) is no fault: nothing is warned.
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+async def test_an_answer_after_json_lines_of_what_the_call_brought_is_read(
+    relayed: tuple[Manager, Upstream, Recorder],
+) -> None:
+    manager, _, rec = relayed
+    steps: list[float] = []
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(progress)
+
+    result = await manager.call("up", "lines", {"n": 1}, progress=report)
+    assert json.loads(text_of(result.data))["args"] == {"n": 1}
+    assert steps == [1.0]
+    log = await rec.wait_for("server_log", "up")
+    assert log.data == "lined"  # type: ignore[attr-defined]
 
 
 async def test_a_question_of_the_server_mid_call_is_answered_by_the_session(

@@ -9,7 +9,9 @@ connection's own `httpx2` client (its headers, authorization and pooled
 keep-alive connections, the session id the SDK's transport negotiated), and
 reads the answer off the response:
 
-* `application/json`: the answer;
+* `application/json`: the answer; or, as the TypeScript SDK's 2026-07-28
+  entry sends it, what the request brought (progress, log messages) and then
+  the answer, one JSON message per line, each taken as a stream's event is;
 * `text/event-stream`: events are read in order; the call's progress goes to
   its callback, the server's log messages to `on_log` (as `StdioRelay` does);
   anything else the server says on that stream (a request of its own:
@@ -36,7 +38,7 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -267,7 +269,13 @@ class HttpRelay:
             await _refuse(response, self._session_id() is not None)
             kind = response.headers.get("content-type", "").lower()
             if kind.startswith("application/json"):
-                whole = json.loads(await response.aread())
+                body = await response.aread()
+                try:
+                    whole = json.loads(body)
+                except ValueError:
+                    # Some servers (the TypeScript SDK's 2026-07-28 entry) send
+                    # what the request brought before its answer as JSON lines.
+                    whole = await self._lines(body, request_id, progress)
                 if not isinstance(whole, dict):
                     raise MCPError(
                         code=INTERNAL_ERROR,
@@ -330,28 +338,53 @@ class HttpRelay:
                 except ValueError:
                     logger.warning("ignored an event that is not JSON: %.80r", data)
                     continue
-                if not isinstance(message, dict):
-                    continue
-                method = message.get("method")
-                if method is None and message.get("id") == request_id:
-                    return message
-                if method == "notifications/progress" and progress is not None:
-                    params = message.get("params") or {}
-                    if params.get("progressToken") == request_id:
-                        await _report(progress, params)
-                        continue
-                if method == "notifications/message" and self._on_log is not None:
-                    note = message.get("params")
-                    if isinstance(note, dict) and isinstance(note.get("level"), str):
-                        logger_name = note.get("logger")
-                        self._on_log(
-                            note["level"],
-                            logger_name if isinstance(logger_name, str) else None,
-                            note.get("data"),
-                        )
-                        continue
-                await self._pass_on(message)
+                if await self._take(message, request_id, progress):
+                    return cast(dict[str, Any], message)  # the answer: a dict
         return None
+
+    async def _lines(
+        self, body: bytes, request_id: str, progress: ProgressCallback | None
+    ) -> Any:
+        """A JSON body of several messages, one per line: each is taken as an
+        event of a stream would be; the answer, if one of them is it (else
+        None, which is no answer)."""
+        for line in body.splitlines():
+            if not line.strip():
+                continue
+            message = json.loads(line)  # not JSON: a parse error, as before
+            if await self._take(message, request_id, progress):
+                return message
+        return None
+
+    async def _take(
+        self, message: Any, request_id: str, progress: ProgressCallback | None
+    ) -> bool:
+        """One message the server sent with a request's answer: True if it is
+        the answer; else what it says goes where it belongs (the call's
+        progress to its callback, a log message to `on_log`, anything else
+        to the SDK session)."""
+        if not isinstance(message, dict):
+            return False
+        method = message.get("method")
+        if method is None and message.get("id") == request_id:
+            return True
+        if method == "notifications/progress" and progress is not None:
+            params = message.get("params") or {}
+            if params.get("progressToken") == request_id:
+                await _report(progress, params)
+                return False
+        if method == "notifications/message" and self._on_log is not None:
+            note = message.get("params")
+            if isinstance(note, dict) and isinstance(note.get("level"), str):
+                logger_name = note.get("logger")
+                self._on_log(
+                    note["level"],
+                    logger_name if isinstance(logger_name, str) else None,
+                    note.get("data"),
+                )
+                return False
+        await self._pass_on(message)
+        return False
 
     async def _pass_on(self, message: dict[str, Any]) -> None:
         """Hand a message to the SDK session, as its transport would."""
