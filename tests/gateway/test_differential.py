@@ -592,6 +592,46 @@ async def test_a_2026_client_discovers_what_a_dual_era_stdio_server_offers_it(
                 assert beside == ""
 
 
+@pytest.mark.anyio
+# The server logs on purpose (deprecated as of 2026-07-28, not gone).
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_server_that_streams_json_lines_is_heard_and_answered() -> None:
+    """A 2026-07-28 server that sends its streams as JSON lines in an
+    `application/json` body (the TypeScript SDK's entry; here the conformance
+    server behind `JsonLines`), in this test's own loop: a call whose answer
+    follows its log messages is answered, the messages heard, and a list
+    change on its `subscriptions/listen` stream reaches the daemon (the SDK's
+    client read the open stream as one JSON body that never ended)."""
+    import httpx2
+    from servers.asgi import serving
+    from servers.conformance_everything import ConformanceServer, http_app
+
+    server = ConformanceServer()
+    async with anyio.create_task_group() as tg:
+        server.task_group = tg
+        app = http_app(server, json_lines=True)
+        async with server.server.session_manager.run(), serving(app) as base:
+            spec = parse_spec("lines", base + "/mcp", {"prefix": ""})
+            async with (
+                running_gateway([spec], wait_for=["lines"]) as (gateway, _, rec),
+                httpx2.AsyncClient(timeout=30) as http,
+            ):
+                url = str(gateway.url)
+                call = {"name": "test_tool_with_logging", "arguments": {}}
+                answer = await _rpc(http, url, "tools/call", call, {})
+                assert "result" in answer, answer
+                text = answer["result"]["content"][0]["text"]
+                assert text == "Tool with logging executed successfully"
+                log = await rec.wait_for("server_log", "lines")
+                assert log.data == "Tool execution started"  # type: ignore[attr-defined]
+                seen = rec.last_seq
+                trigger = {"name": "test_trigger_tool_change", "arguments": {}}
+                await _rpc(http, url, "tools/call", trigger, {})
+                changed = await rec.wait_for("tools_changed", "lines", after=seen)
+                assert "test_added_tool" in changed.added  # type: ignore[attr-defined]
+        tg.cancel_scope.cancel()
+
+
 async def _freshness(client: Client) -> dict[str, Any]:
     pages: dict[str, Any] = {
         "tools": await client.list_tools(),

@@ -39,7 +39,9 @@ around header values that httptools keeps):
 
     python tests/servers/conformance_everything.py --port 8931
 
-or over stdio (`--stdio`). Over HTTP it prints one line, `ready <url>`, to
+or over stdio (`--stdio`). With `--json-lines`, its 2026-07-28 streams go as
+JSON lines in an `application/json` body, as the TypeScript SDK sends them
+(`JsonLines`). Over HTTP it prints one line, `ready <url>`, to
 stdout once it listens; everything else goes to stderr. Over stdio stdout
 carries only the protocol.
 """
@@ -1489,13 +1491,76 @@ async def _serve_stdio(app: ConformanceServer) -> None:
         tg.cancel_scope.cancel()
 
 
-async def _serve_http(app: ConformanceServer, port: int) -> None:
+class JsonLines:
+    """ASGI middleware: 2026-07-28 answers as the TypeScript SDK's entry sends
+    them. What the SDK sends as an event stream (a call that logs before its
+    answer, a `subscriptions/listen` stream) goes as `application/json`, one
+    JSON message per line, still streamed (a listen stream stays open)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        modern = scope["type"] == "http" and any(
+            key == b"mcp-protocol-version" and value >= b"2026"
+            for key, value in scope["headers"]
+        )
+        if not modern:
+            await self.app(scope, receive, send)
+            return
+        lined = False
+        buffer = b""
+
+        async def rewrite(message: Any) -> None:
+            nonlocal lined, buffer
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                lined = any(
+                    key.lower() == b"content-type"
+                    and value.startswith(b"text/event-stream")
+                    for key, value in headers
+                )
+                if lined:
+                    headers = [
+                        (key, b"application/json")
+                        if key.lower() == b"content-type"
+                        else (key, value)
+                        for key, value in headers
+                        if key.lower() != b"content-length"
+                    ]
+                    message = {**message, "headers": headers}
+            elif message["type"] == "http.response.body" and lined:
+                buffer += message.get("body", b"")
+                *events, buffer = buffer.replace(b"\r\n", b"\n").split(b"\n\n")
+                body = b""
+                for event in events:
+                    data = b"\n".join(
+                        line[5:].lstrip()
+                        for line in event.split(b"\n")
+                        if line.startswith(b"data:")
+                    )
+                    if data.strip():  # not a priming event
+                        body += data + b"\n"
+                message = {**message, "body": body}
+            await send(message)
+
+        await self.app(scope, receive, rewrite)
+
+
+def http_app(app: ConformanceServer, json_lines: bool = False) -> Any:
+    """The server's streamable HTTP ASGI app (`/mcp`); with `json_lines`, its
+    2026-07-28 answers as JSON lines (`JsonLines`)."""
     starlette_app = app.server.streamable_http_app(
         streamable_http_path="/mcp",
         host="127.0.0.1",
         event_store=InMemoryEventStore(),
         retry_interval=100,
     )
+    return JsonLines(starlette_app) if json_lines else starlette_app
+
+
+async def _serve_http(app: ConformanceServer, port: int, json_lines: bool) -> None:
+    starlette_app = http_app(app, json_lines)
     # h11, not httptools: llhttp keeps trailing whitespace in header values,
     # and the SDK compares `Mcp-Name` verbatim, so `Mcp-Name:  x  ` (legal,
     # RFC 9110 section 5.5) would be refused with -32020.
@@ -1520,6 +1585,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--port", type=int, help="serve streamable HTTP on this port")
     where.add_argument("--stdio", action="store_true", help="serve stdio")
+    parser.add_argument(
+        "--json-lines",
+        action="store_true",
+        help="over HTTP, answer 2026-07-28 streams as JSON lines (as the "
+        "TypeScript SDK does)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr,
@@ -1533,7 +1604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.stdio:
         anyio.run(_serve_stdio, app)
     else:
-        anyio.run(_serve_http, app, args.port)
+        anyio.run(_serve_http, app, args.port, args.json_lines)
     return 0
 
 

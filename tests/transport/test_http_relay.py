@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx2
 import psutil
 import pytest
 from fakes import Recorder, eventually
@@ -30,6 +31,7 @@ from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
 from manager.transport.http.relay import SseEvents
+from manager.transport.http.streams import DrainingTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -373,3 +375,49 @@ def test_event_streams_are_parsed_whatever_the_chunks_cut() -> None:
         seen = events.feed(stream[:cut]) + events.feed(stream[cut:])
         assert seen == ['{"a":\n1}', "2"], cut
         assert events.last_id == "7" and events.retry == 0.02
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+async def test_a_listen_stream_of_json_lines_reads_as_events_whatever_the_cuts() -> (
+    None
+):
+    """A `subscriptions/listen` answer sent as JSON lines (`application/json`,
+    the TypeScript SDK's way) reaches the SDK's client as the event stream it
+    reads: one event per message, a message printed over several lines kept
+    whole, whatever the chunks cut."""
+    body = b'{"a": 1}\n{\n  "b": [1,\n 2]\n}\r\n\n{"c": 3}\n'
+    for cut in range(len(body) + 1):
+        chunks = [body[:cut], body[cut:]]
+
+        def answer(request: httpx2.Request, chunks: list[bytes] = chunks) -> Any:
+            return httpx2.Response(
+                200,
+                headers={"content-type": "application/json"},
+                stream=_Chunks(chunks),
+            )
+
+        transport = DrainingTransport(httpx2.MockTransport(answer))
+        request = httpx2.Request(
+            "POST",
+            "http://127.0.0.1/mcp",
+            headers={"mcp-method": "subscriptions/listen"},
+        )
+        response = await transport.handle_async_request(request)
+        assert response.headers["content-type"] == "text/event-stream"
+        events = SseEvents()
+        seen: list[str] = []
+        async for chunk in response.stream:  # type: ignore[union-attr]
+            seen += events.feed(chunk)
+        assert [json.loads(data) for data in seen] == [
+            {"a": 1},
+            {"b": [1, 2]},
+            {"c": 3},
+        ], cut

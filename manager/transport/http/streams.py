@@ -62,6 +62,10 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
     over, so no caller waits for it. A response on a connection that cannot be
     reused (`Connection: close`, HTTP/1.0) is not drained at all.
 
+    A `subscriptions/listen` answer sent as JSON lines (`application/json`,
+    the TypeScript SDK's 2026-07-28 way) is handed to the SDK's client as the
+    event stream it reads (`_JsonLinesAsEvents`).
+
     GET: the standalone event stream stays open while the server lives. When it
     ends, `on_event_stream_end` is called: the connection probes at once rather
     than at the next ping (a killed server is noticed in milliseconds).
@@ -96,6 +100,14 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
                 response.stream = _DrainOnClose(response.stream)
             token = _link_token(request) if self._links is not None else None
             kind = response.headers.get("content-type", "")
+            if (
+                kind.startswith("application/json")
+                and request.headers.get("mcp-method") == "subscriptions/listen"
+            ):
+                # A listen stream sent as JSON lines (the TypeScript SDK's
+                # 2026-07-28 entry): the events the SDK's client reads.
+                response.stream = _JsonLinesAsEvents(response.stream)
+                response.headers["content-type"] = kind = "text/event-stream"
             if token is not None and kind.startswith("text/event-stream"):
                 assert self._links is not None
                 response.stream = _LinkingStream(response.stream, self._links, token)
@@ -255,6 +267,52 @@ class _DrainOnClose(_OnceStream):
                 yield chunk
         finally:
             self.ended = True
+
+
+class _JsonLinesAsEvents(httpx2.AsyncByteStream):
+    """A body of JSON messages, one after another on lines of their own, as
+    the event stream of those messages. The SDK's client reads a JSON body
+    whole (an open listen stream never ends) and only as one message; a
+    message may span lines (pretty-printed): lines are gathered until they
+    parse."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        buffer = b""
+        pending: list[bytes] = []
+        async for chunk in self._inner:
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            events = b""
+            for line in lines:
+                if not line.strip():
+                    continue
+                pending.append(line.rstrip(b"\r"))
+                try:
+                    json.loads(b"\n".join(pending))
+                except ValueError:
+                    continue  # more of it on the next line
+                events += _event(pending)
+                pending = []
+            if events:
+                yield events
+        rest = [*pending, buffer] if buffer.strip() else pending
+        if rest:
+            yield _event(rest)  # what is left, for the SDK to judge
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _event(lines: list[bytes]) -> bytes:
+    """One `message` event whose data is `lines`."""
+    return (
+        b"event: message\n"
+        + b"".join(b"data: " + line + b"\n" for line in lines)
+        + b"\n"
+    )
 
 
 class _WatchedStream(_OnceStream):
