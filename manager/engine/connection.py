@@ -182,8 +182,9 @@ class Connection:
         self.signal(RefusalsCleared(now=self._clock()))
 
     def try_for_login(self) -> None:
-        """A login began: try now, or right after the try in flight (whose end
-        is not the login's: `on_settled` waits for a try that began after)."""
+        """A login began: try now, or right after the try in flight (whose
+        failure is not the login's: `on_settled` waits for a try that began
+        after, or for any that connects)."""
         self._settle_armed = False
         self.supervisor.try_for_login()
 
@@ -193,8 +194,11 @@ class Connection:
         self.signal(AttemptBegan(now=self._clock()))
 
     def settled(self, error: str | None) -> None:
-        """The try a login waits for ended: None when it connected."""
-        if not self._settle_armed:
+        """The try a login waits for ended: None when it connected. A try
+        that was in flight when the login began settles it too if it
+        connected (it may have used the login's tokens: a login is for
+        being connected); its failure is not the login's."""
+        if not self._settle_armed and error is not None:
             return
         hook, self.on_settled = self.on_settled, None
         self._settle_armed = False

@@ -12,14 +12,15 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes import FakeTransport, Recorder
+from fakes import FakeTransport, FakeUpstream, Recorder
 
-from manager.core.errors import ServerUnavailable, UnknownServer
+from manager.core.errors import ConnectFailed, ServerUnavailable, UnknownServer
 from manager.core.events import AttemptFailed, Reconnecting
 from manager.core.redact import SecretRegistry
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
+from manager.transport.base import Hooks
 
 pytestmark = pytest.mark.anyio
 
@@ -341,3 +342,50 @@ async def test_a_bug_in_an_attempt_is_one_masked_line_and_the_loop_goes_on() -> 
         assert "hunter2" not in event.error
         assert event.error.startswith('"no key ')
         assert "\n" not in event.error and "2nd" not in event.error
+
+
+class _GatedTransport(FakeTransport):
+    """Each open waits for `gate`, then fails while `failures` last."""
+
+    def __init__(self, failures: int = 0) -> None:
+        super().__init__(failures)
+        self.gate = anyio.Event()
+
+    @asynccontextmanager
+    async def _open(
+        self, spec: ConnectionSpec, hooks: Hooks
+    ) -> AsyncIterator[FakeUpstream]:
+        self.opens += 1
+        await self.gate.wait()
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectFailed(self.error)
+        upstream = FakeUpstream()
+        self.upstreams.append(upstream)
+        yield upstream
+
+
+@pytest.mark.parametrize("in_flight", ["connects", "fails"])
+async def test_a_login_begun_mid_try_ends_with_the_first_try_that_connects(
+    in_flight: str,
+) -> None:
+    """A login begun while a try is in flight: that try's failure is not the
+    login's (the next try is), but if it connects, the login is over (it
+    may have used the login's tokens); it waited for its own deadline."""
+    bus = EventBus()
+    rec = Recorder(bus)
+    transport = _GatedTransport(failures=1 if in_flight == "fails" else 0)
+    async with Manager(bus, transport) as mgr:
+        mgr.add(fake_spec())
+        await rec.wait_for("connecting", "s")  # the try is in flight
+        conn = mgr.connection("s")
+        assert conn is not None
+        told: list[str | None] = []
+        conn.on_settled = told.append
+        conn.try_for_login()
+        transport.gate.set()
+        if in_flight == "fails":
+            await rec.wait_for("connect_failed", "s")
+            assert told == []  # not the login's try
+        await rec.wait_for("connected", "s")
+        assert told == [None]
