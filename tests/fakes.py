@@ -189,6 +189,7 @@ class FakeTransport:
     Args:
         failures: How many opens fail with `ConnectFailed` before one succeeds.
         error: The failure message.
+        gate: When given, each open waits for it first (a try held in flight).
     """
 
     def __init__(
@@ -197,10 +198,12 @@ class FakeTransport:
         error: str = "connection refused",
         *,
         teardown_error: bool = False,
+        gate: anyio.Event | None = None,
     ) -> None:
         self.failures = failures
         self.error = error
         self.teardown_error = teardown_error
+        self.gate = gate
         self.opens = 0
         self.upstreams: list[FakeUpstream] = []
         self.open_now = anyio.Event()
@@ -216,6 +219,8 @@ class FakeTransport:
     ) -> AsyncIterator[FakeUpstream]:
         self.opens += 1
         await anyio.lowlevel.checkpoint()
+        if self.gate is not None:
+            await self.gate.wait()
         if self.failures > 0:
             self.failures -= 1
             raise ConnectFailed(self.error)

@@ -12,15 +12,14 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes import FakeTransport, FakeUpstream, Recorder
+from fakes import FakeTransport, Recorder
 
-from manager.core.errors import ConnectFailed, ServerUnavailable, UnknownServer
+from manager.core.errors import ServerUnavailable, UnknownServer
 from manager.core.events import AttemptFailed, Reconnecting
 from manager.core.redact import SecretRegistry
 from manager.core.spec import ConnectionSpec, parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.base import Hooks
 
 pytestmark = pytest.mark.anyio
 
@@ -344,27 +343,6 @@ async def test_a_bug_in_an_attempt_is_one_masked_line_and_the_loop_goes_on() -> 
         assert "\n" not in event.error and "2nd" not in event.error
 
 
-class _GatedTransport(FakeTransport):
-    """Each open waits for `gate`, then fails while `failures` last."""
-
-    def __init__(self, failures: int = 0) -> None:
-        super().__init__(failures)
-        self.gate = anyio.Event()
-
-    @asynccontextmanager
-    async def _open(
-        self, spec: ConnectionSpec, hooks: Hooks
-    ) -> AsyncIterator[FakeUpstream]:
-        self.opens += 1
-        await self.gate.wait()
-        if self.failures > 0:
-            self.failures -= 1
-            raise ConnectFailed(self.error)
-        upstream = FakeUpstream()
-        self.upstreams.append(upstream)
-        yield upstream
-
-
 @pytest.mark.parametrize("in_flight", ["connects", "fails"])
 async def test_a_login_begun_mid_try_ends_with_the_first_try_that_connects(
     in_flight: str,
@@ -374,7 +352,8 @@ async def test_a_login_begun_mid_try_ends_with_the_first_try_that_connects(
     may have used the login's tokens); it waited for its own deadline."""
     bus = EventBus()
     rec = Recorder(bus)
-    transport = _GatedTransport(failures=1 if in_flight == "fails" else 0)
+    gate = anyio.Event()
+    transport = FakeTransport(failures=1 if in_flight == "fails" else 0, gate=gate)
     async with Manager(bus, transport) as mgr:
         mgr.add(fake_spec())
         await rec.wait_for("connecting", "s")  # the try is in flight
@@ -383,7 +362,7 @@ async def test_a_login_begun_mid_try_ends_with_the_first_try_that_connects(
         told: list[str | None] = []
         conn.on_settled = told.append
         conn.try_for_login()
-        transport.gate.set()
+        gate.set()
         if in_flight == "fails":
             await rec.wait_for("connect_failed", "s")
             assert told == []  # not the login's try
