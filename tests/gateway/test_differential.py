@@ -45,7 +45,9 @@ from support.eras import (
 )
 from support.gateway import running_gateway
 
-from manager.core.spec import parse_spec
+from manager.core.spec import ConnectionSpec, endpoint_key, parse_spec
+from manager.files import default_state_dir, write_private_json
+from manager.transport.eras import EraMemory
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -526,6 +528,26 @@ async def test_tasks_cross_as_tasks_with_their_ids_named_for_the_owner(
     assert through == straight
 
 
+def _dual_era_stdio_spec() -> ConnectionSpec:
+    """The conformance server over stdio, declared with its command alone,
+    and remembered (`eras.json`, as a daemon from before capabilities were
+    remembered wrote it) as a server that opens the 2026-07-28 process beside
+    its handshake one: a request then waits for that process as long as any
+    start (`connect_timeout`), not the 5 s a server never met in that era
+    gets, so a slow machine meets the same server."""
+    argv = [str(CONFORMANCE_SERVER), "--stdio"]
+    spec = parse_spec(
+        "conf",
+        {"command": sys.executable, "args": argv},
+        {"prefix": "", "connect_timeout": 60},
+    )
+    entry = {"endpoint": endpoint_key(spec), "era": "legacy", "beside": "yes"}
+    path = default_state_dir() / "eras.json"
+    write_private_json(path, {"conf": entry})
+    assert EraMemory(path).recall_beside(spec) is True  # the daemon reads it so
+    return spec
+
+
 @pytest.mark.anyio
 async def test_tasks_of_a_dual_era_stdio_server_are_followed_where_they_were_made(
     servers: dict[str, str],
@@ -538,8 +560,7 @@ async def test_tasks_of_a_dual_era_stdio_server_are_followed_where_they_were_mad
     same code over HTTP shows it straight."""
     import httpx2
 
-    argv = [str(CONFORMANCE_SERVER), "--stdio"]
-    spec = parse_spec("conf", {"command": sys.executable, "args": argv}, {"prefix": ""})
+    spec = _dual_era_stdio_spec()
     async with (
         running_gateway([spec], wait_for=["conf"]) as (gateway, manager, _),
         httpx2.AsyncClient(timeout=30) as http,
@@ -563,11 +584,11 @@ async def test_a_2026_client_discovers_what_a_dual_era_stdio_server_offers_it(
     stdio server does not offer the tasks extension, the process met in
     2026-07-28 does, and a client straight at it would meet that one. So
     the first daemon opens it to ask (kept for the calls that follow); the
-    next one knows the answer from `eras.json` and starts nothing for it."""
+    next one knows the answer from `eras.json` and starts nothing for it.
+    (A server never met in that era is waited for 5 s at most: `test_side`.)"""
     import httpx2
 
-    argv = [str(CONFORMANCE_SERVER), "--stdio"]
-    spec = parse_spec("conf", {"command": sys.executable, "args": argv}, {"prefix": ""})
+    spec = _dual_era_stdio_spec()
     async with httpx2.AsyncClient(timeout=30) as http:
         straight = await _rpc(http, servers["sdk"], "server/discover", {}, {})
         offered = set(straight["result"]["capabilities"]["extensions"])
