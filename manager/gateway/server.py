@@ -90,7 +90,7 @@ from .rounds import client_era
 from .routing import Features
 from .sessions import Sessions
 from .stdio import stdio_streams
-from .tasks import TASK_METHODS, TaskParams, Tasks
+from .tasks import TASK_METHODS, TaskParams, Tasks, offers_tasks
 from .tools import ToolCalls
 from .views import current_profile
 
@@ -636,8 +636,7 @@ class Gateway:
             out.update(capabilities)
             if offers_apps(capabilities, (t.raw for t in conn.tools)):
                 out.add(UI_EXTENSION)
-            extensions = capabilities.get("extensions")
-            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+            if offers_tasks(capabilities):
                 out.add(TASKS_EXTENSION)
         return out
 

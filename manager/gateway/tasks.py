@@ -17,6 +17,7 @@ SDK checks it only for the core methods).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import mcp.types as types
@@ -43,6 +44,7 @@ __all__ = [
     "TaskParams",
     "Tasks",
     "exposed_task",
+    "offers_tasks",
 ]
 
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
@@ -79,6 +81,12 @@ def exposed_task(server: str, result: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(task_id, str):
         return result
     return {**result, "taskId": f"{server}{SEPARATOR}{task_id}"}
+
+
+def offers_tasks(capabilities: Mapping[str, object]) -> bool:
+    """Whether an upstream's capabilities (as it sent them) offer the extension."""
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
 
 def declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:

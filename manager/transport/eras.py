@@ -67,26 +67,20 @@ class EraMemory:
 
     def recall(self, spec: ConnectionSpec) -> str | None:
         """The era learned for `spec`'s endpoint, if any."""
-        entry = self._load().get(spec.name)
-        if entry is None or entry.get("endpoint") != endpoint_key(spec):
-            return None
-        return entry.get("era")
+        entry = self._entry(spec)
+        return entry.get("era") if entry is not None else None
 
     def learn(self, spec: ConnectionSpec, era: str) -> None:
         """Remember that `spec`'s server speaks `era` (written at once)."""
-        entry = self._load().get(spec.name)
-        if entry is not None and entry.get("endpoint") == endpoint_key(spec):
-            if entry.get("era") == era:
-                return
+        entry = self._entry(spec)
+        if entry is not None and entry.get("era") == era:
+            return
         self._write(spec, {"endpoint": endpoint_key(spec), "era": era})
 
     def recall_beside(self, spec: ConnectionSpec) -> bool | None:
         """Whether `spec`'s server opened a session of the other era beside
         its own (None: never tried)."""
-        entry = self._load().get(spec.name)
-        if entry is None or entry.get("endpoint") != endpoint_key(spec):
-            return None
-        beside = entry.get("beside")
+        beside = (self._entry(spec) or {}).get("beside")
         return None if beside is None else beside == "yes"
 
     def recall_beside_capabilities(
@@ -94,9 +88,7 @@ class EraMemory:
     ) -> Mapping[str, object] | None:
         """What `spec`'s server offered in the session of the other era when
         it last opened one (None: never opened, or not remembered)."""
-        entry = self._load().get(spec.name)
-        if entry is None or entry.get("endpoint") != endpoint_key(spec):
-            return None
+        entry = self._entry(spec) or {}
         with contextlib.suppress(ValueError):
             capabilities = json.loads(entry.get("beside_capabilities", ""))
             if isinstance(capabilities, dict):
@@ -108,8 +100,8 @@ class EraMemory:
     ) -> None:
         """Remember whether `spec`'s server opened a session of the other
         era, and what it offered there (`capabilities`; None: it refused)."""
-        entry = self._load().get(spec.name)
-        if entry is None or entry.get("endpoint") != endpoint_key(spec):
+        entry = self._entry(spec)
+        if entry is None:
             return  # its own era is learned first
         learned = {**entry, "beside": "no" if capabilities is None else "yes"}
         learned.pop("beside_capabilities", None)
@@ -117,6 +109,14 @@ class EraMemory:
             learned["beside_capabilities"] = json.dumps(capabilities, sort_keys=True)
         if learned != entry:
             self._write(spec, learned)
+
+    def _entry(self, spec: ConnectionSpec) -> dict[str, str] | None:
+        """What is remembered of `spec`'s endpoint (None: nothing, or of
+        another endpoint under the same name)."""
+        entry = self._load().get(spec.name)
+        if entry is None or entry.get("endpoint") != endpoint_key(spec):
+            return None
+        return entry
 
     def _write(self, spec: ConnectionSpec, entry: dict[str, str]) -> None:
         eras = self._load()

@@ -57,7 +57,7 @@ from mcp_types import (
 from ..base import ProgressCallback
 from ..relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
 
-__all__ = ["RESUME_ATTEMPTS", "HttpRelay", "SseEvents"]
+__all__ = ["RESUME_ATTEMPTS", "HttpRelay", "JsonLines", "SseEvents"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +111,41 @@ class SseEvents:
                     self.retry = int(value) / 1000
             if kind == "message" and data:
                 out.append("\n".join(data))
+
+
+class JsonLines:
+    """JSON messages one after another on lines of their own (the TypeScript
+    SDK's 2026-07-28 `application/json` bodies), parsed from the bytes of a
+    response; a message printed over several lines is gathered until it
+    parses."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._pending: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The text of each complete message in `chunk` (and before)."""
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        out: list[bytes] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            self._pending.append(line.rstrip(b"\r"))
+            text = b"\n".join(self._pending)
+            try:
+                json.loads(text)
+            except ValueError:
+                continue  # more of it on the next line
+            out.append(text)
+            self._pending = []
+        return out
+
+    def rest(self) -> bytes | None:
+        """What is left once the body ended (not a whole message), if any."""
+        rest = b"\n".join([*self._pending, self._buffer]).strip()
+        self._buffer, self._pending = b"", []
+        return rest or None
 
 
 class HttpRelay:
@@ -348,12 +383,14 @@ class HttpRelay:
         """A JSON body of several messages, one per line: each is taken as an
         event of a stream would be; the answer, if one of them is it (else
         None, which is no answer)."""
-        for line in body.splitlines():
-            if not line.strip():
-                continue
-            message = json.loads(line)  # not JSON: a parse error, as before
+        lines = JsonLines()
+        for text in lines.feed(body + b"\n"):
+            message = json.loads(text)
             if await self._take(message, request_id, progress):
                 return message
+        rest = lines.rest()
+        if rest is not None:  # lines that never made a message
+            json.loads(rest)  # raises what the parse error says
         return None
 
     async def _take(

@@ -35,7 +35,7 @@ from ...core.spec import ConnectionSpec
 from ..base import LINK_META_KEY, Refusal, RequestLinks, Streams
 from ..relay import NO_SEND_SPAN, SendSpan
 from .pool import PoolTransport
-from .relay import HttpRelay
+from .relay import HttpRelay, JsonLines
 
 __all__ = [
     "HTTP_READ_TIMEOUT",
@@ -270,49 +270,31 @@ class _DrainOnClose(_OnceStream):
 
 
 class _JsonLinesAsEvents(httpx2.AsyncByteStream):
-    """A body of JSON messages, one after another on lines of their own, as
-    the event stream of those messages. The SDK's client reads a JSON body
-    whole (an open listen stream never ends) and only as one message; a
-    message may span lines (pretty-printed): lines are gathered until they
-    parse."""
+    """A body of JSON lines (`JsonLines`) as the event stream of its
+    messages: the SDK's client reads a JSON body whole (an open listen stream
+    never ends) and only as one message."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        buffer = b""
-        pending: list[bytes] = []
+        lines = JsonLines()
         async for chunk in self._inner:
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            events = b""
-            for line in lines:
-                if not line.strip():
-                    continue
-                pending.append(line.rstrip(b"\r"))
-                try:
-                    json.loads(b"\n".join(pending))
-                except ValueError:
-                    continue  # more of it on the next line
-                events += _event(pending)
-                pending = []
+            events = b"".join(_event(text) for text in lines.feed(chunk))
             if events:
                 yield events
-        rest = [*pending, buffer] if buffer.strip() else pending
-        if rest:
+        rest = lines.rest()
+        if rest is not None:
             yield _event(rest)  # what is left, for the SDK to judge
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-def _event(lines: list[bytes]) -> bytes:
-    """One `message` event whose data is `lines`."""
-    return (
-        b"event: message\n"
-        + b"".join(b"data: " + line + b"\n" for line in lines)
-        + b"\n"
-    )
+def _event(text: bytes) -> bytes:
+    """One `message` event whose data is `text`."""
+    data = b"".join(b"data: " + line + b"\n" for line in text.split(b"\n"))
+    return b"event: message\n" + data + b"\n"
 
 
 class _WatchedStream(_OnceStream):
