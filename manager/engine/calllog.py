@@ -142,8 +142,21 @@ def result_size(data: object) -> int:
 def shape_of(arguments: Mapping[str, Any] | None) -> str:
     """`{"repo": "string", "limit": "number"}` for the arguments: keys and
     types, never a value."""
-    kinds = {key: _kind(value) for key, value in (arguments or {}).items()}
-    return json.dumps(kinds, separators=(",", ":"), sort_keys=True)
+    kinds = tuple((key, _kind(value)) for key, value in (arguments or {}).items())
+    shape = _shapes.get(kinds)
+    if shape is None:
+        if len(_shapes) >= _SHAPES_KEPT:
+            _shapes.clear()
+        shape = _shapes[kinds] = _shape_json(dict(kinds))
+    return shape
+
+
+_shape_json = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+_shapes: dict[tuple[tuple[str, str], ...], str] = {}
+"""Shapes already written: a tool is called with the same shape again and
+again, and this is every call's path (a JSON dump with its own encoder costs
+several times the lookup)."""
+_SHAPES_KEPT = 4096
 
 
 _row = attrgetter(*(field.name for field in fields(CallRecord)))
