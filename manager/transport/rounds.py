@@ -60,18 +60,21 @@ class InputRounds:
         link = meta.get(LINK_META_KEY) if isinstance(meta, Mapping) else None
         self._link = link if isinstance(link, str) else None
 
-    async def run(self, params: dict[str, Any], send: Send) -> dict[str, Any]:
-        """Send `params`; answer each `input_required` and send them again
-        with the answers and the server's state, until a result comes."""
-        responses: types.InputResponses | None = None
-        state: str | None = None
-        for _ in range(MAX_INPUT_ROUNDS):
-            raw = await send(_with_answers(params, responses, state))
+    async def run(
+        self, params: dict[str, Any], first: dict[str, Any], send: Send
+    ) -> dict[str, Any]:
+        """`first` is the server's answer to `params`: while it is
+        `input_required`, answer its questions and send `params` again with
+        the answers and the server's state, until a result comes."""
+        raw = first
+        for _ in range(MAX_INPUT_ROUNDS - 1):  # `first` was the first
             if raw.get("resultType") != "input_required":
                 return raw
             asking = types.InputRequiredResult.model_validate(raw, by_name=False)
             responses = await self._answer(asking.input_requests or {})
-            state = asking.request_state
+            raw = await send(_with_answers(params, responses, asking.request_state))
+        if raw.get("resultType") != "input_required":
+            return raw
         raise UpstreamError(
             f"{self._what}: the server asked for input more than "
             f"{MAX_INPUT_ROUNDS} times",
@@ -115,10 +118,8 @@ def _with_answers(
     responses: types.InputResponses | None,
     state: str | None,
 ) -> dict[str, Any]:
-    """`params` of a round: the first as the client sent them; later ones with
-    the answers and the server's `requestState` (when it gave one)."""
-    if responses is None and state is None:
-        return params
+    """`params` of a round after the first: with the answers and the
+    server's `requestState` (when it gave one)."""
     sent = dict(params)
     if state is not None:
         sent["requestState"] = state

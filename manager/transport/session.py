@@ -323,14 +323,22 @@ class McpSession:
         if method not in INPUT_METHODS:
             return await self._once(method, params, limit, progress, named)
 
+        # Every round of it within `limit`: the first bounded on the wire,
+        # as any request (this is every call's path); the rest under one
+        # deadline, questions and answers included.
+        deadline = anyio.current_time() + limit
+        first = await self._once(method, params, limit, progress, named)
+        if first.get("resultType") != "input_required":
+            return first
         meta = params.get("_meta")
         rounds = InputRounds(self._session, self._hooks, what or method, meta)
 
         async def send(sent: dict[str, Any]) -> dict[str, Any]:
-            return await self._once(method, sent, limit, progress, named)
+            left = deadline - anyio.current_time()
+            return await self._once(method, sent, max(left, 0.0), progress, named)
 
-        with anyio.fail_after(limit):  # every round of it
-            return await rounds.run(params, send)
+        with anyio.fail_at(deadline):
+            return await rounds.run(params, first, send)
 
     async def _once(
         self,
