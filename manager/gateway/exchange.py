@@ -79,6 +79,7 @@ from starlette.requests import Request
 from .compat_mcp_server import http_session_alive
 from .resumable import RETRY_MS, ResumableEvents, for_session
 from .sessions import Downstream, Sessions
+from .stopping import REQUEST_SCOPE
 
 __all__ = ["LEAN_BODY_LIMIT", "Exchange"]
 
@@ -597,27 +598,26 @@ class Exchange:
         )
         dctx = _dispatch_context(scope, message, answer)
         self.served += 1
-        reply: dict[str, Any] | None = None
-        with anyio.CancelScope() as scope:
-            # 2026-07-28: closing the response stream cancels the request.
-            watcher = watch_beside(_cancel_on_disconnect(receive, scope))
-            try:
-                result = await serve_one(
-                    self._server,
-                    dctx,
-                    method,
-                    message.get("params"),
-                    connection=connection,
-                    lifespan_state=self._lifespan,
-                )
-                reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
-            except Exception as exc:  # the SDK's modern boundary
-                reply = _error(request_id, modern_error_data(exc))
-            finally:
-                dctx.end()
-                watcher.cancel()
-        if reply is None:
-            return True  # the client left: nobody to answer
+        # 2026-07-28: closing the response stream cancels the request. Its
+        # cancel scope is the request's own (`stopping.REQUEST_SCOPE`), one
+        # fewer on every call's path: cancelled, nothing is answered.
+        watcher = watch_beside(_cancel_on_disconnect(receive, scope[REQUEST_SCOPE]))
+        reply: dict[str, Any]
+        try:
+            result = await serve_one(
+                self._server,
+                dctx,
+                method,
+                message.get("params"),
+                connection=connection,
+                lifespan_state=self._lifespan,
+            )
+            reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        except Exception as exc:  # the SDK's modern boundary
+            reply = _error(request_id, modern_error_data(exc))
+        finally:
+            dctx.end()
+            watcher.cancel()
         status = 200
         if "error" in reply and not answer.streaming:
             status = ERROR_CODE_HTTP_STATUS.get(reply["error"]["code"], 200)
@@ -631,7 +631,11 @@ class Exchange:
         duplicated routing headers, the envelope (`classify_inbound_request`),
         and for `tools/call` the `Mcp-Param-*` headers against the exposed
         tool's schema (SEP-2243, `validate_mcp_param_headers`)."""
-        raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        raw = [  # the routing headers are all `mcp-` ones (ASGI names are lower case)
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope["headers"]
+            if k[:4] == b"mcp-"
+        ]
         duplicated = find_duplicated_routing_header(raw)
         if duplicated is not None:
             return InboundLadderRejection(

@@ -29,7 +29,12 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from ..core.once import STOPPED_CODE, stopped_error
 
-__all__ = ["AnswerAtStop"]
+__all__ = ["REQUEST_SCOPE", "AnswerAtStop"]
+
+REQUEST_SCOPE = "mcp_manager.cancel"
+"""The ASGI scope's key for the request's own cancel scope: the app may
+cancel it (a client that leaves) instead of opening one more; only what the
+daemon's stop cancels is answered here."""
 
 
 class AnswerAtStop:
@@ -62,12 +67,13 @@ class AnswerAtStop:
             return
         exchange = _Exchange(receive, send)
         with anyio.CancelScope() as cancel:
+            scope[REQUEST_SCOPE] = cancel
             self._scopes.add(cancel)
             try:
                 await self.app(scope, exchange.receive, exchange.send)
             finally:
                 self._scopes.discard(cancel)
-        if cancel.cancel_called and not exchange.done:
+        if self.stopping and cancel.cancel_called and not exchange.done:
             with contextlib.suppress(Exception):  # boundary: the client may be gone
                 await exchange.answer_stopped()
 
