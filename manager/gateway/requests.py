@@ -400,6 +400,7 @@ class ClientRequests:
         # this request's own response stream: streamable HTTP) is this
         # request's, whoever else waits there (`log`).
         mark = _SERVED.set((server, notes))
+        turns: Turns | None = None
         try:
             if (  # cheapest first: most servers never ask
                 server in self._askers
@@ -407,19 +408,52 @@ class ClientRequests:
                 and can_be_asked(ctx.session.client_capabilities)
                 and not self._apart(server, ctx)
             ):
-                async with (
-                    self._turn(server, key),
-                    self._serving(server, _Waiting(key, ctx, token, notes, held)),
-                ):
+                turns = await self._take_turn(server, key)
+            # One generator on every call's path (not one per concern).
+            item = _Waiting(key, ctx, token, notes, held)
+            waiting = self._waiting.setdefault(server, [])
+            if self.spawn is not None:
+                notes.deliver_with(self.spawn)
+                waiting.append(item)
+                try:
                     yield
+                except Exception:
+                    waiting.remove(item)
+                    notes.close()
+                    await notes.delivered()  # what came before the error, first
+                    raise
+                except BaseException:  # cancelled: the rest is not sent
+                    waiting.remove(item)
+                    notes.abandon()
+                    raise
+                waiting.remove(item)
+                notes.close()
+                await notes.delivered()
                 return
-            async with self._serving(server, _Waiting(key, ctx, token, notes, held)):
-                yield
+            try:
+                async with anyio.create_task_group() as tg:
+                    notes.deliver_with(tg.start_soon)
+                    waiting.append(item)
+                    try:
+                        yield
+                    finally:
+                        waiting.remove(item)
+                        notes.close()
+            except BaseExceptionGroup as group:
+                if len(group.exceptions) == 1 and isinstance(
+                    group.exceptions[0], Exception
+                ):
+                    raise group.exceptions[0]  # noqa: B904 - the body's own error
+                raise
         finally:
+            if turns is not None:
+                turns.give_back()
+                if turns.idle:
+                    self._turns.pop(server, None)
             _SERVED.reset(mark)
 
-    @contextlib.asynccontextmanager
-    async def _turn(self, server: str, key: str) -> AsyncIterator[None]:
+    async def _take_turn(self, server: str, key: str) -> Turns:
+        """`key`'s turn at `server` (give it back with `Turns.give_back`)."""
         turns = self._turns.setdefault(server, Turns())
         limit = self._deadline(server)
         try:
@@ -433,51 +467,7 @@ class ClientRequests:
                 f"asked questions take turns at {server} (its questions name no "
                 "request), and other clients' requests held it all that time"
             ) from None
-        try:
-            yield
-        finally:
-            turns.give_back()
-            if turns.idle:
-                self._turns.pop(server, None)
-
-    @contextlib.asynccontextmanager
-    async def _serving(self, server: str, item: _Waiting) -> AsyncIterator[None]:
-        notes = item.notes
-        assert notes is not None
-        waiting = self._waiting.setdefault(server, [])
-        if self.spawn is not None:
-            notes.deliver_with(self.spawn)
-            waiting.append(item)
-            try:
-                yield
-            except Exception:
-                waiting.remove(item)
-                notes.close()
-                await notes.delivered()  # what came before the error, first
-                raise
-            except BaseException:  # cancelled: the rest is not sent
-                waiting.remove(item)
-                notes.abandon()
-                raise
-            waiting.remove(item)
-            notes.close()
-            await notes.delivered()
-            return
-        try:
-            async with anyio.create_task_group() as tg:
-                notes.deliver_with(tg.start_soon)
-                waiting.append(item)
-                try:
-                    yield
-                finally:
-                    waiting.remove(item)
-                    notes.close()
-        except BaseExceptionGroup as group:
-            if len(group.exceptions) == 1 and isinstance(
-                group.exceptions[0], Exception
-            ):
-                raise group.exceptions[0]  # noqa: B904 - the body's own error
-            raise
+        return turns
 
     def in_flight(self, server: str) -> int:
         """Downstream requests `server` is serving now."""

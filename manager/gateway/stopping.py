@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
@@ -95,17 +96,20 @@ class _Exchange:
             self.body.append(message.get("body", b""))
         return message
 
-    async def send(self, message: Any) -> None:
+    def send(self, message: Any) -> Awaitable[None]:
+        """The app's `send`: noted, then the server's own send, awaited by
+        the app (no coroutine of ours between: every message of every
+        response passes here)."""
         kind = message["type"]
         if kind == "http.response.start":
             self.started = True
-            self.event_stream = any(
-                key == b"content-type" and value.startswith(b"text/event-stream")
-                for key, value in message.get("headers", ())
-            )
+            for key, value in message.get("headers", ()):
+                if key == b"content-type":
+                    self.event_stream = value.startswith(b"text/event-stream")
         elif kind == "http.response.body" and not message.get("more_body", False):
             self.done = True
-        await self._send(message)
+        sent: Awaitable[None] = self._send(message)
+        return sent
 
     async def answer_stopped(self) -> None:
         answers = [

@@ -12,7 +12,7 @@ from manager.transport.rounds import MAX_INPUT_ROUNDS, InputRounds
 
 pytestmark = pytest.mark.anyio
 
-ASKING = {"resultType": "input_required", "requestState": "s1"}
+ASKING: dict[str, Any] = {"resultType": "input_required", "requestState": "s1"}
 
 
 async def test_a_server_that_never_stops_asking_is_sent_the_request_16_times() -> None:
@@ -34,7 +34,7 @@ async def test_a_server_that_never_stops_asking_is_sent_the_request_16_times() -
 
 
 async def test_a_result_after_some_rounds_is_the_answer() -> None:
-    answers = [ASKING, {"content": [], "isError": False}]
+    answers: list[dict[str, Any]] = [ASKING, {"content": [], "isError": False}]
 
     async def send(params: dict[str, Any]) -> dict[str, Any]:
         return answers.pop(0)
