@@ -76,9 +76,9 @@ CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
 """
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init sets each field the slow way
 class CallRecord:
-    """One call, as the log keeps it.
+    """One call, as the log keeps it (not changed once made).
 
     Attributes:
         time: When it started (wall time).

@@ -86,15 +86,22 @@ def upstream_meta(ctx: ServerRequestContext[Any, Any]) -> dict[str, object] | No
     params = ctx.params
     meta = params.get("_meta") if isinstance(params, dict) else None
     out: dict[str, object] = {}
+    sent = None
     if isinstance(meta, dict):
         out = {
             key: value
             for key, value in meta.items()
             if key != "progressToken" and not key.startswith(_ENVELOPE_PREFIX)
         }
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            sent = meta.get(CLIENT_CAPABILITIES_META_KEY)
     caps = ctx.session.client_capabilities
     if caps is not None:
-        out[CLIENT_CAPABILITIES_META_KEY] = _dumped_capabilities(caps)
+        # A 2026-07-28 request's own declaration, as the client wrote it (the
+        # SDK judged it already); a handshake session's, dumped once.
+        out[CLIENT_CAPABILITIES_META_KEY] = (
+            sent if isinstance(sent, dict) else _dumped_capabilities(caps)
+        )
     return out or None
 
 

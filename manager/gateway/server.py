@@ -452,7 +452,7 @@ class Gateway:
             self._config_pending = False
             self._dirty.set()  # profiles may have changed: prepare their indexes
         if self._notices is not None and isinstance(
-            event, ResourceUpdated | ServerLog | Connected
+            event, (ResourceUpdated, ServerLog, Connected)
         ):
             try:
                 self._notices.send_nowait(event)
