@@ -1,7 +1,8 @@
 """Where a forwarded call's CPU goes: a profile of the endpoint, by package.
 
 Run: `.venv/bin/python bench/profile_calls.py [--calls N] [--upstream stdio|http]
-[--era 2025-11-25|2026] [--top N]`.
+[--era 2025-11-25|2026] [--protocol auto|legacy|2026-07-28] [--top N]
+[--no-profile]`.
 
 This process runs the daemon's manager and HTTP endpoint (telemetry off) in
 front of the demo server (a subprocess), under cProfile with the process CPU
@@ -10,6 +11,9 @@ profile covers only the calls (start-up is excluded) and is printed as CPU per
 call and each package's share of it (own time of the functions in that
 package), with the event-loop turns per call: what a step of issue 14 changes
 shows up here.
+
+`--no-profile` prints only the CPU and wall time per call, unprofiled (what
+`bench/instructions.py` runs under callgrind).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import cProfile
 import pstats
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections import defaultdict
@@ -115,7 +120,13 @@ class TurnCounter:
 
 
 async def run(
-    calls: int, upstream: str, work: Path, top: int = 0, era: str = "2025-11-25"
+    calls: int,
+    upstream: str,
+    work: Path,
+    top: int = 0,
+    era: str = "2025-11-25",
+    protocol: str = "auto",
+    profile: bool = True,
 ) -> None:
     turns = TurnCounter()
     with_http = upstream == "http"
@@ -125,10 +136,14 @@ async def run(
         argv = [*demo_argv(), "--transport", "http", "--port", str(port)]
         ctx = child(argv, work / "upstream.log", port)
         ctx.__enter__()
-        spec = parse_spec("demo", f"http://127.0.0.1:{port}/mcp")
+        spec = parse_spec(
+            "demo", f"http://127.0.0.1:{port}/mcp", {"protocol": protocol}
+        )
     else:
         argv = demo_argv()
-        spec = parse_spec("demo", {"command": argv[0], "args": argv[1:]})
+        spec = parse_spec(
+            "demo", {"command": argv[0], "args": argv[1:]}, {"protocol": protocol}
+        )
     async with Manager(bus) as manager, anyio.create_task_group() as tg:
         gateway = Gateway(manager, bus)
         await tg.start(partial(gateway.serve, EndpointOptions("127.0.0.1", 0)))
@@ -147,7 +162,8 @@ async def run(
         profiler = cProfile.Profile(time.process_time)
         turns_before = turns.turns
         cpu_before = time.process_time()
-        profiler.enable()
+        if profile:
+            profiler.enable()
         await client.stdin.send(b"\n")
         buffer = b""
         while b"done" not in buffer:
@@ -161,18 +177,20 @@ async def run(
         tg.cancel_scope.cancel()
     if with_http:
         ctx.__exit__(None, None, None)
+    print(
+        f"\n{calls} calls ({era} client) through the endpoint to the demo server "
+        f"over {upstream} (protocol = {protocol!r})"
+    )
+    print(f"wall per call (client)      {wall / calls * 1000:7.3f} ms")
+    print(f"daemon CPU per call         {cpu / calls * 1000:7.3f} ms")
+    if not profile:
+        return
     stats = pstats.Stats(profiler)
     shares: dict[str, float] = defaultdict(float)
     total = 0.0
     for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
         shares[package_of(filename)] += tottime
         total += tottime
-    print(
-        f"\n{calls} calls ({era} client) through the endpoint to the demo server "
-        f"over {upstream}"
-    )
-    print(f"wall per call (client)      {wall / calls * 1000:7.3f} ms")
-    print(f"daemon CPU per call         {cpu / calls * 1000:7.3f} ms")
     print(f"event-loop turns per call   {loop_turns / calls:7.1f}")
     print("CPU by package (own time, share of the profiled total):")
     for name, seconds in sorted(shares.items(), key=lambda kv: -kv[1]):
@@ -206,10 +224,29 @@ def main() -> int:
         help="the client: a handshake ClientSession, or the SDK's default Client "
         "(2026-07-28)",
     )
+    parser.add_argument(
+        "--protocol",
+        choices=("auto", "legacy", "2026-07-28"),
+        default="auto",
+        help="the demo server's declared protocol (default: auto)",
+    )
+    parser.add_argument(
+        "--no-profile",
+        action="store_true",
+        help="no cProfile: CPU and wall time per call only",
+    )
     args = parser.parse_args()
-    work = Path("/tmp") / f"profile-calls-{free_port()}"
-    work.mkdir()
-    anyio.run(run, args.calls, args.upstream, work, args.top, args.era)
+    work = Path(tempfile.mkdtemp(prefix="profile-calls-"))
+    anyio.run(
+        run,
+        args.calls,
+        args.upstream,
+        work,
+        args.top,
+        args.era,
+        args.protocol,
+        not args.no_profile,
+    )
     return 0
 
 

@@ -1,0 +1,136 @@
+"""A forwarded call's daemon cost in instructions, one revision against another.
+
+Run: `.venv/bin/python bench/instructions.py [--base REV] [--head REV]
+[--calls N] [--era 2026|2025-11-25] [--protocol auto|legacy|2026-07-28]`.
+
+CPU time per call on this VM moves by about 10 % between runs of the same
+code, so a change of a few percent needs many alternating runs to show.
+Instructions counted by valgrind's callgrind do not move with the machine's
+load: the same code and inputs count the same to about 0.1 %. Each revision
+is checked out (`git archive`) into a folder of its own and runs
+`bench/profile_calls.py --no-profile` (this tree's copy, so both run the same
+bench) under callgrind twice, with 100 and with 100 + N calls; the difference
+over N is the instructions one call costs the daemon (its process: endpoint,
+engine, call log writer), start-up excluded. The four runs go two at a time.
+
+Needs valgrind (`apt-get install valgrind`). 1000 calls take about 6 minutes.
+An instruction is not a nanosecond (memory and system calls differ), so say
+both: this for the direction of a change, `profile_calls.py` for its time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXED = 100
+"""Calls in the short run, whose count is taken off the long one's."""
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """`rev`'s tree in `into`, with this tree's `bench/profile_calls.py`."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    shutil.copy(
+        ROOT / "bench" / "profile_calls.py", into / "bench" / "profile_calls.py"
+    )
+    return into
+
+
+def counted(tree: Path, calls: int, args: argparse.Namespace, out: Path) -> int:
+    """Instructions of one bench process under callgrind."""
+    argv = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        "bench/profile_calls.py",
+        "--no-profile",
+        "--calls",
+        str(calls),
+        "--era",
+        args.era,
+        "--protocol",
+        args.protocol,
+        "--upstream",
+        args.upstream,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    done = subprocess.run(
+        argv, cwd=tree, env=env, capture_output=True, text=True, timeout=3600
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{tree.name}: the bench failed:\n{done.stderr[-2000:]}")
+    match = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M)
+    if match is None:
+        raise SystemExit(f"{out}: no instruction total")
+    return int(match.group(1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="2058d4c", help="default: 2058d4c")
+    parser.add_argument("--head", default="HEAD")
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--era", choices=("2026", "2025-11-25"), default="2026")
+    parser.add_argument(
+        "--protocol", choices=("auto", "legacy", "2026-07-28"), default="2026-07-28"
+    )
+    parser.add_argument("--upstream", choices=("stdio", "http"), default="stdio")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        print("needs valgrind: apt-get install valgrind", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="instructions-") as tmp:
+        work = Path(tmp)
+        trees = {
+            rev: checkout(rev, work / f"tree{i}")
+            for i, rev in enumerate((args.base, args.head))
+        }
+        jobs = [(rev, n) for rev in trees for n in (FIXED, FIXED + args.calls)]
+        with ThreadPoolExecutor(2) as pool:
+            totals = dict(
+                zip(
+                    jobs,
+                    pool.map(
+                        lambda job: counted(
+                            trees[job[0]],
+                            job[1],
+                            args,
+                            work / f"{trees[job[0]].name}-{job[1]}.out",
+                        ),
+                        jobs,
+                    ),
+                    strict=True,
+                )
+            )
+    per_call = {
+        rev: (totals[(rev, FIXED + args.calls)] - totals[(rev, FIXED)]) / args.calls
+        for rev in trees
+    }
+    print(
+        f"{args.calls} calls, {args.era} client, demo server over {args.upstream}, "
+        f"protocol = {args.protocol!r}: daemon instructions per call"
+    )
+    for rev, count in per_call.items():
+        print(f"  {rev:<12} {count / 1e6:7.3f} M")
+    base, head = per_call[args.base], per_call[args.head]
+    print(f"  {args.head} / {args.base}: {head / base:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
