@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 __all__ = [
     "ECOSYSTEMS",
     "Launch",
@@ -323,6 +321,11 @@ def _pypi(
     if shorthand:
         version = shorthand.group(2)
         text = shorthand.group(1) + ("" if version == "latest" else f"=={version}")
+    # Here, not at the top: `packaging.requirements` costs about 30 ms to
+    # import, and `mcp-manager status` reaches this module (through the HUD's
+    # state) without ever reading a requirement.
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
