@@ -145,7 +145,7 @@ def shape_of(arguments: Mapping[str, Any] | None) -> str:
     kinds = tuple((key, _kind(value)) for key, value in (arguments or {}).items())
     shape = _shapes.get(kinds)
     if shape is None:
-        if len(_shapes) >= _SHAPES_KEPT:
+        if len(_shapes) >= SHAPES_KEPT:
             _shapes.clear()
         shape = _shapes[kinds] = _shape_json(dict(kinds))
     return shape
@@ -156,7 +156,8 @@ _shapes: dict[tuple[tuple[str, str], ...], str] = {}
 """Shapes already written: a tool is called with the same shape again and
 again, and this is every call's path (a JSON dump with its own encoder costs
 several times the lookup)."""
-_SHAPES_KEPT = 4096
+SHAPES_KEPT = 4096
+"""Distinct shapes remembered; past it the table starts again."""
 
 
 _row = attrgetter(*(field.name for field in fields(CallRecord)))

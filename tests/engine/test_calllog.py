@@ -55,6 +55,18 @@ def test_a_shape_names_keys_and_types_never_values() -> None:
     assert "s3cret" not in shape and shape_of(None) == "{}"
 
 
+def test_a_shape_is_written_the_same_whatever_came_before() -> None:
+    """Shapes are remembered (every call's path) in a bounded table: the
+    same keys in any order give one text, a value's type still counts, and
+    a table that filled up starts again without changing any answer."""
+    first = shape_of({"b": 1, "a": "x"})
+    assert first == shape_of({"a": "y", "b": 2}) == '{"a":"string","b":"number"}'
+    assert shape_of({"a": 1, "b": 2}) == '{"a":"number","b":"number"}'
+    for n in range(calllog.SHAPES_KEPT + 10):
+        assert shape_of({f"k{n}": n}) == f'{{"k{n}":"number"}}'
+    assert shape_of({"b": 1, "a": "x"}) == first
+
+
 def test_rows_are_written_in_batches_private_and_bounded(tmp_path: Path) -> None:
     log = CallLog(tmp_path / "state", keep_days=1, max_rows=3)
     for i in range(5):
