@@ -487,9 +487,14 @@ class Exchange:
         dctx = _dispatch_context(scope, message, answer, asks)
         runner = known.pipeline(self._server, self._lifespan)
         self.served += 1
-        reply: dict[str, Any] | None = None
-        with anyio.CancelScope() as cancel:
-            known.in_flight[request_id] = cancel
+        # The request's own cancel scope (`stopping.REQUEST_SCOPE`), one fewer
+        # on every call's path: the client's `notifications/cancelled` takes it
+        # out of `in_flight` and cancels it (`_cancel`); the daemon's stop
+        # cancels it where it is, and `AnswerAtStop` answers.
+        request_scope: anyio.CancelScope = scope[REQUEST_SCOPE]
+        known.in_flight[request_id] = request_scope
+        withdrawn = False
+        try:
             try:
                 result = await runner.on_request(dctx, method, message.get("params"))
                 reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
@@ -501,10 +506,17 @@ class Exchange:
                 reply = _error(request_id, error)
             finally:
                 dctx.end()
-                known.in_flight.pop(request_id, None)
+                withdrawn = known.in_flight.pop(request_id, None) is None
                 http_session_alive(self._manager(), key, self._idle_timeout)
-        if cancel.cancelled_caught:
-            reply = None  # the client cancelled it: never answered (JSON-RPC)
+        except anyio.get_cancelled_exc_class():
+            if not withdrawn:
+                raise
+            # The client cancelled it: never answered (JSON-RPC); what its
+            # response began ends, with nothing more said (bounded: the
+            # request's scope no longer stops this write).
+            with anyio.move_on_after(CANCEL_WRITE_TIMEOUT, shield=True):
+                await answer.finish(None, 200)
+            return True
         await answer.finish(reply, 200)
         return True
 
@@ -567,7 +579,7 @@ class Exchange:
         """`notifications/cancelled` of a request served here: cancel it."""
         if not isinstance(params, dict):
             return False
-        scope = known.in_flight.get(params.get("requestId"))
+        scope = known.in_flight.pop(params.get("requestId"), None)
         if scope is None:
             return False
         scope.cancel()
