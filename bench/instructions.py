@@ -13,8 +13,10 @@ bench) under callgrind twice, with 100 and with 100 + N calls; the difference
 over N is the instructions one call costs the daemon (its process: endpoint,
 engine, call log writer), start-up excluded. The four runs go two at a time.
 
-Needs valgrind (`apt-get install valgrind`). 1000 calls take about 8 minutes
-on a 2-core VM.
+Needs valgrind (`apt-get install valgrind`). 1000 calls take 4 minutes on an
+idle 2-core VM. Run it on an idle machine: the count does not follow the
+load's speed, but a loaded machine changes how requests interleave (event-loop
+turns), which moved one count by 5 %.
 An instruction is not a nanosecond (memory and system calls differ), so say
 both: this for the direction of a change, `profile_calls.py` for its time.
 """
