@@ -66,20 +66,19 @@ class InputRounds:
         """`first` is the server's answer to `params`: while it is
         `input_required`, answer its questions and send `params` again with
         the answers and the server's state, until a result comes."""
-        raw = first
-        for _ in range(MAX_INPUT_ROUNDS - 1):  # `first` was the first
-            if raw.get("resultType") != "input_required":
-                return raw
+        raw, sent = first, 1
+        while raw.get("resultType") == "input_required":
+            if sent == MAX_INPUT_ROUNDS:
+                raise UpstreamError(
+                    f"{self._what}: the server asked for input more than "
+                    f"{MAX_INPUT_ROUNDS} times",
+                    code=INTERNAL_ERROR,
+                )
             asking = types.InputRequiredResult.model_validate(raw, by_name=False)
             responses = await self._answer(asking.input_requests or {})
             raw = await send(_with_answers(params, responses, asking.request_state))
-        if raw.get("resultType") != "input_required":
-            return raw
-        raise UpstreamError(
-            f"{self._what}: the server asked for input more than "
-            f"{MAX_INPUT_ROUNDS} times",
-            code=INTERNAL_ERROR,
-        )
+            sent += 1
+        return raw
 
     async def _answer(
         self, requests: Mapping[str, types.InputRequest]
@@ -115,7 +114,7 @@ class InputRounds:
 
 def _with_answers(
     params: dict[str, Any],
-    responses: types.InputResponses | None,
+    responses: types.InputResponses,
     state: str | None,
 ) -> dict[str, Any]:
     """`params` of a round after the first: with the answers and the
@@ -123,8 +122,7 @@ def _with_answers(
     sent = dict(params)
     if state is not None:
         sent["requestState"] = state
-    if responses is not None:
-        sent["inputResponses"] = _ANSWERS.dump_python(
-            responses, by_alias=True, mode="json", exclude_none=True
-        )
+    sent["inputResponses"] = _ANSWERS.dump_python(
+        responses, by_alias=True, mode="json", exclude_none=True
+    )
     return sent
