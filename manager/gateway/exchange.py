@@ -19,8 +19,11 @@ goes back on the same task:
   answers with a stream every time: the Python SDK's client closes its
   connection after reading an answer off a stream, so a stream per answer
   costs it a new TCP connection per call (measured: 1 ms more daemon CPU per
-  call, `bench/profile_calls.py --era 2025-11-25`). Only the conformance
-  suite's INFO check `server-sse-streams-functional` tells the two apart.
+  call, `bench/profile_calls.py --era 2025-11-25`). So a handshake-era answer
+  is a stream from the start only for a client that asks for one first: its
+  `Accept` ranks `text/event-stream` above `application/json` (a higher `q`,
+  or the same and listed first, as content negotiation breaks ties). The SDK
+  clients list JSON first and keep the cheap answer.
 
 What is served here (`_LEAN_METHODS`), and when:
 
@@ -148,6 +151,9 @@ class _Answer:
     """Opened with the first event: a plain JSON answer keeps nothing."""
     streaming: bool = False
     gone: bool = False
+    stream: bool = False
+    """The client ranks an event stream first: the answer is one even when
+    nothing comes before the result."""
 
     def _frame(self, message: Mapping[str, Any]) -> bytes:
         data = _compact(message).encode()
@@ -195,6 +201,11 @@ class _Answer:
                 await self.send({"type": "http.response.body", "body": body})
             return
         if self.gone:
+            return
+        if self.stream and message is not None:
+            await self.event(message)  # opens the stream (primed when kept)
+            if not self.gone:
+                await self.send({"type": "http.response.body", "body": b""})
             return
         if message is None:  # cancelled before a word was said: an empty stream
             await self.send(
@@ -394,6 +405,7 @@ class Exchange:
                 await self._to_sdk(sdk, scope, receive, send)
             return
         version = session = None
+        accept = b""
         json_accept = sse_accept = json_body = False
         for key, value in scope["headers"]:
             if key == b"mcp-protocol-version":
@@ -423,7 +435,7 @@ class Exchange:
             if era in HANDSHAKE_PROTOCOL_VERSIONS:
                 if session is not None:
                     handled = await self._handshake(
-                        scope, send, message, session.decode("latin-1")
+                        scope, send, message, session.decode("latin-1"), accept
                     )
             else:
                 handled = await self._modern(scope, receive, send, message)
@@ -458,7 +470,7 @@ class Exchange:
     # --- handshake era ------------------------------------------------------------
 
     async def _handshake(
-        self, scope: Any, send: Any, message: dict[str, Any], key: str
+        self, scope: Any, send: Any, message: dict[str, Any], key: str, accept: bytes
     ) -> bool:
         known = self._sessions.get(key)
         if known is None or not known.ready:
@@ -479,7 +491,11 @@ class Exchange:
             or not isinstance(message.get("params", {}), dict)
         ):
             return False
-        answer = _Answer(send, [(b"mcp-session-id", key.encode("latin-1"))])
+        answer = _Answer(
+            send,
+            [(b"mcp-session-id", key.encode("latin-1"))],
+            stream=_stream_preferred(accept),
+        )
         if self._events is not None and known.protocol_version >= "2025-11-25":
             answer.events = self._events
             answer.session = key
@@ -721,6 +737,40 @@ def _dispatch_context(
         progress_token=token if isinstance(token, str | int) else None,
         questions=questions,
     )
+
+
+def _stream_preferred(accept: bytes) -> bool:
+    """Whether an `Accept` header (lower-cased) ranks `text/event-stream` above
+    `application/json`: a higher `q`, or the same `q` and listed first (the
+    tie-break of content negotiation, e.g. Werkzeug's `best_match`).
+    """
+    if accept.startswith(b"application/json") and b"q=" not in accept:
+        return False  # what the SDK clients send: not parsed on every call
+    ranks: dict[bytes, tuple[float, int]] = {}
+    for position, part in enumerate(accept.split(b",")):
+        media, _, params = part.partition(b";")
+        media = media.strip()
+        if media not in _ANSWER_FORMS or media in ranks:
+            continue
+        quality = 1.0
+        for param in params.split(b";"):
+            name, _, value = param.partition(b"=")
+            if name.strip() == b"q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        ranks[media] = (-quality, position)
+    stream = ranks.get(b"text/event-stream")
+    json_rank = ranks.get(b"application/json")
+    return (
+        stream is not None
+        and stream[0] < 0
+        and (json_rank is None or stream < json_rank)
+    )
+
+
+_ANSWER_FORMS = (b"text/event-stream", b"application/json")
 
 
 def _sse_frame(data: bytes, event_id: str | None = None) -> bytes:

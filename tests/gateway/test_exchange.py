@@ -224,6 +224,38 @@ async def test_a_plain_call_is_one_json_answer_the_same_as_the_sdks(
             assert response.status_code == reference.status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("accept", "streamed"),
+    [
+        ("text/event-stream, application/json", True),  # the conformance suite's
+        ("application/json;q=0.5, text/event-stream", True),
+        ("text/event-stream;q=0.5, application/json", False),
+        ("application/json, text/event-stream", False),  # the SDK clients'
+        ("*/*", False),
+    ],
+)
+async def test_a_client_that_ranks_a_stream_first_gets_one(
+    memory_gateway: Gateway, accept: str, streamed: bool
+) -> None:
+    """A handshake-era answer is a stream, primed and kept to be resumed, as a
+    straight server's, when the client's `Accept` ranks the stream above
+    JSON; still served here, the same messages as the SDK's answer."""
+    async with wires(memory_gateway) as (lean, sdk):
+        exchange = exchange_of(memory_gateway)
+        request = call(1, "slow__echo", {"text": "hi"})
+        before = exchange.served
+        response, answer = await lean.post(request, accept=accept)
+        assert exchange.served == before + 1
+        kind = response.headers["content-type"]
+        assert kind == ("text/event-stream" if streamed else "application/json")
+        _, expected = await sdk.post(request)
+        assert answer == expected and answer[0]["result"]["content"][0]["text"]
+        if streamed:
+            events = sse_events(response.text)
+            assert events[0]["data"] == "" and events[0]["retry"]  # the priming
+            assert all(event["id"] for event in events)
+
+
 async def test_notifications_of_a_call_turn_its_answer_into_a_stream(
     gateway: Gateway,
 ) -> None:
