@@ -1,7 +1,8 @@
 """A forwarded call's daemon cost in instructions, one revision against another.
 
 Run: `.venv/bin/python bench/instructions.py [--base REV] [--head REV]
-[--calls N] [--era 2026|2025-11-25] [--protocol auto|legacy|2026-07-28]`.
+[--calls N] [--era 2026|2025-11-25] [--protocol auto|legacy|2026-07-28]
+[--cache-sim]`.
 
 CPU time per call on this VM moves by about 10 % between runs of the same
 code, so a change of a few percent needs many alternating runs to show.
@@ -19,6 +20,8 @@ load's speed, but a loaded machine changes how requests interleave (event-loop
 turns), which moved one count by 5 %.
 An instruction is not a nanosecond (memory and system calls differ), so say
 both: this for the direction of a change, `profile_calls.py` for its time.
+`--cache-sim` adds the misses of valgrind's simulated caches per call, the
+memory behaviour that instructions alone do not show.
 """
 
 from __future__ import annotations
@@ -53,12 +56,16 @@ def checkout(rev: str, into: Path) -> Path:
     return into
 
 
-def counted(tree: Path, calls: int, args: argparse.Namespace, out: Path) -> int:
-    """Instructions of one bench process under callgrind."""
+def counted(
+    tree: Path, calls: int, args: argparse.Namespace, out: Path
+) -> dict[str, int]:
+    """Callgrind's totals of one bench process, by event (`Ir`: instructions;
+    with `--cache-sim`, the simulated cache's reads, writes and misses)."""
     argv = [
         "valgrind",
         "--tool=callgrind",
         f"--callgrind-out-file={out}",
+        *(["--cache-sim=yes"] if args.cache_sim else []),
         sys.executable,
         "bench/profile_calls.py",
         "--no-profile",
@@ -77,10 +84,22 @@ def counted(tree: Path, calls: int, args: argparse.Namespace, out: Path) -> int:
     )
     if done.returncode != 0:
         raise SystemExit(f"{tree.name}: the bench failed:\n{done.stderr[-2000:]}")
-    match = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M)
-    if match is None:
-        raise SystemExit(f"{out}: no instruction total")
-    return int(match.group(1))
+    text = out.read_text()
+    events = re.search(r"^events: (.+)$", text, re.M)
+    totals = re.search(r"^(?:summary|totals): (.+)$", text, re.M)
+    if events is None or totals is None:
+        raise SystemExit(f"{out}: no totals")
+    return dict(
+        zip(events.group(1).split(), map(int, totals.group(1).split()), strict=True)
+    )
+
+
+MISSES = {
+    "first-level data misses": ("D1mr", "D1mw"),
+    "last-level misses": ("ILmr", "DLmr", "DLmw"),
+}
+"""What `--cache-sim` adds to the report: misses of valgrind's simulated caches
+(the machine's own sizes), each a sum of callgrind's events."""
 
 
 def main() -> int:
@@ -93,6 +112,11 @@ def main() -> int:
         "--protocol", choices=("auto", "legacy", "2026-07-28"), default="2026-07-28"
     )
     parser.add_argument("--upstream", choices=("stdio", "http"), default="stdio")
+    parser.add_argument(
+        "--cache-sim",
+        action="store_true",
+        help="also count simulated cache misses per call (about twice as slow)",
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("needs valgrind: apt-get install valgrind", file=sys.stderr)
@@ -105,7 +129,7 @@ def main() -> int:
         }
         jobs = [(rev, n) for rev in trees for n in (FIXED, FIXED + args.calls)]
         with ThreadPoolExecutor(2) as pool:
-            totals = dict(
+            totals: dict[tuple[str, int], dict[str, int]] = dict(
                 zip(
                     jobs,
                     pool.map(
@@ -120,18 +144,25 @@ def main() -> int:
                     strict=True,
                 )
             )
-    per_call = {
-        rev: (totals[(rev, FIXED + args.calls)] - totals[(rev, FIXED)]) / args.calls
-        for rev in trees
-    }
+
+    calls: int = args.calls
+
+    def per_call(rev: str, names: tuple[str, ...]) -> float:
+        long, short = totals[(rev, FIXED + calls)], totals[(rev, FIXED)]
+        return sum(long[name] - short[name] for name in names) / calls
+
     print(
         f"{args.calls} calls, {args.era} client, demo server over {args.upstream}, "
-        f"protocol = {args.protocol!r}: daemon instructions per call"
+        f"protocol = {args.protocol!r}: per call, in the daemon"
     )
-    for rev, count in per_call.items():
-        print(f"  {rev:<12} {count / 1e6:7.3f} M")
-    base, head = per_call[args.base], per_call[args.head]
-    print(f"  {args.head} / {args.base}: {head / base:.3f}")
+    rows = {"instructions": ("Ir",), **(MISSES if args.cache_sim else {})}
+    for what, names in rows.items():
+        print(f"  {what}")
+        counts = {rev: per_call(rev, names) for rev in trees}
+        for rev, count in counts.items():
+            print(f"    {rev:<12} {count / 1e3:10.1f} k")
+        base, head = counts[args.base], counts[args.head]
+        print(f"    {args.head} / {args.base}: {head / base:.3f}")
     return 0
 
 
