@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from private_state import use_private_state
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -114,6 +116,7 @@ def _p90(values: list[float]) -> str:
 
 
 def main() -> int:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15, help="spawns per row")
     parser.add_argument("--calls", type=int, default=300, help="calls per row")

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import anyio
 import psutil
+from private_state import use_private_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -301,6 +302,7 @@ def bench_idle(n: int, transport: str, window: float) -> None:
 
 
 def main() -> None:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()

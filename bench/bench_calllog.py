@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from private_state import use_private_state
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -91,6 +93,7 @@ def _daemon_cpu_per_call() -> float | None:
 
 
 def main() -> int:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     args = parser.parse_args()

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from private_state import use_private_state
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -63,6 +65,7 @@ def timed(
 
 
 def main() -> int:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()

@@ -52,6 +52,7 @@ import anyio
 import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from private_state import use_private_state
 
 ROOT = Path(__file__).resolve().parent.parent
 FASTMCP_VENV = Path("/tmp/mcp-manager-fastmcp-venv")
@@ -457,6 +458,7 @@ async def main_async(args: argparse.Namespace, fastmcp_python: Path | None) -> N
 
 
 def main() -> int:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls")
     parser.add_argument("--fastmcp-python", help="a Python with fastmcp installed")

@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 import anyio
+from private_state import use_private_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -360,6 +361,7 @@ def report(
 
 
 def main() -> None:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--connections", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=10.0)

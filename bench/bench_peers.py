@@ -94,6 +94,7 @@ import httpx2
 import psutil
 from mcp import ClientSession
 from mcp.client.sse import sse_client
+from private_state import use_private_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gateway import (
@@ -628,6 +629,7 @@ async def main_async(
 
 
 def main() -> int:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls")
     parser.add_argument(

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import anyio
 from mcp import ClientSession
+from private_state import use_private_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gateway import (
@@ -108,6 +109,7 @@ async def run(upstream: str, rounds: int, per: int, work: Path) -> None:
 
 
 def main() -> int:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests")
     args = parser.parse_args()

@@ -62,6 +62,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import psutil
+from private_state import use_private_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -1045,6 +1046,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
+    use_private_state()
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

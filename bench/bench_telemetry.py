@@ -43,6 +43,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
+from private_state import use_private_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -356,6 +357,7 @@ async def bench_call_overhead(n: int) -> None:
 
 
 def main() -> None:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()

@@ -42,7 +42,8 @@ FIXED = 100
 
 
 def checkout(rev: str, into: Path) -> Path:
-    """`rev`'s tree in `into`, with this tree's `bench/profile_calls.py`."""
+    """`rev`'s tree in `into`, with this tree's `bench/profile_calls.py` (and
+    the helper it imports)."""
     into.mkdir(parents=True)
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", rev],
@@ -50,9 +51,8 @@ def checkout(rev: str, into: Path) -> Path:
         capture_output=True,
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    shutil.copy(
-        ROOT / "bench" / "profile_calls.py", into / "bench" / "profile_calls.py"
-    )
+    for name in ("profile_calls.py", "private_state.py"):
+        shutil.copy(ROOT / "bench" / name, into / "bench" / name)
     return into
 
 

@@ -32,6 +32,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+from private_state import use_private_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -211,6 +212,7 @@ async def run(
 
 
 def main() -> int:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--upstream", choices=("stdio", "http"), default="stdio")

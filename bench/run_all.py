@@ -30,6 +30,7 @@ from pathlib import Path
 import anyio
 import anyio.lowlevel
 import psutil
+from private_state import use_private_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -657,6 +658,7 @@ def print_table() -> None:
 
 
 def main() -> int:
+    use_private_state()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (~1 min)")
     parser.add_argument("--json", type=Path, default=RESULTS, help="output file")
