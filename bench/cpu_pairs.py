@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python bench/cpu_pairs.py [--base REV] [--head REV]
 [--pairs N] [--calls N] [--era 2026|2025-11-25]
-[--protocol auto|legacy|2026-07-28]`.
+[--protocol auto|legacy|2026-07-28] [--upstream stdio|http]`.
 
 CPU time per call on this VM drifts by 10 to 25 % within an hour, so two
 revisions are compared in alternating pairs: each pair runs
@@ -19,40 +19,24 @@ calls take about 6 minutes here.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from instructions import checkout
+from instructions import checkout, run_profile_calls
 
 BOOTSTRAP = 5000
 
 
 def cpu_per_call(tree: Path, args: argparse.Namespace) -> float:
     """The daemon's CPU per call (ms) of one `profile_calls` run in `tree`."""
-    argv = [
-        sys.executable,
-        "bench/profile_calls.py",
-        "--no-profile",
-        "--calls",
-        str(args.calls),
-        "--era",
-        args.era,
-        "--protocol",
-        args.protocol,
-    ]
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
-    done = subprocess.run(
-        argv, cwd=tree, env=env, capture_output=True, text=True, timeout=1800
-    )
-    match = re.search(r"daemon CPU per call\s+([\d.]+) ms", done.stdout)
-    if done.returncode != 0 or match is None:
-        raise SystemExit(f"{tree.name}: the bench failed:\n{done.stderr[-2000:]}")
+    output = run_profile_calls(tree, args.calls, args, [])
+    match = re.search(r"daemon CPU per call\s+([\d.]+) ms", output)
+    if match is None:
+        raise SystemExit(f"{tree.name}: no CPU figure in:\n{output[-2000:]}")
     return float(match.group(1))
 
 
@@ -66,6 +50,7 @@ def main() -> int:
     parser.add_argument(
         "--protocol", choices=("auto", "legacy", "2026-07-28"), default="2026-07-28"
     )
+    parser.add_argument("--upstream", choices=("stdio", "http"), default="stdio")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cpu-pairs-") as tmp:
         base = checkout(args.base, Path(tmp) / "base")

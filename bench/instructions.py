@@ -56,27 +56,18 @@ def checkout(rev: str, into: Path) -> Path:
     return into
 
 
-def counted(
-    tree: Path, calls: int, args: argparse.Namespace, out: Path
-) -> dict[str, int]:
-    """Callgrind's totals of one bench process, by event (`Ir`: instructions;
-    with `--cache-sim`, the simulated cache's reads, writes and misses)."""
+def run_profile_calls(
+    tree: Path, calls: int, args: argparse.Namespace, wrapper: list[str]
+) -> str:
+    """Run `tree`'s `bench/profile_calls.py --no-profile` (under `wrapper`, e.g.
+    valgrind) with the options of `args`; its output."""
     argv = [
-        "valgrind",
-        "--tool=callgrind",
-        f"--callgrind-out-file={out}",
-        *(["--cache-sim=yes"] if args.cache_sim else []),
+        *wrapper,
         sys.executable,
         "bench/profile_calls.py",
         "--no-profile",
-        "--calls",
-        str(calls),
-        "--era",
-        args.era,
-        "--protocol",
-        args.protocol,
-        "--upstream",
-        args.upstream,
+        *("--calls", str(calls), "--era", args.era, "--protocol", args.protocol),
+        *("--upstream", args.upstream),
     ]
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
     done = subprocess.run(
@@ -84,6 +75,18 @@ def counted(
     )
     if done.returncode != 0:
         raise SystemExit(f"{tree.name}: the bench failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def counted(
+    tree: Path, calls: int, args: argparse.Namespace, out: Path
+) -> dict[str, int]:
+    """Callgrind's totals of one bench process, by event (`Ir`: instructions;
+    with `--cache-sim`, the simulated cache's reads, writes and misses)."""
+    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    if args.cache_sim:
+        valgrind.append("--cache-sim=yes")
+    run_profile_calls(tree, calls, args, valgrind)
     text = out.read_text()
     events = re.search(r"^events: (.+)$", text, re.M)
     totals = re.search(r"^(?:summary|totals): (.+)$", text, re.M)
