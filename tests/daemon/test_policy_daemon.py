@@ -14,7 +14,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from servers import lua_stdio, stdio_command
-from servers.daemon import DaemonProcess
+from servers.daemon import DaemonThread
 
 from manager.cli import main
 from manager.core.errors import CallError
@@ -36,7 +36,9 @@ def _text(result: types.CallToolResult) -> str:
 
 
 async def test_rules_from_the_script_judge_the_cli_and_attach_and_the_user_answers(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     command, args = stdio_command()
     script = tmp_path / "startup.lua"
@@ -48,8 +50,10 @@ async def test_rules_from_the_script_judge_the_cli_and_attach_and_the_user_answe
     notifier = bin_dir / "notify-send"
     notifier.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {shown_file}\n')
     notifier.chmod(0o755)
-    desktop = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "DISPLAY": ":0"}
-    with DaemonProcess(script, env=desktop) as daemon:
+    # The daemon runs in this process (`DaemonThread`): its environment is ours.
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("DISPLAY", ":0")
+    with DaemonThread(script) as daemon:
         daemon.wait_event("connected", "a")
         call = daemon.client.call
         with pytest.raises(CallError, match="denied by policy rule at startup.lua:2"):

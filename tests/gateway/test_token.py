@@ -7,6 +7,10 @@ carries it, and SDK clients of both eras work with that entry. `token
 --rotate` replaces it: streams opened with the old one end, requests with it
 get 401. The token never shows in the log, events or status.
 
+The first end-to-end test runs the daemon as a process, so everything it
+writes (not only its logger) is searched for the token; the others run it in
+the test's process (`DaemonThread`): what they check is the endpoint's.
+
 The upstream is `servers/ledger.py`, whose `record` tool appends a line to a
 file: the line count says whether a call reached the server.
 """
@@ -23,7 +27,7 @@ import httpx2
 import pytest
 from mcp import Client
 from servers import free_port
-from servers.daemon import DaemonProcess, bearer
+from servers.daemon import DaemonProcess, DaemonThread, bearer
 from servers.ledgers import ledger_lines, ledger_startup
 
 from manager.cli import main
@@ -180,7 +184,7 @@ async def test_a_rotation_ends_the_streams_of_the_old_token_and_refuses_it(
     ledger = tmp_path / "ledger.txt"
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    with DaemonProcess(
+    with DaemonThread(
         ledger_startup(tmp_path, ledger), "--listen", f"127.0.0.1:{port}"
     ) as d:
         d.wait_event("connected", "ledger")
@@ -216,7 +220,7 @@ async def test_no_token_serves_loopback_with_a_warning(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     args = ("--listen", f"127.0.0.1:{port}", "--no-token")
-    with DaemonProcess(ledger_startup(tmp_path, ledger), *args) as d:
+    with DaemonThread(ledger_startup(tmp_path, ledger), *args) as d:
         d.wait_event("connected", "ledger")
         async with httpx2.AsyncClient(timeout=30) as http:
             done = await http.post(url, json=_record("open"), headers=MODERN)
@@ -233,7 +237,7 @@ async def test_http_on_a_unix_socket_is_private_and_still_wants_the_token(
     folder = tmp_path / "sock"
     folder.mkdir(mode=0o700)
     path = folder / "http.sock"
-    with DaemonProcess(
+    with DaemonThread(
         ledger_startup(tmp_path, ledger), "--listen", f"unix:{path}"
     ) as d:
         d.wait_event("connected", "ledger")
