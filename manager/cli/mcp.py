@@ -40,7 +40,42 @@ def _json_object(text: str, what: str) -> dict[str, object] | str:
     return value
 
 
+def _exposed_call(args: argparse.Namespace, client: ControlClient) -> str | None:
+    """`call NAME [JSON_ARGS]`, NAME as `tools` lists it (`web__echo`): set
+    `args.server` and `args.tool` to the server's and the tool's own names,
+    or say why not."""
+    if args.json_args is not None:
+        return "give SERVER TOOL [JSON_ARGS], or one exposed name and JSON_ARGS"
+    args.json_args = args.tool if args.tool is not None else "{}"
+    try:
+        rows = client.catalog("tools")
+    except CallError as exc:
+        return first_line(exc)
+    found = [row for row in rows if row.exposed == args.server and not row.hidden]
+    declared = sorted({row.server for row in rows})
+    if not found and args.server in declared:
+        return (
+            f"{args.server}: which tool? `mcp-manager call {args.server} TOOL "
+            f"[JSON_ARGS]` (`mcp-manager tools {args.server}` lists them)"
+        )
+    if not found:
+        return (
+            f"no connection or exposed tool named {args.server!r}: give SERVER TOOL "
+            f"[JSON_ARGS] (connections: {', '.join(declared) or 'none'}), or a name "
+            "that `mcp-manager tools` lists"
+        )
+    args.server, args.tool = found[0].server, found[0].name
+    return None
+
+
 def _cmd_call(args: argparse.Namespace) -> int:
+    client = ControlClient(find_socket(args.socket))
+    if args.tool is None or args.tool.lstrip().startswith("{"):
+        refused = _exposed_call(args, client)
+        if refused is not None:
+            return fail(refused)
+    elif args.json_args is None:
+        args.json_args = "{}"
     tool_args = _json_object(args.json_args, "JSON_ARGS")
     if isinstance(tool_args, str):
         return fail(tool_args)
@@ -50,7 +85,6 @@ def _cmd_call(args: argparse.Namespace) -> int:
         if isinstance(given, str):
             return fail(given)
         answer = given
-    client = ControlClient(find_socket(args.socket))
     try:
         result = client.call(
             args.server, args.tool, tool_args, args.timeout, answer=answer
@@ -261,10 +295,18 @@ def add_parsers(
         "metavar": "S",
         "help": "seconds (default: the connection's call_timeout)",
     }
-    call = sub.add_parser("call", parents=[common], help="call a tool, print JSON")
-    call.add_argument("server", metavar="SERVER")
-    call.add_argument("tool", metavar="TOOL")
-    call.add_argument("json_args", nargs="?", default="{}", metavar="JSON_ARGS")
+    call = sub.add_parser(
+        "call",
+        parents=[common],
+        help="call a tool, print JSON",
+        description="Call SERVER's tool TOOL (the server's own names), or a "
+        "tool by the name the endpoint exposes (`mcp-manager tools` lists "
+        'them): `call demo echo \'{"text": "hi"}\'` or `call demo__echo '
+        '\'{"text": "hi"}\'`.',
+    )
+    call.add_argument("server", metavar="SERVER|NAME")
+    call.add_argument("tool", nargs="?", default=None, metavar="TOOL")
+    call.add_argument("json_args", nargs="?", default=None, metavar="JSON_ARGS")
     call.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
     call.add_argument(
         "--answer",

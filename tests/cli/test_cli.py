@@ -392,6 +392,41 @@ def test_call_without_args_sends_an_empty_object(
     assert json.loads(result["content"][0]["text"])["args"] == {}
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fs__read_file", '{"path": "/a"}'],  # the name `tools` lists
+        ["fs", "read_file", '{"path": "/a"}'],  # the server's own names
+    ],
+)
+def test_call_takes_the_exposed_name_or_the_servers_own(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    assert main(["call", *argv, "--socket", daemon.socket]) == 0
+    sent = json.loads(json.loads(capsys.readouterr().out)["content"][0]["text"])
+    assert sent["tool"] == "read_file" and sent["args"] == {"path": "/a"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fs__rm"], "no connection or exposed tool named 'fs__rm'"),  # hidden
+        (["nope__x", "{}"], "(connections: fs), or a name that `mcp-manager tools`"),
+        (["fs"], "fs: which tool? `mcp-manager call fs TOOL [JSON_ARGS]`"),
+        (["fs__read_file", "{}", "{}"], "give SERVER TOOL [JSON_ARGS], or one"),
+    ],
+)
+def test_a_name_that_is_neither_exits_2_saying_what_to_give(
+    daemon: Daemon,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    assert main(["call", *argv, "--socket", daemon.socket]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in stderr_line(err)
+
+
 def test_a_tool_error_result_exits_1(
     daemon: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
