@@ -33,7 +33,7 @@ from typing import Literal
 
 from .errors import ConfigError
 from .exposure import OPEN, ItemFilter, parse_exposure_option
-from .spec import parse_max_output
+from .spec import parse_max_output, unknown_option
 
 __all__ = [
     "DISCOVERY_MODES",
@@ -132,10 +132,7 @@ def parse_profile(name: object, opts: object, where: str = "") -> Profile:
         )
     unknown = sorted(str(key) for key in opts if key not in PROFILE_OPTIONS)
     if unknown:
-        raise ConfigError(
-            f"{label}: unknown option {unknown[0]!r}; allowed: "
-            f"{', '.join(sorted(PROFILE_OPTIONS))}"
-        )
+        raise unknown_option(label, unknown[0], PROFILE_OPTIONS, "allowed")
     servers = _servers(label, opts.get("servers"))
     filters: dict[str, ItemFilter] = {}
     for key in ("tools", "prompts", "resources"):

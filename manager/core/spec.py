@@ -15,10 +15,11 @@ before and after).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Literal
@@ -51,6 +52,7 @@ __all__ = [
     "parse_spec",
     "spec_summary",
     "validate_name",
+    "unknown_option",
     "value_text",
     "with_defaults",
 ]
@@ -405,10 +407,7 @@ def _parse_options(
     shown: dict[str, object] = {}
     for key, value in options.items():
         if key not in _COMMON_OPTIONS:
-            raise ConfigError(
-                f"{prefix}: unknown option {key!r}; known options: "
-                f"{', '.join(sorted(_COMMON_OPTIONS))}"
-            )
+            raise unknown_option(prefix, key, _COMMON_OPTIONS)
         if key in _DURATION_OPTIONS:
             out[key] = _duration(
                 prefix,
@@ -629,6 +628,19 @@ def _number_text(value: int | float) -> str:
     return str(value)
 
 
+def unknown_option(
+    where: str, key: str, known: Iterable[object], listed: str = "known options"
+) -> ConfigError:
+    """The error for an option nobody knows, with the likeliest one meant
+    ("did you mean 'connect_timeout'?") when one is close."""
+    names = sorted(str(name) for name in known)
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    return ConfigError(
+        f"{where}: unknown option {key!r}{meant}; {listed}: {', '.join(names)}"
+    )
+
+
 def value_text(value: object) -> str:
     """How a declared value reads in an error message ("a number (3)")."""
     if value is None:
@@ -776,10 +788,7 @@ def parse_defaults(opts: object) -> dict[str, object]:
         )
     unknown = sorted(str(key) for key in opts if key not in _COMMON_OPTIONS)
     if unknown:
-        raise ConfigError(
-            f"mcp_defaults: unknown option {unknown[0]!r}; known options: "
-            f"{', '.join(sorted(_COMMON_OPTIONS))}"
-        )
+        raise unknown_option("mcp_defaults", unknown[0], _COMMON_OPTIONS)
     stdio = {k: v for k, v in opts.items() if k not in URL_ONLY_OPTIONS}
     url = {k: v for k, v in opts.items() if k not in STDIO_ONLY_OPTIONS}
     try:

@@ -312,6 +312,12 @@ def test_env_templates_are_accepted_and_kept_unresolved(
             ["unknown option 'retries'", "known options:", "connect_timeout"],
             id="unknown-option",
         ),
+        pytest.param(
+            "http://h/",
+            {"conect_timeout": 3},
+            ["unknown option 'conect_timeout' (did you mean 'connect_timeout'?);"],
+            id="misspelt-option",
+        ),
         # --- URLs
         pytest.param("ftp://h/x", None, ["bad URL 'ftp://h/x'", "http://"], id="ftp"),
         pytest.param("http:///mcp", None, ["bad URL", "HOST"], id="no-host"),
