@@ -40,42 +40,63 @@ def _json_object(text: str, what: str) -> dict[str, object] | str:
     return value
 
 
-def _exposed_call(args: argparse.Namespace, client: ControlClient) -> str | None:
-    """`call NAME [JSON_ARGS]`, NAME as `tools` lists it (`web__echo`): set
-    `args.server` and `args.tool` to the server's and the tool's own names,
-    or say why not."""
-    if args.json_args is not None:
-        return "give SERVER TOOL [JSON_ARGS], or one exposed name and JSON_ARGS"
-    args.json_args = args.tool if args.tool is not None else "{}"
+_USAGE = {
+    "tools": ("call", "TOOL", "tool"),
+    "prompts": ("prompt", "NAME", "prompt"),
+    "resources": ("read", "URI", "resource"),
+}
+"""What each listing's items are called by the command that uses them."""
+
+
+def _own_names(
+    args: argparse.Namespace, client: ControlClient, kind: str
+) -> str | None:
+    """Read `SERVER TARGET [JSON_ARGS]`, or `NAME [JSON_ARGS]` with NAME as
+    `mcp-manager KIND` lists it (`web__echo`): leave `args.server` and
+    `args.target` the server's own names and `args.json_args` the JSON (if
+    the command takes one); or say why that cannot be done."""
+    command, item, noun = _USAGE[kind]
+    takes_json = hasattr(args, "json_args")
+    json_first = takes_json and str(args.target or "").lstrip().startswith("{")
+    usage = f"SERVER {item}" + (" [JSON_ARGS]" if takes_json else "")
+    if args.target is not None and not json_first:
+        if takes_json and args.json_args is None:
+            args.json_args = "{}"
+        return None
+    if takes_json:
+        if args.json_args is not None:
+            return f"give {usage}, or one exposed name and JSON_ARGS"
+        args.json_args = args.target or "{}"
     try:
-        rows = client.catalog("tools")
+        rows = client.catalog(kind)
     except CallError as exc:
         return first_line(exc)
-    found = [row for row in rows if row.exposed == args.server and not row.hidden]
+    found = [
+        row
+        for row in rows
+        if row.exposed == args.server and not row.hidden and not row.template
+    ]
     declared = sorted({row.server for row in rows})
     if not found and args.server in declared:
         return (
-            f"{args.server}: which tool? `mcp-manager call {args.server} TOOL "
-            f"[JSON_ARGS]` (`mcp-manager tools {args.server}` lists them)"
+            f"{args.server}: which {noun}? `mcp-manager {command} {args.server} "
+            f"{usage.split(' ', 1)[1]}` (`mcp-manager {kind} {args.server}` lists them)"
         )
     if not found:
         return (
-            f"no connection or exposed tool named {args.server!r}: give SERVER TOOL "
-            f"[JSON_ARGS] (connections: {', '.join(declared) or 'none'}), or a name "
-            "that `mcp-manager tools` lists"
+            f"no connection or exposed {noun} named {args.server!r}: give {usage} "
+            f"(connections: {', '.join(declared) or 'none'}), or a name that "
+            f"`mcp-manager {kind}` lists"
         )
-    args.server, args.tool = found[0].server, found[0].name
+    args.server, args.target = found[0].server, found[0].name
     return None
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
     client = ControlClient(find_socket(args.socket))
-    if args.tool is None or args.tool.lstrip().startswith("{"):
-        refused = _exposed_call(args, client)
-        if refused is not None:
-            return fail(refused)
-    elif args.json_args is None:
-        args.json_args = "{}"
+    refused = _own_names(args, client, "tools")
+    if refused is not None:
+        return fail(refused)
     tool_args = _json_object(args.json_args, "JSON_ARGS")
     if isinstance(tool_args, str):
         return fail(tool_args)
@@ -87,21 +108,26 @@ def _cmd_call(args: argparse.Namespace) -> int:
         answer = given
     try:
         result = client.call(
-            args.server, args.tool, tool_args, args.timeout, answer=answer
+            args.server, args.target, tool_args, args.timeout, answer=answer
         )
     except CallError as exc:
         kind = type(exc).__name__
-        return fail(f"call {args.server} {args.tool} failed ({kind}): {exc}")
+        return fail(f"call {args.server} {args.target} failed ({kind}): {exc}")
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 1 if result.get("isError") else 0
 
 
 def _cmd_request(args: argparse.Namespace) -> int:
+    client = ControlClient(find_socket(args.socket))
+    refused = _own_names(
+        args, client, "prompts" if args.op == "prompt" else "resources"
+    )
+    if refused is not None:
+        return fail(refused)
     op, target = args.op, args.target
     arguments = _json_object(getattr(args, "json_args", "{}"), "JSON_ARGS")
     if isinstance(arguments, str):
         return fail(arguments)
-    client = ControlClient(find_socket(args.socket))
     try:
         result = client.mcp_request(args.server, op, target, arguments, args.timeout)
     except CallError as exc:
@@ -305,7 +331,7 @@ def add_parsers(
         '\'{"text": "hi"}\'`.',
     )
     call.add_argument("server", metavar="SERVER|NAME")
-    call.add_argument("tool", nargs="?", default=None, metavar="TOOL")
+    call.add_argument("target", nargs="?", default=None, metavar="TOOL")
     call.add_argument("json_args", nargs="?", default=None, metavar="JSON_ARGS")
     call.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
     call.add_argument(
@@ -317,16 +343,28 @@ def add_parsers(
     )
     call.set_defaults(handler=_cmd_call)
 
-    read = sub.add_parser("read", parents=[common], help="read a resource, print JSON")
-    read.add_argument("server", metavar="SERVER")
-    read.add_argument("target", metavar="URI")
+    read = sub.add_parser(
+        "read",
+        parents=[common],
+        help="read a resource, print JSON",
+        description="Read SERVER's resource URI, or a resource by the URI the "
+        "endpoint exposes (`mcp-manager resources` lists them).",
+    )
+    read.add_argument("server", metavar="SERVER|URI")
+    read.add_argument("target", nargs="?", default=None, metavar="URI")
     read.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
     read.set_defaults(handler=_cmd_request, op="read")
 
-    prompt = sub.add_parser("prompt", parents=[common], help="get a prompt, print JSON")
-    prompt.add_argument("server", metavar="SERVER")
-    prompt.add_argument("target", metavar="NAME")
-    prompt.add_argument("json_args", nargs="?", default="{}", metavar="JSON_ARGS")
+    prompt = sub.add_parser(
+        "prompt",
+        parents=[common],
+        help="get a prompt, print JSON",
+        description="Get SERVER's prompt NAME, or a prompt by the name the "
+        "endpoint exposes (`mcp-manager prompts` lists them).",
+    )
+    prompt.add_argument("server", metavar="SERVER|NAME")
+    prompt.add_argument("target", nargs="?", default=None, metavar="NAME")
+    prompt.add_argument("json_args", nargs="?", default=None, metavar="JSON_ARGS")
     prompt.add_argument("--timeout", **timeout)  # type: ignore[arg-type]
     prompt.set_defaults(handler=_cmd_request, op="prompt")
 

@@ -328,6 +328,18 @@ def test_the_cli_reads_gets_prompts_and_lists_what_is_exposed(
     assert prompt["messages"][0]["content"]["text"] == "Hello, Ada!"
     assert main(["read", "docs", "nowhere://x", *sock]) == 2
     assert "resource not found" in capsys.readouterr().err
+    # By the names the listings show, as a user copies them.
+    assert main(["prompt", "d__greet", '{"name": "Ada"}', *sock]) == 0
+    assert json.loads(capsys.readouterr().out) == prompt
+    assert main(["resources", "docs", "--json", *sock]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    exposed = {row["uri"]: row["exposed"] for row in rows}["demo://readme"]
+    assert main(["read", exposed, *sock]) == 0
+    assert json.loads(capsys.readouterr().out)["contents"] == read["contents"]
+    assert main(["call", "d__echo", '{"text": "hi"}', *sock]) == 0
+    assert json.loads(capsys.readouterr().out)["content"][0]["text"] == "hi"
+    assert main(["call", "d__crash", *sock]) == 2  # hidden: not exposed
+    assert "no connection or exposed tool named 'd__crash'" in capsys.readouterr().err
     assert main(["tools", "docs", "--json", *sock]) == 0
     tools = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert tools["echo"]["exposed"] == "d__echo"
