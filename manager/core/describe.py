@@ -45,27 +45,9 @@ from .events import (
     Unrecognized,
     Updated,
 )
+from .text import first_line, list_names
 
-__all__ = ["describe", "duration", "first_line", "list_names"]
-
-NAMES_SHOWN = 5
-"""Names listed in one sentence before "+N more"."""
-
-
-def first_line(text: object) -> str:
-    """The first non-empty line of `text`, stripped ("" for None)."""
-    if text is None:
-        return ""
-    for line in str(text).strip().splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def list_names(names: tuple[str, ...] | list[str], limit: int = NAMES_SHOWN) -> str:
-    """`"a, b, c"`, or `"a, b, +3 more"` past `limit` names."""
-    shown = ", ".join(names[:limit])
-    return f"{shown}, +{len(names) - limit} more" if len(names) > limit else shown
+__all__ = ["describe", "duration"]
 
 
 def duration(seconds: float) -> str:

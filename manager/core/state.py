@@ -44,6 +44,7 @@ from .events import (
     Removed,
     ToolsChanged,
 )
+from .text import login_command
 
 __all__ = [
     "AUTH_MISMATCH",
@@ -63,7 +64,6 @@ __all__ = [
     "StopRequested",
     "ToolsListed",
     "WentIdle",
-    "login_command",
     "refused_after",
     "transition",
 ]
@@ -453,11 +453,6 @@ def _stop_requested(
         state, phase=Phase.REMOVED, since=signal.now, next_retry_at=None, pid=None
     )
     return nxt, [Removed(name=state.name)]
-
-
-def login_command(name: str) -> str:
-    """What the user runs to log `name` in."""
-    return f"mcp-manager login {name}"
 
 
 def refused_after(reason: str, logins: int) -> str:

@@ -24,7 +24,8 @@ from ..core.errors import (
     UpstreamError,
 )
 from ..core.redact import SecretRegistry, redact
-from ..core.state import Phase, login_command
+from ..core.state import Phase
+from ..core.text import login_command
 from ..transport.base import Upstream
 from ..transport.oauth import NO_LOGIN
 from .connection import Connection

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..core.describe import first_line
 from ..core.errors import ConfigError, TransportError
 from ..core.redact import SecretRegistry, redact
 from ..core.state import AttemptError, Phase, SessionLost, ToolsListed, WentIdle
+from ..core.text import first_line
 from ..transport.base import LossReport, Transport, Upstream
 from .tracing import NO_TRACING, OUTCOME, PID, Tracing, attempt_attributes
 

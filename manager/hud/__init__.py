@@ -6,6 +6,8 @@ never pays for textual and the reducer stays testable without a terminal:
 * `state`: the pure reducer. `HudState.apply(event, now)` folds typed bus events
   (the attached HUD decodes the socket's with `event_from_dict`) into one `Row` per
   connection, a bounded log and the footer facts. No rich, no textual, no I/O.
+  `folding` holds its one handler per kind of event, loaded with the first
+  event, so the `status` table (a snapshot) loads no event type.
 * `view`: pure presentation shared by both renderers: columns and their
   responsive layout, the cells of a row (text + style name), the log, header and
   footer lines.

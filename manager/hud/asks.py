@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ..core.describe import describe, first_line
+from ..core.describe import describe
 from ..core.errors import ManagerError
+from ..core.text import first_line
 from .details import DetailsScreen, details_text
 from .feed import HudBackend
 from .state import HudState

@@ -31,12 +31,12 @@ from typing import Protocol
 import anyio
 import anyio.to_thread
 
-from ..core.describe import first_line
 from ..core.errors import ManagerError
 from ..core.events import Event
 from ..core.info import DaemonInfo
 from ..core.replies import ConnectionDetails, ReconnectReply, ReloadSummary
 from ..core.status import ConnectionStatus
+from ..core.text import first_line
 from .app import HudApp
 from .feed import (
     EventSource,

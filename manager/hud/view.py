@@ -17,8 +17,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.describe import first_line
 from ..core.info import OTLP_OFF, AttachedClient, OtlpStatus
+from ..core.text import first_line
 from .state import HudState, LogLine, Row
 
 __all__ = [

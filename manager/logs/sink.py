@@ -20,7 +20,7 @@ from typing import Protocol
 
 import anyio
 
-from ..core.describe import describe, duration, first_line
+from ..core.describe import describe, duration
 from ..core.events import (
     Added,
     ApprovalAsked,
@@ -45,6 +45,7 @@ from ..core.events import (
     ToolsChanged,
     Updated,
 )
+from ..core.text import first_line
 from .setup import EVENT_ATTR
 
 __all__ = ["LogSink", "SUMMARY_INTERVAL", "SUMMARY_MAX_NAMES", "run_summaries"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.events import EXAMPLES
 
-from manager.core.describe import describe, duration, first_line, list_names
+from manager.core.describe import describe, duration
 from manager.core.events import (
     AttemptFailed,
     Event,
@@ -13,6 +13,7 @@ from manager.core.events import (
     Reconnecting,
     Unrecognized,
 )
+from manager.core.text import first_line, list_names
 
 SENTENCES = [
     "a: added (stdio srv --port 1)",

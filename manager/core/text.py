@@ -1,0 +1,34 @@
+"""Short texts the user reads wherever they look: the first line of an error,
+a list of names, the command that logs a connection in.
+
+Pure and light (no import of ours): the CLI's status table, the HUD, the
+event sentences (`describe`) and the state machine share them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["NAMES_SHOWN", "first_line", "list_names", "login_command"]
+
+NAMES_SHOWN = 5
+"""Names listed in one sentence before "+N more"."""
+
+
+def first_line(text: object) -> str:
+    """The first non-empty line of `text`, stripped ("" for None)."""
+    if text is None:
+        return ""
+    for line in str(text).strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def list_names(names: tuple[str, ...] | list[str], limit: int = NAMES_SHOWN) -> str:
+    """`"a, b, c"`, or `"a, b, +3 more"` past `limit` names."""
+    shown = ", ".join(names[:limit])
+    return f"{shown}, +{len(names) - limit} more" if len(names) > limit else shown
+
+
+def login_command(name: str) -> str:
+    """What the user runs to log `name` in."""
+    return f"mcp-manager login {name}"
