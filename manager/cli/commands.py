@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..control.paths import socket_path
 from ..core.errors import ConfigError, ControlError, ManagerError
+from ..core.text import first_line
 from .arguments import Parser, non_negative_float, positive_int
-from .exits import PROG, fail, first_line
+from .exits import PROG, fail
 
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
     from ..daemon.serve import DaemonOptions

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 from ..control.client import ControlClient
 from ..control.paths import find_socket
 from ..core.errors import CallError, ConfigError, ControlError
+from ..core.text import first_line
 from .arguments import Parser
-from .exits import fail, first_line
+from .exits import fail
 
 if TYPE_CHECKING:
     from ..core.events import Event

@@ -8,14 +8,9 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["PROG", "fail", "first_line"]
+__all__ = ["PROG", "fail"]
 
 PROG = "mcp-manager"
-
-
-def first_line(text: object) -> str:
-    """The first line of `text` (an error message for stderr)."""
-    return str(text).strip().split("\n", 1)[0]
 
 
 def fail(message: str, code: int = 2) -> int:

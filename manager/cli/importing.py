@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ..control.paths import find_socket
 from ..core.errors import ConfigError
+from ..core.text import first_line
 from .clients import (
     TITLES,
     FileServers,
@@ -52,7 +53,7 @@ from .clients import (
     read_servers,
 )
 from .config_commands import CLIENTS
-from .exits import PROG, fail, first_line
+from .exits import PROG, fail
 from .translate import (
     Declaration,
     Translator,

@@ -20,8 +20,9 @@ from ..control.client import ControlClient
 from ..control.paths import find_socket
 from ..core.errors import CallError, ControlError
 from ..core.status import MODERN_ERA
+from ..core.text import first_line
 from .arguments import positive_float
-from .exits import fail, first_line
+from .exits import fail
 
 if TYPE_CHECKING:  # a type only: the replies load where a command reads one
     from ..core.replies import UpdateReply
