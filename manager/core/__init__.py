@@ -4,7 +4,7 @@
 - `events`: the typed events and their wire form (`event_to_dict`, `event_from_dict`).
 - `describe`: the one sentence per event (log, HUD, `mcp-manager events`).
 - `text`: the short texts shared by everything the user reads (`first_line`,
-  `list_names`, `login_command`), importing nothing.
+  `list_names`, `login_command`, `meant`: "did you mean ...?").
 - `backoff`: the retry schedule.
 - `redact`: masking secrets by key and by value.
 - `spec`: parsing and validating a declared connection (`ConnectionSpec`);

@@ -15,7 +15,6 @@ before and after).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import math
 import re
@@ -32,6 +31,7 @@ from .oauth import OAuthSpec, parse_oauth
 from .policy import annotation_overrides
 from .redact import MASK, redact_args, redact_url
 from .sandbox import OFF, Sandbox, parse_sandbox
+from .text import meant
 
 __all__ = [
     "LIVE_FIELDS",
@@ -634,10 +634,9 @@ def unknown_option(
     """The error for an option nobody knows, with the likeliest one meant
     ("did you mean 'connect_timeout'?") when one is close."""
     names = sorted(str(name) for name in known)
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
-    meant = f" (did you mean {close[0]!r}?)" if close else ""
     return ConfigError(
-        f"{where}: unknown option {key!r}{meant}; {listed}: {', '.join(names)}"
+        f"{where}: unknown option {key!r}{meant(key, names)}; {listed}: "
+        f"{', '.join(names)}"
     )
 
 

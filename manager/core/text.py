@@ -1,13 +1,16 @@
 """Short texts the user reads wherever they look: the first line of an error,
 a list of names, the command that logs a connection in.
 
-Pure and light (no import of ours): the CLI's status table, the HUD, the
+Pure and light (nothing of ours, nothing heavy): the CLI's status table, the HUD, the
 event sentences (`describe`) and the state machine share them.
 """
 
 from __future__ import annotations
 
-__all__ = ["NAMES_SHOWN", "first_line", "list_names", "login_command"]
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["NAMES_SHOWN", "first_line", "list_names", "login_command", "meant"]
 
 NAMES_SHOWN = 5
 """Names listed in one sentence before "+N more"."""
@@ -32,3 +35,10 @@ def list_names(names: tuple[str, ...] | list[str], limit: int = NAMES_SHOWN) -> 
 def login_command(name: str) -> str:
     """What the user runs to log `name` in."""
     return f"mcp-manager login {name}"
+
+
+def meant(word: str, names: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` when one of `names` is spelled close to `word`
+    (a typo, a letter missing or swapped), else ""."""
+    close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -51,6 +51,7 @@ from ..core.replies import UpdateReply
 from ..core.spec import ConnectionSpec, applies_live, changed_fields, display_endpoint
 from ..core.state import Phase
 from ..core.status import ConnectionStatus
+from ..core.text import meant
 from ..files import default_state_dir
 from ..transport import mcp_transport
 from ..transport.base import (
@@ -661,7 +662,10 @@ class Manager:
         conn = self._conns.get(server)
         if conn is None:
             known = ", ".join(sorted(self._conns)) or "none"
-            raise UnknownServer(f"no connection named {server!r} (declared: {known})")
+            raise UnknownServer(
+                f"no connection named {server!r}{meant(server, self._conns)} "
+                f"(declared: {known})"
+            )
         return conn
 
     async def _request(

@@ -212,6 +212,10 @@ async def test_a_call_to_an_unknown_server_names_the_known_ones() -> None:
         mgr.add(fake_spec("alpha"))
         with pytest.raises(UnknownServer, match=r"'nope' \(declared: alpha\)"):
             await mgr.call("nope", "echo", {})
+        # A typo gets the name it is likely to be.
+        typo = r"'alhpa' \(did you mean 'alpha'\?\) \(declared: alpha\)"
+        with pytest.raises(UnknownServer, match=typo):
+            await mgr.call("alhpa", "echo", {})
 
 
 async def test_a_disabled_connection_is_listed_but_never_started() -> None:
