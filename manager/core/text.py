@@ -7,7 +7,6 @@ event sentences (`describe`) and the state machine share them.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = ["NAMES_SHOWN", "first_line", "list_names", "login_command", "meant"]
@@ -40,5 +39,7 @@ def login_command(name: str) -> str:
 def meant(word: str, names: Iterable[str]) -> str:
     """` (did you mean 'x'?)` when one of `names` is spelled close to `word`
     (a typo, a letter missing or swapped), else ""."""
+    import difflib  # an error's path only: every status table would pay 1 ms
+
     close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
