@@ -293,9 +293,15 @@ def _parse(
         table = dict(endpoint)
         has_url, has_cmd = "url" in table, "command" in table
         if has_url == has_cmd:
+            typos = [
+                f"{key!r}{meant(str(key), ('url', 'command'))}"
+                for key in table
+                if not has_url and meant(str(key), ("url", "command"))
+            ]
             raise ConfigError(
                 f"{prefix}: endpoint table needs exactly one of 'url' or 'command', "
                 'e.g. {url="http://127.0.0.1:8000/mcp"} or {command="my-server"}'
+                + (f"; it has {typos[0]}" if typos else "")
             )
         own = _URL_KEYS if has_url else _STDIO_KEYS
         for key in list(table):
@@ -308,9 +314,10 @@ def _parse(
                 options[key] = table.pop(key)
         unknown = sorted(set(table) - own, key=str)
         if unknown:
+            allowed = sorted(own | _COMMON_OPTIONS)
             raise ConfigError(
-                f"{prefix}: unknown endpoint key {unknown[0]!r}; "
-                f"allowed here: {', '.join(sorted(own | _COMMON_OPTIONS))}"
+                f"{prefix}: unknown endpoint key {unknown[0]!r}"
+                f"{meant(str(unknown[0]), allowed)}; allowed here: {', '.join(allowed)}"
             )
         fields.update(
             _parse_url_table(prefix, table) if has_url else _parse_stdio(prefix, table)

@@ -318,6 +318,18 @@ def test_env_templates_are_accepted_and_kept_unresolved(
             ["unknown option 'conect_timeout' (did you mean 'connect_timeout'?);"],
             id="misspelt-option",
         ),
+        pytest.param(
+            {"command": "x", "argz": ["y"]},
+            None,
+            ["unknown endpoint key 'argz' (did you mean 'args'?); allowed here:"],
+            id="misspelt-endpoint-key",
+        ),
+        pytest.param(
+            {"comand": "x"},
+            None,
+            ["exactly one of 'url' or 'command'", "it has 'comand' (did you mean"],
+            id="misspelt-command",
+        ),
         # --- URLs
         pytest.param("ftp://h/x", None, ["bad URL 'ftp://h/x'", "http://"], id="ftp"),
         pytest.param("http:///mcp", None, ["bad URL", "HOST"], id="no-host"),
