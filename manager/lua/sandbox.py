@@ -23,6 +23,7 @@ from lupa.lua54 import LuaMemoryError, LuaRuntime, LuaSyntaxError
 
 from ..core.errors import ConfigError
 from ..core.redact import SecretRegistry, redact
+from ..core.text import meant
 from .api import ScriptApi
 from .convert import (
     as_text,
@@ -80,6 +81,12 @@ prelude replaces it with `mcp_load`. `warn` would write to stderr."""
 
 PRELUDE = (Path(__file__).with_name("prelude.lua")).read_text()
 """The Lua prelude (`prelude.lua`): the API functions around the Python callbacks."""
+
+_API_NAMES = frozenset(re.findall(r"^(\w+) = ", PRELUDE, re.MULTILINE))
+"""The globals the prelude defines (`mcp_add`, `env`...): what a call to an
+unknown global most likely meant."""
+
+_NIL_CALL = re.compile(r"attempt to call a nil value \(global '(?P<name>\w+)'\)$")
 
 
 class ScriptRun(ScriptApi):
@@ -269,6 +276,9 @@ class ScriptRun(ScriptApi):
             body = "script raised an error without a message (a table or nil?)"
         origin = self._errors.get(body)
         connection = origin.connection if origin is not None else None
+        nil_call = _NIL_CALL.search(body)
+        if nil_call is not None:  # `mcp_ad(...)`: no such function
+            body += meant(nil_call["name"], _API_NAMES)
         return ConfigError(
             redact(body, self.secrets), file=file, line=line, connection=connection
         )

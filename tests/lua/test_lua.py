@@ -375,6 +375,12 @@ def test_print_goes_to_on_print_never_to_stdout(
             "unknown option 'bogus'",
         ),
         ('\nmcp_add("x", "ftp://h/mcp")', 2, "x", "bad URL"),
+        (
+            '\nmcp_ad("x", "http://h/mcp")',
+            2,
+            None,
+            "attempt to call a nil value (global 'mcp_ad') (did you mean 'mcp_add'?)",
+        ),
         ('mcp_add("x", {command="  "})', 1, "x", "command is empty"),
         ('mcp_add("x", {command="a", url="http://h/"})', 1, "x", "exactly one of"),
         ('mcp_add("bad name", "http://h/")', 1, "bad name", "invalid connection name"),
