@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
-from typing import Any
+from typing import Any, NoReturn
+
+from ..core.text import meant
 
 __all__ = [
     "Parser",
@@ -49,12 +52,28 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
+_INVALID_CHOICE = re.compile(
+    r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)$"
+)
+"""argparse's words for a command or a value not among the choices (3.11 to
+3.13 quote the choices or not: both are read)."""
+
+
 class Parser(argparse.ArgumentParser):
     """The parser of every command (its subcommands' too)."""
 
     def __init__(self, *args: Any, **options: Any) -> None:
         options.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **options)
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage error; a choice mistyped (`stauts`, `cursr`) also
+        gets the one it is likely to be."""
+        found = _INVALID_CHOICE.search(message)
+        if found is not None:
+            choices = [c.strip().strip("'") for c in found["choices"].split(",")]
+            message += meant(found["word"], choices)
+        super().error(message)
 
 
 def positive_float(text: str) -> float:

@@ -95,3 +95,29 @@ def test_a_command_line_loads_no_compression_module() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["stauts"], "'status'"),
+        (["client-config", "cursr"], "'cursor'"),
+        (["run", "startup.lua", "--log-format", "jsno"], "'json'"),
+    ],
+)
+def test_a_mistyped_choice_gets_the_one_it_is_likely_to_be(
+    capsys: pytest.CaptureFixture[str], argv: list[str], meant: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser(command_of(argv)).parse_args(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and err.rstrip().endswith(f"(did you mean {meant}?)")
+
+
+def test_a_word_like_no_choice_gets_no_guess(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["zzz"])
+    assert "did you mean" not in capsys.readouterr().err
