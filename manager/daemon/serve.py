@@ -27,7 +27,7 @@ import anyio.abc
 from .. import __version__
 from ..control.paths import attach_socket_path
 from ..control.server import serve_control
-from ..core.errors import CallError, ConfigError, ControlError, UnknownServer
+from ..core.errors import CallError, ConfigError, ControlError
 from ..core.events import ApprovalAsked, ToolChanged
 from ..core.info import OTLP_OFF, DaemonInfo, StartSlots
 from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
@@ -193,7 +193,7 @@ class Daemon:
         """`server`'s spec (secrets masked), last stderr lines, tool names."""
         conn = self.manager.connection(server)
         if conn is None:
-            raise UnknownServer(f"no connection named {server!r}")
+            raise self.manager.unknown(server)
         keep = ("time", "client", "tool", "outcome", "error", "duration", "verdict")
         try:
             calls = read(self.manager.calls.path.parent, server=server, limit=10)
@@ -390,7 +390,7 @@ class Daemon:
     def catalog(self, kind: str, server: str | None) -> list[CatalogRow]:
         """Each connection's tools, prompts or resources (control API)."""
         if server is not None and self.manager.connection(server) is None:
-            raise UnknownServer(f"no connection named {server!r}")
+            raise self.manager.unknown(server)
         from ..gateway.listing import catalog_rows  # mcp's server side: on demand
 
         # The gateway lists them in the rows' wire form; read back as typed.

@@ -59,33 +59,22 @@ def _locking(transport: Transport) -> Launching:
     return transport
 
 
-async def offer(
-    conn: Connection | None, name: str, transport: Transport
-) -> UpdateReply:
-    """What `update NAME` would take (nothing is changed).
-
-    Raises:
-        UnknownServer: No such connection.
-    """
-    if conn is None:
-        raise UnknownServer(f"no connection named {name!r}")
+async def offer(conn: Connection, transport: Transport) -> UpdateReply:
+    """What `update NAME` would take (nothing is changed)."""
     locking = _locking(transport)
     return await locking.launches.offer(await locking.resolved(conn.spec))
 
 
-async def take(
-    conn: Connection | None, name: str, transport: Transport, version: str
-) -> LaunchUpdate:
-    """Lock `name`'s package to `version`, which `offer` showed (the caller
+async def take(conn: Connection, transport: Transport, version: str) -> LaunchUpdate:
+    """Lock `conn`'s package to `version`, which `offer` showed (the caller
     restarts the server on it).
 
     Raises:
-        UnknownServer: No such connection.
         ValueError: Nothing to lock, or `version` is not what the registry
             offers now (it changed since it was shown).
     """
-    shown = await offer(conn, name, transport)
-    assert conn is not None
+    name = conn.name
+    shown = await offer(conn, transport)
     if not shown.available:
         raise ValueError(
             f"{name}: nothing newer to take ({shown.note or 'the lock is the newest'})"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import anyio
 
-from ..core.errors import CallError, UnknownServer
+from ..core.errors import CallError
 from ..core.state import Phase
 from ..transport.base import OAuthLogins
 from ..transport.oauth import LOGIN_TIMEOUT, Login, LoginDesk, uses_oauth
@@ -56,7 +56,7 @@ class Logins:
     def _oauth(self, name: str) -> Connection:
         conn = self._manager.connection(name)
         if conn is None:
-            raise UnknownServer(f"no connection named {name!r}")
+            raise self._manager.unknown(name)
         spec = conn.spec
         if not uses_oauth(spec):
             why = (

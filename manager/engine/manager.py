@@ -363,21 +363,25 @@ class Manager:
         """
         conn = self._conns.get(name)
         if conn is None:
-            raise UnknownServer(f"no connection named {name!r}")
+            raise self.unknown(name)
         conn.forgive_refusals()  # the user asks: the login limit starts again
         return conn.retry_now()
 
     async def launch_offer(self, name: str) -> UpdateReply:
         """What `mcp-manager update NAME` would take (`engine.launches`)."""
-        return await launches.offer(self._conns.get(name), name, self._transport)
+        conn = self._conns.get(name)
+        if conn is None:
+            raise self.unknown(name)
+        return await launches.offer(conn, self._transport)
 
     async def launch_take(self, name: str, version: str) -> LaunchUpdate:
         """Lock `name`'s package to the newer `version` `launch_offer`
         showed, and restart the server on it (a `launch_lock` event,
         `updated`)."""
         conn = self._conns.get(name)
-        done = await launches.take(conn, name, self._transport, version)
-        assert conn is not None
+        if conn is None:
+            raise self.unknown(name)
+        done = await launches.take(conn, self._transport, version)
         self.bus.publish(
             LaunchLock(
                 name=name,
@@ -658,14 +662,19 @@ class Manager:
             f"{tool}`"
         )
 
+    def unknown(self, name: str) -> UnknownServer:
+        """The error for a connection `name` that is not declared: the
+        declared ones, and the one it is likely to be."""
+        known = ", ".join(sorted(self._conns)) or "none"
+        likely = meant(name, self._conns)
+        return UnknownServer(
+            f"no connection named {name!r}{likely} (declared: {known})"
+        )
+
     def _connection(self, server: str) -> Connection:
         conn = self._conns.get(server)
         if conn is None:
-            known = ", ".join(sorted(self._conns)) or "none"
-            raise UnknownServer(
-                f"no connection named {server!r}{meant(server, self._conns)} "
-                f"(declared: {known})"
-            )
+            raise self.unknown(server)
         return conn
 
     async def _request(

@@ -216,6 +216,10 @@ async def test_a_call_to_an_unknown_server_names_the_known_ones() -> None:
         typo = r"'alhpa' \(did you mean 'alpha'\?\) \(declared: alpha\)"
         with pytest.raises(UnknownServer, match=typo):
             await mgr.call("alhpa", "echo", {})
+        with pytest.raises(UnknownServer, match=typo):  # every verb says the same
+            mgr.reconnect("alhpa")
+        with pytest.raises(UnknownServer, match=typo):
+            await mgr.launch_offer("alhpa")
 
 
 async def test_a_disabled_connection_is_listed_but_never_started() -> None:
