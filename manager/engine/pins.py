@@ -41,6 +41,7 @@ from ..core.events import ToolChanged
 from ..core.redact import SecretRegistry, redact
 from ..core.spec import ConnectionSpec
 from ..core.suspicious import Finding, describe_findings, scan_definition
+from ..core.text import meant
 from ..files import write_private_json
 
 __all__ = ["DIFF_LIMIT", "PIN_KINDS", "PinBook", "Review", "pinned_view"]
@@ -334,8 +335,9 @@ class PinBook:
         unknown = sorted(wanted - known)
         if unknown:
             shown = ", ".join(sorted(known)) or "nothing"
+            likely = meant(unknown[0], known) if len(unknown) == 1 else ""
             raise KeyError(
-                f"{server} lists no {', '.join(repr(u) for u in unknown)} "
+                f"{server} lists no {', '.join(repr(u) for u in unknown)}{likely} "
                 f"(it lists: {shown})"
             )
         pins = self._load(server) or {kind: {} for kind in PIN_KINDS}

@@ -162,8 +162,11 @@ def test_approving_what_is_not_listed_names_what_is(tmp_path: Path) -> None:
     with pytest.raises(KeyError, match="listed nothing yet"):
         pins.approve("s")
     pins.review(spec(), {"tools": [ECHO, PID]})
-    with pytest.raises(KeyError, match=r"no 'ehco' \(it lists: echo, pid\)"):
+    likely = r"no 'ehco' \(did you mean 'echo'\?\) \(it lists: echo, pid\)"
+    with pytest.raises(KeyError, match=likely):
         pins.approve("s", ["ehco"])
+    with pytest.raises(KeyError, match=r"no 'nope', 'x' \(it lists: echo, pid\)"):
+        pins.approve("s", ["x", "nope"])
 
 
 def test_a_diff_never_shows_a_secret(tmp_path: Path) -> None:
