@@ -22,8 +22,9 @@ delay, not from when the HUD heard of it). No clock is read here.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -291,9 +292,7 @@ class HudState:
                 `event_from_dict`, so both HUDs see the same types.
             now: The current wall time, used when the event carries none.
         """
-        from .folding import fold  # the event types: loaded with the first event
-
-        fold(self, event, event.time or now)
+        _fold()(self, event, event.time or now)
 
     # --- reading --------------------------------------------------------------
 
@@ -321,3 +320,12 @@ class HudState:
             row = self.rows[name] = Row(name=name, since=at)
         self.revision += 1
         return row
+
+
+@functools.cache
+def _fold() -> Callable[[HudState, Event, float], None]:
+    """`folding.fold`, imported with the first event (the event types come
+    with it); cached, so an event pays no import statement."""
+    from .folding import fold
+
+    return fold
