@@ -235,6 +235,7 @@ def _cmd_log(args: argparse.Namespace) -> int:
         return fail(since)
     policy = getattr(args, "policy", False)
     rows = read(
+        _running_log(args.socket),
         server=args.server,
         tool=args.tool,
         failed=args.failed,
@@ -263,6 +264,23 @@ def _cmd_log(args: argparse.Namespace) -> int:
             f"{row['shape']}"
         )
     return 0
+
+
+def _running_log(socket: str | None) -> Path | None:
+    """The state directory of the running daemon's call log, once it wrote
+    the calls of its last second (it writes once a second); None, the
+    default one, with no daemon to ask. Says so when the daemon dropped rows."""
+    try:
+        reply = ControlClient(find_socket(socket)).call_log()
+    except ControlError:
+        return None  # no daemon (the log is read without one), or an older one
+    if reply.dropped:
+        print(
+            f"note: the daemon could not log {reply.dropped} calls (its queue "
+            "was full or the disk failed: see its log)",
+            file=sys.stderr,
+        )
+    return Path(reply.path).parent if reply.path else None
 
 
 def _cmd_pending(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # loaded where used: dataclasses cost ~1 ms each to make
     from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
     from ..core.replies import (
         ApproveReply,
+        CallLogReply,
         CatalogRow,
         ConnectionDetails,
         Pong,
@@ -332,6 +333,19 @@ class ControlClient:
         from ..core.replies import TokenReply
 
         return TokenReply.from_dict(_as_dict(result))
+
+    def call_log(self) -> CallLogReply:
+        """Have the daemon write the calls it has queued; where its log is.
+
+        Raises:
+            ControlError: The daemon is unreachable (or too old to know).
+        """
+        # a write of a second's rows: a daemon that takes longer is stuck,
+        # and `log` reads what is on disk rather than wait on it
+        result = self.request({"cmd": "call_log"}, timeout=5.0)
+        from ..core.replies import CallLogReply
+
+        return CallLogReply.from_dict(_as_dict(result))
 
     def reload(self) -> ReloadSummary:
         """Run startup.lua again in the daemon and apply it.

@@ -21,6 +21,7 @@ from ..core.info import DaemonInfo
 from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from ..core.replies import (
     ApproveReply,
+    CallLogReply,
     CatalogRow,
     ConnectionDetails,
     Pong,
@@ -202,6 +203,10 @@ class ControlBackend(Protocol):
         """
         ...
 
+    async def call_log(self) -> CallLogReply:
+        """Write the call log's queued rows now; where the log is."""
+        ...
+
 
 class BadRequest(Exception):
     """The request line is not a valid request; answered with ControlError."""
@@ -247,6 +252,7 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "pending": frozenset(),
     "decide": frozenset({"id", "verdict", "scope", "by"}),
     "token": frozenset({"rotate"}),
+    "call_log": frozenset(),
     "result": frozenset({"id"}),
     "update": frozenset({"server", "take", "version"}),
 }
@@ -393,6 +399,8 @@ async def dispatch(
             if not isinstance(rotate, bool):
                 raise BadRequest('token: "rotate" must be true or false')
             result = backend.token(rotate).to_dict()
+        elif cmd == "call_log":
+            result = (await backend.call_log()).to_dict()
         elif cmd in ("login", "login_wait", "login_callback", "logout"):
             result = await _login_command(backend, cmd, req)
         elif cmd == "request":

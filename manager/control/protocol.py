@@ -63,6 +63,8 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
            replaces the HTTP endpoint's own first)           "rotated",
                                                              "streams_ended"}`
                                                              (never the token)
+  call_log none: the daemon writes the calls it has queued   `{"path", "dropped"}`
+           (its call log is written once a second)
   ======== ================================================= ======================
 
   Each result but `call`'s and `request`'s is the `to_dict()` of a typed reply

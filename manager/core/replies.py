@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AlreadyApplied",
     "ApproveReply",
+    "CallLogReply",
     "CatalogRow",
     "ConnectionDetails",
     "Pong",
@@ -179,6 +180,20 @@ class TokenReply(Wire):
     path: str | None = None
     rotated: bool = False
     streams_ended: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CallLogReply(Wire):
+    """`call_log`: the daemon wrote the calls it had queued; where its log is.
+
+    Attributes:
+        path: The daemon's `calls.sqlite3`.
+        dropped: Rows it could not log since it started (its queue was full,
+            or the disk failed).
+    """
+
+    path: str = ""
+    dropped: int = 0
 
 
 # ---------------------------------------------------------------- catalog

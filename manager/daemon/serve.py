@@ -34,6 +34,7 @@ from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from ..core.redact import SecretRegistry, redact
 from ..core.replies import (
     ApproveReply,
+    CallLogReply,
     CatalogRow,
     ConnectionDetails,
     ReconnectReply,
@@ -185,6 +186,13 @@ class Daemon:
             raise EndpointError("this daemon serves no HTTP endpoint")
         return self.gateway.token_reply(rotate)
 
+    async def call_log(self) -> CallLogReply:
+        """Write the call log's queued rows now (so `mcp-manager log` right
+        after a call shows it); where the log is."""
+        log = self.manager.calls
+        await anyio.to_thread.run_sync(log.flush)
+        return CallLogReply(path=str(log.path), dropped=log.dropped)
+
     def reconnect(self, server: str) -> ReconnectReply:
         """Skip `server`'s backoff wait (control API)."""
         return ReconnectReply(server=server, retrying=self.manager.reconnect(server))
@@ -199,6 +207,8 @@ class Daemon:
             calls = read(self.manager.calls.path.parent, server=server, limit=10)
         except sqlite3.Error:  # boundary: the log is a nicety here
             calls = []
+        # and those of the last second, not written yet
+        calls = [*calls, *self.manager.calls.queued(server)][-10:]
         return ConnectionDetails(
             spec=spec_summary(conn.spec),
             stderr=tuple(conn.stderr),

@@ -13,7 +13,9 @@ that finds it full is dropped and counted) and `run` writes in batches in a
 worker thread. Bounded on disk: rows older than `KEEP_DAYS`, and the oldest
 beyond `MAX_ROWS`, are deleted as it writes. A disk that fails is said once
 in the log, not a stall. `read` serves `mcp-manager log`, which opens the file
-itself (read-only: no daemon needed).
+itself (read-only: no daemon needed), once a running daemon wrote what it had
+queued (`flush`, asked over the control socket); `queued` gives `details` the
+rows of the last second.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -201,6 +204,9 @@ class CallLog:
         self.written = 0
         self._failed = False
         self._db: sqlite3.Connection | None = None
+        self._writing = threading.Lock()
+        """One batch at a time on the one connection: `run`'s, or one the
+        CLI asked for (`mcp-manager log` right after a call)."""
 
     def record(self, record: CallRecord) -> None:
         """Queue one call's row; never blocks (dropped and counted if full)."""
@@ -225,8 +231,22 @@ class CallLog:
                     self._db.close()
                     self._db = None
 
+    def queued(self, server: str) -> list[dict[str, Any]]:
+        """`server`'s calls not written yet, oldest first, as `read` gives
+        rows (without their `id`)."""
+        names = [field.name for field in fields(CallRecord)]
+        return [
+            dict(zip(names, _row(record), strict=True))
+            for record in list(self._queue)
+            if record.server == server
+        ]
+
     def flush(self) -> None:
         """Write what is queued now (a worker thread's job)."""
+        with self._writing:
+            self._flush()
+
+    def _flush(self) -> None:
         batch = []
         while self._queue:
             batch.append(self._queue.popleft())

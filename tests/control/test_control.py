@@ -18,6 +18,7 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from manager.cli import main
 from manager.control import paths
 from manager.control.client import ControlClient
 from manager.control.paths import find_socket, prepare_socket_dir, socket_path
@@ -43,6 +44,7 @@ from manager.core.info import DaemonInfo
 from manager.core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from manager.core.replies import (
     ApproveReply,
+    CallLogReply,
     CatalogRow,
     ConnectionDetails,
     Pong,
@@ -212,6 +214,9 @@ class FakeBackend:
     def token(self, rotate: bool) -> TokenReply:
         where = "/state/endpoint-token"
         return TokenReply(where, where, rotated=rotate, streams_ended=2 * rotate)
+
+    async def call_log(self) -> CallLogReply:
+        return CallLogReply(path="/state/calls.sqlite3", dropped=4)
 
     def changes(self, server: str | None) -> list[ToolChanged]:
         if server not in (None, "web"):
@@ -705,6 +710,7 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "streams_ended": 2,
         },
     ),
+    ({"cmd": "call_log"}, {"path": "/state/calls.sqlite3", "dropped": 4}),
 ]
 """Each command's answer on the wire, key for key and in order (a client of
 another version reads these)."""
@@ -1087,3 +1093,17 @@ async def test_update_comes_back_typed_and_bad_requests_say_which_field(
         server="srv", package="pkg", locked="1.0.0", available="1.1.0"
     )
     assert taken.taken and taken.locked == "1.1.0" and not taken.available
+
+
+@pytest.mark.anyio
+async def test_log_says_how_many_calls_the_daemon_could_not_log(
+    sock_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon's log is where its `call_log` reply says (here: none yet)."""
+    path = sock_dir / "control.sock"
+    async with serving(FakeBackend(), path):
+        code = await anyio.to_thread.run_sync(main, ["log", "--socket", str(path)])
+    assert code == 0
+    out = capsys.readouterr()
+    assert out.out == "no calls logged (yet) that match\n"
+    assert "could not log 4 calls" in out.err

@@ -22,6 +22,7 @@ from manager.core.login import CallbackReply, LoginResult, LoginStart, LogoutRep
 from manager.core.replies import (
     AlreadyApplied,
     ApproveReply,
+    CallLogReply,
     CatalogRow,
     ConnectionDetails,
     Pong,
@@ -48,6 +49,7 @@ Reply = (
     | CallbackReply
     | LogoutReply
     | TokenReply
+    | CallLogReply
     | UpdateReply
 )
 
@@ -149,6 +151,7 @@ FULL: list[Reply] = [
         streams_ended=3,
     ),
     TokenReply(source="$MCP_MANAGER_TOKEN"),
+    CallLogReply(path="/state/calls.sqlite3", dropped=2),
 ]
 
 ROWS = [
@@ -270,6 +273,7 @@ WRONG: dict[type, dict[str, object]] = {
     CallbackReply: {"server": [], "message": 3},
     LogoutReply: {"server": None, "forgot": 1},
     TokenReply: {"source": 1, "path": [], "rotated": "yes", "streams_ended": "2"},
+    CallLogReply: {"path": 1, "dropped": "2"},
     UpdateReply: {"server": 1, "locked": [], "available": None, "taken": "yes"},
 }
 
