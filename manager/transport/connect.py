@@ -13,6 +13,7 @@ Every failure leaves as a `TransportError` (`ConnectFailed`, `ConnectTimeout`,
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -424,8 +425,21 @@ class McpTransport:
             )
             auth = oauth_auth(spec, tokens, self.logins, hooks.on_auth)
         if spec.transport == "sse":
-            async with open_sse_streams(spec, auth) as streams:
-                yield streams
+            # The SDK's client waits for the stream's headers and its
+            # `endpoint` event with the stream's read timeout (minutes): a
+            # server that takes the connection and says nothing must fail
+            # at `connect_timeout` like any other.
+            opened = False
+            with anyio.CancelScope(deadline=deadline) as opening:
+                async with open_sse_streams(spec, auth) as streams:
+                    opened, opening.deadline = True, math.inf
+                    yield streams
+            if not opened:
+                raise ConnectTimeout(
+                    f"no SSE stream with its endpoint within connect_timeout "
+                    f"{spec.connect_timeout:g} s (the server took the connection "
+                    "and said nothing)"
+                )
             return
         async with open_http_streams(
             spec,

@@ -268,6 +268,20 @@ async def test_a_blackhole_times_out_and_is_retried(
     assert "no complete handshake within connect_timeout 0.3 s" in error
 
 
+async def test_an_sse_blackhole_times_out_at_connect_timeout_too(
+    env: tuple[Manager, Recorder], blackhole: Blackhole
+) -> None:
+    """The SDK's SSE client waits for the stream's first words with the
+    stream's own read timeout (300 s): the attempt still ends at
+    `connect_timeout`."""
+    mgr, rec = env
+    options = {**FAST, "connect_timeout": 0.3}
+    mgr.add(parse_spec("hole", {"url": blackhole.url(), "transport": "sse"}, options))
+    await rec.wait_for("connect_failed", "hole", where=lambda e: e.attempt >= 2)  # type: ignore[attr-defined]
+    error = str(mgr.statuses()[0].error)
+    assert "no SSE stream with its endpoint within connect_timeout 0.3 s" in error
+
+
 async def test_a_call_during_an_outage_fails_clearly_after_hold(
     env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
 ) -> None:
