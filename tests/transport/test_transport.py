@@ -155,6 +155,22 @@ async def test_broken_stdio_servers_get_a_clear_error_and_are_retried(
     assert status.state == "reconnecting"
 
 
+async def test_a_server_that_exits_at_start_is_told_with_its_last_words(
+    env: tuple[Manager, Recorder],
+) -> None:
+    """Not only the exit code: the last line the server wrote to stderr,
+    which is where a server says why it cannot start."""
+    mgr, rec = env
+    script = "echo starting >&2; echo 'boom: missing API key' >&2; exit 7"
+    mgr.add(parse_spec("bad", {"command": "/bin/sh", "args": ["-c", script]}, FAST))
+    await rec.wait_for("connect_failed", "bad", where=lambda e: e.attempt >= 2)  # type: ignore[attr-defined]
+    error = str(mgr.statuses()[0].error)
+    assert (
+        "server exited with code 7 (its last stderr line: boom: missing API key)"
+        in error
+    )
+
+
 async def test_crash_after_handshake_backs_off_to_the_cap(
     env: tuple[Manager, Recorder],
 ) -> None:

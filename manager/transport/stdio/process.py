@@ -54,6 +54,10 @@ SIGTERM_GRACE = 1.0
 REAP_TIMEOUT = 0.4
 """Seconds to wait for the event loop to observe a killed server's exit."""
 
+STDERR_DRAIN = 0.2
+"""Seconds an exited server's stderr gets to reach its end before the reason
+it exited is told (with the last line it wrote there)."""
+
 MAX_LINE = 4 * 1024 * 1024
 """Longest stdout line (one JSON-RPC message) accepted from a stdio server, bytes."""
 
@@ -214,6 +218,7 @@ async def _streams(
     ](0)
     garbage = [0]
     broken: list[anyio.Event] = []
+    said = _LastWords()
 
     async def on_broken() -> None:
         """stdin failed: usually the server died, and its exit code says more
@@ -226,7 +231,9 @@ async def _streams(
         try:
             code = await _exit_code(process, EXIT_CODE_WAIT)
             reason = (
-                "server stopped reading stdin" if code is None else _exit_text(code)
+                "server stopped reading stdin"
+                if code is None
+                else await said.after(_exit_text(code), code)
             )
             lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
             relay.close()
@@ -275,7 +282,11 @@ async def _streams(
         finally:
             relay.close()  # where the SDK session sees the end too
         code = await _exit_code(process, EXIT_CODE_WAIT)
-        reason = "server closed stdout" if code is None else _exit_text(code)
+        reason = (
+            "server closed stdout"
+            if code is None
+            else await said.after(_exit_text(code), code)
+        )
         lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
 
     async def stderr_reader() -> None:
@@ -290,9 +301,12 @@ async def _streams(
                     buffer = b""
                 for line in lines:
                     text = line.decode("utf-8", "replace").rstrip("\r")
+                    said.hear(text)
                     hooks.on_stderr(text)  # cut after masking (Connection)
         if buffer:
+            said.hear(buffer.decode("utf-8", "replace"))
             hooks.on_stderr(buffer.decode("utf-8", "replace"))
+        said.ended.set()
 
     try:
         async with anyio.create_task_group() as tg:
@@ -500,6 +514,35 @@ async def _exit_code(process: anyio.abc.Process, limit: float) -> int | None:
         while process.returncode is None:  # noqa: ASYNC110 - no event to wait on
             await anyio.sleep(0.005)
     return process.returncode
+
+
+class _LastWords:
+    """A server's last stderr line, for the reason it exited: a server that
+    cannot start usually says why there ("missing API key") before exiting
+    with a bare code. Masked with the rest of the reason (the supervisor)."""
+
+    def __init__(self) -> None:
+        self.line = ""
+        self.ended = anyio.Event()
+        """stderr reached its end (the server and its children closed it)."""
+
+    def hear(self, line: str) -> None:
+        if line.strip():
+            self.line = line.strip()
+
+    async def after(self, reason: str, code: int) -> str:
+        """`reason`, with the last line the server wrote to stderr if it
+        exited (not when killed: its last line is then no reason). Waits for
+        what is still in the pipe, `STDERR_DRAIN` at most (a grandchild may
+        hold it open)."""
+        if code < 0:
+            return reason
+        with anyio.move_on_after(STDERR_DRAIN):
+            await self.ended.wait()
+        if not self.line:
+            return reason
+        line = self.line if len(self.line) <= 200 else self.line[:199] + "…"
+        return f"{reason} (its last stderr line: {line})"
 
 
 def _exit_text(code: int) -> str:
