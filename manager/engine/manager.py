@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from ..core.errors import ToolHeld, UnknownServer
+from ..core.errors import ServerUnavailable, ToolHeld, UnknownServer
 from ..core.events import (
     Added,
     CallFailed,
@@ -360,10 +360,16 @@ class Manager:
 
         Raises:
             UnknownServer: No such connection.
+            ServerUnavailable: It is disabled: nothing would try.
         """
         conn = self._conns.get(name)
         if conn is None:
             raise self.unknown(name)
+        if conn.phase is Phase.DISABLED:
+            raise ServerUnavailable(
+                f"{name} is disabled (enabled = false in the config): set "
+                "enabled = true (or remove it) in the config and reload to connect"
+            )
         conn.forgive_refusals()  # the user asks: the login limit starts again
         return conn.retry_now()
 

@@ -271,6 +271,12 @@ async def test_reconnect_skips_the_backoff_wait() -> None:
         assert mgr.reconnect("s") is False  # connected: nothing to cut short
         with pytest.raises(UnknownServer):
             mgr.reconnect("nope")
+        off = parse_spec("off", "http://127.0.0.1:1/mcp", {"enabled": False})
+        mgr.add(off)
+        with pytest.raises(
+            ServerUnavailable, match=r"off is disabled .*enabled = true"
+        ):
+            mgr.reconnect("off")  # not "a try is already in flight"
 
 
 async def test_a_failing_teardown_does_not_report_the_loss_twice() -> None:
