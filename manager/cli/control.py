@@ -101,7 +101,9 @@ def _cmd_events(args: argparse.Namespace) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    return 0
+    # The daemon closed the stream: it stopped (or is restarting). Said, and
+    # not 0, so that a pipeline following it can tell the end from a quiet hour.
+    return fail("the daemon ended the event stream (it stopped)", code=1)
 
 
 # ---------------------------------------------------------------------- reload

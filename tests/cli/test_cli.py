@@ -336,8 +336,10 @@ def test_events_follows_the_stream_until_it_ends(
     daemon.publish(AttemptFailed(name="web", attempt=1, error="connection refused"))
     daemon.portal.call(daemon.backend.end_streams)
     thread.join(5)
-    assert codes == [0]
-    lines = capsys.readouterr().out.splitlines()
+    assert codes == [1]  # the daemon ended it: not a quiet hour
+    out = capsys.readouterr()
+    assert out.err == "mcp-manager: the daemon ended the event stream (it stopped)\n"
+    lines = out.out.splitlines()
     assert len(lines) == 2
     if as_json:
         first, second = (json.loads(line) for line in lines)
@@ -362,7 +364,7 @@ def test_events_since_prints_what_came_before_first(
     daemon.publish(Connecting(name="web", attempt=3))
     daemon.portal.call(daemon.backend.end_streams)
     thread.join(5)
-    assert codes == [0]
+    assert codes == [1]
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" ", 1)[1] for line in lines] == [
         "web: connecting (attempt 2)",
