@@ -400,7 +400,7 @@ class ApprovalAsked(Event):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ApprovalDecided(Event):
     """A call's verdict from the policy: `allow` or `deny`, `by` whom (`hud`,
-    `cli`, `rule FILE:LINE`, `remembered`, `deadline`), for `scope` (`once`,
+    `cli`, `rule FILE:LINE`, `remembered`, `deadline`, `removal`), for `scope` (`once`,
     `session`: until the daemon stops, `always`: kept with the pins);
     `approval` the id of the question, empty when nobody was asked."""
 

@@ -296,6 +296,7 @@ class Manager:
         if conn is None:
             return False
         self.pins.forget(name)
+        self.policy.forget(name)
         self._retire(conn, publish_removed=True)
         if self._tg is not None and self.tracing is not NO_TRACING:
             # Started here, so a reload that removes it is the span's parent.

@@ -218,9 +218,16 @@ class Policy:
             if waiting.verdict == "allow"
             else "not approved in time"
             if waiting.by == "deadline"
+            else "the server was removed"
+            if waiting.by == "removal"
             else f"denied by {waiting.by}"
         ) + f", rule {decision.where}"
         if waiting.verdict != "allow":
+            if waiting.by == "removal":
+                raise PolicyDenied(
+                    f"{server} was removed from the config while the call waited "
+                    f"for approval (policy rule at {decision.where}); not sent"
+                )
             if waiting.by == "deadline":
                 raise PolicyDenied(
                     f"not approved within {wait:g} s (policy rule at {decision.where} "
@@ -229,6 +236,14 @@ class Policy:
             raise PolicyDenied(
                 f"denied by the user ({waiting.by}; policy rule at {decision.where})"
             )
+
+    def forget(self, server: str) -> None:
+        """`server` was removed: its calls waiting for an answer are denied
+        now (the question is gone from `pending`), not left to their deadline."""
+        for waiting in list(self._waiting.values()):
+            if waiting.asked.name == server and not waiting.done.is_set():
+                waiting.verdict, waiting.by = "deny", "removal"
+                waiting.done.set()
 
     def pending(self) -> list[ApprovalAsked]:
         """The calls waiting for an answer, oldest first."""

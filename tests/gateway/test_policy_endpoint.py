@@ -138,6 +138,36 @@ async def test_an_unanswered_ask_ends_at_its_deadline_and_an_answer_may_last() -
             manager.policy.answer("nope", "allow", "once", by="cli")
 
 
+async def test_removing_a_server_ends_the_questions_of_its_waiting_calls() -> None:
+    """A call waiting for approval when its server is removed ends at once,
+    saying why; its question is gone (no `allow` of a call that cannot run)."""
+    rules = (parse_rule("ask", {"tool": "add", "timeout": 600}, "startup.lua:7"),)
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as (gateway, manager, rec):
+        manager.policy.set_rules(rules, None)
+        async with Client(str(gateway.url)) as client:
+            got: list[types.CallToolResult] = []
+
+            async def call() -> None:
+                got.append(await client.call_tool("a__add", {"a": 1, "b": 2}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                asked = await rec.wait_for("approval_asked", "a")
+                manager.remove("a")
+            (ended,) = got
+            assert ended.is_error
+            assert "a was removed from the config while the call waited" in (
+                text_of(ended)
+            )
+            assert manager.policy.pending() == []
+            decided = await rec.wait_for("approval_decided", "a", after=asked.seq)
+            assert (decided.verdict, decided.by) == ("deny", "removal")  # type: ignore[attr-defined]
+            with pytest.raises(KeyError):
+                manager.policy.answer(asked.approval, "allow", "once", by="cli")  # type: ignore[attr-defined]
+
+
 async def test_a_search_profiles_call_tool_is_judged_as_the_real_tool() -> None:
     """`call_tool` carries no annotations of its own: the rules judge the tool
     behind it, and `describe_tool` shows that tool's hints as overridden."""
