@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..control.paths import socket_path
-from ..core.errors import ConfigError, ControlError, ManagerError
+from ..core.errors import CallError, ConfigError, ControlError, ManagerError
 from ..core.text import first_line
 from .arguments import Parser, non_negative_float, positive_int
 from .exits import PROG, fail
@@ -397,7 +397,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = handler(args)
         sys.stdout.flush()  # here, where a closed pipe is caught below
         return code
-    except ControlError as exc:
+    except (ControlError, CallError) as exc:
+        # a command that did not expect it (each says its own): one line,
+        # never a traceback
         return fail(first_line(exc))
     except KeyboardInterrupt:
         return 130

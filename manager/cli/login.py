@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 from ..control.client import ControlClient
 from ..control.paths import find_socket
 from ..control.protocol import LOGIN_DEFAULT_TIMEOUT
+from ..core.errors import CallError
+from ..core.text import first_line
 from .exits import fail
 
 if TYPE_CHECKING:  # a type only: the replies load where a command reads one
@@ -88,8 +90,14 @@ def _cmd_login(args: argparse.Namespace) -> int:
     if args.device:
         if args.manual:
             return fail("--device and --manual are two ways of one login: pick one")
-        return _device_login(client, name, args.timeout)
-    started = client.login(name, args.timeout)
+        try:
+            return _device_login(client, name, args.timeout)
+        except CallError as exc:  # no such connection, or not one to log in
+            return fail(first_line(exc))
+    try:
+        started = client.login(name, args.timeout)
+    except CallError as exc:  # no such connection, or not one to log in
+        return fail(first_line(exc))
     url = started.url
     if url is None:
         if started.connected:
@@ -107,7 +115,10 @@ def _cmd_login(args: argparse.Namespace) -> int:
         pasted = sys.stdin.readline().strip()
         if not pasted:
             return fail("no address pasted; the login is abandoned", 1)
-        client.login_callback(name, pasted)
+        try:
+            client.login_callback(name, pasted)
+        except CallError as exc:  # not the callback, or another login's
+            return fail(f"login of {name} failed: {first_line(exc)}", 1)
     elif not args.no_browser and _open_browser(url):
         print("(opened in your browser)", file=sys.stderr)
     print(f"waiting for the login (at most {args.timeout:g} s)...", file=sys.stderr)
@@ -115,7 +126,10 @@ def _cmd_login(args: argparse.Namespace) -> int:
 
 
 def _cmd_logout(args: argparse.Namespace) -> int:
-    result = ControlClient(find_socket(args.socket)).logout(args.server)
+    try:
+        result = ControlClient(find_socket(args.socket)).logout(args.server)
+    except CallError as exc:  # no such connection, or not one with a login
+        return fail(first_line(exc))
     what = "forgot its tokens" if result.forgot else "no tokens were stored"
     print(f"{args.server}: logged out ({what}); it now waits for a login")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from manager import __version__
 from manager.cli import main
 from manager.control.server import serve_control
 from manager.core.errors import (
+    CallError,
     CallTimeout,
     ConfigError,
     ServerUnavailable,
@@ -27,7 +29,7 @@ from manager.core.errors import (
 )
 from manager.core.events import AttemptFailed, Connecting, Event
 from manager.core.info import DaemonInfo
-from manager.core.login import LoginResult, LoginStart, LogoutReply
+from manager.core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from manager.core.replies import (
     AlreadyApplied,
     CatalogRow,
@@ -160,12 +162,19 @@ class FakeBackend:
         device: bool = False,
     ) -> LoginStart:
         self.device_asked = device
+        if server == "nosuch":
+            raise UnknownServer("no connection named 'nosuch' (declared: api, web)")
         return self.login_start
+
+    def login_callback(self, server: str, url: str) -> CallbackReply:
+        raise CallError(f"{server}: the state does not match this login")
 
     async def login_wait(self, server: str, timeout: float) -> LoginResult:  # noqa: ASYNC109
         return self.login_end
 
     def logout(self, server: str) -> LogoutReply:
+        if server == "nosuch":
+            raise UnknownServer("no connection named 'nosuch' (declared: api, web)")
         return LogoutReply(server=server, forgot=server == "api")
 
     async def call(
@@ -674,6 +683,28 @@ def test_logout_says_whether_tokens_were_forgotten(
     )
     assert main(["logout", "web", *sock]) == 0
     assert "(no tokens were stored)" in capsys.readouterr().out
+
+
+def test_login_and_logout_mistakes_are_one_line_not_a_traceback(
+    daemon: Daemon,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sock = ["--socket", daemon.socket]
+    said = "mcp-manager: no connection named 'nosuch' (declared: api, web)\n"
+    for argv in (["login", "nosuch", "--no-browser"], ["login", "nosuch", "--device"]):
+        assert main([*argv, *sock]) == 2
+        assert capsys.readouterr().err == said
+    assert main(["logout", "nosuch", *sock]) == 2
+    assert capsys.readouterr().err == said
+    # a pasted address that is not this login's callback: the login failed
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO("http://127.0.0.1:1/callback?state=x\n")
+    )
+    assert main(["login", "api", "--manual", *sock]) == 1
+    assert capsys.readouterr().err.endswith(
+        "mcp-manager: login of api failed: api: the state does not match this login\n"
+    )
 
 
 # ----------------------------------------------------------------- run, check
