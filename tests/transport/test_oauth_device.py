@@ -33,6 +33,13 @@ pytestmark = pytest.mark.anyio
 FAST = {"backoff": {"initial": 0.05, "cap": 0.2}, "hold": 0, "connect_timeout": 10}
 
 
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test server names `interval` 0: polls as quick as it answers
+    (the floor, `MIN_INTERVAL`, has its own test)."""
+    monkeypatch.setattr(device, "MIN_INTERVAL", 0.0)
+
+
 def spec(name: str, server: OAuthServer) -> Any:
     return parse_spec(name, f"{server.base}/mcp", dict(FAST))
 
@@ -152,6 +159,23 @@ async def test_slow_down_lengthens_the_interval_for_the_rest_of_the_login(
         assert (a1, a2, a3) == ("slow_down", "slow_down", "granted")
         assert t2 - t1 >= 0.14  # 0 + 0.15
         assert t3 - t2 >= 0.29  # 0 + 0.15 + 0.15
+
+
+async def test_an_interval_of_0_is_polled_at_the_floor_not_as_fast_as_it_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(device, "MIN_INTERVAL", 0.3)  # 1 s in the daemon
+    async with oauth_demo(device=True) as server, daemon_parts(tmp_path) as parts:
+        parts.manager.add(spec("tracker", server))
+        login = await begin(parts)
+        assert login.user_code is not None
+        with anyio.fail_after(10):
+            while len(server.polls) < 3:  # noqa: ASYNC110 - the server's record
+                await anyio.sleep(0.05)
+        await server.decide(login.user_code)
+        assert await ended(login) is None
+        times = [t for t, _ in server.polls]
+        assert all(b - a >= 0.29 for a, b in zip(times, times[1:], strict=False))
 
 
 async def test_a_device_grant_the_server_refuses_counts_as_a_refused_login(

@@ -64,6 +64,10 @@ DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 DEFAULT_INTERVAL = 5.0
 """Seconds between polls when the server names no `interval` (section 3.2)."""
 
+MIN_INTERVAL = 1.0
+"""Seconds between polls at the least, whatever the server names: an
+`interval` of 0 would have the token endpoint asked as fast as it answers."""
+
 SLOW_DOWN_STEP = 5.0
 """Seconds added to the interval, for good, on each `slow_down` (section 3.5)."""
 
@@ -300,7 +304,7 @@ class DeviceGrant:
         code = read_device_code(answer)
         shown = self._clock()
         expires = shown + code.expires_in
-        interval = code.interval
+        interval = max(code.interval, MIN_INTERVAL)
         self._login.show_device(
             code.verification_uri, code.user_code, code.verification_uri_complete
         )
