@@ -198,7 +198,9 @@ def _cmd_update(args: argparse.Namespace) -> int:
         return fail(first_line(exc))
     print(_update_text(shown))
     if not shown.available:
-        return 0
+        # nothing newer: all is well; a note: update can take nothing there
+        # (no registry, an exact version, lock = false, the registry failed)
+        return 2 if shown.note else 0
     if not args.yes:
         if not sys.stdin.isatty():
             print(f"to take it: mcp-manager update {shown.server} --yes")
