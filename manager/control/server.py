@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +34,9 @@ __all__ = ["serve_control"]
 
 logger = logging.getLogger("manager.control")
 
+
+_RUNS_TOOLS = frozenset({"call", "request"})
+"""Commands that make a server do something: not made for a client gone."""
 
 _STREAM_BATCH = 256
 """Queued events written to a streaming client in one send."""
@@ -73,6 +77,16 @@ class _Conn:
             if not data:
                 self.eof = True
             return data
+
+    def hung_up(self) -> bool:
+        """The client closed its end for good (it was killed, or gave up
+        waiting): what it asked for is not wanted. A client that only shut
+        its writing half still reads the answer: not hung up."""
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN)  # HUP and ERR come anyway
+        return any(
+            events & (select.POLLHUP | select.POLLERR) for _, events in poller.poll(0)
+        )
 
     async def read_request(self) -> bytes | None:
         """The next request line; None at end of stream or after the idle timeout.
@@ -204,6 +218,16 @@ async def _handle_client(
                                     'events: "since" must be an integer >= 0'
                                 )
                             await _stream_events(backend, conn, since)
+                            return
+                        if cmd in _RUNS_TOOLS and conn.hung_up():
+                            # Read late (the daemon was stopped or busy): a
+                            # call its client gave up on is not made.
+                            logger.info(
+                                "control: not made: %s of %s, asked by a client "
+                                "that left before it began",
+                                cmd,
+                                req.get("server"),
+                            )
                             return
                         await conn.reply(await dispatch(backend, cmd, req))
                 except BadRequest as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import shutil
 import socket
@@ -1107,3 +1108,38 @@ async def test_log_says_how_many_calls_the_daemon_could_not_log(
     out = capsys.readouterr()
     assert out.out == "no calls logged (yet) that match\n"
     assert "could not log 4 calls" in out.err
+
+
+@pytest.mark.anyio
+async def test_a_call_whose_client_left_before_it_was_read_is_not_made(
+    sock_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A daemon that reads a request late (it was stopped, or busy) does not
+    make the call of a client that has left; a client that only shut its
+    writing half still gets its answer."""
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    caplog.set_level(logging.INFO, logger="manager.control")
+
+    def request(text: str) -> bytes:
+        call = {"cmd": "call", "server": "fs", "tool": "echo", "args": {"text": text}}
+        return json.dumps(call).encode() + b"\n"
+
+    async with serving(backend, path):
+        # No await between these lines: the requests wait in their sockets,
+        # one client already gone, as under a daemon that was stopped.
+        gone = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        gone.connect(str(path))
+        gone.sendall(request("late"))
+        gone.close()
+        half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        half.connect(str(path))
+        half.sendall(request("half"))
+        half.shutdown(socket.SHUT_WR)
+        with half, half.makefile("rb") as reader:
+            answer = await anyio.to_thread.run_sync(reader.readline)
+        assert json.loads(answer)["ok"] is True
+        with anyio.fail_after(5):
+            while "not made: call of fs" not in caplog.text:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+    assert [args for _, _, args, _ in backend.calls] == [{"text": "half"}]
