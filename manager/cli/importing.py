@@ -147,10 +147,15 @@ def run_import(args: argparse.Namespace) -> int:
         read.append(servers)
 
     store = None
+    backends: set[str] = set()  # where --keychain put the secrets
     if args.keychain:
         from ..engine.vault import store as keychain_store
 
-        store = keychain_store
+        def store(reference: str, value: str) -> str:
+            backend = keychain_store(reference, value)
+            backends.add(backend)
+            return backend
+
     translator = Translator(Path(os.path.expanduser("~")), store)
     messages: list[str] = []
     taken: dict[str, str] = {}  # connection name -> where it was imported from
@@ -211,7 +216,7 @@ def run_import(args: argparse.Namespace) -> int:
                 groups.append((section, declarations))
     for message in messages:
         _say(translator.secrets.redact(message))
-    _say_exports(translator)
+    _say_exports(translator, backends)
 
     code = 2 if unreadable else 1 if skipped else 0
     text = _lua_text(groups)
@@ -309,14 +314,21 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def _say_exports(translator: Translator) -> None:
+def _say_exports(translator: Translator, backends: set[str]) -> None:
     stored = [e for e in translator.exports if e.stored]
     if stored:
+        from ..engine.vault import in_clear
+
+        kept = f" ({', '.join(sorted(backends))})" if backends else ""
         _say(
-            f"{len(stored)} secret(s) stored in the OS keychain, read as "
+            f"{len(stored)} secret(s) stored in the OS keychain{kept}, read as "
             "${keyring:mcp-manager/NAME}: "
             + ", ".join(f"{e.name} ({e.where})" for e in stored)
         )
+        for backend in sorted(backends):
+            warning = in_clear(backend)
+            if warning is not None:
+                _say(warning)
     secrets = [e for e in translator.exports if e.secret and not e.stored]
     if secrets:
         _say(

@@ -137,7 +137,7 @@ def _cmd_logout(args: argparse.Namespace) -> int:
 
 def _cmd_secret(args: argparse.Namespace) -> int:
     from ..core.errors import ConfigError
-    from ..engine.vault import store
+    from ..engine.vault import in_clear, store
 
     if sys.stdin.isatty():
         import getpass
@@ -155,6 +155,9 @@ def _cmd_secret(args: argparse.Namespace) -> int:
         f"stored {args.reference} in the keychain ({backend}); use "
         f"${{keyring:{args.reference}}} in startup.lua"
     )
+    warning = in_clear(backend)
+    if warning is not None:
+        print(f"mcp-manager: {warning}", file=sys.stderr)
     return 0
 
 

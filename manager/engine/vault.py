@@ -32,7 +32,7 @@ import anyio
 
 from ..core.errors import ConfigError
 
-__all__ = ["CMD_TIMEOUT", "Vault", "store"]
+__all__ = ["CMD_TIMEOUT", "Vault", "in_clear", "store"]
 
 CMD_TIMEOUT = 10.0
 """Seconds a `${cmd:...}` or `op read` may take."""
@@ -182,6 +182,25 @@ def _from_keyring(connection: str, reference: str) -> str:
             connection=connection,
         )
     return str(value)
+
+
+_IN_CLEAR = frozenset({"PlaintextKeyring"})
+"""keyring backends that keep the value readable in a file (keyrings.alt's
+`PlaintextKeyring`: base64 in ~/.local/share/python_keyring), the one keyring
+falls back to where no Secret Service runs (a headless machine)."""
+
+
+def in_clear(backend: str) -> str | None:
+    """A warning when `backend` (what `store` returned) keeps values in
+    clear; None for a real keychain."""
+    if backend not in _IN_CLEAR:
+        return None
+    return (
+        f"warning: the keychain found here is {backend}, a plain file "
+        "(~/.local/share/python_keyring) anyone who can read your files can "
+        "read the value from; unlock a Secret Service (GNOME Keyring, KWallet) "
+        "and store it again, or use ${env:NAME} instead"
+    )
 
 
 def store(reference: str, value: str) -> str:

@@ -111,7 +111,11 @@ async def test_the_keychain_gives_what_secret_set_stored(
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("gh-s3cret\n"))
     assert main(["secret", "set", "github/token"]) == 0
-    assert "${keyring:github/token}" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "${keyring:github/token}" in said.out
+    # the plain-file backend is not a keychain: said, never silently
+    assert "(PlaintextKeyring)" in said.out
+    assert "a plain file (~/.local/share/python_keyring)" in said.err
     reference = ("keyring", "github/token")
     assert await Vault().read("gh", [reference]) == {reference: "gh-s3cret"}
     with pytest.raises(ConfigError, match="store it with `mcp-manager secret set"):
@@ -192,7 +196,9 @@ def test_import_can_move_the_secrets_it_finds_into_the_keychain(
     captured = capsys.readouterr()
     assert "${keyring:mcp-manager/GITHUB_TOKEN}" in captured.out
     assert "ghp_" not in captured.out + captured.err
-    assert "stored in the OS keychain" in captured.err and "export" not in captured.err
+    assert "stored in the OS keychain (PlaintextKeyring)" in captured.err
+    assert "export" not in captured.err
+    assert "warning: the keychain found here is PlaintextKeyring" in captured.err
     stored = keyring.get_password("mcp-manager", "GITHUB_TOKEN")
     assert stored == "ghp_YFXRaeR4hIWbFUtS56G811emx2aPeGeU"
     before = keyring.get_keyring()
