@@ -87,6 +87,31 @@ async def test_stdio_server_killed_comes_back_by_itself(
     assert "back" in str(result.data)
 
 
+async def test_a_server_whose_child_keeps_its_stdout_is_seen_dying_at_once(
+    env: tuple[Manager, Recorder],
+) -> None:
+    """A helper the server started in the background holds its stdout, so
+    no end of stdout comes: the process's own exit is the news (no ping
+    here to find it later)."""
+    mgr, rec = env
+    command, args = raw_command()
+    wrapper = 'sleep 60 & exec "$0" "$@"'  # the child keeps fds 1 and 2
+    spec = parse_spec(
+        "held",
+        {"command": "/bin/sh", "args": ["-c", wrapper, command, *args]},
+        {**FAST, "ping_interval": 0},
+    )
+    mgr.add(spec)
+    first = await rec.wait_for("connected", "held")
+    pid = mgr.statuses()[0].pid
+    assert isinstance(pid, int)
+    os.kill(pid, signal.SIGKILL)
+    lost = await rec.wait_for("disconnected", "held")
+    assert lost.exit_code == -signal.SIGKILL  # type: ignore[attr-defined]
+    assert "its stdout stays open" in lost.reason  # type: ignore[attr-defined]
+    await rec.wait_for("connected", "held", after=first.seq)
+
+
 async def test_stdio_tools_are_listed_across_pages_and_relisted_on_change(
     env: tuple[Manager, Recorder],
 ) -> None:

@@ -281,6 +281,7 @@ async def _streams(
             pass
         finally:
             relay.close()  # where the SDK session sees the end too
+        stdout_ended.set()
         code = await _exit_code(process, EXIT_CODE_WAIT)
         reason = (
             "server closed stdout"
@@ -288,6 +289,36 @@ async def _streams(
             else await said.after(_exit_text(code), code)
         )
         lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
+
+    stdout_ended = anyio.Event()
+
+    async def exit_watcher() -> None:
+        """The process's own exit (its pidfd, Linux), for a server whose
+        stdout stays open after it: a child it started holds a copy of the
+        pipe. The end of stdout reports the loss as a rule; where it does not
+        come, this does, with the exit code."""
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # not Linux, or an old kernel
+            return
+        try:
+            await anyio.wait_readable(pidfd)
+        finally:
+            os.close(pidfd)
+        with anyio.move_on_after(EXIT_CODE_WAIT):
+            await stdout_ended.wait()
+        if stdout_ended.is_set():
+            return  # told there, as always
+        code = await _exit_code(process, EXIT_CODE_WAIT)
+        reason = (
+            "server exited"
+            if code is None
+            else await said.after(_exit_text(code), code)
+        )
+        reason += " (its stdout stays open: a process it started holds it)"
+        lost.set(LossReport(reason, exit_code=code, error_type="ProcessExited"))
+        relay.close()
+        await read_writer.aclose()  # the session sees the end
 
     async def stderr_reader() -> None:
         assert process.stderr is not None
@@ -312,6 +343,7 @@ async def _streams(
         async with anyio.create_task_group() as tg:
             tg.start_soon(stdout_reader)
             tg.start_soon(stderr_reader)
+            tg.start_soon(exit_watcher)
             try:
                 yield Streams(read_stream, write_stream, pid, relay)
             finally:
