@@ -58,6 +58,21 @@ async def test_the_relays_lines_are_taken_at_once_and_split_lines_are_joined() -
     assert await lines.next() is None
 
 
+async def test_a_line_of_megabytes_in_many_chunks_arrives_whole() -> None:
+    """An 8 MiB answer (a screenshot, a file) in pipe-sized chunks: one
+    line, as the SDK's own client would take it (4 MiB was the limit)."""
+    big = b"a" * (8 * 1024 * 1024)
+    lines, taken, notes = lines_taking({big})
+    lines.connection_made(Pipe())  # type: ignore[arg-type]
+    chunk = 64 * 1024
+    for start in range(0, len(big), chunk):
+        lines.data_received(big[start : start + chunk])
+    lines.data_received(b"\nnext")
+    assert taken == [big] and notes == []
+    lines.data_received(b"\n")
+    assert await lines.next() == b"next"
+
+
 async def test_a_line_for_the_sdk_keeps_the_relays_later_lines_behind_it() -> None:
     lines, taken, _ = lines_taking({b"answer"})
     lines.connection_made(Pipe())  # type: ignore[arg-type]

@@ -58,8 +58,10 @@ STDERR_DRAIN = 0.2
 """Seconds an exited server's stderr gets to reach its end before the reason
 it exited is told (with the last line it wrote there)."""
 
-MAX_LINE = 4 * 1024 * 1024
-"""Longest stdout line (one JSON-RPC message) accepted from a stdio server, bytes."""
+MAX_LINE = 64 * 1024 * 1024
+"""Longest stdout line (one JSON-RPC message) accepted from a stdio server,
+bytes: a screenshot or a file read of some megabytes is an ordinary answer
+(the SDK's own client takes any length)."""
 
 GARBAGE_SAMPLE = 16 * 1024
 """Bytes of a non-JSON-RPC stdout line quoted in the note about it (the
@@ -407,7 +409,10 @@ class StdoutLines(asyncio.Protocol):
     ) -> None:
         self._take = take
         self._on_stderr = on_stderr
-        self._buffer = b""
+        self._parts: list[bytes] = []
+        """A line begun, not ended yet: its chunks, joined once it ends (a
+        long line costs its length, not its length times its chunks)."""
+        self._size = 0
         self._queue: collections.deque[bytes] = collections.deque()
         self._ended = False
         self._waiter: asyncio.Future[None] | None = None
@@ -420,12 +425,18 @@ class StdoutLines(asyncio.Protocol):
         self._transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
-        buffer = self._buffer + data
-        if len(buffer) > MAX_LINE and b"\n" not in buffer:
-            self._on_stderr(f"[stdout] line longer than {MAX_LINE} bytes dropped")
-            self._buffer = b""
+        if b"\n" not in data:
+            self._size += len(data)
+            if self._size > MAX_LINE:
+                self._on_stderr(f"[stdout] line longer than {MAX_LINE} bytes dropped")
+                self._parts, self._size = [], 0
+            else:
+                self._parts.append(data)
             return
-        *lines, self._buffer = buffer.split(b"\n")
+        if self._parts:
+            data = b"".join((*self._parts, data))
+        *lines, rest = data.split(b"\n")
+        self._parts, self._size = ([rest], len(rest)) if rest else ([], 0)
         queue = self._queue
         for line in lines:
             if not queue and self._take(line):
