@@ -442,6 +442,7 @@ async def serve(options: DaemonOptions) -> int:
     )
     watchdog = Watchdog(options.watchdog)
     watchdog.start()
+    _keep_inherited_descriptors()
     CHILD_GROUPS.start_guardian()  # no server outlives even a SIGKILLed daemon
     try:
         return await _serve(options, bus, sink, secrets, telemetry, watchdog)
@@ -450,6 +451,22 @@ async def serve(options: DaemonOptions) -> int:
         await telemetry.aclose()  # bounded: about 1 s at most
         watchdog.stop()
         CHILD_GROUPS.stop_guardian()
+
+
+def _keep_inherited_descriptors() -> None:
+    """What the daemon's own launcher left open to it (an editor's pipes, a
+    shell's descriptors) is not passed on to the servers it starts: uvloop's
+    spawn has no `close_fds` and hands a child every inheritable descriptor.
+    Python opens its own non-inheritable (PEP 446); these are the rest."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:  # not Linux
+        names = os.listdir("/dev/fd") if os.path.isdir("/dev/fd") else []
+    for name in names:
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):  # the listing's own, closed
+                os.set_inheritable(fd, False)
 
 
 async def serve_embedded(options: DaemonOptions, stop: anyio.Event) -> int:

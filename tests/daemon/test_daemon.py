@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from servers import raw_command
+from servers import lua_stdio, raw_command
 from servers.daemon import DaemonProcess
 
 from manager.cli import main
@@ -201,3 +201,50 @@ def test_a_second_ctrl_c_stops_at_once_even_with_a_stubborn_server(
         assert daemon.wait(within=10) == 130
         assert time.monotonic() - started < 1.0
         assert gone(pid)
+
+
+def test_descriptors_the_daemon_inherits_are_not_passed_to_its_servers(
+    tmp_path: Path,
+) -> None:
+    """An inheritable descriptor its launcher left open (an editor's pipe)
+    stays with the daemon: its servers get their stdio, not that."""
+    command, args = raw_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(lua_stdio("fast", command, args))
+    sock = tmp_path / "control.sock"
+    read, leaked = os.pipe()
+    os.set_inheritable(leaked, True)
+    log = tmp_path / "daemon.log"
+    with log.open("wb") as out:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "manager", "run", str(script), "--no-hud"]
+            + ["--no-telemetry", "--socket", str(sock)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            pass_fds=(leaked,),
+        )
+    os.close(leaked)
+    try:
+        pipe = f"pipe:[{os.fstat(read).st_ino}]"
+        assert pipe in {os.readlink(f"/proc/{daemon.pid}/fd/{leaked}")}
+        deadline = time.monotonic() + 30
+        server = None
+        while server is None:  # the daemon's one stdio server, once started
+            assert time.monotonic() < deadline, log.read_text()
+            kids = [
+                p
+                for p in psutil.Process(daemon.pid).children()
+                if "raw_legacy" in " ".join(p.cmdline())
+            ]
+            server = kids[0] if kids else None
+            time.sleep(0.05)
+        held = {
+            os.readlink(f"/proc/{server.pid}/fd/{fd}")
+            for fd in os.listdir(f"/proc/{server.pid}/fd")
+        }
+        assert pipe not in held
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(15) == 0
+        os.close(read)
