@@ -443,6 +443,7 @@ async def serve(options: DaemonOptions) -> int:
     watchdog = Watchdog(options.watchdog)
     watchdog.start()
     _keep_inherited_descriptors()
+    _raise_open_files_limit()
     CHILD_GROUPS.start_guardian()  # no server outlives even a SIGKILLed daemon
     try:
         return await _serve(options, bus, sink, secrets, telemetry, watchdog)
@@ -467,6 +468,26 @@ def _keep_inherited_descriptors() -> None:
         if fd > 2:
             with contextlib.suppress(OSError):  # the listing's own, closed
                 os.set_inheritable(fd, False)
+
+
+OPEN_FILES = 65536
+"""Descriptors the daemon asks for (up to the hard limit): a stdio server
+holds four (stdin, stdout, stderr, its pidfd), an HTTP one a few sockets;
+300 servers pass a desktop session's usual soft limit of 1024."""
+
+
+def _raise_open_files_limit() -> None:
+    """The soft limit of open files up to `OPEN_FILES`, never past the hard
+    limit. The servers it starts inherit it, as from a shell that raised it."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 async def serve_embedded(options: DaemonOptions, stop: anyio.Event) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -207,13 +208,15 @@ def test_descriptors_the_daemon_inherits_are_not_passed_to_its_servers(
     tmp_path: Path,
 ) -> None:
     """An inheritable descriptor its launcher left open (an editor's pipe)
-    stays with the daemon: its servers get their stdio, not that."""
+    stays with the daemon: its servers get their stdio, not that. And a
+    low limit of open files is raised (a stdio server holds four)."""
     command, args = raw_command()
     script = tmp_path / "startup.lua"
     script.write_text(lua_stdio("fast", command, args))
     sock = tmp_path / "control.sock"
     read, leaked = os.pipe()
     os.set_inheritable(leaked, True)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     log = tmp_path / "daemon.log"
     with log.open("wb") as out:
         daemon = subprocess.Popen(
@@ -223,6 +226,7 @@ def test_descriptors_the_daemon_inherits_are_not_passed_to_its_servers(
             stdout=out,
             stderr=out,
             pass_fds=(leaked,),
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)),
         )
     os.close(leaked)
     try:
@@ -244,6 +248,8 @@ def test_descriptors_the_daemon_inherits_are_not_passed_to_its_servers(
             for fd in os.listdir(f"/proc/{server.pid}/fd")
         }
         assert pipe not in held
+        soft = psutil.Process(daemon.pid).rlimit(psutil.RLIMIT_NOFILE)[0]
+        assert soft == (65536 if hard == resource.RLIM_INFINITY else min(hard, 65536))
     finally:
         daemon.send_signal(signal.SIGTERM)
         assert daemon.wait(15) == 0
