@@ -90,14 +90,8 @@ def _cmd_login(args: argparse.Namespace) -> int:
     if args.device:
         if args.manual:
             return fail("--device and --manual are two ways of one login: pick one")
-        try:
-            return _device_login(client, name, args.timeout)
-        except CallError as exc:  # no such connection, or not one to log in
-            return fail(first_line(exc))
-    try:
-        started = client.login(name, args.timeout)
-    except CallError as exc:  # no such connection, or not one to log in
-        return fail(first_line(exc))
+        return _device_login(client, name, args.timeout)
+    started = client.login(name, args.timeout)  # an unknown name: main says it
     url = started.url
     if url is None:
         if started.connected:
@@ -126,10 +120,7 @@ def _cmd_login(args: argparse.Namespace) -> int:
 
 
 def _cmd_logout(args: argparse.Namespace) -> int:
-    try:
-        result = ControlClient(find_socket(args.socket)).logout(args.server)
-    except CallError as exc:  # no such connection, or not one with a login
-        return fail(first_line(exc))
+    result = ControlClient(find_socket(args.socket)).logout(args.server)
     what = "forgot its tokens" if result.forgot else "no tokens were stored"
     print(f"{args.server}: logged out ({what}); it now waits for a login")
     return 0
