@@ -138,6 +138,39 @@ async def test_a_refused_refresh_sends_the_connection_back_to_needs_login(
         await parts.manager.call("tracker", "echo", {"text": "back"})
 
 
+async def test_a_refresh_slower_than_the_ping_deadline_keeps_the_login(
+    tmp_path: Path,
+) -> None:
+    """A ping's deadline that ends while the token is being refreshed does not
+    lose the refresh's answer: the server rotated the refresh token, so a cut
+    refresh would leave nothing to refresh with (found by an audit)."""
+    async with (
+        oauth_demo(refresh_delay=1.5) as server,
+        daemon_parts(tmp_path) as parts,
+    ):
+        parts.manager.add(spec("tracker", server, ping_interval=0.2, ping_timeout=0.5))
+        await parts.rec.wait_for("needs_login", "tracker")
+        await log_in(parts, server, "tracker")
+        mark = parts.rec.events[-1].seq
+        server.expire_all()  # the next ping is refused: refreshed, for 1.5 s
+        step = await parts.rec.wait_for(
+            "auth",
+            "tracker",
+            after=mark,
+            where=lambda e: isinstance(e, AuthStep) and e.step == "refresh",
+        )
+        assert isinstance(step, AuthStep) and step.outcome == "ok"
+        # The ping failed at its deadline (the connection reconnects); the
+        # refresh's answer was kept, so it connects with no new login.
+        await parts.rec.wait_for("connected", "tracker", after=step.seq)
+        result = await parts.manager.call("tracker", "echo", {"text": "still in"})
+        assert result.data["content"] == [{"type": "text", "text": "still in"}]
+        assert server.refused_refreshes == 0
+        assert not any(
+            e.kind == "needs_login" for e in parts.rec.events if e.seq > mark
+        )
+
+
 async def test_two_connections_to_one_server_log_in_and_out_separately(
     tmp_path: Path,
 ) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Callable
 
+import anyio
 import httpx2
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.utils import (
@@ -89,6 +90,11 @@ __all__ = ["REFRESH_MARGIN", "ConnectionAuth", "StepReport"]
 
 REFRESH_MARGIN = 30.0
 """Seconds before expiry a token is refreshed (at most a tenth of its lifetime)."""
+
+REFRESH_TIMEOUT = 30.0
+"""Seconds a token refresh may take. It is not cut short by the request that
+needed it: a rotating authorization server has spent the old refresh token by
+the time it answers, so an answer thrown away is a login lost."""
 
 StepReport = Callable[[str, str, int, float, str], None]
 """(step, outcome, HTTP status, seconds, error): `Hooks.on_auth`."""
@@ -323,9 +329,7 @@ class ConnectionAuth(httpx2.Auth):
             if token is not None and not self._fresh() and context.can_refresh_token():
                 async with context.lock:  # one refresh in flight; the others wait
                     if context.current_tokens is token:
-                        began = time.monotonic()
-                        answer = yield await oauth_refresh_request(provider)
-                        await self._refreshed(answer, time.monotonic() - began)
+                        await self._refresh()
             sent = self._fresh()
             if sent:
                 self._authorize(request)
@@ -341,9 +345,7 @@ class ConnectionAuth(httpx2.Auth):
                 async with context.lock:
                     if context.current_tokens is token:
                         self._expires_at = time.time()
-                        began = time.monotonic()
-                        answer = yield await oauth_refresh_request(provider)
-                        await self._refreshed(answer, time.monotonic() - began)
+                        await self._refresh()
                 if self._fresh():
                     self._authorize(request)
                     basis = context.current_tokens
@@ -385,6 +387,30 @@ class ConnectionAuth(httpx2.Auth):
         token = self._sdk().context.current_tokens
         assert token is not None
         request.headers["Authorization"] = f"Bearer {token.access_token}"
+
+    async def _refresh(self) -> None:
+        """Refresh the token, to the end whatever happens to the request that
+        needed it: sent on a client of its own, shielded from the caller's
+        cancellation (a ping's deadline), within `REFRESH_TIMEOUT`."""
+        request = await oauth_refresh_request(self._sdk())
+        began = time.monotonic()
+        with anyio.CancelScope(shield=True):
+            try:
+                with anyio.fail_after(REFRESH_TIMEOUT):
+                    async with httpx2.AsyncClient(
+                        timeout=REFRESH_TIMEOUT, follow_redirects=False
+                    ) as client:
+                        answer = await client.send(request)
+            except (httpx2.HTTPError, TimeoutError) as exc:
+                took = time.monotonic() - began
+                self.report("refresh", "failed", 0, took, "no answer")
+                if isinstance(exc, httpx2.HTTPError):
+                    raise
+                raise httpx2.ReadTimeout(
+                    f"no answer to the token refresh within {REFRESH_TIMEOUT:g} s",
+                    request=request,
+                ) from None
+            await self._refreshed(answer, time.monotonic() - began)
 
     async def _refreshed(self, response: httpx2.Response, elapsed: float) -> None:
         """Take the answer to a refresh request (the SDK's handling, then ours)."""
