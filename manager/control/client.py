@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import os
+import select
 import socket
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -42,6 +43,12 @@ if TYPE_CHECKING:  # loaded where used: dataclasses cost ~1 ms each to make
 __all__ = ["ControlClient", "EventStream"]
 
 E = TypeVar("E", bound="Event")
+
+ALIVE_EVERY = 5.0
+"""Seconds between the pings that check the daemon during an unbounded wait."""
+
+ALIVE_TIMEOUT = 10.0
+"""Seconds such a ping may take before the daemon counts as stopped."""
 
 
 def _raise_error(body: object) -> None:
@@ -166,7 +173,28 @@ class ControlClient:
         """
         with self._connect() as sock, sock.makefile("rb") as reader:
             self._send(sock, request)
+            if timeout is None:
+                self._await_answer(sock)
+                timeout = REPLY_TIMEOUT  # for the rest of the line
             return _unwrap(self._read_line(sock, reader, timeout))
+
+    def _await_answer(self, sock: socket.socket) -> None:
+        """Wait for the answer to start, as long as it takes while the daemon
+        answers a ping every `ALIVE_EVERY` s (a call may wait for a person's
+        approval): a daemon stopped (Ctrl-Z, SIGSTOP) or stuck is an error,
+        not a wait forever."""
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        while not poller.poll(int(ALIVE_EVERY * 1000)):
+            try:
+                self.request({"cmd": "ping"}, ALIVE_TIMEOUT)
+            except ControlError:
+                raise ControlError(
+                    f"the daemon at {self.path} stopped answering while it had "
+                    f"the request (no answer to a ping within {ALIVE_TIMEOUT:g} s): "
+                    "is it stopped (Ctrl-Z, SIGSTOP) or stuck? A request it has "
+                    "not started is dropped when it goes on"
+                ) from None
 
     def ping(self) -> Pong:
         """Check that the daemon answers (and learn its pid)."""

@@ -12,7 +12,7 @@ import socket
 import stat
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 
 import anyio
@@ -20,6 +20,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from manager.cli import main
+from manager.control import client as client_module
 from manager.control import paths
 from manager.control.client import ControlClient
 from manager.control.paths import find_socket, prepare_socket_dir, socket_path
@@ -80,6 +81,7 @@ class FakeBackend:
         self.subscribed = anyio.Event()
         self.calls: list[tuple[str, str, dict[str, object], float | None]] = []
         self.reload_error: ConfigError | None = None
+        self.go_on = threading.Event()  # lets the "waits" calls answer
 
     def status(self) -> list[ConnectionStatus]:
         return [
@@ -131,6 +133,9 @@ class FakeBackend:
             raise CallTimeout("no result from slow within 1 s")
         if server == "buggy":
             raise RuntimeError("hunter2 leaked in a bug")
+        if server == "waits":  # for a person's approval, say
+            await anyio.to_thread.run_sync(self.go_on.wait, 10.0)
+            server = "fs"
         if server != "fs":
             raise UnknownServer(f"no connection named {server!r}")
         text = json.dumps(args, sort_keys=True)
@@ -528,6 +533,64 @@ async def test_call_passes_arguments_and_returns_the_result(sock_dir: Path) -> N
         "isError": False,
     }
     assert backend.calls == [("fs", "echo", {"text": "hi"}, 2.5)]
+
+
+def test_a_call_without_a_timeout_to_a_stopped_daemon_ends_with_a_clear_error(
+    sock_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that takes the connection and never answers (stopped with
+    Ctrl-Z or SIGSTOP: the kernel still accepts) fails the call once it does
+    not answer a ping either; the call waited for nothing, for ever, before."""
+    monkeypatch.setattr(client_module, "ALIVE_EVERY", 0.05)
+    monkeypatch.setattr(client_module, "ALIVE_TIMEOUT", 0.2)
+    path = sock_dir / "control.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stopped:
+        stopped.bind(os.fspath(path))
+        stopped.listen(8)  # never accepted, never answered
+        outcome: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                ControlClient(path).call("fs", "echo", {"text": "x"}, None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        caller.join(20)
+        assert not caller.is_alive(), "the call still waits on a stopped daemon"
+    (error,) = outcome
+    assert isinstance(error, ControlError)
+    assert "stopped answering" in str(error) and "SIGSTOP" in str(error)
+
+
+@pytest.mark.anyio
+async def test_a_call_without_a_timeout_waits_as_long_as_the_daemon_answers_pings(
+    sock_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client_module, "ALIVE_EVERY", 0.05)
+    monkeypatch.setattr(client_module, "ALIVE_TIMEOUT", 2.0)
+    pings = [0]
+    real_request = ControlClient.request
+
+    def counted(
+        self: ControlClient, request: Mapping[str, object], timeout: float | None
+    ) -> object:
+        if request.get("cmd") == "ping":
+            pings[0] += 1
+            if pings[0] == 5:  # checked five times: the call may answer now
+                backend.go_on.set()
+        return real_request(self, request, timeout)
+
+    monkeypatch.setattr(ControlClient, "request", counted)
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    async with serving(backend, path):
+        result = await anyio.to_thread.run_sync(
+            lambda: ControlClient(path).call("waits", "echo", {"text": "hi"})
+        )
+    assert result["content"] == [{"type": "text", "text": '{"text": "hi"}'}]
+    assert pings[0] >= 5
 
 
 @pytest.mark.anyio
