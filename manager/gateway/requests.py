@@ -51,7 +51,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import CallTimeout
-from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
+from ..mcpserver.peers import NOTIFY_TIMEOUT, on_its_own_stream, session_key
 from ..transport.base import ProgressCallback
 from .rounds import HeldCall, can_be_asked
 
@@ -266,7 +266,8 @@ class Turns:
     """The clients that can be asked, taking turns on one upstream whose
     questions name no request (`ClientRequests`).
 
-    One client (a downstream session; in 2026-07-28, one request) holds the
+    One client (a downstream session; in 2026-07-28, one HTTP request, or
+    its attach or stdio stream) holds the
     turn at a time, for as many requests as it makes meanwhile (a client that
     calls again while it answers a question is never made to wait for
     itself); the others queue, first come first served, and when the holder's
@@ -398,10 +399,13 @@ class ClientRequests:
                 `call_timeout`.
         """
         key = session_key(ctx)
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            # No session in 2026-07-28: each request is a client of its own
-            # (two of them in flight to one stdio server are told apart or
-            # refused, never confused).
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and not (
+            on_its_own_stream(ctx)
+        ):
+            # No session in 2026-07-28: over HTTP each request is a client of
+            # its own (two of them in flight to one stdio server are told
+            # apart or refused, never confused). On an attach connection or
+            # the stdio front the stream is the client: its calls overlap.
             key = f"{key}#{id(notes)}"
         # A log message the upstream's transport reads in this very task (on
         # this request's own response stream: streamable HTTP) is this

@@ -113,9 +113,11 @@ class HeldCall:
             self.answer({key: self.given.pop(key)})
         else:
             self._wake()
-        with anyio.move_on_after(self._deadline):
-            await question.answered.wait()
-        self._open.pop(key, None)
+        try:
+            with anyio.move_on_after(self._deadline):
+                await question.answered.wait()
+        finally:  # cancelled too: no round shows a question nobody awaits
+            self._open.pop(key, None)
         if not question.answered.is_set():
             return types.ErrorData(
                 code=INVALID_PARAMS,
@@ -163,10 +165,13 @@ class HeldCall:
         self._wake()
 
     async def next_round(self) -> Round:
-        """The outcome, or the questions open now (whichever comes first)."""
+        """The questions open now, or the outcome (whichever comes first).
+
+        Questions come before the outcome: one parked here may be another
+        call's of the same client (a stdio upstream's question names no
+        call, `ClientRequests.upstream_request`), and this round is the only
+        way it reaches the client."""
         while True:
-            if self._done:
-                return Round(result=self._result, error=self._error)
             asks = {
                 key: {"method": q.method, "params": _dumped(q.params)}
                 for key, q in self._open.items()
@@ -174,6 +179,8 @@ class HeldCall:
             }
             if asks:
                 return Round(asks=asks)
+            if self._done:
+                return Round(result=self._result, error=self._error)
             await self._changed.wait()
             self._changed = anyio.Event()
 

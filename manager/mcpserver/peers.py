@@ -101,6 +101,13 @@ def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
     return cast(str, key)
 
 
+def on_its_own_stream(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the request came on a stream that is one client's (`attach`,
+    the stdio front), not as an HTTP request: there even a 2026-07-28
+    request, which names no session, is known to be that client's."""
+    return not isinstance(ctx.request, Request)
+
+
 _SESSION_KEY = "mcp_manager.session_key"
 """Where `session_key` keeps its answer in the request's ASGI scope."""
 

@@ -47,12 +47,14 @@ def shared_daemon(
     no_leaked_children_after_module: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[DaemonProcess, Path]]:
     """One daemon for the tests that do not stop it: demo servers `a` and
-    `b`, and the profile `one` (server `a` without its `fail` tool)."""
+    `b`, `old` (handshake era only), and the profile `one` (server `a`
+    without its `fail` tool)."""
     command, args = stdio_command()
     script = tmp_path_factory.mktemp("attach") / "startup.lua"
     script.write_text(
         _mcp_add("a", command, args)
         + _mcp_add("b", command, args)
+        + _mcp_add("old", *stdio_command("--legacy-only"))
         + 'mcp_profile("one", {servers = {"a"}, tools = {deny = {"*fail*"}}})\n'
     )
     directory = Path(tempfile.mkdtemp(prefix="mm-attach-", dir="/tmp"))
@@ -62,6 +64,7 @@ def shared_daemon(
     with DaemonProcess(script, control_socket=control, env=state) as daemon:
         daemon.wait_event("connected", "a")
         daemon.wait_event("connected", "b")
+        daemon.wait_event("connected", "old")
         with sharing_children():  # not a leak of whichever test runs next
             yield daemon, control
     for leftover in directory.iterdir():
@@ -348,6 +351,45 @@ async def test_two_attached_clients_asked_at_once_each_get_their_own_question(
             tg.start_soon(client, "two")
     assert got == {
         name: [f'accept: {{"answer": "{name}"}}'] * 10 for name in ("one", "two")
+    }
+
+
+async def test_a_2026_clients_own_calls_overlap_at_a_handshake_server_that_asks(
+    shared_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    """A 2026-07-28 request names no session, but an attach connection is one
+    client: its calls at a handshake-era stdio server that asks are one
+    client's, so they overlap as they would straight (before: each request
+    counted as a client of its own; the first question was refused, the
+    rest took turns). The four questions are open at once, each answered
+    with its own message, whichever call's round carried it."""
+    _, control_socket = shared_daemon
+    calls = 4
+    asked: list[str] = []
+    all_asked = anyio.Event()
+
+    async def answer(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        if len(asked) == calls:
+            all_asked.set()
+        await all_asked.wait()  # every call is in flight and asking
+        return types.ElicitResult(action="accept", content={"answer": params.message})
+
+    got: dict[str, str] = {}
+    with anyio.fail_after(60):
+        async with Client(attach(control_socket), elicitation_callback=answer) as me:
+            assert me.protocol_version == "2026-07-28"
+
+            async def call(n: int) -> None:
+                asked_for = f"question {n}"
+                result = await me.call_tool("old__ask_user", {"message": asked_for})
+                got[asked_for] = _text(result)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(calls):
+                    tg.start_soon(call, n)
+    assert got == {
+        f"question {n}": f'accept: {{"answer": "question {n}"}}' for n in range(calls)
     }
 
 

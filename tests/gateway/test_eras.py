@@ -506,6 +506,40 @@ async def test_a_call_parked_on_its_question_is_not_the_one_asking_anew() -> Non
 
 
 @pytest.mark.anyio
+async def test_a_question_parked_on_a_call_that_ended_still_reaches_the_client() -> (
+    None
+):
+    """A stdio upstream's question names no call: it may be parked on another
+    call of the same client, which can end first. Its round shows the
+    question before the result (else nobody would ever answer it); a
+    question whose asker was cancelled is shown to nobody."""
+    held = HeldCall(deadline=5.0)
+    answers: list[object] = []
+
+    async def foreign_question() -> None:
+        answers.append(await held.ask("elicitation/create", {}, _Answer))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(foreign_question)
+        await anyio.wait_all_tasks_blocked()
+        held.finish("its own result", None, anyio.current_time())
+        first = await held.next_round()
+        assert first.asks is not None and first.result is None
+        (key,) = first.asks
+        held.answer({key: {"action": "accept"}})
+    assert (await held.next_round()).result == "its own result"
+    assert isinstance(answers[0], _Answer)
+
+    held = HeldCall(deadline=5.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(held.ask, "elicitation/create", {}, _Answer)
+        await anyio.wait_all_tasks_blocked()
+        tg.cancel_scope.cancel()  # the upstream call that asked is gone
+    held.finish("done", None, anyio.current_time())
+    assert (await held.next_round()).result == "done"
+
+
+@pytest.mark.anyio
 async def test_a_2026_upstreams_questions_on_a_prompt_reach_clients_of_both_eras(
     tmp_path: Path,
 ) -> None:
