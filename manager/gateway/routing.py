@@ -54,6 +54,15 @@ LOG_LEVELS = (
 )
 """MCP log levels, least severe first."""
 
+RELEVEL_WAIT = 1.0
+"""Seconds a new session's first request waits for servers to be set to the
+levels it takes (`Features.joined`)."""
+
+
+def _rank(level: str) -> int:
+    return LOG_LEVELS.index(level) if level in LOG_LEVELS else 0
+
+
 INPUT_METHODS = frozenset({"prompts/get", "resources/read"})
 """Requests besides `tools/call` a 2026-07-28 server may answer `input_required`."""
 
@@ -99,6 +108,8 @@ class Features:
         self.asks = ClientRequests(self.call_timeout, self._unlinked, self._apart)
         self.held = HeldCalls()
         self._upstream_subs: dict[tuple[str, str], int] = {}
+        self._level_sent: str | None = None
+        """The level servers were last set to (`logging/setLevel`), if any."""
         manager.requests.handler = self.asks.upstream_request
         manager.requests.on_log = self._call_log
 
@@ -459,7 +470,13 @@ class Features:
 
     def released(self, record: Downstream) -> None:
         """A downstream session's record was dropped: what it subscribed to
-        upstream is let go (an unsubscribe only once nobody follows it)."""
+        upstream is let go (an unsubscribe only once nobody follows it), and
+        the level it set no longer holds the servers."""
+        level = self._upstream_level()
+        if level is not None and level != self._level_sent:
+            spawn = self.asks.spawn
+            if spawn is not None:
+                spawn(lambda: self._set_level_everywhere(level))
         for uri in record.uris:
             route = self.resources.route(uri, self._seen)
             if route is not None and route in self._upstream_subs:
@@ -510,22 +527,63 @@ class Features:
         if record is not None:
             record.log_level = str(params.level)
             record.log_view = PROFILE.get()  # its profile: whose logs it sees
-        levels = [r.log_level for r in self._sessions.records() if r.log_level]
-        level = min(levels or [str(params.level)], key=LOG_LEVELS.index)
+        level = self._upstream_level()
+        if record is None:  # a session without a record: its own level counts
+            level = min(level or str(params.level), str(params.level), key=_rank)
+        if level is not None and level != self._level_sent:
+            await self._set_level_everywhere(level)
+        return types.EmptyResult()
+
+    def _upstream_level(self) -> str | None:
+        """The level servers are set to: the most verbose any session takes,
+        where one that set none takes every level (straight, the log messages
+        of its calls come at the server's own default); None while no session
+        has set one (servers keep their own default)."""
+        records = self._sessions.records()
+        if self._level_sent is None and not any(r.log_level for r in records):
+            return None
+        return min(
+            (r.log_level or LOG_LEVELS[0] for r in records),
+            key=_rank,
+            default=LOG_LEVELS[0],
+        )
+
+    async def joined(self, record: Downstream) -> None:
+        """A new session, before its first request goes on: one that set no
+        level takes every level in its calls, so servers a client set to a
+        less verbose level are set back first (at most `RELEVEL_WAIT`)."""
+        level = self._upstream_level()
+        if level is not None and level != self._level_sent:
+            with anyio.move_on_after(RELEVEL_WAIT):
+                await self._set_level_everywhere(level)
+
+    async def relevel(self, server: str) -> None:
+        """After `server` (re)connected: the level clients asked for, again."""
+        if self._level_sent is not None:
+            await self._set_level_everywhere(self._level_sent, only=server)
+
+    async def _set_level_everywhere(self, level: str, only: str | None = None) -> None:
+        """`logging/setLevel` to every connected server that logs (or `only`
+        that one), at once."""
+        self._level_sent = level
         request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))  # type: ignore[arg-type]
 
         async def send(upstream: Upstream, limit: float) -> Any:
             return await upstream.send(request, types.EmptyResult, limit)
 
-        for conn in self.manager.connections():
-            upstream = conn.upstream
-            if upstream is None or "logging" not in upstream.info.capabilities:
-                continue
+        async def set_one(name: str) -> None:
             try:
-                await self.manager.request(conn.name, "logging/setLevel", level, send)
+                await self.manager.request(name, "logging/setLevel", level, send)
             except CallError as exc:
-                logger.debug("gateway: %s: logging/setLevel failed: %s", conn.name, exc)
-        return types.EmptyResult()
+                logger.debug("gateway: %s: logging/setLevel failed: %s", name, exc)
+
+        async with anyio.create_task_group() as tg:
+            for conn in self.manager.connections():
+                upstream = conn.upstream
+                if upstream is None or "logging" not in upstream.info.capabilities:
+                    continue
+                if only is None or conn.name == only:
+                    tg.start_soon(set_one, conn.name)
 
     def _call_log(
         self, server: str, level: str, logger_name: str | None, data: object

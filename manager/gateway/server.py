@@ -228,6 +228,7 @@ class Gateway:
         self.downstream = Sessions(
             idle_timeout=SESSION_IDLE_TIMEOUT,
             on_forget=lambda record: self.features.released(record),
+            on_join=lambda record: self.features.joined(record),
         )
         """One record per downstream session (`sessions.Downstream`), kept by
         one middleware; the hot path (`exchange`) and `Features` read it."""
@@ -475,6 +476,7 @@ class Gateway:
                     )
                 case Connected():
                     await features.resubscribe(event.name)
+                    await features.relevel(event.name)
 
     def _refresh_all(self) -> tuple[bool, bool, bool]:
         prompts, resources = self.features.rebuild()

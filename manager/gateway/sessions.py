@@ -14,7 +14,7 @@ all at once, telling `on_forget` what to let go upstream.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +98,8 @@ class Sessions(Peers):
         idle_timeout: Seconds without a request after which a session is
             forgotten at the next notification (None: never).
         on_forget: Told of each record dropped, whatever dropped it.
+        on_join: Awaited with each new record, before its first request
+            goes on.
         clock: Monotonic clock (injectable).
     """
 
@@ -106,9 +108,11 @@ class Sessions(Peers):
         idle_timeout: float | None = None,
         on_forget: Callable[[Downstream], None] = lambda record: None,
         clock: Any = time.monotonic,
+        on_join: Callable[[Downstream], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(idle_timeout, clock)
         self._on_forget = on_forget
+        self._on_join = on_join
 
     def new_peer(self, key: str, ctx: ServerRequestContext[Any, Any]) -> Downstream:
         record = Downstream(
@@ -125,6 +129,10 @@ class Sessions(Peers):
     def forgotten(self, peer: Peer) -> None:
         if isinstance(peer, Downstream):
             self._on_forget(peer)
+
+    async def joined(self, peer: Peer) -> None:
+        if self._on_join is not None and isinstance(peer, Downstream):
+            await self._on_join(peer)
 
     def get(self, key: str) -> Downstream | None:
         peer = super().get(key)

@@ -168,6 +168,10 @@ class Peers:
     def forgotten(self, peer: Peer) -> None:
         """A session was forgotten (closed, failed, idle): nothing by default."""
 
+    async def joined(self, peer: Peer) -> None:
+        """A session was seen for the first time, before its request goes
+        on: nothing by default."""
+
     async def track(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
@@ -179,7 +183,8 @@ class Peers:
             key = session_key(ctx)
             peer = self._peers.get(key)
             if peer is None:
-                self._peers[key] = self.new_peer(key, ctx)
+                peer = self._peers[key] = self.new_peer(key, ctx)
+                await self.joined(peer)
             else:
                 self.seen(peer, ctx)
         return await call_next(ctx)

@@ -301,6 +301,52 @@ async def test_resource_updates_reach_the_subscriber_and_logs_respect_levels(
         assert client.logs[0].logger.startswith("a")
 
 
+def _set_level(level: types.LoggingLevel) -> types.SetLevelRequest:
+    return types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
+
+
+@pytest.mark.anyio
+async def test_one_clients_log_level_neither_limits_another_nor_outlives_it() -> None:
+    """Straight, each client sets its own server's level. Through the daemon
+    one server serves them all: a client that set no level still gets every
+    level in its calls whatever another client set, and a level goes with
+    the client that set it (before: one client's "error" cut every other
+    client's calls' info messages, after it left too)."""
+    async with two_demos() as gateway:
+        manager = gateway.manager
+
+        async def upstream_says(expected: str) -> None:
+            # the daemon's own session at `a`: what a's level lets through
+            with anyio.fail_after(10):
+                while True:
+                    said = await manager.call(
+                        "a", "log", {"level": "info", "text": "-"}
+                    )
+                    if expected in json.dumps(said.data["content"]):
+                        return
+                    await anyio.sleep(0.02)
+
+        assert gateway.url is not None
+        quiet_one = Client()
+        async with downstream(gateway.url, quiet_one) as quiet:
+            await quiet.send_request(_set_level("error"), types.EmptyResult)
+            said = await quiet.call_tool("a__log", {"level": "info", "text": "q"})
+            assert text_of(said) == "not sent: info is below error"
+            other = Client()
+            async with downstream(gateway.url, other) as chatty:  # sets none
+                said = await chatty.call_tool("a__log", {"level": "info", "text": "c"})
+                assert text_of(said) == "sent info"
+                await wait_until(lambda: any(log.data == "c" for log in other.logs))
+            await quiet.call_tool("a__log", {"level": "info", "text": "q2"})
+        assert [log.data for log in quiet_one.logs] == []  # its own level held
+        await upstream_says("sent info")  # set back once both left
+
+        async with downstream(gateway.url, Client()) as alone:
+            await alone.send_request(_set_level("warning"), types.EmptyResult)
+            await upstream_says("not sent: info is below warning")
+        await upstream_says("sent info")  # the level went with its client
+
+
 # ------------------------------------------------------------------ the CLI
 
 
