@@ -202,7 +202,10 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
                 )
             ]
             parts.append(f"{event.unchanged} unchanged")
-            return f"config loaded from {event.file}: {', '.join(parts)}"
+            also = (
+                f"; also changed: {', '.join(event.settings)}" if event.settings else ""
+            )
+            return f"config loaded from {event.file}: {', '.join(parts)}{also}"
         case ConfigRejected():
             return (
                 f"{_where(event.file, event.line)}: {first_line(event.message)} "

@@ -323,6 +323,8 @@ class ConfigLoaded(Event):
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     unchanged: int = 0
+    settings: tuple[str, ...] = ()
+    """What else a reload changed: `policy`, `profile NAME`."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -61,6 +61,8 @@ class Pong(Wire):
 # ----------------------------------------------------------------- reload
 
 _NOT_APPLIED = frozenset({"already_applied"})
+_NO_SETTINGS = frozenset({"settings"})
+_NOT_APPLIED_NOR_SETTINGS = _NOT_APPLIED | _NO_SETTINGS
 """What a reload that was not already applied leaves out of its wire form."""
 
 
@@ -89,6 +91,8 @@ class ReloadSummary(Wire):
         changed: Connections whose declaration changed.
         unchanged: How many stayed as they were.
         connections: How many the script declares.
+        settings: What else changed: `policy` (the `mcp_policy` rules),
+            `profile NAME` (one added, removed or changed).
         already_applied: When the same script was already applied and nothing
             changed: that earlier load; else None.
     """
@@ -100,13 +104,15 @@ class ReloadSummary(Wire):
     unchanged: int = 0
     connections: int = 0
     already_applied: AlreadyApplied | None = None
+    settings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """The wire form: every field, the names as lists; `already_applied`
-        only when there is one."""
+        and `settings` only when there are some."""
         if self.already_applied is None:
-            return write_fields(self, _NOT_APPLIED)
-        return write_fields(self)
+            skipped = _NOT_APPLIED if self.settings else _NOT_APPLIED_NOR_SETTINGS
+            return write_fields(self, skipped)
+        return write_fields(self, frozenset() if self.settings else _NO_SETTINGS)
 
     def as_event(self) -> ConfigLoaded:
         """The `config_loaded` event this load published (its fields are the
@@ -119,6 +125,7 @@ class ReloadSummary(Wire):
             removed=self.removed,
             changed=self.changed,
             unchanged=self.unchanged,
+            settings=self.settings,
         )
 
 

@@ -16,12 +16,14 @@ failure becomes a `hook_error` event and a log line, never a crash.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -30,6 +32,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ..core.errors import ConfigError, ManagerError
 from ..core.events import ConfigLoaded, ConfigRejected, HookFailed, event_to_dict
 from ..core.info import LastReload
+from ..core.policy import Rule
+from ..core.profile import Profile
 from ..core.replies import AlreadyApplied, ReloadSummary
 from ..core.spec import ConnectionSpec
 from ..core.status import ConnectionStatus
@@ -150,7 +154,18 @@ class ConfigRunner:
         if old is not None:
             old.close()  # its hooks and pending call callbacks are gone now
         self._sync_hooks()
-        self.manager.profiles = {p.name: p for p in script.result.profiles}
+        profiles = {p.name: p for p in script.result.profiles}
+        settings = (
+            _settings_changed(
+                self.manager.profiles,
+                profiles,
+                self.manager.policy.rules,
+                script.result.rules,
+            )
+            if old is not None
+            else ()
+        )
+        self.manager.profiles = profiles
         self.manager.policy.set_rules(script.result.rules, script.judge)
         result = self.manager.reconcile(script.result.specs)
         self.last_reload = LastReload(ok=True, time=time.time(), file=file)
@@ -161,11 +176,12 @@ class ConfigRunner:
                 removed=result.removed,
                 changed=result.changed,
                 unchanged=len(result.unchanged),
+                settings=settings,
             )
         )
         self._start_calls()
         previous, now = self._applied, time.time()
-        nothing = not (result.added or result.removed or result.changed)
+        nothing = not (result.added or result.removed or result.changed or settings)
         earlier = None
         if nothing and previous is not None and previous[0] == digest:
             earlier = AlreadyApplied(time=previous[1], trigger=previous[2])
@@ -179,6 +195,7 @@ class ConfigRunner:
             unchanged=len(result.unchanged),
             connections=len(script.result.specs),
             already_applied=earlier,
+            settings=settings,
         )
 
     def close(self) -> None:
@@ -402,6 +419,30 @@ class _Host:
 
     def remove(self, name: str) -> bool:
         return self._manager.remove(name)
+
+
+def _settings_changed(
+    old_profiles: Mapping[str, Profile],
+    profiles: Mapping[str, Profile],
+    old_rules: tuple[Rule, ...],
+    rules: tuple[Rule, ...],
+) -> tuple[str, ...]:
+    """What a reload changed besides connections: `policy`, `profile NAME`
+    (where a declaration stands, `FILE:LINE`, is not a change)."""
+    changed = ["policy"] if _unplaced(old_rules) != _unplaced(rules) else []
+    for name in sorted(old_profiles.keys() | profiles.keys()):
+        before, after = old_profiles.get(name), profiles.get(name)
+        if (
+            before is None
+            or after is None
+            or _unplaced((before,)) != _unplaced((after,))
+        ):
+            changed.append(f"profile {name}")
+    return tuple(changed)
+
+
+def _unplaced(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(dataclasses.replace(item, where="") for item in items)
 
 
 def _digest(path: Path) -> str | None:

@@ -322,6 +322,9 @@ def test_the_wire_form_is_the_documented_one_key_for_key() -> None:
     assert (
         "already_applied" in ReloadSummary(already_applied=AlreadyApplied()).to_dict()
     )
+    policy = ReloadSummary(settings=("policy",))
+    assert policy.to_dict()["settings"] == ["policy"]  # only when there are some
+    assert ReloadSummary.from_dict(policy.to_dict()) == policy
     assert list(LoginStart().to_dict()) == [
         "server",
         "done",

@@ -174,6 +174,33 @@ def test_cli_reload_reports_what_changed_and_bad_scripts(
         assert [r.name for r in daemon.client.status()] == ["a", "b"]
 
 
+def test_a_reload_that_changes_only_the_policy_or_a_profile_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a reload that changed only `mcp_policy` or `mcp_profile` said
+    "0 added, 0 removed, 0 changed" (found by an audit)."""
+    script = tmp_path / "startup.lua"
+    script.write_text(server("a"))
+    rules = 'mcp_policy("deny", {tool = "echo"})\nmcp_profile("p", {servers = {"a"}})\n'
+    with DaemonThread(script) as daemon:
+        up = daemon.wait_event("connected", "a")
+        script.write_text(server("a") + rules)
+        loaded = daemon.wait_event("config_loaded", after=seq(up))
+        assert loaded["settings"] == ["policy", "profile p"]
+        assert loaded["changed"] == [] and loaded["unchanged"] == 1
+        script.write_text(
+            "-- moved down a line: nothing changed\n" + server("a") + rules
+        )
+        moved = daemon.wait_event("config_loaded", after=seq(loaded))
+        assert moved["settings"] == []
+        script.write_text(server("a"))
+        assert main(["reload", "--socket", str(daemon.socket)]) == 0
+        out = capsys.readouterr().out
+        assert "also changed: policy, profile p" in out or "already applied" in out
+        gone = daemon.wait_event("config_loaded", after=seq(moved))
+        assert gone["settings"] == ["policy", "profile p"]
+
+
 def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
     script = tmp_path / "startup.lua"
     script.write_text(
