@@ -252,9 +252,12 @@ class ConfigRunner:
             kinds = script.hook_kinds()
             if event.kind not in kinds and "*" not in kinds:
                 continue
-            for error in script.dispatch(event_to_dict(event)):
+            errors = script.dispatch(event_to_dict(event))
+            for error in errors:
                 self._hook_failed(error, event.kind)
             self._start_calls()
+            if errors:
+                self._sync_hooks()  # a hook turned off may have been the last
 
     def _start_calls(self) -> None:
         script = self.script

@@ -18,7 +18,11 @@ from .convert import MAX_ENTRIES, lua_to_py
 from .host import LuaCall, ScriptResult
 from .sandbox import ScriptRun
 
-__all__ = ["LiveScript"]
+__all__ = ["RUNAWAY_LIMIT", "LiveScript"]
+
+RUNAWAY_LIMIT = 3
+"""Times a hook may run out of its budget before it is turned off (until the
+script loads again)."""
 
 logger = logging.getLogger("manager.lua")
 
@@ -28,7 +32,8 @@ class LiveScript:
 
     Callbacks (`mcp_on` hooks, `mcp_call` completions) run on the daemon's loop,
     each under `hook_budget`; an error or a runaway in one is returned as a
-    `ConfigError` naming its line, and never affects the next. `close()` drops the
+    `ConfigError` naming its line, and never affects the next. A hook that
+    runs away `RUNAWAY_LIMIT` times is turned off. `close()` drops the
     runtime: callbacks of a replaced script never run again.
     """
 
@@ -36,6 +41,8 @@ class LiveScript:
         self._run = run
         self._hook_budget = hook_budget
         self._ran_out = False
+        self._overruns: dict[int, int] = {}
+        """Times each hook (by identity) ran out of time."""
         self._run.live = True
 
     @property
@@ -77,9 +84,31 @@ class LiveScript:
         errors = []
         for fn in fns:
             error = self._invoke(fn, event)
-            if error is not None:
-                errors.append(error)
+            if error is None:
+                continue
+            if self._ran_out:
+                overruns = self._overruns[id(fn)] = self._overruns.get(id(fn), 0) + 1
+                if overruns >= RUNAWAY_LIMIT:
+                    self._turn_off(fn)
+                    error.message += (
+                        f"; it ran out of time {overruns} times, so it is turned "
+                        "off until startup.lua is loaded again"
+                    )
+                    error.args = (error.message,)
+            errors.append(error)
         return errors
+
+    def _turn_off(self, fn: Any) -> None:
+        """Drop a hook that keeps running away: each run blocks the daemon's
+        loop for the whole budget, and a busy fleet sends events all the time."""
+        self._overruns.pop(id(fn), None)
+        hooks = self._run.hooks
+        for kind in list(hooks):
+            kept = [other for other in hooks[kind] if other is not fn]
+            if kept:
+                hooks[kind] = kept
+            else:
+                del hooks[kind]
 
     def deliver(
         self, call: LuaCall, result: Mapping[str, object] | None, error: str | None

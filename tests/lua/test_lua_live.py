@@ -11,6 +11,7 @@ from manager.core.errors import ConfigError
 from manager.core.spec import ConnectionSpec
 from manager.core.status import ConnectionStatus
 from manager.lua import LiveScript, start_file
+from manager.lua.live import RUNAWAY_LIMIT
 
 
 class FakeLiveHost:
@@ -98,6 +99,29 @@ def test_a_runaway_hook_is_stopped_and_the_next_one_gets_a_fresh_budget(
     errors = script.dispatch({**EVENT, "kind": "removed"})
     assert len(errors) == 1 and "time budget" in errors[0].message
     assert script.dispatch(EVENT)[0].line == 2  # still works afterwards
+
+
+def test_a_hook_that_keeps_running_away_is_turned_off(tmp_path: Path) -> None:
+    """Each runaway blocks the daemon's loop for the whole budget; a fleet
+    sends events all the time, so a hook that loops on each would stall the
+    daemon for good (found by an audit: 30 dead connections, `status` timing
+    out, healthy servers dropped for missed pings)."""
+    script, printed = start(
+        tmp_path,
+        'mcp_on("*", function(e)\n  while true do end\nend)\n'
+        'mcp_on("connected", function(e) print("kept") end)\n',
+        hook_budget=0.05,
+    )
+    for _ in range(RUNAWAY_LIMIT - 1):
+        (error,) = script.dispatch(EVENT)
+        assert "turned off" not in error.message
+    (error,) = script.dispatch(EVENT)
+    assert error.line == 2
+    assert f"ran out of time {RUNAWAY_LIMIT} times" in error.message
+    assert "turned off until startup.lua is loaded again" in error.message
+    assert script.dispatch(EVENT) == []  # it no longer runs
+    assert script.hook_kinds() == {"connected"}
+    assert printed == ["kept"] * (RUNAWAY_LIMIT + 1)
 
 
 def test_mcp_call_is_queued_and_its_callback_gets_result_or_error(
