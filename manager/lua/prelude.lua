@@ -78,6 +78,28 @@ coroutine.resume = function(co, ...)
   return unpack(r, 1, r.n)
 end
 
+-- A built-in string function runs without the count hook: one call on a large
+-- string may take 0.1 s and a loop of them only a few instructions. Each checks
+-- the budget first; its own errors keep its name and blame the caller's line.
+local function timed(name, raw)
+  local label = "'" .. name .. "'"
+  return function(...)
+    if check() then hook() end
+    local r = pack(pcall(raw, ...))
+    if r[1] then return unpack(r, 2, r.n) end
+    local e = r[2]
+    if expired or type(e) ~= "string" then error(e, 0) end
+    local _, placed = gsub(e, "^[^\n]-:%d+: ", "")
+    if placed > 0 then error(e, 0) end  -- from a Lua function it called
+    error((gsub(e, "'%?'", label, 1)), 2)
+  end
+end
+local timed_names = {"rep", "gsub", "find", "match", "gmatch", "format"}
+for i = 1, #timed_names do
+  local name = timed_names[i]
+  string[name] = timed(name, string[name])
+end
+
 -- Finalizers run with hooks disabled, so a loop in __gc could not be stopped.
 setmetatable = function(t, mt)
   if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
