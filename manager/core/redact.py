@@ -26,10 +26,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 __all__ = [
     "MASK",
     "SecretRegistry",
+    "credential_values",
     "is_sensitive_key",
     "redact",
     "redact_args",
     "redact_url",
+    "secret_arg_values",
 ]
 
 MASK = "***"
@@ -115,6 +117,40 @@ def redact_url(url: str, secrets: SecretRegistry | None = None) -> str:
     return redact(
         urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), secrets
     )
+
+
+def secret_arg_values(args: Iterable[str]) -> list[str]:
+    """The values `redact_args` masks by key (`--token=abc`, the `abc` of
+    `--api-key abc`, `NAME=abc`, `Authorization: Bearer abc`): secrets to
+    mask by value too, wherever the server echoes them (its stderr, its
+    errors)."""
+    found: list[str] = []
+    take_next = False
+    for arg in args:
+        if take_next and not arg.startswith("-"):
+            found.append(arg)
+            take_next = False
+            continue
+        take_next = False
+        m = _FLAG_VALUE.match(arg)
+        h = _HEADER_VALUE.match(arg)
+        if m and is_sensitive_key(m.group(1)):
+            found.append(m.group(2))
+        elif h and "://" not in arg and is_sensitive_key(h.group(1)):
+            found.extend(credential_values(h.group(2)))
+        elif arg.startswith("-") and is_sensitive_key(arg):
+            take_next = True
+    return found
+
+
+def credential_values(value: str) -> list[str]:
+    """A header's value, and its credentials alone where it is
+    `SCHEME credentials` (`Bearer abc`): a server that echoes the token
+    echoes it without its scheme."""
+    scheme, _, credentials = value.strip().partition(" ")
+    if credentials and scheme.isalpha():
+        return [value, credentials.strip()]
+    return [value]
 
 
 def redact_args(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
-from .redact import SecretRegistry
+from .redact import SecretRegistry, credential_values, secret_arg_values
 from .spec import TEMPLATE, ConnectionSpec, parse_reference
 
 __all__ = ["references", "resolve_spec"]
@@ -106,8 +106,11 @@ def resolve_spec(
                 else spec.oauth
             ),
         )
-    secret_values = [*resolved_values, *(v for _, v in resolved.headers)]
+    secret_values = list(resolved_values)
+    for _, value in resolved.headers:
+        secret_values += credential_values(value)
     secret_values += [v for _, v in resolved.env]
+    secret_values += secret_arg_values(resolved.args)
     if resolved.oauth is not None:
         for secret in (resolved.oauth.client_secret, resolved.oauth.private_key):
             if secret is not None:

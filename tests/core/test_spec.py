@@ -693,6 +693,43 @@ def test_resolve_spec_registers_stdio_env_values_and_resolved_args() -> None:
     assert secrets.redact("x arg-resolved-3 literal-env-7") == "x *** ***"
 
 
+def test_resolve_spec_registers_what_the_endpoint_masks_by_key() -> None:
+    """A secret written in `args` is masked in the endpoint by its flag's
+    name; a server that echoes it (its stderr, its error) shows the bare
+    value, so it is masked by value too (found by an audit). So is a
+    header's token without its scheme."""
+    secrets = SecretRegistry()
+    spec = parse_spec(
+        "srv",
+        {
+            "command": "x",
+            "args": [
+                "--api-key",
+                "ghp_ArgOnlySecret123",
+                "--token=literal-tok-8",
+                "GITHUB_TOKEN=literal-env-arg-9",
+                "Authorization: Bearer hdr-arg-10",
+                "--verbose",
+                "plain-value-11",
+            ],
+        },
+    )
+    resolve_spec(spec, ENV.get, secrets)
+    for value in (
+        "ghp_ArgOnlySecret123",
+        "literal-tok-8",
+        "literal-env-arg-9",
+        "hdr-arg-10",
+    ):
+        assert value in secrets, value
+    assert "plain-value-11" not in secrets
+    http = parse_spec(
+        "web", "https://h/mcp", {"headers": {"Authorization": "Bearer sk-hdr789"}}
+    )
+    resolve_spec(http, ENV.get, secrets)
+    assert secrets.redact("token sk-hdr789 refused") == "token *** refused"
+
+
 def test_resolve_spec_without_templates_returns_an_equal_spec() -> None:
     spec = parse_spec("srv", {"command": "x", "args": ["a"]})
     assert resolve_spec(spec, ENV.get, SecretRegistry()) == spec
