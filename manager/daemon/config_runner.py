@@ -375,34 +375,47 @@ async def _watch_directory(
 
     script = path.resolve()  # noqa: ASYNC240 - once, at startup
     modules = script.parent / "config"
-    roots = [script.parent, *([modules] if modules.is_dir() else [])]
 
     def relevant(change: object, changed: str) -> bool:
         p = Path(changed)
-        return p == script or (p.parent == modules and p.suffix == ".lua")
+        return (
+            p == script
+            or p == modules  # made after the start: watched from then on
+            or (p.parent == modules and p.suffix == ".lua")
+        )
 
     started = False
     async with send:  # the reloader's stream ends with the watcher
-        async for changes in awatch(
-            *roots,
-            watch_filter=relevant,
-            stop_event=stop,
-            debounce=50,
-            step=50,  # how often the watcher thread wakes; 10 ms cost ~1 % of a core
-            recursive=False,
-            yield_on_timeout=True,  # the first (empty) yield tells us it is watching
-            rust_timeout=WATCH_TIMEOUT_MS,
-        ):
-            if not started:
-                started = True
-                task_status.started()
-            if changes:
-                try:
-                    send.send_nowait(None)
-                except anyio.WouldBlock:
-                    pass  # a reload is already pending; it will see this change too
-                except anyio.BrokenResourceError:
-                    return  # the daemon is stopping: the reloader has gone first
+        while True:
+            with_modules = modules.is_dir()
+            roots = [script.parent, *([modules] if with_modules else [])]
+            watch = awatch(
+                *roots,
+                watch_filter=relevant,
+                stop_event=stop,
+                debounce=50,
+                step=50,  # how often the watcher thread wakes; 10 ms: ~1 % of a core
+                recursive=False,
+                yield_on_timeout=True,  # the first (empty) yield: it is watching
+                rust_timeout=WATCH_TIMEOUT_MS,
+            )
+            async with contextlib.aclosing(watch):
+                async for changes in watch:
+                    if not started:
+                        started = True
+                        task_status.started()
+                    if not changes:
+                        continue
+                    try:
+                        send.send_nowait(None)
+                    except anyio.WouldBlock:
+                        pass  # a reload is pending; it will see this change too
+                    except anyio.BrokenResourceError:
+                        return  # the daemon is stopping: the reloader went first
+                    if not with_modules and modules.is_dir():
+                        break  # watch the new config/ too
+                else:
+                    return  # stopped
 
 
 class _Host:
@@ -449,7 +462,15 @@ def _unplaced(items: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _digest(path: Path) -> str | None:
+    """The script's content and its modules' (`config/*.lua`): a save that
+    changed neither is no reason to reload."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256(path.read_bytes())
     except OSError:
         return None
+    with contextlib.suppress(OSError):
+        for module in sorted((path.parent / "config").glob("*.lua")):
+            with contextlib.suppress(OSError):
+                digest.update(b"\0" + module.name.encode() + b"\0")
+                digest.update(module.read_bytes())
+    return digest.hexdigest()

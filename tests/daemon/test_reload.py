@@ -201,6 +201,33 @@ def test_a_reload_that_changes_only_the_policy_or_a_profile_says_so(
         assert gone["settings"] == ["policy", "profile p"]
 
 
+def test_editing_a_module_reloads_even_in_a_config_dir_made_after_the_start(
+    tmp_path: Path,
+) -> None:
+    """The README: saving `config/*.lua` modules reloads too. Before, the
+    watcher saw the save but compared only startup.lua's content ("saved
+    without changes"), and a `config/` made after the start was not watched
+    (found by an audit)."""
+    script = tmp_path / "startup.lua"
+    script.write_text(server("a"))
+    with DaemonThread(script) as daemon:
+        up = daemon.wait_event("connected", "a")
+        modules = tmp_path / "config"
+        modules.mkdir()
+        (modules / "more.lua").write_text("return 5\n")
+        script.write_text(
+            'local t = require("more")\n' + server("a", extra=", connect_timeout = t")
+        )
+        first = daemon.wait_event(
+            "config_loaded", after=seq(up), where=lambda e: e["changed"] == ["a"]
+        )
+        (modules / "more.lua").write_text("return 6\n")
+        again = daemon.wait_event("config_loaded", after=seq(first))
+        assert again["changed"] == ["a"]
+        spec = daemon.client.details("a").spec
+        assert spec["connect_timeout"] == 6
+
+
 def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
     script = tmp_path / "startup.lua"
     script.write_text(
