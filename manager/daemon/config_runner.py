@@ -53,6 +53,10 @@ RELOAD_QUIET = 0.2
 RELOAD_MAX_DELAY = 2.0
 """Seconds a stream of saves may postpone its reload at most."""
 
+EMPTY_GRACE = 2.0
+"""Seconds an emptied script waits for the rest of its save before it is
+applied (removing every connection)."""
+
 WATCH_TIMEOUT_MS = 500
 """How often the file watcher wakes up when nothing changes (it must, to be
 stoppable); its first wake-up also tells that it is watching."""
@@ -337,26 +341,49 @@ class ConfigRunner:
             finally:
                 stop.set()
 
+    async def _settle(self, changes: MemoryObjectReceiveStream[None]) -> None:
+        """Wait for a burst of saves to stop (at most `RELOAD_MAX_DELAY`)."""
+        deadline = anyio.current_time() + RELOAD_MAX_DELAY
+        while True:
+            quiet = min(RELOAD_QUIET, deadline - anyio.current_time())
+            if quiet <= 0:
+                return
+            with anyio.move_on_after(quiet) as settled:
+                await changes.receive()
+            if settled.cancelled_caught:
+                return
+
     async def _settle_and_reload(
         self, changes: MemoryObjectReceiveStream[None]
     ) -> None:
         async with changes:
             async for _ in changes:
-                deadline = anyio.current_time() + RELOAD_MAX_DELAY
-                while True:  # wait for the saves to stop
-                    quiet = min(RELOAD_QUIET, deadline - anyio.current_time())
-                    if quiet <= 0:
-                        break
-                    with anyio.move_on_after(quiet) as settled:
+                await self._settle(changes)
+                if _is_empty(self.path) and self.manager.connections():
+                    # A save that truncates first and writes later (in two
+                    # steps, slowly) must not remove every connection between.
+                    logger.info(
+                        "%s is empty: waiting %g s for the rest of the save "
+                        "before removing every connection",
+                        self.path,
+                        EMPTY_GRACE,
+                    )
+                    with anyio.move_on_after(EMPTY_GRACE):
                         await changes.receive()
-                    if settled.cancelled_caught:
-                        break
+                        await self._settle(changes)
                 if _digest(self.path) == self._last_digest:
                     logger.debug("%s saved without changes; not reloading", self.path)
                     continue
                 logger.info("%s changed: reloading", self.path)
                 with contextlib.suppress(ConfigError):  # logged as config_error
                     self.load("file watcher")
+
+
+def _is_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 async def _watch_directory(

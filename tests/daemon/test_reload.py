@@ -228,6 +228,27 @@ def test_editing_a_module_reloads_even_in_a_config_dir_made_after_the_start(
         assert spec["connect_timeout"] == 6
 
 
+def test_a_save_that_empties_the_file_first_does_not_remove_everything(
+    tmp_path: Path,
+) -> None:
+    """An editor or a script that truncates the file and writes it a moment
+    later: the empty file in between is not applied at once (it would
+    remove every connection and start them again; found by an audit)."""
+    script = tmp_path / "startup.lua"
+    script.write_text(server("a"))
+    with DaemonThread(script) as daemon:
+        up = daemon.wait_event("connected", "a")
+        script.write_bytes(b"")
+        daemon.wait_log("startup.lua is empty: waiting 2 s for the rest of the save")
+        script.write_text(server("a") + server("b"))
+        loaded = daemon.wait_event("config_loaded", after=seq(up))
+        assert loaded["added"] == ["b"] and loaded["removed"] == []
+        assert not [e for e in daemon.events if e["kind"] == "removed"]
+        script.write_bytes(b"")  # and meant: applied once the wait is over
+        gone = daemon.wait_event("config_loaded", after=seq(loaded))
+        assert gone["removed"] == ["a", "b"]
+
+
 def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
     script = tmp_path / "startup.lua"
     script.write_text(
