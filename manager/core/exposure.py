@@ -142,6 +142,11 @@ def parse_exposure_option(label: str, key: str, value: object) -> object:
                 f"{label}: prefix must be a string of at most 40 letters, digits, "
                 f"'_', '.' or '-' (\"\" keeps the upstream's names), got {value!r}"
             )
+        if "__" in value:
+            raise ConfigError(
+                f"{label}: prefix {value!r} holds '__', which separates the prefix "
+                "from the tool in exposed names (PREFIX__TOOL); use one '_'"
+            )
         return value
     if key == "roots":
         return _roots(label, value)

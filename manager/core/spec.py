@@ -248,6 +248,13 @@ def validate_name(name: object) -> str:
             "or '-', starting with a letter or digit",
             connection=name,
         )
+    if "__" in name:
+        raise ConfigError(
+            f"invalid connection name {name!r}: '__' separates the server from the "
+            "tool in the names the endpoint exposes (SERVER__TOOL), so a name "
+            f"cannot hold it; use one '_' ({name.replace('__', '_')!r})",
+            connection=name,
+        )
     return name
 
 

@@ -595,6 +595,9 @@ def test_invalid_declarations_raise_config_error_naming_connection_and_fix(
         ("caf\u00e9", ["invalid connection name"]),
         (5, ["connection name must be a string", "a number (5)"]),
         (None, ["connection name must be a string", "nil"]),
+        # '__' splits exposed names: 'a__b' + 'echo' would be a__b__echo,
+        # which server a's tool 'b__echo' could take over (found by an audit)
+        ("a__b", ["invalid connection name 'a__b'", "SERVER__TOOL", "'a_b'"]),
     ],
 )
 def test_bad_names_raise_config_error_saying_what_a_name_may_contain(
@@ -943,3 +946,8 @@ def test_a_launch_lock_is_on_by_default_and_its_options_show_in_the_summary() ->
     assert (
         spec_summary(tuned)["lock"] is False and spec_summary(tuned)["min_age"] == 7.0
     )
+
+
+def test_a_prefix_with_a_double_underscore_is_refused() -> None:
+    with pytest.raises(ConfigError, match="prefix 'x__y' holds '__'"):
+        parse_spec("srv", "http://h/", {"prefix": "x__y"})
