@@ -195,11 +195,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _missing_command(spec: ConnectionSpec) -> str | None:
     """Why a stdio server's command would not start here, if it would not:
-    not on the `PATH` it gets (the daemon's, or its own `env`), or not an
-    executable file. A command still holding `${env:...}` is not judged."""
+    its `cwd` is no directory, or the command is not on the `PATH` it gets
+    (the daemon's, or its own `env`), or not an executable file. A command
+    still holding `${env:...}` is not judged."""
     command = spec.command
     if spec.transport != "stdio" or not command or "${" in command:
         return None
+    if spec.cwd is not None and "${" not in spec.cwd and not Path(spec.cwd).is_dir():
+        return f"its cwd {spec.cwd!r} is not a directory here; fix it or create it"
     search = dict(spec.env).get("PATH", os.environ.get("PATH", os.defpath))
     if os.sep in command:
         where = Path(command) if spec.cwd is None else Path(spec.cwd) / command

@@ -748,15 +748,17 @@ def test_check_warns_of_a_command_that_would_not_start_here(
         'mcp_add("path", {command = "/no/such/dir/server"})\n'
         'mcp_add("fine", {command = "cat"})\n'
         'mcp_add("own", {command = "cat", env = {PATH = "/nowhere"}})\n'
+        'mcp_add("moved", {command = "cat", cwd = "/no/such/dir"})\n'
     )
     assert main(["check", str(script)]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith(f"{script}: OK, 4 connections")
+    assert out.startswith(f"{script}: OK, 5 connections")
     warned = [line for line in err.splitlines() if ": warning: " in line]
-    assert len(warned) == 3, err
+    assert len(warned) == 4, err
     assert "gone: command 'no-such-command-here' is not on PATH" in warned[0]
     assert "path: command '/no/such/dir/server' is not an executable" in warned[1]
     assert "own: command 'cat' is not on PATH (/nowhere)" in warned[2]
+    assert "moved: its cwd '/no/such/dir' is not a directory here" in warned[3]
 
 
 def test_check_reports_a_bad_script_with_its_line(

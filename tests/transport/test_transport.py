@@ -156,6 +156,17 @@ async def test_missing_executable_is_retried_forever_with_a_clear_error(
     assert "cannot start '/nonexistent/mcp-server': not found" in str(status.error)
 
 
+async def test_a_missing_cwd_is_named_as_such(env: tuple[Manager, Recorder]) -> None:
+    """Not "not found (check command, PATH and cwd)" for a command that
+    exists (found by an audit)."""
+    mgr, rec = env
+    mgr.add(parse_spec("lost", {"command": "cat", "cwd": "/nonexistent/dir"}, FAST))
+    failed = await rec.wait_for("connect_failed", "lost")
+    assert "cannot start 'cat': its cwd '/nonexistent/dir' is not a directory" in str(
+        failed.error  # type: ignore[attr-defined]
+    )
+
+
 @pytest.mark.parametrize(
     ("flags", "expected"),
     [

@@ -372,9 +372,15 @@ async def _spawn(
             cwd=spec.cwd,
             start_new_session=True,
         )
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        # a failed start only: one stat, not on any path that runs often
+        if spec.cwd is not None and not os.path.isdir(spec.cwd):  # noqa: ASYNC240
+            raise ConnectFailed(
+                f"cannot start {spec.command!r}: its cwd {spec.cwd!r} is not a "
+                "directory (fix cwd in startup.lua, or create it)"
+            ) from exc
         raise ConnectFailed(
-            f"cannot start {spec.command!r}: not found (check command, PATH and cwd)"
+            f"cannot start {spec.command!r}: not found (check command and PATH)"
         ) from exc
     except PermissionError as exc:
         raise ConnectFailed(
