@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -35,9 +36,15 @@ from ..core.spec import (
 from .convert import MAX_ENTRIES, as_text, lua_to_py
 from .host import LiveHost, LuaCall, LuaHost
 
-__all__ = ["PYTHON_VARIABLE", "Declared", "ScriptApi"]
+__all__ = ["PRINT_BURST", "PRINT_RATE", "PYTHON_VARIABLE", "Declared", "ScriptApi"]
 
 logger = logging.getLogger("manager.lua")
+
+PRINT_BURST = 1000
+"""Lines `print` lets through at once; beyond, `PRINT_RATE` a second (the
+rest is counted and said with the next line let through)."""
+
+PRINT_RATE = 100.0
 
 PYTHON_VARIABLE = "MCP_MANAGER_PYTHON"
 """`env(PYTHON_VARIABLE)` is the daemon's own Python unless the variable is set, so
@@ -89,6 +96,10 @@ class ScriptApi:
         self.host = host
         self.getenv = getenv
         self.on_print = on_print
+        self._print_tokens = float(PRINT_BURST)
+        self._printed_at = time.monotonic()
+        self.prints_dropped = 0
+        """Lines `print` dropped since the last one it let through."""
         self.declared: dict[str, Declared] = {}
         self.removed: dict[str, None] = {}  # ordered set
         self.profiles: dict[str, Profile] = {}
@@ -290,7 +301,24 @@ class ScriptApi:
         return value
 
     def _print(self, *args: object) -> None:
-        text = redact(str(args[0]), self.secrets) if args else ""
+        now = time.monotonic()
+        self._print_tokens = min(
+            PRINT_BURST, self._print_tokens + (now - self._printed_at) * PRINT_RATE
+        )
+        self._printed_at = now
+        if self._print_tokens < 1:
+            self.prints_dropped += 1
+            return
+        self._print_tokens -= 1
+        if self.prints_dropped:
+            dropped, self.prints_dropped = self.prints_dropped, 0
+            self._say(
+                f"print: {dropped} line(s) dropped (more than {PRINT_RATE:g} a "
+                f"second after a burst of {PRINT_BURST})"
+            )
+        self._say(redact(str(args[0]), self.secrets) if args else "")
+
+    def _say(self, text: str) -> None:
         if self.on_print is not None:
             self.on_print(text)
         else:

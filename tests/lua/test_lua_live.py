@@ -11,6 +11,7 @@ from manager.core.errors import ConfigError
 from manager.core.spec import ConnectionSpec
 from manager.core.status import ConnectionStatus
 from manager.lua import LiveScript, start_file
+from manager.lua.api import PRINT_BURST
 from manager.lua.live import RUNAWAY_LIMIT
 
 
@@ -257,3 +258,22 @@ def test_mcp_await_outside_a_job_is_an_error(tmp_path: Path) -> None:
         start(tmp_path, '\nmcp_await("demo", "echo", {})')
     assert info.value.line == 2
     assert "only inside mcp_async" in info.value.message
+
+
+def test_a_print_flood_is_cut_and_counted(tmp_path: Path) -> None:
+    """`print` in a loop wrote 52 578 log lines in 2 s (found by an audit):
+    past a burst of PRINT_BURST lines, the rest is dropped and counted, and
+    said with the next line that gets through."""
+    script, printed = start(
+        tmp_path,
+        f"for i = 1, {PRINT_BURST * 3} do print(i) end\n"
+        'mcp_on("connected", function(e) print("later") end)\n',
+    )
+    assert printed[:PRINT_BURST] == [str(i) for i in range(1, PRINT_BURST + 1)]
+    assert len(printed) < PRINT_BURST * 2
+    before = len(printed)
+    while len(printed) == before:  # the budget refills with time
+        script.dispatch(EVENT)
+    said = printed[before:]
+    assert said[0].startswith("print: ") and "line(s) dropped" in said[0]
+    assert said[-1] == "later"
