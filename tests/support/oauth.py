@@ -64,7 +64,7 @@ async def log_in(parts: Parts, server: OAuthServer, name: str) -> None:
     assert login is not None
     await parts.logins.first_answer(login, 10)
     landed = await browse(server, login)
-    assert landed.status_code == 200 and "Logged in" in landed.text
+    assert landed.status_code == 200 and "Authorization received" in landed.text
     with anyio.fail_after(10):
         await login.done.wait()
     assert login.error is None

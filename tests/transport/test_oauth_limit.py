@@ -256,6 +256,30 @@ async def test_logins_whose_code_is_refused_stop_the_asking_too(
         assert server.hits["/token"] == LOGIN_LIMIT
 
 
+async def test_a_refused_code_is_told_to_the_browser_and_the_user_plainly(
+    tmp_path: Path,
+) -> None:
+    """The browser's page said "Logged in" as soon as the code came, before
+    its exchange failed, and the reason was the SDK's class name and raw
+    JSON (found by an audit). The page says what is known (the code came),
+    and the reason is a sentence."""
+    async with oauth_demo() as server, daemon_parts(tmp_path) as parts:
+        server.refuse_code = True
+        parts.manager.add(spec("tracker", server))
+        await parts.rec.wait_for("needs_login", "tracker")
+        login = await parts.logins.begin("tracker", timeout=20)
+        assert login is not None
+        await parts.logins.first_answer(login, 10)
+        landed = await browse(server, login)
+        assert "Logged in" not in landed.text  # not before the code's exchange
+        assert "Authorization received" in landed.text
+        with anyio.fail_after(10):
+            await login.done.wait()
+        assert login.error is not None
+        assert "OAuthTokenError" not in login.error and "{" not in login.error
+        assert "the token endpoint refused the authorization code" in login.error
+
+
 async def test_a_restarted_daemon_refreshes_at_the_issuer_it_logged_in_with(
     tmp_path: Path,
 ) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "check_resource",
     "issuer_mismatch",
     "origin",
+    "refused_step",
     "scopes",
     "server_metadata",
     "shown",
@@ -141,6 +142,30 @@ def bearer(response: httpx2.Response) -> bool:
     """The 401 challenges with `Bearer` (OAuth), not some other scheme."""
     challenge = response.headers.get("www-authenticate", "")
     return response.status_code != 401 or challenge.lower().startswith("bearer")
+
+
+_REFUSER = {
+    "token": "the token endpoint refused the authorization code",
+    "registration": "the authorization server refused to register the client",
+    "discovery": "the authorization server's metadata could not be read",
+    "refresh": "the token endpoint refused to refresh the token",
+}
+
+
+def refused_step(step: str, answer: httpx2.Response) -> str:
+    """A sentence for an OAuth step the server refused: who, the status and
+    what its OAuth error said (`invalid_grant: ...`)."""
+    said = ""
+    try:
+        body = answer.json()
+    except (ValueError, httpx2.ResponseNotRead):
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        said = f": {shown(body['error'], 80)}"
+        if isinstance(body.get("error_description"), str):
+            said += f" ({shown(body['error_description'])})"
+    who = _REFUSER.get(step, f"the authorization server refused the {step} step")
+    return f"{who} (HTTP {answer.status_code}){said}"
 
 
 def step_of(request: httpx2.Request) -> str:

@@ -71,6 +71,7 @@ from .answers import (
     challenged,
     issuer_mismatch,
     origin,
+    refused_step,
     scopes,
     server_metadata,
     shown,
@@ -553,8 +554,9 @@ class ConnectionAuth(httpx2.Auth):
             # A login's flow that failed (registration, code or token refused,
             # garbage): counted like a refused token, so a script logging in
             # whenever asked cannot loop on it.
-            raise AuthorizationRefused(
-                f"the login failed: {describe_error(exc)}"
-            ) from exc
+            why = describe_error(exc)
+            if last is not None and last[2].status_code >= 400:
+                why = refused_step(last[0], last[2])  # said plainly, not the SDK's
+            raise AuthorizationRefused(f"the login failed: {why}") from exc
         finally:
             await flow.aclose()

@@ -24,6 +24,7 @@ or its deadline stops the polling too.
 from __future__ import annotations
 
 import logging
+from html import escape
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -175,7 +176,12 @@ class Login:
             code=code, state=state, iss=_first(query, "iss")
         )
         self._answered.set()
-        return "Logged in. You can close this tab."
+        # Not "logged in" yet: the code is still to be exchanged for tokens.
+        return (
+            f"Authorization received: mcp-manager is finishing the login of "
+            f"{self.name}. The terminal that ran mcp-manager login says how it "
+            f"ended (or: mcp-manager status {self.name}). You can close this tab."
+        )
 
     def fail(self, reason: str) -> None:
         """End the wait for the browser with `reason` (the flow fails)."""
@@ -233,7 +239,8 @@ class Login:
             except ValueError as exc:
                 status, text = 400, f"Not accepted: {exc}."
             title = f"mcp-manager: {self.name}"
-            body = _PAGE.format(title=title, text=text).encode()
+            # escaped: the reason may quote what the authorization server said
+            body = _PAGE.format(title=escape(title), text=escape(text)).encode()
             reason = "OK" if status == 200 else "Bad Request"
             response = (
                 f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; "
