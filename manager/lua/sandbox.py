@@ -267,8 +267,11 @@ class ScriptRun(ScriptApi):
             or body == _OUT_OF_MEMORY
         ):
             return ConfigError(
-                f"script exceeded its memory limit of {format_bytes(memory_limit)}",
-                file=self.file,
+                f"script exceeded its memory limit of {format_bytes(memory_limit)} "
+                "(a table that grows without end, or a function that calls "
+                "itself without end, ends here too)",
+                file=file,
+                line=line,
             )
         if self.expired:
             return ConfigError(budget_message(time_budget), file=file, line=line)

@@ -494,16 +494,18 @@ def test_a_busy_but_finite_script_is_not_stopped() -> None:
 
 
 @pytest.mark.parametrize(
-    "source",
+    ("source", "line"),
     [
-        "local s = string.rep('x', 128 * 1024 * 1024)",
-        "local t = {}\nfor i = 1, 1e9 do t[i] = i end",
+        ("local s = string.rep('x', 128 * 1024 * 1024)", 1),  # Lua names it
+        ("local t = {}\nfor i = 1, 1e9 do t[i] = i end", None),
+        ("local function f() return 1 + f() end\nf()", None),  # no end
     ],
 )
-def test_huge_allocations_hit_the_memory_limit(source: str) -> None:
+def test_huge_allocations_hit_the_memory_limit(source: str, line: int | None) -> None:
     err = error_of(source, memory_limit=16 * 1024 * 1024)
-    assert err.message == "script exceeded its memory limit of 16 MiB"
-    assert (err.file, err.line) == ("startup.lua", None)
+    assert err.message.startswith("script exceeded its memory limit of 16 MiB (")
+    assert "calls itself without end" in err.message  # recursion ends here too
+    assert (err.file, err.line) == ("startup.lua", line)
 
 
 # ---------------------------------------------------------------- sandbox
