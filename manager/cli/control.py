@@ -178,6 +178,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if missing is not None:
             print(f"{path}: warning: {spec.name}: {missing}", file=sys.stderr)
     names = [spec.name for spec in result.specs]
+    for rule in result.rules:
+        unmatched = _unmatched_servers(rule.servers, names)
+        if unmatched:
+            print(
+                f"{path}: warning: {rule.where}: mcp_policy({rule.verdict!r}) names "
+                f"{unmatched}, which the script does not declare: it matches no "
+                "call (a typo?)",
+                file=sys.stderr,
+            )
     shown = ", ".join(names[:20]) + (
         f", … ({len(names) - 20} more)" if len(names) > 20 else ""
     )
@@ -191,6 +200,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
         line += f"; profiles: {views}"
     print(line)
     return 0
+
+
+def _unmatched_servers(globs: tuple[str, ...], names: list[str]) -> str:
+    """The server patterns of a rule that match no declared connection, said
+    as a list ('' if every one matches)."""
+    from fnmatch import fnmatchcase
+
+    lost = [g for g in globs if not any(fnmatchcase(n, g) for n in names)]
+    return ", ".join(repr(g) for g in lost)
 
 
 def _missing_command(spec: ConnectionSpec) -> str | None:

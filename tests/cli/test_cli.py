@@ -761,6 +761,28 @@ def test_check_warns_of_a_command_that_would_not_start_here(
     assert "moved: its cwd '/no/such/dir' is not a directory here" in warned[3]
 
 
+def test_check_warns_of_a_policy_rule_for_a_server_not_declared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in a rule's server makes the rule match nothing: said, not
+    silently accepted (found by an audit); globs that match are fine."""
+    pytest.importorskip("manager.lua")
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        'mcp_add("github", {command = "cat"})\n'
+        'mcp_policy("deny", {server = "gihtub"})\n'
+        'mcp_policy("ask", {server = "git*"})\n'
+    )
+    assert main(["check", str(script)]) == 0
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if ": warning: " in line]
+    assert warned == [
+        f"{script}: warning: startup.lua:2: mcp_policy('deny') names 'gihtub', "
+        "which the "
+        "script does not declare: it matches no call (a typo?)"
+    ]
+
+
 def test_check_reports_a_bad_script_with_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
