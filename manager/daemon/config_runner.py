@@ -400,13 +400,14 @@ async def _watch_directory(
     """
     from watchfiles import awatch  # lazy: only the daemon watches
 
-    script = path.resolve()  # noqa: ASYNC240 - once, at startup
-    modules = script.parent / "config"
+    link = path.absolute()  # noqa: ASYNC240 - the name given, maybe a symlink
+    modules = link.parent / "config"  # where `require` looks (`read_script`)
+    script = link
 
     def relevant(change: object, changed: str) -> bool:
         p = Path(changed)
         return (
-            p == script
+            p in (script, link)
             or p == modules  # made after the start: watched from then on
             or (p.parent == modules and p.suffix == ".lua")
         )
@@ -414,8 +415,13 @@ async def _watch_directory(
     started = False
     async with send:  # the reloader's stream ends with the watcher
         while True:
+            script = path.resolve()  # noqa: ASYNC240 - once per watch
             with_modules = modules.is_dir()
-            roots = [script.parent, *([modules] if with_modules else [])]
+            roots = list(
+                dict.fromkeys(
+                    [link.parent, script.parent, *([modules] if with_modules else [])]
+                )
+            )
             watch = awatch(
                 *roots,
                 watch_filter=relevant,
@@ -441,6 +447,8 @@ async def _watch_directory(
                         return  # the daemon is stopping: the reloader went first
                     if not with_modules and modules.is_dir():
                         break  # watch the new config/ too
+                    if path.resolve() != script:  # noqa: ASYNC240
+                        break  # a symlink pointed elsewhere: watch its target
                 else:
                     return  # stopped
 

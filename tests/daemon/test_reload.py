@@ -249,6 +249,32 @@ def test_a_save_that_empties_the_file_first_does_not_remove_everything(
         assert gone["removed"] == ["a", "b"]
 
 
+def test_a_startup_lua_symlink_pointed_elsewhere_reloads_and_follows(
+    tmp_path: Path,
+) -> None:
+    """A startup.lua that is a symlink into a dotfiles directory: pointing it
+    at another file reloads, and that file's later edits do too (before, the
+    watcher watched only the first target's directory; found by an audit)."""
+    dots = tmp_path / "dots"
+    dots.mkdir()
+    (dots / "one.lua").write_text(server("a"))
+    (dots / "two.lua").write_text(server("a") + server("b"))
+    home = tmp_path / "home"
+    home.mkdir()
+    script = home / "startup.lua"
+    script.symlink_to(dots / "one.lua")
+    with DaemonThread(script) as daemon:
+        up = daemon.wait_event("connected", "a")
+        relinked = home / ".startup.lua.new"
+        relinked.symlink_to(dots / "two.lua")
+        os.replace(relinked, script)  # ln -sfn, atomically
+        first = daemon.wait_event("config_loaded", after=seq(up))
+        assert first["added"] == ["b"]
+        (dots / "two.lua").write_text(server("a"))  # an edit of the new target
+        second = daemon.wait_event("config_loaded", after=seq(first))
+        assert second["removed"] == ["b"]
+
+
 def test_hooks_and_calls_run_against_real_servers(tmp_path: Path) -> None:
     script = tmp_path / "startup.lua"
     script.write_text(
