@@ -172,7 +172,13 @@ def error_body(exc: ManagerError) -> dict[str, object]:
             "line": exc.line,
             "connection": exc.connection,
         }
-    return {"type": type(exc).__name__, "message": str(exc)}
+    # A kind the client knows: the class, or the nearest ancestor it knows
+    # (a `RefusedUnrun` is a `ServerUnavailable` to a client of any version).
+    kind = next(
+        (c.__name__ for c in type(exc).__mro__ if c.__name__ in ERROR_TYPES),
+        type(exc).__name__,
+    )
+    return {"type": kind, "message": str(exc)}
 
 
 def encode(obj: object) -> bytes:

@@ -37,6 +37,7 @@ __all__ = [
     "Disconnected",
     "LoginRequired",
     "ManagerError",
+    "RefusedUnrun",
     "ServerUnavailable",
     "TransportError",
     "PolicyDenied",
@@ -154,6 +155,12 @@ class UnknownServer(CallError):
 
 class ServerUnavailable(CallError):
     """The server is declared but not connected, and `hold` ran out."""
+
+
+class RefusedUnrun(ServerUnavailable):
+    """The server refused the request for want of authorization (HTTP 401,
+    or 403 for more scope) and so did not run it; the connection waits for
+    a login."""
 
 
 class ToolHeld(CallError):

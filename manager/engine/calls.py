@@ -19,6 +19,7 @@ from ..core.errors import (
     CallError,
     CallTimeout,
     Disconnected,
+    RefusedUnrun,
     ServerUnavailable,
     TransportError,
     UpstreamError,
@@ -135,6 +136,11 @@ def call_error(
     limit = timeout if timeout is not None else conn.spec.call_timeout
     if isinstance(exc, CallTimeout | TimeoutError):  # the transport's or ours
         return CallTimeout(f"{conn.name}/{target}: no result within {limit:g} s")
+    if isinstance(exc, RefusedUnrun):
+        return RefusedUnrun(
+            f"{conn.name}/{target}: {redact(str(exc), secrets)}; log in with "
+            f"mcp-manager login {conn.name}, then call again"
+        )
     if isinstance(exc, CallError):
         text = redact(str(exc), secrets)
         if text == str(exc):

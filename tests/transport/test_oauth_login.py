@@ -126,8 +126,12 @@ async def test_a_refused_refresh_sends_the_connection_back_to_needs_login(
         await log_in(parts, server, "tracker")
         server.revoke_refresh_tokens()
         server.expire_all()
-        with pytest.raises(ServerUnavailable):
+        with pytest.raises(ServerUnavailable) as refused:
             await parts.manager.call("tracker", "echo", {"text": "x"})
+        # The server answered 401: the call did not run (not "may have run").
+        assert "it did not run it" in str(refused.value)
+        assert "may have run" not in str(refused.value)
+        assert "mcp-manager login tracker" in str(refused.value)
         event = await parts.rec.wait_for("needs_login", "tracker", after=first.seq)
         assert isinstance(event, NeedsLogin)
         assert "refused to refresh" in event.reason

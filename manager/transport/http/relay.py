@@ -54,6 +54,7 @@ from mcp_types import (
     REQUEST_TIMEOUT,
 )
 
+from ...core.errors import LoginRequired, RefusedUnrun
 from ..base import ProgressCallback
 from ..relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
 
@@ -270,6 +271,13 @@ class HttpRelay:
             self._fail(exc)
             with anyio.move_on_after(CANCEL_WRITE_TIMEOUT):
                 await self._ended.wait()
+            if isinstance(exc, LoginRequired):
+                # Refused for want of authorization (the 401 or 403 to this
+                # very request, or a token that could not be renewed before
+                # it went out): the server did not run it.
+                raise RefusedUnrun(
+                    f"the server refused the request ({exc}): it did not run it"
+                ) from None
             raise MCPError(
                 code=CONNECTION_CLOSED, message=f"Connection closed: {exc}"
             ) from None
