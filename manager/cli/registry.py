@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -236,7 +237,19 @@ def run_add(args: argparse.Namespace) -> int:
     except NotRunnable as exc:
         return fail(f"{args.ref}: nothing added: {exc}")
     print(f"{declaration.name} would run: {what_it_runs(declaration)}", file=sys.stderr)
-    text = f"-- from the MCP registry: {args.ref}\n{lua_statement(declaration)}\n"
+    statement = lua_statement(declaration)
+    needed = sorted(set(re.findall(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}", statement)))
+    if needed:
+        unset = [name for name in needed if name not in os.environ]
+        print(
+            f"{declaration.name} reads {', '.join(needed)} from the environment the "
+            "daemon starts with: export "
+            + " ".join(f"{name}=..." for name in needed)
+            + " there"
+            + (f" ({', '.join(unset)} not set here)" if unset else ""),
+            file=sys.stderr,
+        )
+    text = f"-- from the MCP registry: {args.ref}\n{statement}\n"
     if not args.write:
         sys.stdout.write(text)
         return 0

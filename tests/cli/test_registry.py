@@ -110,6 +110,11 @@ def test_nothing_is_written_without_consent_and_gaps_are_named(
     code, out, err = run(capsys, "add", str(SAMPLES / "npm.json"))
     assert code == 0 and out.startswith("-- from the MCP registry")
     assert 'pin = "strict"' in out and 'sandbox = "strict"' in out
+    # the secret it reads is named, and how to give it (found by an audit)
+    assert (
+        "local-weather reads API_KEY from the environment the daemon starts "
+        "with: export API_KEY=... there" in err
+    )
     code, _, err = run(
         capsys, "add", str(SAMPLES / "npm.json"), "--write", "--config", str(config)
     )
