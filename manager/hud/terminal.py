@@ -254,7 +254,7 @@ class OutputCapture:
                 kind, value = self._pending.popleft()
             except IndexError:
                 return
-            if kind == "record":
+            if kind in ("record", "earlier"):
                 assert isinstance(value, logging.LogRecord)
                 yield _note_of(value)
             else:
@@ -268,6 +268,12 @@ class OutputCapture:
         if self.exclusive:
             for handler in self._saved_handlers:
                 root.removeHandler(handler)
+            # What was logged before the HUD took the terminal (on it already:
+            # shown in the HUD's log too, never replayed). The daemon's handler
+            # keeps it (`logs.RecentStreamHandler`; hud may not import logs).
+            for record in getattr(template, "recent", ()):
+                if getattr(record, _EVENT_RECORD_ATTR, None) is None:
+                    self.add(("earlier", record))
             logging.captureWarnings(True)
             self._redirect_fd2()
         root.addHandler(self._handler)
@@ -330,6 +336,8 @@ class OutputCapture:
         """Write what the HUD never showed where it would have gone without it."""
         pending, self._pending = self._pending, deque()
         for kind, value in pending:
+            if kind == "earlier":
+                continue  # on the terminal already
             if kind == "record":
                 assert isinstance(value, logging.LogRecord)
                 if self.exclusive:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections import deque
 from datetime import UTC, datetime
 from typing import TextIO
 
@@ -30,6 +31,8 @@ __all__ = [
     "EVENT_ATTR",
     "NOISY_LOGGERS",
     "OAUTH_FLOW_NOISE",
+    "RECENT_RECORDS",
+    "RecentStreamHandler",
     "RedactingFilter",
     "TEARDOWN_NOISE",
     "TEARDOWN_NOISE_LOGGERS",
@@ -229,6 +232,24 @@ def _redact_value(value: object, secrets: SecretRegistry) -> object:
     return value
 
 
+RECENT_RECORDS = 200
+"""Records the daemon's handler keeps once written: a HUD that takes the
+terminal later shows them in its log pane."""
+
+
+class RecentStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that keeps its last `RECENT_RECORDS` records (those
+    its filters let through, redacted) for a HUD started after them."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.recent: deque[logging.LogRecord] = deque(maxlen=RECENT_RECORDS)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        self.recent.append(record)
+
+
 def setup_logging(
     level: str = "INFO",
     fmt: str = "text",
@@ -254,7 +275,7 @@ def setup_logging(
         raise ValueError(f"unknown log level {level!r}")
     if fmt not in ("text", "json"):
         raise ValueError(f"unknown log format {fmt!r}; use text or json")
-    handler = logging.StreamHandler(stream)
+    handler = RecentStreamHandler(stream)
     handler.set_name("mcp-manager")
     handler.setFormatter(_JsonFormatter(secrets) if fmt == "json" else _TextFormatter())
     handler.addFilter(RedactingFilter(secrets))

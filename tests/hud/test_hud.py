@@ -93,6 +93,7 @@ from manager.hud.view import (
     transport_cell,
 )
 from manager.logs import LogSink
+from manager.logs.setup import RecentStreamHandler
 
 
 def typed(rows: list[dict[str, object]]) -> list[ConnectionStatus]:
@@ -1061,6 +1062,33 @@ def test_capture_routes_logging_and_fd2_into_the_hud_and_restores_them() -> None
         "WARNING manager.test_hud: disk full",
         "stderr ▏ native library says hi",
     ]
+
+
+def test_capture_shows_what_was_logged_before_the_hud_took_the_terminal() -> None:
+    """The daemon's handler keeps its last records; a HUD started after them
+    shows them in its log (found by an audit: they were only under the
+    HUD's screen), and does not write them to the terminal a second time."""
+    out = io.StringIO()
+    handler = RecentStreamHandler(out)
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    for old in saved:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    log = logging.getLogger("manager.test_hud")
+    try:
+        log.warning("config warning before the HUD")
+        log.error("fs: removed", extra={"mcp_event": object()})  # an event's
+        with OutputCapture(exclusive=True) as capture:
+            notes = list(capture.poll(10))
+    finally:
+        root.removeHandler(handler)
+        for old in saved:
+            root.addHandler(old)
+    assert [n.text for n in notes] == [
+        "WARNING manager.test_hud: config warning before the HUD"
+    ]
+    assert out.getvalue().count("config warning before the HUD") == 1
 
 
 def test_capture_replays_what_the_hud_never_showed() -> None:
