@@ -11,7 +11,8 @@ stay in the feed's own bounded queue, which reports what it had to drop
 Keys: `q`/Ctrl-C quit (inside `mcp-manager run`: stop the daemon, as Ctrl-C
 would), `r` reload startup.lua, Enter details of the selected connection, `c`
 reconnect it now, `/` filter, Escape clear the filter, `v` every event in the
-log (retries too) or only the news.
+log (retries too) or only the news, `m` mute (or show again) the selected
+connection's stderr and log messages in the log.
 
 The frame also watches the terminal (`terminal_state`): while its output backs
 up the app skips drawing, and when it hangs up the app exits with "hangup".
@@ -35,7 +36,7 @@ from textual.worker import Worker
 from ..core.errors import ManagerError
 from .asks import DaemonAsks
 from .feed import FeedItem, HudBackend, HudFeed, Note, Snapshot, Unreachable
-from .state import HudState, Row
+from .state import HudState, LogLine, Row
 from .view import (
     approval_cells,
     counts_text,
@@ -117,6 +118,7 @@ class HudApp(App[str]):
         # typed right behind the `/` already land in the filter box.
         Binding("slash", "filter", "Filter", priority=True),
         Binding("v", "verbose", "Verbose"),
+        Binding("m", "mute", "Mute"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         # A call waiting for approval (`mcp_policy` `ask`), the oldest first.
         Binding("a", "decide('allow', 'once')", "Allow", show=False),
@@ -144,6 +146,8 @@ class HudApp(App[str]):
         self.hud = HudState()
         self.filter = ""
         self.verbose = False
+        self.muted: set[str] = set()
+        """Connections whose stderr and log messages the log leaves out (`m`)."""
         self.unreachable: str | None = None
         self.frames = 0
         self._clock = clock
@@ -318,11 +322,10 @@ class HudApp(App[str]):
         self._log_seen = self.hud.log_total
         log = self.hud.log
         start = len(log) - min(new, len(log))
-        verbose = self.verbose
         lines = [
             log_cell(line)
             for line in itertools.islice(log, start, None)
-            if verbose or line.level != "debug"
+            if self._shown(line)
         ]
         if new > len(log):
             lines.insert(0, (f"… {new - len(log)} older lines not shown", "dim"))
@@ -463,15 +466,39 @@ class HudApp(App[str]):
         """Enter on a row: fetch and show its details."""
         self._spawn("details", partial(self.asks.details, message.name), "details")
 
+    def _shown(self, line: LogLine) -> bool:
+        """Whether the log shows `line` (`v` and `m`)."""
+        if line.level == "debug" and not self.verbose:
+            return False
+        return not line.source or line.source not in self.muted
+
+    def _rewrite_log(self) -> None:
+        self.log_view.clear()
+        self.log_view.write(
+            log_cell(line) for line in self.hud.log if self._shown(line)
+        )
+        self.draw(self._clock())
+
     def action_verbose(self) -> None:
         """Show every event in the log (retries included), or only the news."""
         self.verbose = not self.verbose
-        verbose = self.verbose
-        self.log_view.clear()
-        self.log_view.write(
-            log_cell(line) for line in self.hud.log if verbose or line.level != "debug"
-        )
-        self.draw(self._clock())
+        self._rewrite_log()
+
+    def action_mute(self) -> None:
+        """Leave the selected connection's stderr and log messages out of the
+        log (a chatty server), or show them again."""
+        name = self.table.selected
+        if name is None:
+            self.notify("no connection selected", severity="warning", markup=False)
+            return
+        if name in self.muted:
+            self.muted.discard(name)
+            said = f"{name}: its stderr and log messages are shown again"
+        else:
+            self.muted.add(name)
+            said = f"{name}: its stderr and log messages are muted (m again: shown)"
+        self.notify(said, markup=False)
+        self._rewrite_log()
 
     def action_filter(self) -> None:
         """Show the filter box and type into it."""

@@ -88,7 +88,8 @@ def fold(hud: HudState, event: Event, at: float) -> None:
     handler = _HANDLERS.get(type(event))
     level = handler(hud, event, at) if handler else _LEVELS.get(type(event), "info")
     if level is not None:
-        hud.note(at, level, describe(event))
+        chatter = isinstance(event, ServerStderr | ServerLog)
+        hud.note(at, level, describe(event), event.name if chatter else "")
 
 
 @_on(Added)

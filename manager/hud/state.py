@@ -131,11 +131,15 @@ class LogLine:
         time: Wall time it happened.
         level: `debug`, `info`, `ok`, `warn`, `error` or `stderr` (picks the style).
         text: The line, without the time.
+        source: See below.
     """
 
     time: float
     level: str
     text: str
+    source: str = ""
+    """The connection whose chatter it is (its stderr, its log messages):
+    what `m` mutes in the HUD; "" for every other line."""
 
 
 def _row_error(item: ConnectionStatus) -> str:
@@ -279,9 +283,9 @@ class HudState:
                 message=first_line(last.message),
             )
 
-    def note(self, time: float, level: str, text: str) -> None:
-        """Append a line that is not an event (a log record, a stderr line)."""
-        self.log.append(LogLine(time, level, text))
+    def note(self, time: float, level: str, text: str, source: str = "") -> None:
+        """Append a line to the log (`source`: the connection it is chatter of)."""
+        self.log.append(LogLine(time, level, text, source))
         self.log_total += 1
 
     def apply(self, event: Event, now: float) -> None:

@@ -908,6 +908,32 @@ async def test_v_shows_every_retry_in_the_log() -> None:
 
 
 @pytest.mark.anyio
+async def test_m_mutes_the_selected_connections_chatter_in_the_log() -> None:
+    """One chatty server's stderr filled the log, and `/` filters rows only
+    (found by an audit): `m` leaves the selected connection's stderr out of
+    the log, and its state changes in; `m` again shows them."""
+    async with rig() as r:
+        r.publish(*fleet())
+        r.frame()
+        await r.pilot.press("down")
+        assert r.app.table.selected == "fs"
+        r.publish(ServerStderr(name="fs", line="chatter 1"))
+        r.publish(ServerStderr(name="web", line="other server"))
+        r.frame()
+        assert any("chatter 1" in line for line in r.app.log_view.lines)
+        await r.pilot.press("m")
+        r.publish(ServerStderr(name="fs", line="chatter 2"))
+        r.publish(Lost(name="fs", reason="exited", exit_code=-9))
+        r.frame()
+        shown = r.app.log_view.lines
+        assert not any("chatter" in line for line in shown)
+        assert any("other server" in line for line in shown)
+        assert any("fs: lost" in line or "exited" in line for line in shown)
+        await r.pilot.press("m")
+        assert any("chatter 2" in line for line in r.app.log_view.lines)
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(("state", "frames"), [("busy", 0), ("lost", 0)])
 async def test_a_stalled_terminal_skips_frames_and_a_lost_one_ends_the_hud(
     state: str, frames: int
