@@ -109,6 +109,8 @@ class Connected(Event):
     protocol: str = ""
     elapsed: float = 0.0
     pid: int | None = None
+    stable_after: float = 10.0
+    """Seconds connected after which `attempt` no longer counts (stable)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -331,6 +331,7 @@ def _handshake_done(
             protocol=signal.protocol,
             elapsed=signal.elapsed,
             pid=state.pid,
+            stable_after=rules.stable_after,
         )
     ]
     if state.connected_before and set(tools) != set(state.tools):

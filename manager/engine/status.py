@@ -4,6 +4,7 @@ one connection, built from its live record at one moment."""
 from __future__ import annotations
 
 from ..core.spec import display_endpoint
+from ..core.state import Phase
 from ..core.status import ConnectionStatus
 from .connection import Connection
 
@@ -29,7 +30,7 @@ def connection_status(
         transport=conn.spec.transport,
         endpoint=display_endpoint(conn.spec),
         state=state.phase.value,
-        attempt=state.attempt,
+        attempt=_attempt(conn, now),
         # The tools it offers: those listed by its session, or (an idle
         # on-demand server after a restart) remembered from its last one.
         tools=len(conn.tools) or len(state.tools),
@@ -50,6 +51,16 @@ def connection_status(
         confinement=confinement,
         launch=launch,
     )
+
+
+def _attempt(conn: Connection, now: float) -> int:
+    """Its tries since it was last stable: none once it has stayed connected
+    for `stable_after` (the state resets the count only when the session
+    ends; a connection stable for hours is not "attempt 7")."""
+    state = conn.state
+    if state.phase is Phase.CONNECTED and now - state.since >= conn.spec.stable_after:
+        return 0
+    return state.attempt
 
 
 def _hidden(conn: Connection) -> int:

@@ -130,6 +130,7 @@ def _connected(hud: HudState, event: Connected, at: float) -> str:
     row = hud.row(event.name, at)
     row.state = "connected"
     row.attempt = event.attempt
+    row.stable_after = event.stable_after
     row.tools = event.tools
     row.error = ""
     row.next_retry_at = None

@@ -96,6 +96,8 @@ class Row:
             `launch_lock` events.
         changed: Definitions that differ from their pins, not approved yet
             (`tool_changed`), by name; held back ones marked True.
+        stable_after: Seconds connected after which its attempt count is
+            shown no more (the connection's `stable_after`).
     """
 
     name: str
@@ -116,6 +118,7 @@ class Row:
     protocol: str = ""
     confinement: str = ""
     launch: str = ""
+    stable_after: float = 10.0
 
     @property
     def drift(self) -> bool:

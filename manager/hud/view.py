@@ -176,6 +176,14 @@ def state_cell(state: str) -> Cell:
     return f"{glyph} {state}", style
 
 
+def _attempt_cell(row: Row, now: float) -> Cell:
+    """The tries since it was last stable: none once it has stayed connected
+    for its `stable_after` (as `status` says)."""
+    if row.state == "connected" and now - row.since >= row.stable_after:
+        return "", ""
+    return (str(row.attempt) if row.attempt else "", _attempt_style(row))
+
+
 def _attempt_style(row: Row) -> str:
     if row.state == "reconnecting":
         return "red" if row.attempt >= 5 else "yellow"
@@ -208,7 +216,7 @@ def cells(row: Row, now: float) -> dict[str, Cell]:
         "name": (row.name, "bold" if trouble else ""),
         "state": state_cell(row.state),
         "transport": transport_cell(row),
-        "attempt": (str(row.attempt) if row.attempt else "", _attempt_style(row)),
+        "attempt": _attempt_cell(row, now),
         "retry": (retry, "yellow" if retry == "trying" else ""),
         "tools": tools_cell(row),
         "for": (age(now - row.since), "red" if trouble else "dim"),

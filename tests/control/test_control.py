@@ -931,6 +931,7 @@ async def test_event_dicts_keep_the_wire_form(sock_dir: Path) -> None:
             "protocol": "",
             "elapsed": 0.0,
             "pid": None,
+            "stable_after": 10.0,
         }
     ]
     await wait_closed(backend.subs[0])  # the client left: subscription closed

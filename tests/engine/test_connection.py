@@ -100,6 +100,23 @@ async def test_a_stable_connection_resets_the_attempt_counter() -> None:
     assert_within_jitter(delays[-1:], [0.01])
 
 
+async def test_status_stops_counting_attempts_once_a_connection_is_stable() -> None:
+    """The state resets the count only when a session ends; status and the
+    HUD said "attempt 4" (in yellow: flapping) of a connection up for hours
+    (found by an audit). Once connected for stable_after, they say none."""
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus, FakeTransport(failures=3)) as mgr:
+        mgr.add(fake_spec("flapped", stable_after=0))
+        mgr.add(fake_spec("recent", stable_after=3600))
+        for name in ("flapped", "recent"):
+            event = await rec.wait_for("connected", name)
+            assert event.attempt > 1  # type: ignore[attr-defined]
+        attempts = {s.name: s.attempt for s in mgr.statuses()}
+        assert attempts["flapped"] == 0  # connected for stable_after (0 s)
+        assert attempts["recent"] > 1  # not yet: still counts
+
+
 async def test_adding_the_same_spec_twice_changes_nothing() -> None:
     bus = EventBus()
     rec = Recorder(bus)

@@ -85,6 +85,7 @@ from manager.hud.terminal import OutputCapture, TerminalFile, open_terminal
 from manager.hud.view import (
     age,
     approval_cells,
+    cells,
     countdown,
     footer_lines,
     header_cells,
@@ -492,7 +493,7 @@ NAME   STATE           TRANSPORT  ATTEMPT   RETRY  TOOLS     FOR      PID  EXIT 
 ────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
 flaky  ↻ reconnecting  stdio            2  trying      3      1s             -9  process exited with code -9
 web    ↻ reconnecting  http            41    2.5s          8m20s                 connection refused (127.0.0.1:9)
-fs     ● connected     stdio            1             12   1m40s     4242
+fs     ● connected     stdio                          12   1m40s     4242
 config ✖ startup.lua:12: mcp_add('web'): bad URL — not applied, running set unchanged (22:13:15)
 otlp: off │ dropped 0 │ 3 connections: ● 1 connected  ↻ 2 reconnecting"""  # noqa: E501
 
@@ -1476,7 +1477,6 @@ def test_the_header_says_the_filter_an_unreachable_daemon_and_needs_login() -> N
 
 def test_a_refused_connection_sorts_first_and_says_how_to_try_again() -> None:
     from manager.core.events import AttemptFailed, Refused
-    from manager.hud.view import cells
 
     hud = HudState()
     hud.seed(
@@ -1505,6 +1505,13 @@ def test_a_refused_connection_sorts_first_and_says_how_to_try_again() -> None:
     assert cells(hud.rows["a"], T0)["state"][0].startswith("⊘")
     levels = [line.level for line in hud.log]
     assert levels[-2:] == ["debug", "error"]  # the refused line says it all
+
+
+def test_the_attempt_count_goes_once_a_connection_is_stable() -> None:
+    hud = HudState()
+    hud.apply(Connected(name="a", attempt=4, tools=1, stable_after=10.0), T0)
+    assert cells(hud.rows["a"], T0 + 5)["attempt"] == ("4", "yellow")  # flapping
+    assert cells(hud.rows["a"], T0 + 10)["attempt"] == ("", "")  # stable now
 
 
 def test_details_name_the_protocol_revision_and_its_era() -> None:
