@@ -73,6 +73,9 @@ STORM_LINES = 20
 STATUS_MAX_LINES = 4
 """Lines the footer may take (a long config error wraps)."""
 
+SHORT_TERMINAL = 20
+"""Terminal lines below which the footer's lines are cut, not wrapped."""
+
 RESYNC_RETRY = 1.0
 """Seconds before a failed snapshot after a lag is tried again."""
 
@@ -274,7 +277,10 @@ class HudApp(App[str]):
             self._drawn = key
             self._order = self.hud.sorted_rows(self.filter)
         config, facts = footer_lines(self.hud)
-        status = Text(*config, overflow="fold")
+        # On a short terminal its two lines stay two (cut, not wrapped): the
+        # log keeps the rows a long line would take.
+        short = self.size.height < SHORT_TERMINAL
+        status = Text(*config, overflow="ellipsis" if short else "fold", no_wrap=short)
         status.append("\n")
         counts = counts_text(self.hud)  # in the header already
         shown = [(text, style) for text, style in facts if text != counts]

@@ -819,6 +819,26 @@ async def test_a_config_error_is_shown_until_fixed() -> None:
 
 
 @pytest.mark.anyio
+async def test_on_a_short_terminal_the_footer_keeps_to_two_lines() -> None:
+    """At 45x12 the footer wrapped to three or four lines and the log had
+    none left (found by an audit): there it is cut, not wrapped."""
+    long = "mcp_add('web'): bad URL 'htp://x': use http://HOST[:PORT]/PATH"
+    async with rig(size=(45, 12)) as r:
+        r.publish(*fleet())
+        r.publish(ConfigRejected(file="startup.lua", line=12, message=long))
+        r.frame()
+        screen = await r.screen()
+        assert r.app.query_one("#status").size.height == 2
+        assert "config ✖ startup.lua:12: mcp_add" in screen  # cut, still there
+    async with rig(size=(45, 30)) as r:  # a tall one: the error wraps whole
+        r.publish(*fleet())
+        r.publish(ConfigRejected(file="startup.lua", line=12, message=long))
+        r.frame()
+        await r.screen()
+        assert r.app.query_one("#status").size.height > 2
+
+
+@pytest.mark.anyio
 async def test_c_reconnects_the_selected_connection() -> None:
     async with rig() as r:
         r.publish(*fleet())
