@@ -440,7 +440,7 @@ def add_parsers(
         "--since",
         type=int,
         metavar="SEQ",
-        help="first the events the daemon kept (its last 1000) after this seq; "
+        help="first the events the daemon kept (its last 10 000) after this seq; "
         "0 for all of them",
     )
     events.set_defaults(handler=_cmd_events)

@@ -35,8 +35,9 @@ _set = object.__setattr__
 DEFAULT_QUEUE_SIZE = 10_000
 """Events a subscriber may fall behind by before it starts losing the oldest."""
 
-HISTORY = 1_000
-"""Recent events kept for subscribers that ask for what came before them."""
+HISTORY = 10_000
+"""Recent events kept for subscribers that ask for what came before them
+(`events --since`): about ten minutes of a busy 50-server fleet, a few MB."""
 
 
 class Subscription:
