@@ -20,7 +20,7 @@ Pure: no I/O, no clocks.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
@@ -119,27 +119,40 @@ def redact_url(url: str, secrets: SecretRegistry | None = None) -> str:
     )
 
 
-def secret_arg_values(args: Iterable[str]) -> list[str]:
-    """The values `redact_args` masks by key (`--token=abc`, the `abc` of
-    `--api-key abc`, `NAME=abc`, `Authorization: Bearer abc`): secrets to
-    mask by value too, wherever the server echoes them (its stderr, its
-    errors)."""
-    found: list[str] = []
-    take_next = False
+def _classified(args: Iterable[str]) -> Iterator[tuple[str, str, str]]:
+    """Each argument as (kind, name, value), where a secret may be:
+    `value` (the argument after a sensitive flag, as in `--api-key abc`),
+    `flag` (`--token=abc`, `NAME=abc`), `header` (`Authorization: Bearer
+    abc`), `url` (masked as `redact_url` masks), or `plain`."""
+    after_flag = False
     for arg in args:
-        if take_next and not arg.startswith("-"):
-            found.append(arg)
-            take_next = False
+        if after_flag and not arg.startswith("-"):
+            after_flag = False
+            yield "value", arg, arg
             continue
-        take_next = False
         m = _FLAG_VALUE.match(arg)
         h = _HEADER_VALUE.match(arg)
+        after_flag = False
         if m and is_sensitive_key(m.group(1)):
-            found.append(m.group(2))
-        elif h and "://" not in arg and is_sensitive_key(h.group(1)):
-            found.extend(credential_values(h.group(2)))
-        elif arg.startswith("-") and is_sensitive_key(arg):
-            take_next = True
+            yield "flag", m.group(1), m.group(2)
+        elif "://" in arg:
+            yield "url", arg, ""
+        elif h and is_sensitive_key(h.group(1)):
+            yield "header", h.group(1), h.group(2)
+        else:
+            after_flag = arg.startswith("-") and is_sensitive_key(arg)
+            yield "plain", arg, ""
+
+
+def secret_arg_values(args: Iterable[str]) -> list[str]:
+    """The values `redact_args` masks by key: secrets to mask by value too,
+    wherever the server echoes them (its stderr, its errors)."""
+    found: list[str] = []
+    for kind, _, value in _classified(args):
+        if kind in ("value", "flag"):
+            found.append(value)
+        elif kind == "header":
+            found.extend(credential_values(value))
     return found
 
 
@@ -163,23 +176,15 @@ def redact_args(
     URL arguments as in `redact_url`.
     """
     out: list[str] = []
-    mask_next = False
-    for arg in args:
-        if mask_next and not arg.startswith("-"):
+    for kind, name, _ in _classified(args):
+        if kind == "value":
             out.append(MASK)
-            mask_next = False
-            continue
-        mask_next = False
-        m = _FLAG_VALUE.match(arg)
-        h = _HEADER_VALUE.match(arg)
-        if m and is_sensitive_key(m.group(1)):
-            out.append(f"{m.group(1)}={MASK}")
-        elif "://" in arg:
-            out.append(redact_url(arg, secrets))
-        elif h and is_sensitive_key(h.group(1)):
-            out.append(f"{h.group(1)}: {MASK}")
+        elif kind == "flag":
+            out.append(f"{name}={MASK}")
+        elif kind == "url":
+            out.append(redact_url(name, secrets))
+        elif kind == "header":
+            out.append(f"{name}: {MASK}")
         else:
-            if arg.startswith("-") and is_sensitive_key(arg):
-                mask_next = True
-            out.append(redact(arg, secrets))
+            out.append(redact(name, secrets))
     return out
