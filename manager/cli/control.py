@@ -348,6 +348,37 @@ def _cmd_decide(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_grants(args: argparse.Namespace) -> int:
+    """`grants`: the standing approvals."""
+    rows = ControlClient(find_socket(args.socket)).grants()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("nothing is allowed always or for a session")
+        return 0
+    for row in rows:
+        who = (
+            f" (client {row['client']}, until the daemon stops)"
+            if row.get("client")
+            else ""
+        )
+        print(f"{row['server']}.{row['tool']}  {row['scope']}{who}")
+    print("take one back: mcp-manager revoke SERVER [TOOL]")
+    return 0
+
+
+def _cmd_revoke(args: argparse.Namespace) -> int:
+    """`revoke SERVER [TOOL]`: its calls are asked again."""
+    gone = ControlClient(find_socket(args.socket)).revoke(args.server, args.tool)
+    what = f"{args.server}.{args.tool}" if args.tool else f"{args.server}'s tools"
+    if not gone:
+        return fail(f"nothing was allowed for {what} (see mcp-manager grants)")
+    for row in gone:
+        print(f"{row['server']}.{row['tool']}: {row['scope']} approval taken back")
+    return 0
+
+
 # ----------------------------------------------------------------------- token
 
 
@@ -520,6 +551,24 @@ def add_parsers(
     )
     deny.add_argument("id", metavar="ID")
     deny.set_defaults(handler=_cmd_decide)
+
+    grants = sub.add_parser(
+        "grants",
+        parents=[common],
+        help="the tools allowed always or for a client's session (see allow)",
+    )
+    grants.add_argument("--json", action="store_true", help="as JSON")
+    grants.set_defaults(handler=_cmd_grants)
+
+    revoke = sub.add_parser(
+        "revoke",
+        parents=[common],
+        help="take back what allow --always or --session allowed: the tool's "
+        "calls are asked again",
+    )
+    revoke.add_argument("server", metavar="SERVER")
+    revoke.add_argument("tool", metavar="TOOL", nargs="?", help="default: every tool")
+    revoke.set_defaults(handler=_cmd_revoke)
 
     token = sub.add_parser(
         "token",

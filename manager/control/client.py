@@ -51,6 +51,17 @@ ALIVE_TIMEOUT = 10.0
 """Seconds such a ping may take before the daemon counts as stopped."""
 
 
+def _rows(result: object) -> list[dict[str, str]]:
+    """A list of flat string rows, forgivingly (a newer daemon may add keys)."""
+    if not isinstance(result, list):
+        raise ControlError(f"the daemon sent a malformed answer: {result!r}")
+    return [
+        {str(k): str(v) for k, v in row.items()}
+        for row in result
+        if isinstance(row, dict)
+    ]
+
+
 def _raise_error(body: object) -> None:
     if not isinstance(body, dict):
         raise ControlError(f"the daemon sent a malformed error: {body!r}")
@@ -333,6 +344,16 @@ class ControlClient:
         if not isinstance(event, ApprovalAsked):
             raise ControlError("the daemon sent a malformed answer to decide")
         return event
+
+    def grants(self) -> list[dict[str, str]]:
+        """The standing approvals: `scope` (always, session), `server`,
+        `tool`, `client` (a session's)."""
+        return _rows(self.request({"cmd": "grants"}))
+
+    def revoke(self, server: str, tool: str | None = None) -> list[dict[str, str]]:
+        """Take back the standing approvals of `server`'s `tool` (all of its
+        tools with None); returns those that went."""
+        return _rows(self.request({"cmd": "revoke", "server": server, "tool": tool}))
 
     def logout(self, server: str) -> LogoutReply:
         """Forget the tokens and client registration of `server`."""

@@ -186,6 +186,16 @@ class ControlBackend(Protocol):
         """
         ...
 
+    def grants(self) -> list[dict[str, str]]:
+        """The standing approvals (`always`, `session`): scope, server, tool,
+        client."""
+        ...
+
+    def revoke(self, server: str, tool: str | None) -> list[dict[str, str]]:
+        """Take back the standing approvals of `server`'s `tool` (all of its
+        tools with None); what went."""
+        ...
+
     def result(self, result_id: str) -> dict[str, object]:
         """A whole tool result that `max_output` cut, while it is kept.
 
@@ -251,6 +261,8 @@ _ARGUMENTS: dict[str, frozenset[str]] = {
     "approve": frozenset({"server", "items"}),
     "pending": frozenset(),
     "decide": frozenset({"id", "verdict", "scope", "by"}),
+    "grants": frozenset(),
+    "revoke": frozenset({"server", "tool"}),
     "token": frozenset({"rotate"}),
     "call_log": frozenset(),
     "result": frozenset({"id"}),
@@ -379,6 +391,15 @@ async def dispatch(
             result = event_to_dict(
                 backend.decide(approval, str(verdict), str(scope), str(by))
             )
+        elif cmd == "grants":
+            result = backend.grants()
+        elif cmd == "revoke":
+            server, tool = req.get("server"), req.get("tool")
+            if not isinstance(server, str) or not server:
+                raise BadRequest('revoke: "server" must be a non-empty string')
+            if tool is not None and (not isinstance(tool, str) or not tool):
+                raise BadRequest('revoke: "tool" must be a non-empty string or null')
+            result = backend.revoke(server, tool)
         elif cmd == "update":
             server, take = req.get("server"), req.get("take", False)
             version = req.get("version", "")

@@ -301,6 +301,14 @@ class Daemon:
         """The calls waiting for the user's approval (`mcp-manager pending`)."""
         return self.manager.policy.pending()
 
+    def grants(self) -> list[dict[str, str]]:
+        """The standing approvals (`mcp-manager grants`)."""
+        return self.manager.policy.grants()
+
+    def revoke(self, server: str, tool: str | None) -> list[dict[str, str]]:
+        """Take back standing approvals (`mcp-manager revoke`)."""
+        return self.manager.policy.revoke(server, tool)
+
     def decide(
         self, approval: str, verdict: str, scope: str, by: str = "cli"
     ) -> ApprovalAsked:

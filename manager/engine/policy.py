@@ -249,6 +249,46 @@ class Policy:
         """The calls waiting for an answer, oldest first."""
         return [w.asked for w in self._waiting.values()]
 
+    def grants(self) -> list[dict[str, str]]:
+        """The standing answers: tools allowed `always` (every client, kept
+        in `approvals.json`) and for a `session` (one client, until the
+        daemon stops), by server and tool."""
+        rows = [
+            {"scope": "always", "server": s, "tool": t, "client": ""}
+            for s, t in sorted(self._allowed_always())
+        ]
+        rows += [
+            {"scope": "session", "server": s, "tool": t, "client": c}
+            for c, s, t in sorted(self._session, key=lambda g: (g[1], g[2], g[0]))
+        ]
+        return rows
+
+    def revoke(self, server: str, tool: str | None = None) -> list[dict[str, str]]:
+        """Take back the standing answers for `server`'s `tool` (every tool
+        of it with None): its calls are asked again. Returns what went."""
+        gone = [
+            row
+            for row in self.grants()
+            if row["server"] == server and tool in (None, row["tool"])
+        ]
+        if not gone:
+            return []
+        always = self._allowed_always()
+        kept = {(s, t) for s, t in always if s != server or tool not in (None, t)}
+        if kept != always:
+            self._always = kept
+            self._save(kept)
+        self._session = {
+            (c, s, t)
+            for c, s, t in self._session
+            if s != server or tool not in (None, t)
+        }
+        logger.info(
+            "approvals taken back: %s",
+            ", ".join(f"{r['server']}.{r['tool']} ({r['scope']})" for r in gone),
+        )
+        return gone
+
     def answer(self, approval: str, verdict: str, scope: str, by: str) -> ApprovalAsked:
         """The user's answer to the question `approval`.
 

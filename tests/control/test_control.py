@@ -212,6 +212,12 @@ class FakeBackend:
     ) -> ApprovalAsked:
         raise ControlError(f"no call waits for approval {approval!r}")
 
+    def grants(self) -> list[dict[str, str]]:
+        return [{"scope": "always", "server": "web", "tool": "fetch", "client": ""}]
+
+    def revoke(self, server: str, tool: str | None) -> list[dict[str, str]]:
+        return [g for g in self.grants() if g["server"] == server]
+
     def result(self, result_id: str) -> dict[str, object]:
         if result_id != "r1":
             raise CallError(f"no result {result_id!r}")
@@ -775,6 +781,14 @@ WIRE: list[tuple[dict[str, object], object]] = [
         },
     ),
     ({"cmd": "call_log"}, {"path": "/state/calls.sqlite3", "dropped": 4}),
+    (
+        {"cmd": "grants"},
+        [{"scope": "always", "server": "web", "tool": "fetch", "client": ""}],
+    ),
+    (
+        {"cmd": "revoke", "server": "web", "tool": None},
+        [{"scope": "always", "server": "web", "tool": "fetch", "client": ""}],
+    ),
 ]
 """Each command's answer on the wire, key for key and in order (a client of
 another version reads these)."""
@@ -797,6 +811,27 @@ async def test_each_typed_reply_keeps_its_wire_form(sock_dir: Path) -> None:
             answer = await raw.ask(request)
             assert answer["ok"] is True, answer
             assert _ordered(answer["result"]) == _ordered(expected), request["cmd"]
+
+
+@pytest.mark.anyio
+async def test_grants_and_revoke_at_the_command_line(
+    sock_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = sock_dir / "control.sock"
+    sock = ["--socket", str(path)]
+    async with serving(FakeBackend(), path):
+        code = await anyio.to_thread.run_sync(lambda: main(["grants", *sock]))
+        assert code == 0
+        out = capsys.readouterr().out
+        assert "web.fetch  always" in out and "mcp-manager revoke SERVER" in out
+        code = await anyio.to_thread.run_sync(lambda: main(["revoke", "web", *sock]))
+        assert (code, capsys.readouterr().out) == (
+            0,
+            "web.fetch: always approval taken back\n",
+        )
+        code = await anyio.to_thread.run_sync(lambda: main(["revoke", "fs", *sock]))
+        assert code == 2
+        assert "nothing was allowed for fs's tools" in capsys.readouterr().err
 
 
 @pytest.mark.anyio

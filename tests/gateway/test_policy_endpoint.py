@@ -23,6 +23,7 @@ from manager.core.events import ApprovalAsked
 from manager.core.policy import parse_rule
 from manager.core.profile import parse_profile
 from manager.engine.calllog import read
+from manager.files import default_state_dir
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -196,3 +197,43 @@ async def test_a_search_profiles_call_tool_is_judged_as_the_real_tool() -> None:
             )
             assert denied.is_error
             assert "denied by policy rule at startup.lua:3" in text_of(denied)
+
+
+async def test_an_answer_kept_always_is_listed_and_can_be_taken_back() -> None:
+    """`allow --always` could be neither listed nor taken back while the
+    daemon ran (found by an audit): `grants` lists it, `revoke` takes it
+    back, from approvals.json too, and the tool's calls are asked again."""
+    rules = (parse_rule("ask", {"tool": "add"}, "startup.lua:7"),)
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as (gateway, manager, rec):
+        manager.policy.set_rules(rules, None)
+        async with Client(str(gateway.url)) as client:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "a__add", {"a": 1, "b": 2})
+                asked = await rec.wait_for("approval_asked", "a")
+                manager.policy.answer(
+                    asked.approval,  # type: ignore[attr-defined]
+                    "allow",
+                    "always",
+                    by="cli",
+                )
+            assert manager.policy.grants() == [
+                {"scope": "always", "server": "a", "tool": "add", "client": ""}
+            ]
+            assert manager.policy.revoke("a", "echo") == []  # not that one
+            (gone,) = manager.policy.revoke("a")
+            assert (gone["tool"], gone["scope"]) == ("add", "always")
+            assert manager.policy.grants() == []
+            kept = json.loads((default_state_dir() / "approvals.json").read_text())
+            assert kept == {"always": []}
+            mark = rec.last_seq
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "a__add", {"a": 1, "b": 3})
+                again = await rec.wait_for("approval_asked", "a", after=mark)
+                manager.policy.answer(
+                    again.approval,  # type: ignore[attr-defined]
+                    "deny",
+                    "once",
+                    by="cli",
+                )
