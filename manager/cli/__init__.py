@@ -54,6 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         The process exit code.
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments == ["--version"]:  # the short way: no parser, no client
+        from .. import __version__
+        from .exits import PROG
+
+        print(f"{PROG} {__version__}")
+        return 0
     if arguments[:1] == ["attach"]:
         from .attach import main_attach
 
