@@ -21,7 +21,7 @@ from .errors import ConfigError
 from .redact import SecretRegistry, credential_values, secret_arg_values
 from .spec import TEMPLATE, ConnectionSpec, parse_reference
 
-__all__ = ["references", "resolve_spec"]
+__all__ = ["references", "resolve_spec", "spec_secrets"]
 
 Reference = tuple[str, str]
 """(kind, reference): `("keyring", "svc/name")`, `("cmd", "pass show x")`..."""
@@ -106,21 +106,31 @@ def resolve_spec(
                 else spec.oauth
             ),
         )
-    secret_values = list(resolved_values)
-    for _, value in resolved.headers:
-        secret_values += credential_values(value)
-    secret_values += [v for _, v in resolved.env]
-    secret_values += secret_arg_values(resolved.args)
-    if resolved.oauth is not None:
-        for secret in (resolved.oauth.client_secret, resolved.oauth.private_key):
-            if secret is not None:
-                secret_values.append(secret)
-    password = _url_password(resolved.url)
-    if password:
-        secret_values.append(password)
+    secret_values = [*resolved_values, *spec_secrets(resolved, templates=True)]
     if secret_values:
         secrets.add(secret_values)
     return resolved
+
+
+def spec_secrets(spec: ConnectionSpec, templates: bool = False) -> list[str]:
+    """The secret values written in `spec` itself: header values (and a
+    header's token alone), stdio env values, what `redact_args` masks in its
+    args, its OAuth client secret and key, its URL's password. A value
+    holding a `${...}` template is left out (it is not the secret yet) unless
+    `templates` (a resolved spec: whatever it holds is its value)."""
+    found: list[str] = []
+    for _, value in spec.headers:
+        found += credential_values(value)
+    found += [v for _, v in spec.env]
+    found += secret_arg_values(spec.args)
+    if spec.oauth is not None:
+        for secret in (spec.oauth.client_secret, spec.oauth.private_key):
+            if secret is not None:
+                found.append(secret)
+    password = _url_password(spec.url)
+    if password:
+        found.append(password)
+    return found if templates else [value for value in found if "${" not in value]
 
 
 def _sub_opt(sub: Callable[[str], str], text: str | None) -> str | None:

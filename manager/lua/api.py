@@ -25,6 +25,7 @@ from ..core.events import EVENT_TYPES
 from ..core.policy import Rule, parse_rule
 from ..core.profile import Profile, parse_profile
 from ..core.redact import SecretRegistry, is_sensitive_key, redact
+from ..core.resolve import spec_secrets
 from ..core.spec import (
     ConnectionSpec,
     changed_fields,
@@ -155,6 +156,9 @@ class ScriptApi:
                 connection=name,
             )
         spec = parse_spec(name, endpoint, with_defaults(endpoint, opts, self.defaults))
+        # Masked from now on (a later print, an error of this run), not only
+        # once the connection resolves them at its first try.
+        self.secrets.add(spec_secrets(spec))
         if self.live:  # from a callback: the running set changes now
             return self._live_host().add(spec)
         here = f"{src}:{line}" if isinstance(line, int) else str(src or self.file)

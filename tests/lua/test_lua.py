@@ -338,6 +338,26 @@ def test_print_masks_secrets_read_through_env() -> None:
     assert lines == ["token:\t***"]
 
 
+def test_print_and_errors_mask_what_a_declaration_holds_as_secret() -> None:
+    """A header value written in the script, its token alone, an env value
+    and a secret argument are masked from their mcp_add on, in this very run
+    (found by an audit: a print before the first connection attempt showed
+    a header value)."""
+    lines: list[str] = []
+    with pytest.raises(ConfigError) as info:
+        run_script(
+            'mcp_add("web", "https://h/mcp", {headers = {Authorization = '
+            '"Bearer sk-hdr-7890", ["X-Custom"] = "customhdr555"}})\n'
+            'mcp_add("cli", {command = "srv", args = {"--api-key", "ak-arg-4242"},'
+            ' env = {SOME = "envval-3131"}})\n'
+            'print("sk-hdr-7890 customhdr555 ak-arg-4242 envval-3131")\n'
+            'error("refused: sk-hdr-7890")\n',
+            on_print=lines.append,
+        )
+    assert lines == ["*** *** *** ***"]
+    assert "sk-hdr-7890" not in str(info.value) and "***" in str(info.value)
+
+
 def test_env_requires_a_string_name() -> None:
     err = error_of("\nenv(42)")
     assert err.line == 2
