@@ -62,6 +62,9 @@ Transport = Literal["stdio", "http", "sse"]
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """Connection names: they become tool prefixes (`{server}__{tool}`) and CLI words."""
 
+MIN_PING = 0.1
+"""Seconds: the shortest `ping_interval` (0 turns pings off)."""
+
 TEMPLATE = re.compile(r"\$\{([^}]*)\}")
 """A `${...}` template in a declared value: `${env:NAME}`, or a secret
 reference (`parse_reference`)."""
@@ -423,12 +426,19 @@ def _parse_options(
         if key not in _COMMON_OPTIONS:
             raise unknown_option(prefix, key, _COMMON_OPTIONS)
         if key in _DURATION_OPTIONS:
-            out[key] = _duration(
+            seconds = _duration(
                 prefix,
                 key,
                 value,
                 allow_zero=key in ("ping_interval", "hold", "stable_after"),
             )
+            if key == "ping_interval" and 0 < seconds < MIN_PING:
+                raise ConfigError(
+                    f"{prefix}: ping_interval {value_text(value)} would ping the "
+                    f"server {1 / seconds:.0f} times a second; use at least "
+                    f"{MIN_PING:g} s, or 0 to turn pings off"
+                )
+            out[key] = seconds
         elif key == "enabled":
             if not isinstance(value, bool):
                 raise ConfigError(

@@ -951,3 +951,12 @@ def test_a_launch_lock_is_on_by_default_and_its_options_show_in_the_summary() ->
 def test_a_prefix_with_a_double_underscore_is_refused() -> None:
     with pytest.raises(ConfigError, match="prefix 'x__y' holds '__'"):
         parse_spec("srv", "http://h/", {"prefix": "x__y"})
+
+
+def test_a_ping_interval_that_would_hammer_the_server_is_refused() -> None:
+    """ping_interval = 0.001 was accepted: a thousand pings a second (found by
+    an audit). 0 still turns pings off; 0.1 s is the shortest."""
+    with pytest.raises(ConfigError, match="would ping the server 1000 times a second"):
+        parse_spec("srv", "http://h/", {"ping_interval": 0.001})
+    assert parse_spec("srv", "http://h/", {"ping_interval": 0}).ping_interval == 0
+    assert parse_spec("srv", "http://h/", {"ping_interval": 0.1}).ping_interval == 0.1
