@@ -548,7 +548,19 @@ async def _serve(
                 lambda: [conn.phase.value for conn in manager.connections()]
             )
         async with anyio.create_task_group() as services:
-            # The socket first: a second daemon on the same socket must stop
+            # Signals before anything else: a SIGTERM while the daemon starts
+            # (a service manager stopping it at once) is a graceful stop, not
+            # the default death that would leave the servers it spawned. The
+            # signal task lives on through the manager's shutdown below: a
+            # second Ctrl-C while connections close must still be heard.
+            signals_scope = anyio.CancelScope()
+            if not embedded:
+                await services.start(
+                    _handle_signals, daemon, stop, forced, signals_scope, watchdog
+                )
+            if watchdog.stall_after > 0:
+                services.start_soon(watchdog.heartbeat)
+            # The socket next: a second daemon on the same socket must stop
             # before it spawns a single server.
             try:
                 if options.control:
@@ -582,15 +594,6 @@ async def _serve(
             if telemetry is not None:
                 services.start_soon(telemetry.run)
             await services.start(daemon.config.run)  # hooks, mcp_call, file watch
-            # The signal task lives on through the manager's shutdown below: a
-            # second Ctrl-C while connections close must still be heard.
-            signals_scope = anyio.CancelScope()
-            if not embedded:
-                services.start_soon(
-                    _handle_signals, daemon, stop, forced, signals_scope, watchdog
-                )
-            if watchdog.stall_after > 0:
-                services.start_soon(watchdog.heartbeat)
             if options.hud:
                 services.start_soon(_run_hud, daemon, stop)
             logger.info(
@@ -655,10 +658,13 @@ async def _handle_signals(
     forced: list[bool],
     scope: anyio.CancelScope,
     watchdog: Watchdog,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """SIGHUP reloads; SIGINT/SIGTERM stop gracefully; a second SIGINT forces.
 
     The watchdog hears SIGINT/SIGTERM too, so a stuck loop cannot ignore them.
+    Started (`task_status`) once the handlers are in place.
     """
     with (
         scope,
@@ -668,6 +674,7 @@ async def _handle_signals(
     ):
         if watchdog.stall_after > 0:
             watchdog.install((signal.SIGINT, signal.SIGTERM))
+        task_status.started()
         async for sig in signals:
             if sig == signal.SIGHUP:
                 logger.info("SIGHUP: reloading %s", daemon.options.config)

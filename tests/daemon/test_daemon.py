@@ -204,6 +204,55 @@ def test_a_second_ctrl_c_stops_at_once_even_with_a_stubborn_server(
         assert gone(pid)
 
 
+def test_a_sigterm_as_the_daemon_starts_is_a_graceful_stop(tmp_path: Path) -> None:
+    """A service manager that stops the daemon as soon as its socket is there:
+    the signal handlers come first, so SIGTERM is a graceful stop (exit 0)
+    that leaves no server behind. They came after the servers were spawned:
+    SIGTERM then was the default death (exit 143), and the stdio servers
+    already started lived on (found by a check of the CI's failures)."""
+    command, args = raw_command()
+    mark = f"startup-sigterm-{os.getpid()}-{time.monotonic_ns()}"
+    script = write(
+        tmp_path / "startup.lua",
+        "".join(
+            f"mcp_add({json.dumps(f's{i}')}, {{command = {json.dumps(command)}, "
+            f"args = {{{', '.join(json.dumps(a) for a in args)}}}, "
+            f"env = {{MARK = {json.dumps(mark)}}}}})\n"
+            for i in range(3)
+        ),
+    )
+    sock = tmp_path / "control.sock"
+    log = tmp_path / "daemon.log"
+    with log.open("wb") as out:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "manager", "run", str(script), "--no-hud"]
+            + ["--no-telemetry", "--socket", str(sock)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not sock.exists():
+            assert daemon.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.002)
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=60) == 0, log.read_text()
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    left = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("MARK") == mark:
+                left.append(proc.pid)
+        except (psutil.Error, OSError):
+            continue
+    assert left == []
+
+
 def test_descriptors_the_daemon_inherits_are_not_passed_to_its_servers(
     tmp_path: Path,
 ) -> None:
