@@ -449,7 +449,7 @@ async def serve(options: DaemonOptions) -> int:
         config, bus, set_global=True, capture_logs=True, secrets=secrets
     )
     watchdog = Watchdog(options.watchdog)
-    watchdog.start()
+    watchdog.start(armed=False)  # armed once running: starting holds the loop
     _keep_inherited_descriptors()
     _raise_open_files_limit()
     CHILD_GROUPS.start_guardian()  # no server outlives even a SIGKILLed daemon
@@ -603,6 +603,7 @@ async def _serve(
                 options.config,
                 options.socket if options.control else "none",
             )
+            watchdog.arm()
             await stop.wait()
             if gateway is not None:
                 await gateway.aclose()  # downstream clients first (bounded)

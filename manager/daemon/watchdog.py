@@ -75,6 +75,7 @@ class Watchdog:
         self._clock = clock
         self._beat = clock()
         self._signal: tuple[int, float] | None = None
+        self._armed = True
         self._main = threading.main_thread().ident
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
@@ -107,15 +108,23 @@ class Watchdog:
 
     # --- the thread side ------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the watching thread (no-op when disabled)."""
+    def start(self, *, armed: bool = True) -> None:
+        """Start the watching thread (no-op when disabled). Not `armed`, it
+        reports no stall until `arm()` (a daemon starting: its imports and
+        first load hold the loop by design); signals are heard either way."""
         if self.stall_after <= 0 or self._thread is not None:
             return
+        self._armed = armed
         self._beat = self._clock()
         self._thread = threading.Thread(
             target=self._watch, name="mcp-manager-watchdog", daemon=True
         )
         self._thread.start()
+
+    def arm(self) -> None:
+        """Report stalls from now on (the daemon is running)."""
+        self._beat = self._clock()
+        self._armed = True
 
     def stop(self) -> None:
         """Stop the thread (the daemon is ending normally)."""
@@ -130,7 +139,7 @@ class Watchdog:
         while not self._done.wait(check):
             now = self._clock()
             beat = self._beat
-            if now - beat >= self.stall_after:
+            if now - beat >= self.stall_after and self._armed:
                 if stalled_since != beat:
                     stalled_since = beat
                     self.stalls += 1
