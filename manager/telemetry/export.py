@@ -277,7 +277,12 @@ def build_exporting(config: TelemetryConfig, *, set_global: bool = False) -> Exp
         return out
     otlp = config.traces if config.traces.otlp else config.metrics
     if otlp.otlp:
-        out.status = ExportStatus(otlp.endpoint, otlp.protocol)
+        endpoints = {
+            name: signal.endpoint
+            for name, signal in (("traces", config.traces), ("metrics", config.metrics))
+            if signal.otlp
+        }
+        out.status = ExportStatus(otlp.endpoint, otlp.protocol, endpoints=endpoints)
     resource = build_resource(config)
     if config.traces.exporters:
         sampler = PauseWhileFailing(out.status) if out.status is not None else None

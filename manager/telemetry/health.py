@@ -15,7 +15,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.context import Context
@@ -95,48 +95,67 @@ class ExportStatus:
         protocol: str,
         *,
         clock: Callable[[], float] = time.monotonic,
+        endpoints: Mapping[str, str] | None = None,
     ) -> None:
         self.endpoint = redact_url(endpoint)
         self.protocol = protocol
-        self.ok: bool | None = None  # no export yet: the footer says so
+        self._endpoints = {k: redact_url(v) for k, v in (endpoints or {}).items()}
         self.last_error: str | None = None
         self.exports = 0
         self.failures = 0
         self.closing = False
-        self._failing = False
-        self._warned_at: float | None = None
+        self._ok: dict[str, bool] = {}  # by signal: its last export worked
+        self._failing: set[str] = set()  # endpoints
+        self._warned_at: dict[str, float] = {}  # by endpoint
         self._clock = clock
         self._lock = threading.Lock()
 
-    def record(self, ok: bool, error: str | None = None) -> None:
-        """Note one export's result (or an exporter's complaint, `ok=False`)."""
+    @property
+    def ok(self) -> bool | None:
+        """Exports work (False while one signal's fail; None before any)."""
+        if not self._ok:
+            return None
+        return all(self._ok.values())
+
+    def ok_for(self, signal: str) -> bool | None:
+        """`signal`'s (`traces`, `metrics`) exports work (None: none yet)."""
+        return self._ok.get(signal)
+
+    def record(
+        self, ok: bool, error: str | None = None, signal: str = "traces"
+    ) -> None:
+        """Note one export's result (or an exporter's complaint, `ok=False`),
+        for `signal`: one signal's failure neither pauses nor is blamed on
+        the other's endpoint (said once per endpoint)."""
+        where = self._endpoints.get(signal, self.endpoint)
         with self._lock:
             if self.closing:
                 return
             if ok:
                 self.exports += 1
-                self.ok = True
-                if self._failing:
-                    self._failing = False
-                    logger.info("OTLP export to %s works again", self.endpoint)
+                self._ok[signal] = True
+                if where in self._failing:
+                    self._failing.discard(where)
+                    logger.info("OTLP export to %s works again", where)
                 return
             self.failures += 1
-            self.ok = False
+            self._ok[signal] = False
             if error:
                 self.last_error = redact(error, None)  # no MCP secret here
-            if self._failing:
+            if where in self._failing:
                 return
-            self._failing = True
+            self._failing.add(where)
             now = self._clock()
-            if self._warned_at is not None and now - self._warned_at < WARN_AGAIN_AFTER:
+            warned = self._warned_at.get(where)
+            if warned is not None and now - warned < WARN_AGAIN_AFTER:
                 return
-            self._warned_at = now
+            self._warned_at[where] = now
         logger.warning(
             "OTLP export to %s (%s) is failing: %s. The daemon runs on; traces and "
             "metrics are dropped until the collector answers (this is logged "
             "once). Start a collector, point --otlp-endpoint at one, or turn "
             "telemetry off with --no-telemetry or OTEL_SDK_DISABLED=true.",
-            self.endpoint,
+            where,
             self.protocol,
             self.last_error or "export failed",
         )
@@ -191,7 +210,7 @@ class TrackedMetricExporter(MetricExporter):
         **kwargs: Any,
     ) -> MetricExportResult:
         result = self.inner.export(metrics_data, timeout_millis=timeout_millis)
-        self._status.record(result is MetricExportResult.SUCCESS)
+        self._status.record(result is MetricExportResult.SUCCESS, signal="metrics")
         return result
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
@@ -247,7 +266,8 @@ class LogCapture(logging.Handler):
             pass  # a consequence of the failing exports already reported
         elif record.name.startswith("opentelemetry.exporter"):
             if status is not None and "shutdown" not in message.lower():
-                status.record(False, _reason(message))
+                signal = "metrics" if "metric" in record.name else "traces"
+                status.record(False, _reason(message), signal=signal)
         else:
             passed_on = True
         if passed_on:
@@ -292,7 +312,7 @@ class PauseWhileFailing(Sampler):
         links: Sequence[Link] | None = None,
         trace_state: TraceState | None = None,
     ) -> SamplingResult:
-        if self._status.ok is not False:
+        if self._status.ok_for("traces") is not False:
             return self._inner.should_sample(
                 parent_context, trace_id, name, kind, attributes, links, trace_state
             )
@@ -306,7 +326,7 @@ class PauseWhileFailing(Sampler):
         """True while exports fail and no probe is due: no span would be recorded,
         so callers may skip building one at all (the cost of hundreds of dead
         upstreams' attempt spans, with no collector)."""
-        failing = self._status.ok is False
+        failing = self._status.ok_for("traces") is False
         return failing and self._clock() - self._probed < self._probe_every
 
     def get_description(self) -> str:

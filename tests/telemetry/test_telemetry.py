@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
+from opentelemetry.sdk.trace.sampling import Decision
 from opentelemetry.semconv._incubating.attributes import (
     gen_ai_attributes,
     mcp_attributes,
@@ -630,6 +631,39 @@ def test_an_unreachable_collector_is_warned_about_once(
         "OTLP export to http://u:***@127.0.0.1:4317 works again"
     ] * 2
     assert logging.getLogger("opentelemetry").propagate
+
+
+def test_a_failing_metrics_endpoint_neither_pauses_spans_nor_is_blamed_on_traces(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Traces and metrics shared one export status: a dead metrics endpoint
+    paused the spans (about 80 % lost while traces exported fine), and the
+    log blamed the traces endpoint, "works again" every few seconds (found
+    by an audit). Each signal has its own state now; each endpoint its
+    warning."""
+    status = ExportStatus(
+        "http://c:14318",
+        "http/protobuf",
+        endpoints={
+            "traces": "http://c:14318/v1/traces",
+            "metrics": "http://c:9/v1/metrics",
+        },
+    )
+    sampler = PauseWhileFailing(status, probe_every=30.0, clock=lambda: 0.0)
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            status.record(True)  # a span export
+            status.record(False, "connection refused", signal="metrics")
+            decision = sampler.should_sample(None, 1, "mcp.connect_attempt")
+            assert decision.decision is Decision.RECORD_AND_SAMPLE
+            assert not sampler.quiet()
+    said = [r.getMessage() for r in caplog.records if "OTLP" in r.getMessage()]
+    assert said == [
+        "OTLP export to http://c:9/v1/metrics (http/protobuf) is failing: "
+        + said[0].split("is failing: ", 1)[1]
+    ]
+    assert status.ok is False  # the footer still says something fails
+    assert status.ok_for("traces") is True
 
 
 def test_before_the_first_export_the_status_says_so_and_spans_are_still_made() -> None:
