@@ -11,6 +11,7 @@ import logging
 import os
 import select
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -151,6 +152,32 @@ class _Conn:
             await self.send(encode(response))
 
 
+HANGUP_POLL = 0.5
+"""Seconds between two looks for a hang-up of a half-closed client."""
+
+
+async def _unless_hung_up(
+    conn: _Conn, backend: ControlBackend, cmd: str, req: Mapping[str, object]
+) -> tuple[object] | None:
+    """`dispatch` a request that runs a tool, cancelled if its client hangs up
+    meanwhile; (its answer,), or None when the client left first."""
+    import anyio
+
+    answer: list[object] = []
+
+    async def watch() -> None:
+        await anyio.wait_readable(conn.sock)  # a client sends nothing more
+        while not conn.hung_up():  # noqa: ASYNC110 - a socket state, no event
+            await anyio.sleep(HANGUP_POLL)
+        tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        answer.append(await dispatch(backend, cmd, req))
+        tg.cancel_scope.cancel()
+    return (answer[0],) if answer else None
+
+
 async def _stream_events(
     backend: ControlBackend, conn: _Conn, since: int | None
 ) -> None:
@@ -229,6 +256,20 @@ async def _handle_client(
                                 req.get("server"),
                             )
                             return
+                        if cmd in _RUNS_TOOLS:
+                            # A client that goes while its call waits (for the
+                            # user's approval, say) takes the call with it.
+                            done = await _unless_hung_up(conn, backend, cmd, req)
+                            if done is None:
+                                logger.info(
+                                    "control: %s of %s cancelled: its client left "
+                                    "while it waited",
+                                    cmd,
+                                    req.get("server"),
+                                )
+                                return
+                            await conn.reply(done[0])
+                            continue
                         await conn.reply(await dispatch(backend, cmd, req))
                 except BadRequest as exc:
                     error = {"type": "ControlError", "message": str(exc)}

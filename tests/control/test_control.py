@@ -82,6 +82,7 @@ class FakeBackend:
         self.calls: list[tuple[str, str, dict[str, object], float | None]] = []
         self.reload_error: ConfigError | None = None
         self.go_on = threading.Event()  # lets the "waits" calls answer
+        self.withdrawn = anyio.Event()  # a "held" call was cancelled
 
     def status(self) -> list[ConnectionStatus]:
         return [
@@ -133,6 +134,11 @@ class FakeBackend:
             raise CallTimeout("no result from slow within 1 s")
         if server == "buggy":
             raise RuntimeError("hunter2 leaked in a bug")
+        if server == "held":  # for an approval that never comes
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self.withdrawn.set()
         if server == "waits":  # for a person's approval, say
             await anyio.to_thread.run_sync(self.go_on.wait, 10.0)
             server = "fs"
@@ -1242,3 +1248,30 @@ async def test_a_call_whose_client_left_before_it_was_read_is_not_made(
             while "not made: call of fs" not in caplog.text:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
     assert [args for _, _, args, _ in backend.calls] == [{"text": "half"}]
+
+
+@pytest.mark.anyio
+async def test_a_call_whose_client_leaves_while_it_waits_is_withdrawn(
+    sock_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call waiting for the user's approval whose client was killed (a
+    `timeout 3 mcp-manager call ...`) stayed pending, and an `allow` then ran
+    a destructive tool nobody waited for (found by an audit): the client's
+    hang-up cancels the call."""
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    caplog.set_level(logging.INFO, logger="manager.control")
+    call = {"cmd": "call", "server": "held", "tool": "remove_tool", "args": {}}
+    async with serving(backend, path):
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(str(path))
+        client.sendall(json.dumps(call).encode() + b"\n")
+        with anyio.fail_after(5):
+            while not backend.calls:  # noqa: ASYNC110 - the fake's own record
+                await anyio.sleep(0.01)
+        client.close()  # killed
+        with anyio.fail_after(5):
+            await backend.withdrawn.wait()
+            said = "call of held cancelled: its client left while it waited"
+            while said not in caplog.text:  # noqa: ASYNC110 - logged just after
+                await anyio.sleep(0.01)
