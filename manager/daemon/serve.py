@@ -605,6 +605,7 @@ async def _serve(
             )
             watchdog.arm()
             await stop.wait()
+            watchdog.disarm()  # the heartbeat ends before the teardown does
             if gateway is not None:
                 await gateway.aclose()  # downstream clients first (bounded)
             logger.info("stopping: closing %d connection(s)", len(manager.specs))

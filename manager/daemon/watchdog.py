@@ -126,6 +126,11 @@ class Watchdog:
         self._beat = self._clock()
         self._armed = True
 
+    def disarm(self) -> None:
+        """Report no more stalls (the daemon is stopping: its heartbeat ends
+        before its teardown does). Signals are still heard."""
+        self._armed = False
+
     def stop(self) -> None:
         """Stop the thread (the daemon is ending normally)."""
         self._done.set()
@@ -146,7 +151,7 @@ class Watchdog:
                     # In a thread of its own: if the stuck main thread holds a
                     # logging lock (a blocked stderr), only that thread waits.
                     _detached(self._log_stall, now - beat)
-            elif stalled_since is not None:
+            elif stalled_since is not None and now - beat < self.stall_after:
                 _logger().warning(
                     "event loop turning again after %.1f s", now - stalled_since
                 )

@@ -10,8 +10,9 @@ from manager.daemon.watchdog import Watchdog
 def test_a_starting_daemon_holding_its_loop_is_no_stall_until_armed() -> None:
     """A daemon's imports and first load hold the loop by design; under load
     that took over 5 s and was reported as "a bug in mcp-manager: please
-    report it" (found by an audit). Stalls count once the daemon is running
-    (`arm`)."""
+    report it" (found by an audit), and so did a stop (its heartbeat ends
+    before its teardown does). Stalls count while the daemon runs, between
+    `arm` and `disarm`."""
     now = [0.0]
     checked = threading.Event()
 
@@ -32,6 +33,12 @@ def test_a_starting_daemon_holding_its_loop_is_no_stall_until_armed() -> None:
         for _ in range(200):
             if watchdog.stalls:
                 break
+            checked.clear()
+            assert checked.wait(5)
+        assert watchdog.stalls == 1
+        watchdog.disarm()  # stopping: the heartbeat ends before the teardown
+        now[0] = 30.0
+        for _ in range(3):
             checked.clear()
             assert checked.wait(5)
         assert watchdog.stalls == 1
