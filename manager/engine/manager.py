@@ -543,7 +543,7 @@ class Manager:
                 await self.policy.admit(
                     server,
                     tool,
-                    exposed if exposed is not None else f"{spec.prefix}{tool}",
+                    exposed if exposed is not None else _exposed(spec.prefix, tool),
                     caller,
                     lambda: spec.annotated(tool, _listed_annotations(conn, tool)),
                     arguments,
@@ -721,3 +721,10 @@ def _listed_annotations(conn: Connection, tool: str) -> Mapping[str, object]:
             given = info.raw.get("annotations")
             return given if isinstance(given, Mapping) else {}
     return {}
+
+
+def _exposed(prefix: str, tool: str) -> str:
+    """The name the endpoint exposes `tool` under (`gateway.names`, short of
+    its rare clash suffix): a rule written with it (`tool = "demo__pid"`)
+    applies to `mcp-manager call` and Lua too."""
+    return f"{prefix}__{tool}" if prefix else tool

@@ -19,6 +19,7 @@ from mcp.client.client import ConnectMode
 from memory import MemoryServers
 from support.gateway import demo_memory, running_gateway, text_of
 
+from manager.core.errors import PolicyDenied
 from manager.core.events import ApprovalAsked
 from manager.core.policy import parse_rule
 from manager.core.profile import parse_profile
@@ -237,3 +238,18 @@ async def test_an_answer_kept_always_is_listed_and_can_be_taken_back() -> None:
                     "once",
                     by="cli",
                 )
+
+
+async def test_a_rule_naming_the_exposed_tool_applies_to_the_cli_and_lua_too() -> None:
+    """`tool = "a__echo"` denied the call over the endpoint, but `mcp-manager
+    call a echo` and Lua's `mcp_call` ran it: their exposed name was built
+    without the `__` ("aecho"; found by an audit)."""
+    rules = (parse_rule("deny", {"tool": "a__echo"}, "startup.lua:3"),)
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as (_, manager, _):
+        manager.policy.set_rules(rules, None)
+        with pytest.raises(PolicyDenied, match="startup.lua:3"):
+            await manager.call("a", "echo", {"text": "x"})
+        result = await manager.call("a", "add", {"a": 1, "b": 2})  # not that one
+        assert not result.is_error
