@@ -364,6 +364,10 @@ class HudApp(App[str]):
             lines = min(len(text.wrap(self.console, width)), STATUS_MAX_LINES)
             if widget.styles.height is None or widget.styles.height.value != lines:
                 widget.styles.height = lines
+            # textual wraps what it draws by its own style, not the Text's
+            cut = text.no_wrap is True
+            widget.styles.text_wrap = "nowrap" if cut else "wrap"
+            widget.styles.text_overflow = "ellipsis" if cut else "fold"
         widget.update(text, layout=False)
 
     def on_resize(self) -> None:

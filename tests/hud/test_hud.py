@@ -830,6 +830,7 @@ async def test_on_a_short_terminal_the_footer_keeps_to_two_lines() -> None:
         screen = await r.screen()
         assert r.app.query_one("#status").size.height == 2
         assert "config ✖ startup.lua:12: mcp_add" in screen  # cut, still there
+        assert "otlp:" in screen  # the second line is not pushed out
     async with rig(size=(45, 30)) as r:  # a tall one: the error wraps whole
         r.publish(*fleet())
         r.publish(ConfigRejected(file="startup.lua", line=12, message=long))
