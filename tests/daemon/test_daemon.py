@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -40,6 +41,22 @@ def raw_server(name: str, *flags: str, **opts: str) -> str:
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def bare_daemon(
+    script: Path, sock: Path, log: Path, **popen: Any
+) -> subprocess.Popen[bytes]:
+    """`mcp-manager run` as its own process, with nothing of `DaemonProcess`
+    between the test and it (its start, its descriptors, its signals)."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "manager", "run", str(script), "--no-hud"]
+            + ["--no-telemetry", "--socket", str(sock)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            **popen,
+        )
 
 
 def gone(pid: int) -> bool:
@@ -223,14 +240,7 @@ def test_a_sigterm_as_the_daemon_starts_is_a_graceful_stop(tmp_path: Path) -> No
     )
     sock = tmp_path / "control.sock"
     log = tmp_path / "daemon.log"
-    with log.open("wb") as out:
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "manager", "run", str(script), "--no-hud"]
-            + ["--no-telemetry", "--socket", str(sock)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-        )
+    daemon = bare_daemon(script, sock, log)
     try:
         deadline = time.monotonic() + 60
         while not sock.exists():
@@ -267,16 +277,13 @@ def test_descriptors_the_daemon_inherits_are_not_passed_to_its_servers(
     os.set_inheritable(leaked, True)
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     log = tmp_path / "daemon.log"
-    with log.open("wb") as out:
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "manager", "run", str(script), "--no-hud"]
-            + ["--no-telemetry", "--socket", str(sock)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            pass_fds=(leaked,),
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)),
-        )
+    daemon = bare_daemon(
+        script,
+        sock,
+        log,
+        pass_fds=(leaked,),
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)),
+    )
     os.close(leaked)
     try:
         pipe = f"pipe:[{os.fstat(read).st_ino}]"
