@@ -146,17 +146,11 @@ def run_import(args: argparse.Namespace) -> int:
             _say(note)
         read.append(servers)
 
-    store = None
-    backends: set[str] = set()  # where --keychain put the secrets
+    keychain = None
     if args.keychain:
-        from ..engine.vault import store as keychain_store
+        from ..engine.vault import held as keychain
 
-        def store(reference: str, value: str) -> str:
-            backend = keychain_store(reference, value)
-            backends.add(backend)
-            return backend
-
-    translator = Translator(Path(os.path.expanduser("~")), store)
+    translator = Translator(Path(os.path.expanduser("~")), keychain)
     messages: list[str] = []
     taken: dict[str, str] = {}  # connection name -> where it was imported from
     groups: list[tuple[Section, list[Declaration]]] = []
@@ -216,11 +210,11 @@ def run_import(args: argparse.Namespace) -> int:
                 groups.append((section, declarations))
     for message in messages:
         _say(translator.secrets.redact(message))
-    _say_exports(translator, backends)
 
     code = 2 if unreadable else 1 if skipped else 0
     text = _lua_text(groups)
     if not args.write:
+        _say_exports(translator, None)
         if not text and not unreadable:
             _say("nothing to import")
         sys.stdout.write(text)
@@ -236,8 +230,29 @@ def run_import(args: argparse.Namespace) -> int:
             "project file and would run the commands above; review them, then "
             "run again with --yes (or answer y at a terminal)"
         )
+    backends = _stored(translator)
+    if backends is None:
+        return 2
+    _say_exports(translator, backends)
     names = [d.name for _, decls in groups for d in decls]
     return _write(config, old_text, text, names) or code
+
+
+def _stored(translator: Translator) -> set[str] | None:
+    """The secrets `--keychain` found, stored; the backends that took them
+    (None: the keychain failed, said, nothing written)."""
+    if not translator.to_store:
+        return set()
+    from ..engine.vault import store
+
+    backends: set[str] = set()
+    for reference, value in translator.to_store:
+        try:
+            backends.add(store(reference, value))
+        except ConfigError as exc:
+            fail(f"--keychain: {exc}; nothing was imported")
+            return None
+    return backends
 
 
 _PROJECT_FILES = (
@@ -314,18 +329,28 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def _say_exports(translator: Translator, backends: set[str]) -> None:
+def _say_exports(translator: Translator, backends: set[str] | None) -> None:
+    """What the user must export, or what went to the keychain (`backends`:
+    where; None for a preview, which stores nothing)."""
     stored = [e for e in translator.exports if e.stored]
-    if stored:
+    if stored and backends is None:
+        _say(
+            f"{len(stored)} secret(s) would go to the OS keychain, read as "
+            "${keyring:mcp-manager/NAME}: "
+            + ", ".join(f"{e.name} ({e.where})" for e in stored)
+            + "; nothing stored: this is a preview (--write stores them and "
+            "appends the lines)"
+        )
+    elif stored:
         from ..engine.vault import in_clear
 
         kept = f" ({', '.join(sorted(backends))})" if backends else ""
         _say(
-            f"{len(stored)} secret(s) stored in the OS keychain{kept}, read as "
+            f"{len(stored)} secret(s) in the OS keychain{kept}, read as "
             "${keyring:mcp-manager/NAME}: "
             + ", ".join(f"{e.name} ({e.where})" for e in stored)
         )
-        for backend in sorted(backends):
+        for backend in sorted(backends or ()):
             warning = in_clear(backend)
             if warning is not None:
                 _say(warning)

@@ -92,7 +92,7 @@ class Export:
         where: Which connection and setting reads it (`github: env TOKEN`).
         secret: True when it replaces a secret found in a client's file;
             False when the client already read it from the environment.
-        stored: The secret went to the keychain (`import --keychain`): the
+        stored: The secret goes to the keychain (`import --keychain`): the
             reference is `${keyring:mcp-manager/NAME}`, nothing to export.
     """
 
@@ -273,16 +273,22 @@ class Translator:
 
     Args:
         home: What `${userHome}` means.
-        store: With it, a secret goes to the OS keychain as
-            `mcp-manager/NAME` (`store(reference, value)`) and the declaration
-            reads `${keyring:mcp-manager/NAME}` instead of `${env:NAME}`.
+        keychain: With it, a secret is meant for the OS keychain as
+            `mcp-manager/NAME` and the declaration reads
+            `${keyring:mcp-manager/NAME}` instead of `${env:NAME}`.
+            `keychain(reference)` is what the keychain already holds there
+            (None: nothing): a name holding another value is never taken, so
+            an import cannot overwrite a secret another server reads.
     """
 
     def __init__(
-        self, home: Path, store: Callable[[str, str], object] | None = None
+        self, home: Path, keychain: Callable[[str], str | None] | None = None
     ) -> None:
         self._home = home
-        self._store = store
+        self._keychain = keychain
+        self.to_store: list[tuple[str, str]] = []
+        """(reference, value) for the keychain, not stored yet: the caller
+        stores them once the import is written (a preview stores nothing)."""
         self._values: dict[str, str] = {}  # variable -> the secret it stands for
         self.exports: list[Export] = []
         """Variables to export before starting the daemon, in order found."""
@@ -388,18 +394,23 @@ class Translator:
         while True:
             for name in candidates:
                 held = self._values.get(name)
-                if held is None or held == value:
-                    stored = self._store is not None
+                if held is not None and held != value:
+                    continue
+                if self._keychain is None:
                     if held is None:
                         self._values[name] = value
-                        if self._store is not None:
-                            self._store(f"{KEYCHAIN_SERVICE}/{name}", value)
-                        self.exports.append(
-                            Export(name, where, secret=True, stored=stored)
-                        )
-                    if stored:
-                        return f"${{keyring:{KEYCHAIN_SERVICE}/{name}}}"
+                        self.exports.append(Export(name, where, secret=True))
                     return f"${{env:{name}}}"
+                reference = f"{KEYCHAIN_SERVICE}/{name}"
+                if held is None:
+                    there = self._keychain(reference)
+                    if there is not None and there != value:
+                        continue  # another server's secret: keep it
+                    self._values[name] = value
+                    if there is None:
+                        self.to_store.append((reference, value))
+                    self.exports.append(Export(name, where, secret=True, stored=True))
+                return f"${{keyring:{reference}}}"
             candidates = [f"{base}_{n}"]
             n += 1
 

@@ -203,6 +203,23 @@ def in_clear(backend: str) -> str | None:
     )
 
 
+def held(reference: str) -> str | None:
+    """What the keychain holds under `SERVICE/NAME` (None: nothing).
+
+    Raises:
+        ConfigError: No usable keychain.
+    """
+    service, _, name = reference.partition("/")
+    keyring = _keyring()
+    try:
+        value = keyring.get_password(service, name)
+    except keyring.errors.KeyringError as exc:
+        raise ConfigError(
+            f"no keychain to store {reference} in ({type(exc).__name__}: {exc})"
+        ) from None
+    return None if value is None else str(value)
+
+
 def store(reference: str, value: str) -> str:
     """Store `value` in the keychain under `SERVICE/NAME`; returns where.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -192,11 +193,19 @@ def test_import_can_move_the_secrets_it_finds_into_the_keychain(
             }
         )
     )
+    startup = tmp_path / "startup.lua"
+    # a preview (no --write) shows the lines and stores nothing
     assert main(["import", str(client_file), "--keychain"]) == 0
     captured = capsys.readouterr()
     assert "${keyring:mcp-manager/GITHUB_TOKEN}" in captured.out
-    assert "ghp_" not in captured.out + captured.err
-    assert "stored in the OS keychain (PlaintextKeyring)" in captured.err
+    assert "nothing stored: this is a preview" in captured.err
+    assert keyring.get_password("mcp-manager", "GITHUB_TOKEN") is None
+    write = ["import", str(client_file), "--keychain", "--write", "--config"]
+    assert main([*write, str(startup)]) == 0
+    captured = capsys.readouterr()
+    assert "${keyring:mcp-manager/GITHUB_TOKEN}" in startup.read_text()
+    assert "ghp_" not in captured.out + captured.err + startup.read_text()
+    assert "secret(s) in the OS keychain (PlaintextKeyring)" in captured.err
     assert "export" not in captured.err
     assert "warning: the keychain found here is PlaintextKeyring" in captured.err
     stored = keyring.get_password("mcp-manager", "GITHUB_TOKEN")
@@ -208,3 +217,39 @@ def test_import_can_move_the_secrets_it_finds_into_the_keychain(
         assert "nothing was imported" in capsys.readouterr().err
     finally:
         keyring.set_keyring(before)
+
+
+def test_import_never_overwrites_a_secret_the_keychain_holds_for_another_server(
+    keychain: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # an earlier import (or `secret set`) keeps another account's token there
+    keyring.set_password(
+        "mcp-manager", "GITHUB_TOKEN", "ghp_theWorkAccountsTokenXXXXXXXXXXXX"
+    )
+    keyring.set_password("mcp-manager", "SLACK_TOKEN", "xoxb-same-value-123456789012")
+    client_file = tmp_path / "mcp.json"
+    servers = {
+        "gh": {
+            "command": "npx",
+            "env": {"GITHUB_TOKEN": "ghp_thePersonalOneYYYYYYYYYYYYYYYYYY"},
+        },
+        "slack": {
+            "command": "npx",
+            "env": {"SLACK_TOKEN": "xoxb-same-value-123456789012"},
+        },
+    }
+    client_file.write_text(json.dumps({"mcpServers": servers}))
+    startup = tmp_path / "startup.lua"
+    write = ["import", str(client_file), "--keychain", "--write", "--config"]
+    assert main([*write, str(startup)]) == 0
+    text = startup.read_text()
+    assert "${keyring:mcp-manager/GITHUB_TOKEN}" not in text
+    assert "${keyring:mcp-manager/SLACK_TOKEN}" in text  # the same value: shared
+    work = keyring.get_password("mcp-manager", "GITHUB_TOKEN")
+    assert work == "ghp_theWorkAccountsTokenXXXXXXXXXXXX"
+    (reference,) = re.findall(r"\$\{keyring:mcp-manager/(GH[A-Z_0-9]*)\}", text)
+    mine = keyring.get_password("mcp-manager", reference)
+    assert mine == "ghp_thePersonalOneYYYYYYYYYYYYYYYYYY"
+    assert "ghp_" not in "".join(capsys.readouterr())
