@@ -38,6 +38,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..control.paths import find_socket
@@ -146,10 +147,11 @@ def run_import(args: argparse.Namespace) -> int:
             _say(note)
         read.append(servers)
 
-    keychain = None
+    keychain: Callable[[str], str | None] | None = None
     if args.keychain:
-        from ..engine.vault import held as keychain
+        from ..engine.vault import held
 
+        keychain = held
     translator = Translator(Path(os.path.expanduser("~")), keychain)
     messages: list[str] = []
     taken: dict[str, str] = {}  # connection name -> where it was imported from
