@@ -167,6 +167,12 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
                 f"({event.rule}); allow: mcp-manager allow {event.approval}; "
                 f"deny: mcp-manager deny {event.approval}"
             )
+        case ApprovalDecided(verdict="deny", by="deadline"):
+            return f"{n}: call of {event.tool!r} not approved in time"
+        case ApprovalDecided(verdict="deny", by="removal"):
+            return f"{n}: call of {event.tool!r} not run: the server was removed"
+        case ApprovalDecided(verdict="deny", by="withdrawn"):
+            return f"{n}: call of {event.tool!r} withdrawn: its client went away"
         case ApprovalDecided():
             verb = "allowed" if event.verdict == "allow" else "denied"
             scope = "" if event.scope == "once" else f" ({event.scope})"

@@ -404,7 +404,8 @@ class ApprovalAsked(Event):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ApprovalDecided(Event):
     """A call's verdict from the policy: `allow` or `deny`, `by` whom (`hud`,
-    `cli`, `rule FILE:LINE`, `remembered`, `deadline`, `removal`), for `scope` (`once`,
+    `cli`, `rule FILE:LINE`, `remembered`, `deadline`, `removal`, `withdrawn`: its
+    caller went away), for `scope` (`once`,
     `session`: until the daemon stops, `always`: kept with the pins);
     `approval` the id of the question, empty when nobody was asked."""
 

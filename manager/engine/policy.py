@@ -200,6 +200,24 @@ class Policy:
         try:
             with anyio.move_on_after(wait):
                 await waiting.done.wait()
+        except anyio.get_cancelled_exc_class():
+            # the caller went away (a client that hung up, a cancelled
+            # request): nobody waits for this call; the question ends here
+            if not waiting.done.is_set():
+                waiting.verdict, waiting.by = "deny", "withdrawn"
+                who.verdict = f"withdrawn by its caller, rule {decision.where}"
+            self._publish(
+                ApprovalDecided(
+                    name=server,
+                    tool=tool,
+                    verdict=waiting.verdict,
+                    by=waiting.by,
+                    scope=waiting.scope,
+                    approval=approval,
+                    client=who.client,
+                )
+            )
+            raise
         finally:
             del self._waiting[approval]
         self._publish(

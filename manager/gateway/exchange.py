@@ -435,7 +435,7 @@ class Exchange:
             if era in HANDSHAKE_PROTOCOL_VERSIONS:
                 if session is not None:
                     handled = await self._handshake(
-                        scope, send, message, session.decode("latin-1"), accept
+                        scope, receive, send, message, session.decode("latin-1"), accept
                     )
             else:
                 handled = await self._modern(scope, receive, send, message)
@@ -470,7 +470,13 @@ class Exchange:
     # --- handshake era ------------------------------------------------------------
 
     async def _handshake(
-        self, scope: Any, send: Any, message: dict[str, Any], key: str, accept: bytes
+        self,
+        scope: Any,
+        receive: Any,
+        send: Any,
+        message: dict[str, Any],
+        key: str,
+        accept: bytes,
     ) -> bool:
         known = self._sessions.get(key)
         if known is None or not known.ready:
@@ -509,6 +515,11 @@ class Exchange:
         # cancels it where it is, and `AnswerAtStop` answers.
         request_scope: anyio.CancelScope = scope[REQUEST_SCOPE]
         known.in_flight[request_id] = request_scope
+        # A client that hangs up before its answer can be resumed (no event
+        # stream kept for it) will never read it: the request is cancelled, as
+        # 2026-07-28 says of a closed stream, so a call waiting for the user's
+        # approval is not left for an `allow` that runs it for nobody.
+        watcher = watch_beside(_withdraw_on_disconnect(receive, answer, request_scope))
         withdrawn = False
         try:
             try:
@@ -522,6 +533,7 @@ class Exchange:
                 reply = _error(request_id, error)
             finally:
                 dctx.end()
+                watcher.cancel()
                 withdrawn = known.in_flight.pop(request_id, None) is None
                 http_session_alive(self._manager(), key, self._idle_timeout)
         except anyio.get_cancelled_exc_class():
@@ -795,6 +807,20 @@ async def _cancel_on_disconnect(receive: Any, scope: anyio.CancelScope) -> None:
     except Exception:  # the server's own failure: the request is not the client's
         return
     scope.cancel()
+
+
+async def _withdraw_on_disconnect(
+    receive: Any, answer: _Answer, scope: anyio.CancelScope
+) -> None:
+    """Cancel `scope` when the client hangs up before `answer` has an event
+    stream it could resume (`Last-Event-ID`)."""
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception:  # the server's own failure: the request is not the client's
+        return
+    if answer.stream_id is None:
+        scope.cancel()
 
 
 async def _read_body(receive: Any) -> tuple[bytes, bool]:

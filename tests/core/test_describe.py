@@ -7,6 +7,7 @@ from support.events import EXAMPLES
 
 from manager.core.describe import describe, duration
 from manager.core.events import (
+    ApprovalDecided,
     AttemptFailed,
     Event,
     Lost,
@@ -92,3 +93,17 @@ def test_helpers() -> None:
     assert first_line("\n  first \nsecond") == "first"
     assert first_line(None) == ""
     assert list_names(("a", "b", "c"), limit=2) == "a, b, +1 more"
+
+
+@pytest.mark.parametrize(
+    ("by", "said"),
+    [
+        ("deadline", "a: call of 'add' not approved in time"),
+        ("removal", "a: call of 'add' not run: the server was removed"),
+        ("withdrawn", "a: call of 'add' withdrawn: its client went away"),
+        ("cli", "a: call of 'add' denied by cli"),
+    ],
+)
+def test_a_call_that_ends_unapproved_says_why_in_words(by: str, said: str) -> None:
+    event = ApprovalDecided(name="a", tool="add", verdict="deny", by=by)
+    assert describe(event) == said

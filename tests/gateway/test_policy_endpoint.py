@@ -9,9 +9,11 @@ real ones; rules are set as a loaded script sets them.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import anyio
+import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client
@@ -253,3 +255,55 @@ async def test_a_rule_naming_the_exposed_tool_applies_to_the_cli_and_lua_too() -
             await manager.call("a", "echo", {"text": "x"})
         result = await manager.call("a", "add", {"a": 1, "b": 2})  # not that one
         assert not result.is_error
+
+
+async def _initialized(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """A handshake-era session opened by hand; the headers of its requests."""
+    headers = {"accept": "application/json, text/event-stream"}
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    opened = await http.post(url, json=hello, headers=headers)
+    headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+    headers["mcp-protocol-version"] = "2025-11-25"
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await http.post(url, json=note, headers=headers)
+    listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    assert (await http.post(url, json=listed, headers=headers)).status_code == 200
+    return headers
+
+
+async def test_an_http_client_that_hangs_up_withdraws_its_waiting_call() -> None:
+    """A handshake-era HTTP client killed while its call waits for approval
+    never reads the answer (nothing it could resume): the call is withdrawn,
+    its question leaves `pending`, and no later `allow` runs it."""
+    rules = (parse_rule("ask", {"tool": "add", "timeout": 600}, "startup.lua:7"),)
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as (gateway, manager, rec):
+        manager.policy.set_rules(rules, None)
+        url = str(gateway.url)
+        async with httpx2.AsyncClient(timeout=30) as http:
+            headers = await _initialized(http, url)
+            call = {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "a__add", "arguments": {"a": 1, "b": 2}},
+            }
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(http.post, url, json=call, headers=headers))
+                asked = await rec.wait_for("approval_asked", "a")
+                tg.cancel_scope.cancel()  # the client is gone: its socket closes
+        decided = await rec.wait_for("approval_decided", "a", after=asked.seq)
+        assert (decided.verdict, decided.by) == ("deny", "withdrawn")  # type: ignore[attr-defined]
+        assert manager.policy.pending() == []
+        with pytest.raises(KeyError):
+            manager.policy.answer(asked.approval, "allow", "once", by="cli")  # type: ignore[attr-defined]
