@@ -35,8 +35,10 @@ import errno
 import fcntl
 import json
 import os
+import select
 import selectors
 import socket
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -219,6 +221,7 @@ class Bridge:
         self.from_daemon = b""
         self.refused: str | None = None
         self.told_holding = False
+        self.watch_stdout = stdout_fd != stdin_fd and _is_pipe(stdout_fd)
 
     # --- the loop ---------------------------------------------------------------
 
@@ -239,6 +242,8 @@ class Bridge:
                     if key.fd == self.stdin_fd:
                         self._read_client()
                     elif key.fd == self.stdout_fd:
+                        if not self.to_client and _reader_gone(self.stdout_fd):
+                            return 0  # the client exited: nobody waits for answers
                         self._flush_client()
                     elif self.sock is not None and key.fd == self.sock.fileno():
                         if mask & selectors.EVENT_READ:
@@ -264,6 +269,11 @@ class Bridge:
             selector.register(self.stdin_fd, selectors.EVENT_READ)
         if self.to_client:
             selector.register(self.stdout_fd, selectors.EVENT_WRITE)
+        elif not self.stdin_open and self.watch_stdout:
+            # Its stdin ended: a client that only closed it still reads the
+            # answers; one that exited has no reader left on the pipe, which
+            # epoll reports as an error on our end (never as readable).
+            selector.register(self.stdout_fd, selectors.EVENT_READ)
         if self.sock is not None:
             events = selectors.EVENT_READ
             if self.to_daemon:
@@ -480,6 +490,21 @@ class Bridge:
             changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
             self.to_client += json.dumps(changed).encode() + b"\n"
         self._flush_daemon()
+
+
+def _is_pipe(fd: int) -> bool:
+    """Whether `fd` is a pipe (a client's stdout: its reader's exit shows)."""
+    try:
+        return stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def _reader_gone(fd: int) -> bool:
+    """Whether the pipe `fd` writes to has no reader left (POLLERR)."""
+    poll = select.poll()
+    poll.register(fd, 0)  # errors and hang-ups are always reported
+    return any(events & select.POLLERR for _, events in poll.poll(0))
 
 
 def _send(write: Callable[[bytes], int], buffer: bytearray, blocking: bool) -> None:

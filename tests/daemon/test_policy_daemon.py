@@ -5,7 +5,9 @@ user answers an ask with `mcp-manager allow`, and `why` says what was denied.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -122,3 +124,69 @@ async def test_rules_from_the_script_judge_the_cli_and_attach_and_the_user_answe
     assert "not approved in time, rule startup.lua:4" in shown
     assert "allowed by cli (once), rule startup.lua:6" in shown
     assert "rm -rf" not in shown  # argument values are never logged
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+def test_an_attach_client_that_exits_withdraws_its_waiting_call(
+    tmp_path: Path, era: str
+) -> None:
+    """An editor that exits while its call through `attach` waits for
+    approval: the call is withdrawn (gone from `pending`, never run)."""
+    command, args = stdio_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        lua_stdio("a", command, args, "{}") + 'mcp_policy("ask", {timeout = 600})\n'
+    )
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "a__add", "arguments": {"a": 1, "b": 2}},
+    }
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "editor", "version": "1"},
+        },
+    }
+    if era == "2025-11-25":
+        lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call]
+    else:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": era,
+            "io.modelcontextprotocol/clientInfo": {"name": "editor", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        call["params"]["_meta"] = meta  # type: ignore[index]
+        lines = [call]
+    with DaemonThread(script) as daemon:
+        daemon.wait_event("connected", "a")
+        editor = subprocess.Popen(
+            [sys.executable, "-m", "manager", "attach", "--socket", str(daemon.socket)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert editor.stdin is not None
+            for line in lines:
+                editor.stdin.write(json.dumps(line).encode() + b"\n")
+            editor.stdin.flush()
+            asked = daemon.wait_event("approval_asked", "a")
+            # the editor exits: attach reads the end of its stdin and finds
+            # nobody left reading its stdout
+            editor.stdin.close()
+            assert editor.stdout is not None
+            editor.stdout.close()
+            assert editor.wait(timeout=30) == 0
+        finally:
+            editor.kill()
+            editor.wait()
+        decided = daemon.wait_event(
+            "approval_decided", "a", where=lambda e: e["approval"] == asked["approval"]
+        )
+        assert (decided["verdict"], decided["by"]) == ("deny", "withdrawn")
+        assert daemon.client.pending() == []
