@@ -85,11 +85,14 @@ _SECRET_KEY = re.compile(
 _SECRET_VALUE = re.compile(
     r"\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
     r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20}"
-    r"|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
+    r"|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+)"
+    r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
+    r"|\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"
 )
 """Well-known credential shapes (GitHub, OpenAI-style, Slack, AWS, GitLab
-tokens, JWTs, PEM private keys)."""
+tokens, JWTs, PEM private keys, a URL's password). A PEM block starts with
+dashes, so it is outside the word-boundary group (a value that begins with
+it has no word boundary before it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,11 +92,16 @@ def test_a_guard_matches_secret_looking_or_large_arguments_only() -> None:
         {"api_key": "abcdefgh12345"},  # named like one
         {"nested": [{"password": "correct horse"}]},
         {"text": "x" * 300},  # too large
+        {"key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n"},
+        {"content": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"},
+        {"dsn": "postgres://app:s3cret-pw@db.internal:5432/prod"},
     ):
         said = decide(guard, _facts(arguments=arguments), known=known)
         assert said.verdict == "deny", arguments
         assert "hunter2" not in said.reason and "ghp_" not in said.reason
     assert looks_secret({"keyword": "a perfectly fine value"}, None) == ""
+    assert looks_secret({"url": "https://example.com:8443/a@b"}, None) == ""
+    assert looks_secret({"text": "-----BEGIN CERTIFICATE-----"}, None) == ""
 
 
 def test_a_check_may_match_pick_a_verdict_pass_or_fail_into_ask() -> None:
@@ -181,6 +186,8 @@ def test_what_a_question_shows_masks_anything_named_or_shaped_like_a_secret() ->
             "nested": {"api_key": "k", "path": "/src/a.py"},
             "note": "ghp_" + "z" * 36,
             "text": "uses the-users-own-secret here",
+            "content": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n",
+            "url": "https://me:pa55word@git.example.com/r.git",
         },
         known,
     )
@@ -189,4 +196,6 @@ def test_what_a_question_shows_masks_anything_named_or_shaped_like_a_secret() ->
         "nested": {"api_key": "***", "path": "/src/a.py"},
         "note": "***",
         "text": "uses *** here",
+        "content": "***",
+        "url": "***",
     }
