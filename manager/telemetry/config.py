@@ -36,6 +36,16 @@ _DEFAULT_ENDPOINTS: Final = {
     HTTP_PROTOBUF: "http://localhost:4318",
 }
 _KNOWN_EXPORTERS: Final = ("otlp", "console")
+DEFAULT_SAMPLER: Final = "parentbased_always_on"
+SAMPLERS: Final = (
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+)
+"""The OpenTelemetry SDK's own `OTEL_TRACES_SAMPLER` values."""
 
 Signal = Literal["traces", "metrics"]
 
@@ -71,6 +81,8 @@ class TelemetryConfig:
         traces: Trace exporters.
         metrics: Metric exporters.
         warnings: Problems found in the environment (logged once at start).
+        sampler: `OTEL_TRACES_SAMPLER`, one of `SAMPLERS`.
+        sampler_ratio: `OTEL_TRACES_SAMPLER_ARG` of the two ratio samplers.
     """
 
     enabled: bool = True
@@ -80,6 +92,8 @@ class TelemetryConfig:
         default_factory=lambda: SignalConfig(endpoint=_DEFAULT_ENDPOINTS[GRPC])
     )
     warnings: tuple[str, ...] = ()
+    sampler: str = DEFAULT_SAMPLER
+    sampler_ratio: float = 1.0
 
     @property
     def active(self) -> bool:
@@ -117,12 +131,15 @@ class TelemetryConfig:
             name: _signal(environ, name, endpoint, protocol, warnings)
             for name in ("traces", "metrics")
         }
+        sampler, ratio = _sampler(environ, warnings)
         return cls(
             enabled=True,
             service_name=_service_name(environ),
             traces=signals["traces"],
             metrics=signals["metrics"],
             warnings=tuple(warnings),
+            sampler=sampler,
+            sampler_ratio=ratio,
         )
 
 
@@ -174,6 +191,30 @@ def _signal(
     return SignalConfig(
         exporters=tuple(exporters), protocol=protocol, endpoint=endpoint
     )
+
+
+def _sampler(environ: Mapping[str, str], warnings: list[str]) -> tuple[str, float]:
+    """`OTEL_TRACES_SAMPLER` and its ratio (`OTEL_TRACES_SAMPLER_ARG`)."""
+    name = _env(environ, "OTEL_TRACES_SAMPLER").lower() or DEFAULT_SAMPLER
+    if name not in SAMPLERS:
+        warnings.append(
+            f"OTEL_TRACES_SAMPLER: {name!r} is not supported (use "
+            f"{', '.join(SAMPLERS)}); using {DEFAULT_SAMPLER}"
+        )
+        return DEFAULT_SAMPLER, 1.0
+    if not name.endswith("traceidratio"):
+        return name, 1.0
+    arg = _env(environ, "OTEL_TRACES_SAMPLER_ARG")
+    try:
+        ratio = float(arg) if arg else 1.0
+    except ValueError:
+        ratio = -1.0
+    if not 0.0 <= ratio <= 1.0:
+        warnings.append(
+            f"OTEL_TRACES_SAMPLER_ARG: {arg!r} is not a ratio from 0 to 1; using 1"
+        )
+        ratio = 1.0
+    return name, ratio
 
 
 def _protocol(value: str, warnings: list[str]) -> str:

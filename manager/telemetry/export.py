@@ -42,6 +42,13 @@ from opentelemetry.sdk.trace.export import (
     ConsoleSpanExporter,
     SpanExporter,
 )
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    TraceIdRatioBased,
+)
 
 from .. import __version__
 from .config import GRPC, SignalConfig, TelemetryConfig
@@ -206,6 +213,21 @@ async def _in_daemon_thread(
     return finished
 
 
+def build_sampler(name: str, ratio: float) -> Sampler:
+    """The sampler `OTEL_TRACES_SAMPLER` names (`config.SAMPLERS`), built
+    from the SDK's public classes (the SDK reads the variable only when no
+    sampler is given, and ours wraps it: `PauseWhileFailing`)."""
+    base = name.removeprefix("parentbased_")
+    root: Sampler = (
+        ALWAYS_ON
+        if base == "always_on"
+        else ALWAYS_OFF
+        if base == "always_off"
+        else TraceIdRatioBased(ratio)
+    )
+    return ParentBased(root) if name.startswith("parentbased_") else root
+
+
 def build_resource(config: TelemetryConfig) -> Resource:
     """The OTel resource: service name and version, from OTEL_* unless set."""
     resource = Resource.create({SERVICE_VERSION: __version__})
@@ -285,10 +307,13 @@ def build_exporting(config: TelemetryConfig, *, set_global: bool = False) -> Exp
         out.status = ExportStatus(otlp.endpoint, otlp.protocol, endpoints=endpoints)
     resource = build_resource(config)
     if config.traces.exporters:
-        sampler = PauseWhileFailing(out.status) if out.status is not None else None
+        chosen = build_sampler(config.sampler, config.sampler_ratio)
+        sampler = (
+            PauseWhileFailing(out.status, chosen) if out.status is not None else None
+        )
         out.sampler = sampler
         provider = TracerProvider(
-            resource=resource, sampler=sampler, shutdown_on_exit=False
+            resource=resource, sampler=sampler or chosen, shutdown_on_exit=False
         )
         for name in config.traces.exporters:
             try:

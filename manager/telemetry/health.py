@@ -312,15 +312,17 @@ class PauseWhileFailing(Sampler):
         links: Sequence[Link] | None = None,
         trace_state: TraceState | None = None,
     ) -> SamplingResult:
-        if self._status.ok_for("traces") is not False:
-            return self._inner.should_sample(
-                parent_context, trace_id, name, kind, attributes, links, trace_state
-            )
+        chosen = self._inner.should_sample(
+            parent_context, trace_id, name, kind, attributes, links, trace_state
+        )
+        sampled = chosen.decision is Decision.RECORD_AND_SAMPLE
+        if self._status.ok_for("traces") is not False or not sampled:
+            return chosen  # a span `inner` drops is no probe either
         now = self._clock()
         if now - self._probed < self._probe_every:
             return SamplingResult(Decision.DROP)
         self._probed = now
-        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+        return chosen
 
     def quiet(self) -> bool:
         """True while exports fail and no probe is due: no span would be recorded,

@@ -927,3 +927,32 @@ def test_the_relays_send_span_carries_the_current_trace_also_while_quiet() -> No
     with tracing.NO_TRACING.send_span("tools/call", None, "mcp-manager:2", meta):
         pass
     assert meta == {}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("exporter", ["otlp", "console"])
+async def test_otel_traces_sampler_chooses_what_is_recorded(exporter: str) -> None:
+    """`OTEL_TRACES_SAMPLER` is the operator's: `always_off` records no span
+    (not even the probe of a failing collector), a ratio keeps about that
+    share of new traces."""
+    environ = {
+        "OTEL_TRACES_EXPORTER": exporter,
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+        "OTEL_TRACES_SAMPLER": "always_off",
+    }
+    off = build_exporting(TelemetryConfig.from_env(environ))
+    assert off.tracer_provider is not None
+    tracer = off.tracer_provider.get_tracer("t")
+    if off.status is not None:
+        off.status.record(False, "connection refused")  # a probe would be due
+    assert not any(tracer.start_span(f"s{i}").is_recording() for i in range(50))
+    await off.aclose(flush_budget=0.1, shutdown_budget=0.5)
+    environ["OTEL_TRACES_SAMPLER"] = "traceidratio"
+    environ["OTEL_TRACES_SAMPLER_ARG"] = "0.5"
+    half = build_exporting(TelemetryConfig.from_env(environ))
+    assert half.tracer_provider is not None
+    tracer = half.tracer_provider.get_tracer("t")
+    recorded = sum(tracer.start_span(f"s{i}").is_recording() for i in range(400))
+    await half.aclose(flush_budget=0.1, shutdown_budget=0.5)
+    assert 100 < recorded < 300, recorded  # 200 expected; binomial sd 10

@@ -180,3 +180,47 @@ def test_run_and_stdio_take_the_telemetry_flags() -> None:
     defaults = build_parser().parse_args(["run"])
     assert (defaults.otlp_endpoint, defaults.otlp_protocol) == (None, None)
     assert defaults.no_telemetry is False
+
+
+@pytest.mark.parametrize(
+    ("environ", "sampler", "ratio", "warning"),
+    [
+        pytest.param({}, "parentbased_always_on", 1.0, "", id="default"),
+        pytest.param(
+            {"OTEL_TRACES_SAMPLER": "always_off"}, "always_off", 1.0, "", id="off"
+        ),
+        pytest.param(
+            {
+                "OTEL_TRACES_SAMPLER": "ParentBased_TraceIdRatio",
+                "OTEL_TRACES_SAMPLER_ARG": "0.25",
+            },
+            "parentbased_traceidratio",
+            0.25,
+            "",
+            id="ratio",
+        ),
+        pytest.param(
+            {"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"},
+            "traceidratio",
+            1.0,
+            "OTEL_TRACES_SAMPLER_ARG: '2' is not a ratio from 0 to 1; using 1",
+            id="bad-ratio",
+        ),
+        pytest.param(
+            {"OTEL_TRACES_SAMPLER": "jaeger_remote"},
+            "parentbased_always_on",
+            1.0,
+            "OTEL_TRACES_SAMPLER: 'jaeger_remote' is not supported",
+            id="unknown",
+        ),
+    ],
+)
+def test_the_standard_sampler_variables_are_read(
+    environ: dict[str, str], sampler: str, ratio: float, warning: str
+) -> None:
+    config = TelemetryConfig.from_env(environ)
+    assert (config.sampler, config.sampler_ratio) == (sampler, ratio)
+    if warning:
+        assert any(warning in w for w in config.warnings), config.warnings
+    else:
+        assert config.warnings == ()
