@@ -118,6 +118,25 @@ def test_otel_exporters_still_keep_their_preferences() -> None:
     assert got_aggregation[Counter] is aggregation[Counter], compat.WHY
 
 
+def test_otel_batch_span_processors_still_keep_their_queue() -> None:
+    compat = door("telemetry.compat_otel")
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        InMemorySpanExporter,
+    )
+
+    processor = BatchSpanProcessor(
+        InMemorySpanExporter(), max_queue_size=2, max_export_batch_size=2
+    )
+    try:
+        has(processor, "_batch_processor", compat.WHY)
+        has(processor._batch_processor, "_queue", compat.WHY)
+        has(processor._batch_processor, "_max_queue_size", compat.WHY)
+        assert compat.queue_full(processor) is False, compat.WHY
+    finally:
+        processor.shutdown()  # type: ignore[no-untyped-call]
+
+
 # --- starlette -------------------------------------------------------------------
 
 

@@ -34,6 +34,8 @@ class OtlpStatus(Wire):
         last_error: Why the last failed export failed.
         exports: Exports that worked.
         failures: Exports that failed.
+        spans_lost: Spans recorded and never delivered: in exports that
+            failed, or dropped because the export queue was full.
     """
 
     endpoint: str = ""
@@ -42,6 +44,7 @@ class OtlpStatus(Wire):
     last_error: str | None = None
     exports: int = 0
     failures: int = 0
+    spans_lost: int = 0
 
 
 OTLP_OFF = "off"

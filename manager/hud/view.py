@@ -261,6 +261,8 @@ def _otlp(value: OtlpStatus | str) -> Cell:
         return f"otlp:{where} ✖ failing{count}{because}", "red"
     if value.ok is True:
         done = f" {value.exports} exports" if value.exports else ""
+        if value.spans_lost:
+            return f"otlp:{where} ✔{done}, {value.spans_lost} spans lost", "yellow"
         return f"otlp:{where} ✔{done}", "green"
     return f"otlp:{where} · no export yet", "dim"
 

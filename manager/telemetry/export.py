@@ -51,6 +51,7 @@ from opentelemetry.sdk.trace.sampling import (
 )
 
 from .. import __version__
+from .compat_otel import queue_full
 from .config import GRPC, SignalConfig, TelemetryConfig
 from .health import (
     ExportStatus,
@@ -95,25 +96,42 @@ def is_sdk_ping(span: ReadableSpan) -> bool:
 
 
 class DropSpans(SpanProcessor):
-    """Pass spans on to `inner`, except those `drop` selects (at their end).
+    """Pass spans on to `inner`, except those `drop` selects (at their end);
+    with `status`, a span that pushes another out of `inner`'s full queue is
+    counted lost there (`ExportStatus.lost`).
 
     Args:
         inner: The processor that exports.
         drop: True for a span that must not be exported.
+        status: Where lost spans are counted (None: not counted).
     """
 
     def __init__(
-        self, inner: SpanProcessor, drop: Callable[[ReadableSpan], bool]
+        self,
+        inner: SpanProcessor,
+        drop: Callable[[ReadableSpan], bool],
+        status: ExportStatus | None = None,
     ) -> None:
         self.inner = inner
         self.drop = drop
+        self.status = status
+        self._batch = inner if isinstance(inner, BatchSpanProcessor) else None
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.inner.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if not self.drop(span):
-            self.inner.on_end(span)
+        if self.drop(span):
+            return
+        status, batch = self.status, self._batch
+        if (
+            status is not None
+            and batch is not None
+            and span.context.trace_flags.sampled
+        ):
+            if queue_full(batch):
+                status.lost(1, queue_full=True)
+        self.inner.on_end(span)
 
     def shutdown(self) -> None:
         self.inner.shutdown()
@@ -322,10 +340,11 @@ def build_exporting(config: TelemetryConfig, *, set_global: bool = False) -> Exp
                 logger.warning("trace exporter %s not started: %s", name, exc)
                 continue
             out.exporters.append(exporter)
-            if name == "otlp" and out.status is not None:
-                exporter = TrackedSpanExporter(exporter, out.status)
+            status = out.status if name == "otlp" else None
+            if status is not None:
+                exporter = TrackedSpanExporter(exporter, status)
             provider.add_span_processor(
-                DropSpans(BatchSpanProcessor(exporter), is_sdk_ping)
+                DropSpans(BatchSpanProcessor(exporter), is_sdk_ping, status)
             )
         out.tracer_provider = provider
         if set_global:

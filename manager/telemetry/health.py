@@ -103,6 +103,8 @@ class ExportStatus:
         self.last_error: str | None = None
         self.exports = 0
         self.failures = 0
+        self.spans_lost = 0
+        self._queue_warned_at: float | None = None
         self.closing = False
         self._ok: dict[str, bool] = {}  # by signal: its last export worked
         self._failing: set[str] = set()  # endpoints
@@ -160,6 +162,30 @@ class ExportStatus:
             self.last_error or "export failed",
         )
 
+    def lost(self, count: int, *, queue_full: bool = False) -> None:
+        """`count` spans will never reach the collector: counted (`info`,
+        the HUD), and a full queue while exports work said (at most once in
+        `WARN_AGAIN_AFTER`): the collector is slower than the spans made.
+        Losses while exports fail are the failure already said."""
+        with self._lock:
+            self.spans_lost += count
+            if not queue_full or self.closing or self._ok.get("traces") is False:
+                return
+            now = self._clock()
+            warned = self._queue_warned_at
+            if warned is not None and now - warned < WARN_AGAIN_AFTER:
+                return
+            self._queue_warned_at = now
+            lost = self.spans_lost
+        logger.warning(
+            "OTLP: spans are dropped because the export queue is full (%d lost "
+            "so far; the count is in `info` and the HUD): the collector at %s "
+            "takes them slower than they are made. Raise OTEL_BSP_MAX_QUEUE_SIZE "
+            "(default 2048) or sample fewer (OTEL_TRACES_SAMPLER=traceidratio).",
+            lost,
+            self._endpoints.get("traces", self.endpoint),
+        )
+
     def snapshot(self) -> OtlpStatus:
         """The `otlp` entry of `info`, as it stands."""
         with self._lock:
@@ -170,6 +196,7 @@ class ExportStatus:
                 last_error=self.last_error,
                 exports=self.exports,
                 failures=self.failures,
+                spans_lost=self.spans_lost,
             )
 
 
@@ -182,7 +209,10 @@ class TrackedSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         result = self.inner.export(spans)
-        self._status.record(result is SpanExportResult.SUCCESS)
+        ok = result is SpanExportResult.SUCCESS
+        self._status.record(ok)
+        if not ok:
+            self._status.lost(len(spans))
         return result
 
     def shutdown(self) -> None:
@@ -263,7 +293,7 @@ class LogCapture(logging.Handler):
         if record.levelno < logging.WARNING:
             pass
         elif "Queue full" in message:
-            pass  # a consequence of the failing exports already reported
+            pass  # counted where spans are queued (`export.DropSpans`)
         elif record.name.startswith("opentelemetry.exporter"):
             if status is not None and "shutdown" not in message.lower():
                 signal = "metrics" if "metric" in record.name else "traces"

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,7 +27,12 @@ from mcp.client.streamable_http import streamable_http_client
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
@@ -60,6 +66,7 @@ from manager.engine import tracing
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
 from manager.gateway import EndpointOptions, Gateway
+from manager.hud.view import _otlp
 from manager.telemetry import (
     DropSpans,
     ExportStatus,
@@ -69,7 +76,7 @@ from manager.telemetry import (
 )
 from manager.telemetry.current import CurrentSpans
 from manager.telemetry.export import build_exporting
-from manager.telemetry.health import LogCapture, PauseWhileFailing
+from manager.telemetry.health import LogCapture, PauseWhileFailing, TrackedSpanExporter
 from manager.transport.connect import McpTransport
 
 FAST = {"backoff": {"initial": 0.01, "cap": 0.08}, "ping_interval": 0}
@@ -956,3 +963,65 @@ async def test_otel_traces_sampler_chooses_what_is_recorded(exporter: str) -> No
     recorded = sum(tracer.start_span(f"s{i}").is_recording() for i in range(400))
     await half.aclose(flush_budget=0.1, shutdown_budget=0.5)
     assert 100 < recorded < 300, recorded  # 200 expected; binomial sd 10
+
+
+class _SlowCollector(SpanExporter):
+    """Takes spans only once `open` is set; keeps how many it took."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self.taken = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.open.wait(30)
+        self.taken += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.open.set()
+
+
+def test_every_span_is_delivered_or_counted_lost_and_a_full_queue_is_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No span is silently lost: with a collector slower than the spans made,
+    what the export queue drops is counted (`info`'s `spans_lost`, the HUD)
+    and said once; delivered + lost = made."""
+    status = ExportStatus("http://c:4317", "grpc")
+    status.record(True)  # the collector answers: it is only slow
+    collector = _SlowCollector()
+    processor = BatchSpanProcessor(
+        TrackedSpanExporter(collector, status),
+        max_queue_size=8,
+        max_export_batch_size=4,
+        schedule_delay_millis=60_000,
+    )
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(DropSpans(processor, is_sdk_ping, status))
+    with caplog.at_level(logging.WARNING):
+        tracer = provider.get_tracer("t")
+        for i in range(100):
+            tracer.start_span(f"s{i}").end()
+        collector.open.set()
+        provider.shutdown()
+    lost = status.snapshot().spans_lost
+    assert lost > 0 and collector.taken + lost == 100, (collector.taken, lost)
+    said = [r.getMessage() for r in caplog.records if "queue is full" in r.getMessage()]
+    assert len(said) == 1 and "OTEL_BSP_MAX_QUEUE_SIZE" in said[0], said
+    assert "spans lost" in _otlp(status.snapshot())[0]
+
+
+def test_spans_of_a_failed_export_are_counted_lost() -> None:
+    class Refusing(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.FAILURE
+
+    status = ExportStatus("http://c:4317", "grpc")
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(
+        SimpleSpanProcessor(TrackedSpanExporter(Refusing(), status))
+    )
+    for i in range(3):
+        provider.get_tracer("t").start_span(f"s{i}").end()
+    provider.shutdown()
+    assert status.snapshot().spans_lost == 3
