@@ -548,6 +548,7 @@ class Manager:
                     lambda: spec.annotated(tool, _listed_annotations(conn, tool)),
                     arguments,
                     call_timeout if call_timeout is not None else spec.call_timeout,
+                    lambda: not conn.tools or any(t.name == tool for t in conn.tools),
                 )
             call_id = next(self._call_ids)
             self.bus.publish(CallStarted(name=server, tool=tool, call_id=call_id))

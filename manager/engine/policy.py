@@ -122,6 +122,7 @@ class Policy:
         annotations: Callable[[], Mapping[str, object]],
         arguments: Mapping[str, object] | None,
         limit: float,
+        listed: Callable[[], bool] = lambda: True,
     ) -> None:
         """Let the call go on, or raise `PolicyDenied` (a rule, the user, or
         no answer within `limit` or the rule's `timeout`, the longer).
@@ -129,6 +130,8 @@ class Policy:
         Args:
             annotations: The tool's annotations with the connection's
                 overrides (asked only when a rule looks at them).
+            listed: Whether the server lists `tool` (False: the user is not
+                asked about a tool that is not there; the call is refused).
         """
         if not self.rules:
             return
@@ -162,6 +165,13 @@ class Policy:
             who.verdict = f"allowed, remembered ({scope})"
             self._decided(server, tool, who, "allow", "remembered", scope)
             return
+        if not listed():
+            who.verdict = f"refused: not a listed tool, rule {decision.where}"
+            raise PolicyDenied(
+                f"{server} lists no tool {tool!r}; not sent (the rule at "
+                f"{decision.where} would ask you first): see mcp-manager tools "
+                f"{server}"
+            )
         await self._ask(server, tool, who, decision, facts.arguments, limit)
 
     async def _ask(

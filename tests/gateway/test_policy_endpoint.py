@@ -307,3 +307,17 @@ async def test_an_http_client_that_hangs_up_withdraws_its_waiting_call() -> None
         assert manager.policy.pending() == []
         with pytest.raises(KeyError):
             manager.policy.answer(asked.approval, "allow", "once", by="cli")  # type: ignore[attr-defined]
+
+
+async def test_a_tool_the_server_does_not_list_is_refused_not_asked_about() -> None:
+    """`mcp-manager call a no_such_tool` under an ask rule: nobody is asked
+    to approve a call of a tool that is not there."""
+    rules = (parse_rule("ask", {"server": "a", "timeout": 600}, "startup.lua:7"),)
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as (gateway, manager, rec):
+        manager.policy.set_rules(rules, None)
+        with pytest.raises(PolicyDenied, match="a lists no tool 'no_such_tool'"):
+            await manager.call("a", "no_such_tool", {})
+        assert manager.policy.pending() == []
+        assert rec.of("approval_asked") == []
