@@ -70,10 +70,12 @@ class Caller:
 
 
 class _Waiting:
-    __slots__ = ("asked", "by", "done", "scope", "verdict")
+    __slots__ = ("asked", "by", "done", "facts", "rejudged", "scope", "verdict")
 
-    def __init__(self, asked: ApprovalAsked) -> None:
+    def __init__(self, asked: ApprovalAsked, facts: CallFacts) -> None:
         self.asked = asked
+        self.facts = facts
+        self.rejudged = ""  # after a reload: what the new rules said, and where
         self.done = anyio.Event()
         self.verdict = "deny"
         self.by = "deadline"
@@ -110,8 +112,23 @@ class Policy:
         self._always: set[tuple[str, str]] | None = None
 
     def set_rules(self, rules: tuple[Rule, ...], check: Check | None) -> None:
-        """The rules of a script that loaded, and what runs their checks."""
+        """The rules of a script that loaded, and what runs their checks.
+
+        The calls waiting for an answer are judged again: one the new rules
+        allow or deny ends so (`by` `reload`), one they still ask about waits on.
+        """
         self.rules, self.check = rules, check
+        for waiting in self._waiting.values():
+            if waiting.done.is_set():
+                continue
+            decision = decide(rules, waiting.facts, check, self._secrets)
+            if decision.verdict == "ask":
+                continue
+            waiting.verdict, waiting.by = decision.verdict, "reload"
+            waiting.rejudged = (
+                f"rule at {decision.where}" if decision.rule else "no rule matches"
+            )
+            waiting.done.set()
 
     async def admit(
         self,
@@ -172,7 +189,7 @@ class Policy:
                 f"{decision.where} would ask you first): see mcp-manager tools "
                 f"{server}"
             )
-        await self._ask(server, tool, who, decision, facts.arguments, limit)
+        await self._ask(server, tool, who, decision, facts, limit)
 
     async def _ask(
         self,
@@ -180,7 +197,7 @@ class Policy:
         tool: str,
         who: Caller,
         decision: Decision,
-        arguments: Mapping[str, object],
+        facts: CallFacts,
         limit: float,
     ) -> None:
         rule = decision.rule
@@ -201,10 +218,10 @@ class Policy:
             approval=approval,
             client=who.client,
             rule=why,
-            arguments=self._shown(arguments),
+            arguments=self._shown(facts.arguments),
             deadline=self._clock() + wait,
         )
-        waiting = _Waiting(asked)
+        waiting = _Waiting(asked, facts)
         self._waiting[approval] = waiting
         self._publish(asked)
         try:
@@ -255,6 +272,11 @@ class Policy:
                 raise PolicyDenied(
                     f"{server} was removed from the config while the call waited "
                     f"for approval (policy rule at {decision.where}); not sent"
+                )
+            if waiting.by == "reload":
+                raise PolicyDenied(
+                    f"denied by the policy reloaded while the call waited for "
+                    f"approval ({waiting.rejudged}); not sent"
                 )
             if waiting.by == "deadline":
                 raise PolicyDenied(

@@ -9,6 +9,7 @@ real ones; rules are set as a loaded script sets them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -22,7 +23,7 @@ from memory import MemoryServers
 from support.gateway import demo_memory, running_gateway, text_of
 
 from manager.core.errors import PolicyDenied
-from manager.core.events import ApprovalAsked
+from manager.core.events import ApprovalAsked, Event
 from manager.core.policy import parse_rule
 from manager.core.profile import parse_profile
 from manager.engine.calllog import read
@@ -321,3 +322,56 @@ async def test_a_tool_the_server_does_not_list_is_refused_not_asked_about() -> N
             await manager.call("a", "no_such_tool", {})
         assert manager.policy.pending() == []
         assert rec.of("approval_asked") == []
+
+
+async def test_a_reload_judges_the_waiting_calls_again() -> None:
+    """Rules changed while calls wait for approval: a call the new rules deny
+    ends denied, one they allow runs, one they still ask about waits on."""
+    ask = parse_rule("ask", {"server": "a", "timeout": 600}, "startup.lua:7")
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as (gateway, manager, rec):
+        manager.policy.set_rules((ask,), None)
+        got: dict[str, object] = {}
+
+        async def call(tool: str, arguments: dict[str, Any]) -> None:
+            try:
+                got[tool] = await manager.call("a", tool, arguments)
+            except PolicyDenied as exc:
+                got[tool] = exc
+
+        def asked_about(tool: str) -> Callable[[Event], bool]:
+            return lambda e: getattr(e, "tool", None) == tool
+
+        def decided_on(tool: str) -> Any:
+            return rec.wait_for("approval_decided", "a", where=asked_about(tool))
+
+        async with anyio.create_task_group() as tg:
+            for tool, arguments in (("add", {"a": 1, "b": 2}), ("echo", {"text": "x"})):
+                tg.start_soon(call, tool, arguments)
+                await rec.wait_for("approval_asked", "a", where=asked_about(tool))
+            tg.start_soon(call, "pid", {})
+            pid = await rec.wait_for("approval_asked", "a", where=asked_about("pid"))
+            manager.policy.set_rules(
+                (
+                    parse_rule("deny", {"tool": "add"}, "startup.lua:3"),
+                    parse_rule("ask", {"tool": "pid"}, "startup.lua:4"),
+                ),
+                None,
+            )
+            await decided_on("add")
+            await decided_on("echo")
+            assert [a.tool for a in manager.policy.pending()] == ["pid"]
+            manager.policy.answer(pid.approval, "deny", "once", by="cli")  # type: ignore[attr-defined]
+        assert isinstance(got["add"], PolicyDenied)
+        assert "denied by the policy reloaded" in str(got["add"])
+        assert "rule at startup.lua:3" in str(got["add"])
+        echoed = got["echo"]
+        assert not isinstance(echoed, PolicyDenied) and not echoed.is_error  # type: ignore[attr-defined]
+        assert isinstance(got["pid"], PolicyDenied)
+        decided = [(e.tool, e.verdict, e.by) for e in rec.of("approval_decided")]  # type: ignore[attr-defined]
+        assert sorted(decided) == [
+            ("add", "deny", "reload"),
+            ("echo", "allow", "reload"),
+            ("pid", "deny", "cli"),
+        ]
