@@ -171,6 +171,8 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
             return f"{n}: call of {event.tool!r} not approved in time"
         case ApprovalDecided(verdict="deny", by="removal"):
             return f"{n}: call of {event.tool!r} not run: the server was removed"
+        case ApprovalDecided(verdict="deny", by="stop"):
+            return f"{n}: call of {event.tool!r} not run: mcp-manager stopped"
         case ApprovalDecided(verdict="deny", by="withdrawn"):
             return f"{n}: call of {event.tool!r} withdrawn: its client went away"
         case ApprovalDecided():

@@ -405,7 +405,8 @@ class ApprovalAsked(Event):
 class ApprovalDecided(Event):
     """A call's verdict from the policy: `allow` or `deny`, `by` whom (`hud`,
     `cli`, `rule FILE:LINE`, `remembered`, `deadline`, `removal`, `withdrawn`: its
-    caller went away, `reload`: the rules reloaded while it waited), for `scope` (`once`,
+    caller went away, `reload`: the rules reloaded while it waited, `stop`: the
+    daemon stopped), for `scope` (`once`,
     `session`: until the daemon stops, `always`: kept with the pins);
     `approval` the id of the question, empty when nobody was asked."""
 

@@ -215,6 +215,7 @@ class Manager:
     ) -> bool | None:
         """Stop every connection in parallel; each teardown is bounded."""
         assert self._tg is not None
+        self.policy.stop()  # before the removals: said as a stop, not a removal
         for name in list(self._conns):
             self.remove(name)
         self._calls_scope.cancel()  # the last rows are written on the way out

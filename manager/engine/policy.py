@@ -265,6 +265,8 @@ class Policy:
             if waiting.by == "deadline"
             else "the server was removed"
             if waiting.by == "removal"
+            else "the daemon stopped"
+            if waiting.by == "stop"
             else f"denied by {waiting.by}"
         ) + f", rule {decision.where}"
         if waiting.verdict != "allow":
@@ -272,6 +274,11 @@ class Policy:
                 raise PolicyDenied(
                     f"{server} was removed from the config while the call waited "
                     f"for approval (policy rule at {decision.where}); not sent"
+                )
+            if waiting.by == "stop":
+                raise PolicyDenied(
+                    "mcp-manager stopped while the call waited for approval "
+                    f"(policy rule at {decision.where}); not sent"
                 )
             if waiting.by == "reload":
                 raise PolicyDenied(
@@ -293,6 +300,13 @@ class Policy:
         for waiting in list(self._waiting.values()):
             if waiting.asked.name == server and not waiting.done.is_set():
                 waiting.verdict, waiting.by = "deny", "removal"
+                waiting.done.set()
+
+    def stop(self) -> None:
+        """The daemon stops: every call waiting for an answer ends unsent."""
+        for waiting in self._waiting.values():
+            if not waiting.done.is_set():
+                waiting.verdict, waiting.by = "deny", "stop"
                 waiting.done.set()
 
     def pending(self) -> list[ApprovalAsked]:

@@ -101,6 +101,7 @@ def test_helpers() -> None:
         ("deadline", "a: call of 'add' not approved in time"),
         ("removal", "a: call of 'add' not run: the server was removed"),
         ("withdrawn", "a: call of 'add' withdrawn: its client went away"),
+        ("stop", "a: call of 'add' not run: mcp-manager stopped"),
         ("cli", "a: call of 'add' denied by cli"),
     ],
 )

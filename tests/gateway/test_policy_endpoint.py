@@ -375,3 +375,25 @@ async def test_a_reload_judges_the_waiting_calls_again() -> None:
             ("echo", "allow", "reload"),
             ("pid", "deny", "cli"),
         ]
+
+
+async def test_a_call_waiting_when_the_daemon_stops_is_told_so() -> None:
+    ask = parse_rule("ask", {"server": "a", "timeout": 600}, "startup.lua:7")
+    got: list[BaseException] = []
+
+    async def call(manager: Any) -> None:
+        try:
+            await manager.call("a", "add", {"a": 1, "b": 2})
+        except PolicyDenied as exc:
+            got.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        async with running_gateway(
+            [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+        ) as (gateway, manager, rec):
+            manager.policy.set_rules((ask,), None)
+            tg.start_soon(call, manager)
+            await rec.wait_for("approval_asked", "a")
+    (stopped,) = got
+    assert "mcp-manager stopped while the call waited for approval" in str(stopped)
+    assert "removed" not in str(stopped)
