@@ -6,6 +6,7 @@ yields an `Upstream`. Nothing here imports the `mcp` SDK.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ __all__ = [
     "ToolInfo",
     "Transport",
     "Upstream",
+    "unlinked",
 ]
 
 EXIT_CODE_WAIT = 0.5
@@ -264,6 +266,27 @@ server that refuses the handshake is met in."""
 LINK_META_KEY = "mcp-manager/request"
 """`_meta` key we put on a request to an upstream that may ask the client
 something mid-request: a token naming the downstream request it serves."""
+
+_LINK_BYTES = LINK_META_KEY.encode()
+
+
+def unlinked(message: bytes) -> bytes:
+    """`message` (one JSON-RPC message, maybe with its line end) without our
+    `LINK_META_KEY`: the token is for us (it names a downstream request to
+    the transport that sends it), never for the server."""
+    if _LINK_BYTES not in message:
+        return message
+    try:
+        parsed = json.loads(message)
+        meta = parsed["params"]["_meta"]
+        del meta[LINK_META_KEY]
+    except (ValueError, KeyError, TypeError):
+        return message  # the words in an argument, not our token
+    if not meta:
+        del parsed["params"]["_meta"]
+    end = b"\n" if message.endswith(b"\n") else b""
+    return json.dumps(parsed, separators=(",", ":"), ensure_ascii=False).encode() + end
+
 
 LINKS_KEPT = 1000
 """Server request ids remembered per session until their callback asks."""

@@ -48,7 +48,7 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic_core import PydanticSerializationError, to_json
 
-from .base import ProgressCallback
+from .base import LINK_META_KEY, ProgressCallback
 from .waits import settled, wake
 
 __all__ = [
@@ -161,6 +161,7 @@ class StdioRelay:
         if self._closed:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
         meta = dict(params.get("_meta") or {})
+        meta.pop(LINK_META_KEY, None)  # ours: a pipe links nothing (`unlinked`)
         body = dumps({k: v for k, v in params.items() if k != "_meta"})
         request_id = f"{_ID_PREFIX}{next(self._ids)}"
         waiter = _Waiter(progress)

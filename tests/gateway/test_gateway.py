@@ -294,6 +294,32 @@ async def test_trace_context_is_forwarded_and_hop_only_meta_is_not(
 
 
 @pytest.mark.anyio
+async def test_no_server_sees_the_link_a_call_of_a_client_that_can_be_asked_carries(
+    read_only_web: HttpServerProcess,
+) -> None:
+    """A client that can be asked things mid-call gets a token on its calls
+    (`LINK_META_KEY`) so a server's question finds it; the token is ours: no
+    server sees it in `_meta`, over stdio (both eras) or HTTP (both eras)."""
+
+    async def elicited(context: object, params: object) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    specs = [parse_spec("web", read_only_web.url, FAST), demo_stdio("pipe")]
+    async with running_gateway(specs, wait_for=["web", "pipe"]) as (gateway, _, _):
+        for mode in ("legacy", "auto"):
+            async with Client(
+                str(gateway.url), mode=mode, elicitation_callback=elicited
+            ) as client:
+                for name in ("web__meta", "pipe__meta"):
+                    seen = json.loads(text_of(await client.call_tool(name, {})))
+                    assert not any("mcp-manager" in key for key in seen), (
+                        mode,
+                        name,
+                        seen,
+                    )
+
+
+@pytest.mark.anyio
 async def test_upstream_progress_reaches_the_downstream_caller(
     read_only_web: HttpServerProcess,
 ) -> None:

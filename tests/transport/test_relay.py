@@ -28,7 +28,7 @@ from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
 from manager.gateway import EndpointOptions, Gateway
-from manager.transport.base import Upstream
+from manager.transport.base import LINK_META_KEY, Upstream, unlinked
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -311,3 +311,20 @@ async def test_through_the_endpoint_relayed_results_and_errors_reach_the_client(
             )
             assert _seen(other.model_dump(by_alias=True))["args"] == {"text": "x"}
         await gateway.aclose()
+
+
+def test_unlinked_takes_our_token_out_and_leaves_anything_else_as_it_was() -> None:
+    def line(message: object) -> bytes:
+        return json.dumps(message).encode() + b"\n"
+
+    linked = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    alone = {**linked, "params": {"name": "t", "_meta": {LINK_META_KEY: "x"}}}
+    assert json.loads(unlinked(line(alone))) == {**linked, "params": {"name": "t"}}
+    assert unlinked(line(alone)).endswith(b"\n")
+    beside = {"name": "t", "_meta": {LINK_META_KEY: "x", "traceparent": "00-a"}}
+    got = json.loads(unlinked(json.dumps({**linked, "params": beside}).encode()))
+    assert got["params"]["_meta"] == {"traceparent": "00-a"}
+    # the words in an argument are the caller's: the message is untouched
+    words = line({**linked, "params": {"arguments": {"text": LINK_META_KEY}}})
+    assert unlinked(words) is words
+    assert unlinked(b"not json mcp-manager/request") == b"not json mcp-manager/request"

@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ...core.redact import redact_url
 from ...core.spec import ConnectionSpec
-from ..base import LINK_META_KEY, Refusal, RequestLinks, Streams
+from ..base import LINK_META_KEY, Refusal, RequestLinks, Streams, unlinked
 from ..relay import NO_SEND_SPAN, SendSpan
 from .pool import PoolTransport
 from .relay import HttpRelay, JsonLines
@@ -84,6 +84,9 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
         self._refusals = refusals
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        token = _link_token(request) if request.method == "POST" else None
+        if token is not None:
+            request = _unlinked(request)  # the token is ours, not the server's
         response = await self._inner.handle_async_request(request)
         if response.status_code in (401, 403) and self._refusals is not None:
             # The SDK turns these into "Server returned an error response":
@@ -98,7 +101,6 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
         if request.method == "POST":
             if _reusable(response):
                 response.stream = _DrainOnClose(response.stream)
-            token = _link_token(request) if self._links is not None else None
             kind = response.headers.get("content-type", "")
             if (
                 kind.startswith("application/json")
@@ -108,8 +110,11 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
                 # 2026-07-28 entry): the events the SDK's client reads.
                 response.stream = _JsonLinesAsEvents(response.stream)
                 response.headers["content-type"] = kind = "text/event-stream"
-            if token is not None and kind.startswith("text/event-stream"):
-                assert self._links is not None
+            if (
+                token is not None
+                and self._links is not None
+                and kind.startswith("text/event-stream")
+            ):
                 response.stream = _LinkingStream(response.stream, self._links, token)
         elif request.method == "GET" and response.status_code == 200:
             response.stream = _WatchedStream(response.stream, self._on_event_stream_end)
@@ -322,6 +327,19 @@ def _link_token(request: httpx2.Request) -> str | None:
     except (ValueError, KeyError, TypeError):
         return None
     return token if isinstance(token, str) else None
+
+
+def _unlinked(request: httpx2.Request) -> httpx2.Request:
+    """`request` with its body `unlinked` (and its length said anew)."""
+    body = unlinked(request.content)
+    headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
+    return httpx2.Request(
+        request.method,
+        request.url,
+        headers=headers,
+        content=body,
+        extensions=request.extensions,
+    )
 
 
 class _LinkingStream(httpx2.AsyncByteStream):

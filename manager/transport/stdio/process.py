@@ -35,7 +35,7 @@ from ...core.errors import (
 )
 from ...core.sandbox import rules
 from ...core.spec import ConnectionSpec
-from ..base import EXIT_CODE_WAIT, Hooks, LossReport, Streams
+from ..base import EXIT_CODE_WAIT, Hooks, LossReport, Streams, unlinked
 from ..compat_anyio import release_process, write_at_once
 from ..relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from ..signals import LostSignal
@@ -508,9 +508,11 @@ class _StdinWriter:
         await self.send_line(data.encode() + b"\n")
 
     async def send_line(self, data: bytes) -> None:
-        """Write one JSON-RPC line (the relay's requests come this way too)."""
+        """Write one JSON-RPC line (the relay's requests come this way too),
+        without our link token (`unlinked`): a pipe links nothing."""
         if self._closed:
             raise anyio.ClosedResourceError
+        data = unlinked(data)
         try:
             if not write_at_once(self._stdin, data):
                 await self._stdin.send(data)
