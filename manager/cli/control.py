@@ -250,12 +250,31 @@ def _since(text: str) -> float | str:
     return time.time() - float(number) * _UNITS[unit]
 
 
+def _exposed_tool(client: ControlClient, name: str) -> tuple[str, str] | None:
+    """The (server, tool) behind a tool's exposed name (`demo__pid`, as
+    clients and `mcp-manager tools` show it); None: no such name, or no daemon."""
+    try:
+        rows = client.catalog("tools")
+    except ControlError:
+        return None
+    for row in rows:
+        if row.exposed == name:
+            return row.server, row.name
+    return None
+
+
 def _cmd_log(args: argparse.Namespace) -> int:
     from ..engine.calllog import read
 
     since = _since(args.since) if args.since else None
     if isinstance(since, str):
         return fail(since)
+    if args.tool is not None and args.server is None and "__" in args.tool:
+        # `--tool demo__pid`: the exposed name, as a client shows it
+        client = ControlClient(find_socket(args.socket))
+        found = _exposed_tool(client, args.tool)
+        if found is not None:
+            args.server, args.tool = found
     policy = getattr(args, "policy", False)
     rows = read(
         _running_log(args.socket),
@@ -369,8 +388,14 @@ def _cmd_grants(args: argparse.Namespace) -> int:
 
 
 def _cmd_revoke(args: argparse.Namespace) -> int:
-    """`revoke SERVER [TOOL]`: its calls are asked again."""
-    gone = ControlClient(find_socket(args.socket)).revoke(args.server, args.tool)
+    """`revoke SERVER [TOOL]` (or the tool's exposed name): its calls are
+    asked again."""
+    client = ControlClient(find_socket(args.socket))
+    if args.tool is None and "__" in args.server:
+        found = _exposed_tool(client, args.server)
+        if found is not None:
+            args.server, args.tool = found
+    gone = client.revoke(args.server, args.tool)
     what = f"{args.server}.{args.tool}" if args.tool else f"{args.server}'s tools"
     if not gone:
         return fail(f"nothing was allowed for {what} (see mcp-manager grants)")
@@ -489,7 +514,11 @@ def add_parsers(
 
     rows = Parser(add_help=False)  # what log and why filter on
     rows.add_argument("--server", metavar="S", help="only this connection's")
-    rows.add_argument("--tool", metavar="T", help="only this tool's (its own name)")
+    rows.add_argument(
+        "--tool",
+        metavar="T",
+        help="only this tool's: its own name, or its exposed one (demo__pid)",
+    )
     rows.add_argument(
         "--since", metavar="AGE", help="only the last AGE: 90s, 15m, 1h, 2d"
     )
@@ -566,7 +595,9 @@ def add_parsers(
         help="take back what allow --always or --session allowed: the tool's "
         "calls are asked again",
     )
-    revoke.add_argument("server", metavar="SERVER")
+    revoke.add_argument(
+        "server", metavar="SERVER", help="a connection, or a tool's exposed name"
+    )
     revoke.add_argument("tool", metavar="TOOL", nargs="?", help="default: every tool")
     revoke.set_defaults(handler=_cmd_revoke)
 

@@ -190,3 +190,38 @@ def test_an_attach_client_that_exits_withdraws_its_waiting_call(
         )
         assert (decided["verdict"], decided["by"]) == ("deny", "withdrawn")
         assert daemon.client.pending() == []
+
+
+async def test_revoke_and_why_take_a_tools_exposed_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`revoke a__add` and `why --tool a__add`: the name clients and
+    `mcp-manager tools` show works where the server's own name does."""
+    command, args = stdio_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        lua_stdio("a", command, args, "{}") + 'mcp_policy("ask", {tool = "add"})\n'
+    )
+    with DaemonThread(script) as daemon:
+        daemon.wait_event("connected", "a")
+        socket = ["--socket", str(daemon.socket)]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                anyio.to_thread.run_sync,
+                lambda: daemon.client.call("a", "add", {"a": 1, "b": 2}),
+            )
+            asked = await anyio.to_thread.run_sync(
+                lambda: daemon.wait_event("approval_asked", "a")
+            )
+            approval = str(asked["approval"])
+            assert main(["allow", approval, "--always", *socket]) == 0
+        capsys.readouterr()
+        assert main(["revoke", "a__add", *socket]) == 0
+        assert capsys.readouterr().out == "a.add: always approval taken back\n"
+        with anyio.fail_after(10):
+            while not any(  # noqa: ASYNC110 - rows are written a batch a second
+                c.get("verdict") for c in daemon.client.details("a").calls
+            ):
+                await anyio.sleep(0.05)
+        assert main(["why", "--tool", "a__add", *socket]) == 0
+        assert "allowed by cli (always)" in capsys.readouterr().out
