@@ -170,6 +170,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(first_line(exc), file=sys.stderr)
         return 1
     from ..core.exposure import prefix_clashes
+    from ..core.sandbox import starved
 
     for clash in prefix_clashes({spec.name: spec.prefix for spec in result.specs}):
         print(f"{path}: warning: {clash}", file=sys.stderr)
@@ -177,6 +178,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         missing = _missing_command(spec)
         if missing is not None:
             print(f"{path}: warning: {spec.name}: {missing}", file=sys.stderr)
+        hungry = starved(spec.command or "", spec.args, spec.sandbox)
+        if spec.transport == "stdio" and hungry is not None:
+            print(f"{path}: warning: {spec.name}: {hungry}", file=sys.stderr)
     names = [spec.name for spec in result.specs]
     for rule in result.rules:
         unmatched = _unmatched_servers(rule.servers, names)

@@ -30,8 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import ConfigError
+from .launch import Launch, parse_launch
 
-__all__ = ["OFF", "SYSTEM_READ", "Sandbox", "parse_sandbox", "rules"]
+__all__ = ["OFF", "SYSTEM_READ", "Sandbox", "parse_sandbox", "rules", "starved"]
 
 SYSTEM_READ = (
     "/usr",
@@ -176,3 +177,50 @@ def rules(
         "write": list(dict.fromkeys(write)),
         "ports": None if sandbox.ports is None else list(sandbox.ports),
     }
+
+
+_CACHES = {
+    "npx": "~/.npm",
+    "bunx": "~/.bun/install/cache",
+    "uvx": "~/.cache/uv",
+    "uv tool run": "~/.cache/uv",
+    "pipx run": "~/.local/pipx",
+}
+"""Where each package runner keeps what it fetched (and must write)."""
+
+REGISTRY_PORT = 443
+
+
+def starved(command: str, args: Sequence[str], sandbox: Sandbox) -> str | None:
+    """Why `sandbox` keeps a package runner (`npx`, `uvx`, ...) from starting
+    its server, if it does: it fetches the package from its registry (HTTPS)
+    and writes its cache at every start not served from that cache. None
+    when nothing is in the way (or the command is no such runner)."""
+    if not sandbox.active:
+        return None
+    launch = parse_launch(command, tuple(args))
+    if not isinstance(launch, Launch) or launch.launcher not in _CACHES:
+        return None
+    cache = _CACHES[launch.launcher]
+    reaches = sandbox.ports is None or REGISTRY_PORT in sandbox.ports
+    writes = any(
+        os.path.expanduser(cache).startswith(os.path.expanduser(w).rstrip("/"))
+        for w in sandbox.write
+    )
+    if reaches and writes:
+        return None
+    lacks = " and ".join(
+        what
+        for what, ok in (
+            (f"no TCP port {REGISTRY_PORT}", reaches),
+            (f"no write to {cache}", writes),
+        )
+        if not ok
+    )
+    return (
+        f"its sandbox allows {lacks}, but {launch.launcher!r} fetches "
+        f"{launch.package} from its registry and caches it there, so the start "
+        f"hangs or fails; give sandbox = {{network = {{{REGISTRY_PORT}}}, read = "
+        f'{{"{cache}"}}, write = {{"{cache}"}}}}, or install the package and '
+        "name its command"
+    )

@@ -44,6 +44,7 @@ from ..core.errors import (
     Disconnected,
     TransportError,
 )
+from ..core.sandbox import starved
 from ..core.spec import ConnectionSpec
 from .base import (
     CATALOG_KINDS,
@@ -537,6 +538,9 @@ async def handshake(
             message += f"; given {took:.0f} s in all while the server was busy"
         if lost.is_set:
             message = f"{message}; {lost.report.reason}"
+        hungry = starved(spec.command or "", spec.args, spec.sandbox)
+        if hungry is not None:
+            message = f"{message}; {hungry}"
         raise ConnectTimeout(message, exit_code=lost.report.exit_code) from None
     except (MCPError, TransportError) as exc:
         if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:

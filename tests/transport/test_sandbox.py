@@ -21,7 +21,9 @@ import pytest
 from fakes import Recorder
 from servers import stdio_command
 
+from manager.cli import main
 from manager.core.errors import ConfigError, ConnectFailed
+from manager.core.sandbox import starved
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
@@ -225,3 +227,49 @@ def test_the_launcher_refuses_what_is_not_a_rule() -> None:
         "net=limited",
     ]
     assert launcher_rules({"read": [], "write": [], "ports": None}) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "sandbox", "lacks"),
+    [
+        ("npx", ["-y", "pkg"], "strict", "no TCP port 443 and no write to ~/.npm"),
+        ("npx", ["-y", "pkg"], {"network": [443]}, "no write to ~/.npm"),
+        ("uvx", ["mcp-server-git"], {"network": "all"}, "no write to ~/.cache/uv"),
+        (
+            "npx",
+            ["-y", "pkg"],
+            {"network": [443], "read": ["~/.npm"], "write": ["~/.npm"]},
+            None,
+        ),
+        ("uvx", ["x"], {"network": "all", "write": ["~/.cache"]}, None),
+        ("/usr/bin/node", ["server.js"], "strict", None),
+        ("npx", ["-y", "pkg"], "off", None),
+    ],
+)
+def test_a_sandbox_that_keeps_a_package_runner_from_its_registry_is_said(
+    command: str, args: list[str], sandbox: object, lacks: str | None
+) -> None:
+    """`npx -y pkg` under `sandbox = "strict"` hangs fetching its package
+    (found by the policy audit: only "no complete handshake within
+    connect_timeout" was said); the reason and the fix are said instead."""
+    spec = parse_spec("s", {"command": command, "args": args}, {"sandbox": sandbox})
+    said = starved(spec.command or "", spec.args, spec.sandbox)
+    if lacks is None:
+        assert said is None
+        return
+    assert said is not None and f"its sandbox allows {lacks}," in said
+    assert "sandbox = {network = {443}" in said
+
+
+def test_check_warns_of_a_sandbox_that_starves_its_package_runner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        'mcp_add("fs", {command = "npx", args = {"-y", "@scope/server"}}, '
+        '{sandbox = "strict"})\n'
+    )
+    assert main(["check", str(script)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: fs: its sandbox allows no TCP port 443" in err
+    assert "'npx' fetches @scope/server from its registry" in err

@@ -33,7 +33,7 @@ from mcp.shared.message import SessionMessage
 from ...core.errors import (
     ConnectFailed,
 )
-from ...core.sandbox import rules
+from ...core.sandbox import rules, starved
 from ...core.spec import ConnectionSpec
 from ..base import EXIT_CODE_WAIT, Hooks, LossReport, Streams, unlinked
 from ..compat_anyio import release_process, write_at_once
@@ -162,6 +162,10 @@ def confinement(
                 problem,
             )
         return [spec.command, *spec.args], None
+    hungry = starved(spec.command, spec.args, sandbox)
+    if hungry is not None and spec.name not in _unconfined_told:
+        _unconfined_told.add(spec.name)
+        logger.warning("%s: %s", spec.name, hungry)
     found = shutil.which(spec.command, path=env.get("PATH")) or spec.command
     tmpdir = tempfile.mkdtemp(prefix=f"mcp-sandbox-{spec.name}-")
     env["TMPDIR"] = tmpdir
