@@ -80,7 +80,9 @@ from .results import ResultStore
 from .status import connection_status
 from .tracing import (
     ERROR_TYPE,
+    GEN_AI_PROMPT_NAME,
     MCP_METHOD_NAME,
+    MCP_RESOURCE_URI,
     NO_TRACING,
     SERVER,
     TRANSPORT,
@@ -624,9 +626,15 @@ class Manager:
             As `call`.
         """
         attributes = {SERVER: server, MCP_METHOD_NAME: method}
-        with self.tracing.span(
-            f"{method} {target}".strip(), attributes, kind="client"
-        ) as span:
+        name = method
+        if method.startswith("resources/"):
+            # a URI is no span name (one name per resource): an attribute
+            attributes[MCP_RESOURCE_URI] = target
+        elif target:
+            name = f"{method} {target}"
+            if method == "prompts/get":
+                attributes[GEN_AI_PROMPT_NAME] = target
+        with self.tracing.span(name, attributes, kind="client") as span:
             conn = self._connection(server)
             what = f"{method} {target}".strip()
             return await self._request(span, conn, what, send, timeout)

@@ -29,9 +29,11 @@ __all__ = [
     "ERROR_TYPE",
     "EXIT_CODE",
     "GEN_AI_OPERATION_NAME",
+    "GEN_AI_PROMPT_NAME",
     "GEN_AI_TOOL_NAME",
     "MCP_METHOD_NAME",
     "MCP_PROTOCOL_VERSION",
+    "MCP_RESOURCE_URI",
     "MCP_SESSION_ID",
     "NETWORK_TRANSPORT",
     "NO_TRACING",
@@ -78,7 +80,9 @@ PID: Final = "process.pid"
 MCP_METHOD_NAME: Final = "mcp.method.name"
 MCP_SESSION_ID: Final = "mcp.session.id"
 MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+MCP_RESOURCE_URI: Final = "mcp.resource.uri"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_PROMPT_NAME: Final = "gen_ai.prompt.name"
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 NETWORK_TRANSPORT: Final = "network.transport"
 SERVER_ADDRESS: Final = "server.address"

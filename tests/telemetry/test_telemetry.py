@@ -20,10 +20,12 @@ from pathlib import Path
 
 import anyio
 import httpx2
+import mcp.types as types
 import pytest
 from fakes import FakeTransport, Recorder
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from memory import MemoryServers, memory_spec
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -829,6 +831,8 @@ def test_the_tracing_seam_uses_the_semantic_convention_names() -> None:
     assert tracing.MCP_SESSION_ID == mcp_attributes.MCP_SESSION_ID
     assert tracing.MCP_PROTOCOL_VERSION == mcp_attributes.MCP_PROTOCOL_VERSION
     assert tracing.GEN_AI_TOOL_NAME == gen_ai_attributes.GEN_AI_TOOL_NAME
+    assert tracing.GEN_AI_PROMPT_NAME == gen_ai_attributes.GEN_AI_PROMPT_NAME
+    assert tracing.MCP_RESOURCE_URI == mcp_attributes.MCP_RESOURCE_URI
     assert tracing.GEN_AI_OPERATION_NAME == gen_ai_attributes.GEN_AI_OPERATION_NAME
     assert tracing.ERROR_TYPE == error_attributes.ERROR_TYPE
     assert tracing.NETWORK_TRANSPORT == network_attributes.NETWORK_TRANSPORT
@@ -1025,3 +1029,39 @@ def test_spans_of_a_failed_export_are_counted_lost() -> None:
         provider.get_tracer("t").start_span(f"s{i}").end()
     provider.shutdown()
     assert status.snapshot().spans_lost == 3
+
+
+@pytest.mark.anyio
+async def test_reads_and_prompts_are_named_as_the_semantic_conventions_say(
+    traced: Traced,
+) -> None:
+    """`resources/read` spans are named by the method alone (a URI would make
+    a span name per resource) with `mcp.resource.uri`; `prompts/get NAME`
+    carries `gen_ai.prompt.name`."""
+    memory = MemoryServers()
+    rec = Recorder(traced.bus)
+    transport = McpTransport(open_streams=memory.open)
+    async with Manager(traced.bus, transport, tracing=traced.telemetry.tracing) as mgr:
+        mgr.add(memory_spec("demo", ping_interval=0))
+        await rec.wait_for("connected", "demo")
+        read = types.ReadResourceRequest(
+            params=types.ReadResourceRequestParams(uri="demo://readme")
+        )
+        prompt = types.GetPromptRequest(
+            params=types.GetPromptRequestParams(name="greet", arguments={"name": "x"})
+        )
+        await mgr.request(
+            "demo",
+            "resources/read",
+            "demo://readme",
+            lambda up, limit: up.send(read, types.ReadResourceResult, limit),
+        )
+        await mgr.request(
+            "demo",
+            "prompts/get",
+            "greet",
+            lambda up, limit: up.send(prompt, types.GetPromptResult, limit),
+        )
+    assert attrs(traced.one("resources/read"))["mcp.resource.uri"] == "demo://readme"
+    assert attrs(traced.one("prompts/get greet"))["gen_ai.prompt.name"] == "greet"
+    assert not [s for s in traced.spans if "demo://" in s.name]
