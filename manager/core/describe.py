@@ -234,8 +234,13 @@ def describe(event: Event, retry: Reconnecting | None = None) -> str:
                 f"{n}: call {event.tool} failed after {event.duration:.2f} s: "
                 f"{first_line(event.error)}"
             )
-        case Lagged():
+        case Lagged(expired=0):
             return f"subscriber {n!r} fell behind and lost {event.dropped} events"
+        case Lagged():
+            return (
+                f"{event.expired} of the events asked for are older than the "
+                "daemon keeps: not shown"
+            )
         case Unrecognized():
             fields = " ".join(f"{k}={first_line(v)}" for k, v in event.fields)
             return f"{n or '-'}: {event.wire_kind} {fields}".rstrip()

@@ -421,13 +421,16 @@ class ApprovalDecided(Event):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Lagged(Event):
-    """Delivered to one subscriber only: it fell behind and lost `dropped` events.
+    """Delivered to one subscriber only: `dropped` events before the next one
+    will never reach it. It fell behind and lost them, or (`expired`, as many
+    of them) it asked for events older than the daemon keeps (`events --since`).
 
     `name` is the subscriber's name.
     """
 
     kind: ClassVar[str] = "lagged"
     dropped: int
+    expired: int = 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

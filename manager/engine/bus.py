@@ -53,6 +53,7 @@ class Subscription:
         self._bus = bus
         self._queue: deque[Event] = deque()
         self._pending_lag = 0
+        self._notice: Lagged | None = None
         self._wakeup: anyio.Event | None = None
         self._closed = False
 
@@ -68,8 +69,16 @@ class Subscription:
             self._wakeup.set()
             self._wakeup = None
 
+    def notice(self, lagged: Lagged) -> None:
+        """A notice for this subscriber alone, received before anything else
+        (outside the queue: a full queue never pushes it out)."""
+        self._notice = lagged
+
     def receive_nowait(self) -> Event | None:
         """The next event (or `Lagged` notice), or None if nothing is queued."""
+        if self._notice is not None:
+            notice, self._notice = self._notice, None
+            return notice
         if self._pending_lag:
             n, self._pending_lag = self._pending_lag, 0
             return Lagged(name=self.name, dropped=n, time=self._bus.now())
@@ -163,6 +172,10 @@ class EventBus:
         if maxlen < 1:
             raise ValueError("maxlen must be >= 1")
         sub = (kind or Subscription)(self, name, maxlen)
+        history = self._history
+        if since is not None and since > 0 and history and history[0].seq > since + 1:
+            gone = history[0].seq - since - 1  # asked for, no longer kept: said
+            sub.notice(Lagged(name=name, dropped=gone, expired=gone, time=self.now()))
         if since is not None:
             for event in self._history:
                 if event.seq > since:

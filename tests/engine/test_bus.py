@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from manager.core.describe import describe
 from manager.core.events import Connecting, Event, Lagged
 from manager.engine.bus import DEFAULT_QUEUE_SIZE, HISTORY, EventBus, Subscription
 
@@ -95,6 +96,26 @@ def test_the_kept_history_is_bounded_and_a_small_queue_reports_the_rest() -> Non
     first = small.receive_nowait()
     assert isinstance(first, Lagged) and first.dropped == HISTORY - 2
     assert [e.seq for e in drain(small)] == [HISTORY + 4, HISTORY + 5]
+
+
+def test_asking_for_events_older_than_kept_is_told_how_many_are_gone() -> None:
+    """`events --since 3` once the history starts at seq 6: a notice says
+    that 2 events asked for are no longer kept, before the kept ones, even
+    when they fill the queue."""
+    bus = make_bus()
+    for i in range(HISTORY + 5):
+        bus.publish(ev(i))
+    late = bus.subscribe("control", maxlen=HISTORY, since=3)
+    first = late.receive_nowait()
+    assert isinstance(first, Lagged)
+    assert (first.dropped, first.expired) == (2, 2)
+    assert "2 of the events asked for are older than the daemon keeps" in describe(
+        first
+    )
+    assert [e.seq for e in drain(late)] == list(range(6, HISTORY + 6))
+    # a subscriber whose `since` is still kept gets no notice
+    kept = bus.subscribe("kept", since=5)
+    assert [e.seq for e in drain(kept)][:2] == [6, 7]
 
 
 def test_subscribe_rejects_a_queue_bound_below_one() -> None:
