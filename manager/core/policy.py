@@ -374,7 +374,11 @@ def _tripped(guard: Guard, facts: CallFacts, known: SecretRegistry | None) -> st
         if key:
             return f"the argument {key!r} looks like a secret"
     if guard.max_bytes is not None:
-        size = len(json.dumps(facts.arguments, default=str).encode())
+        # as sent: compact JSON in UTF-8 (not `\u00e9` escapes, 6 bytes for 2)
+        text = json.dumps(
+            facts.arguments, default=str, ensure_ascii=False, separators=(",", ":")
+        )
+        size = len(text.encode())
         if size > guard.max_bytes:
             return f"the arguments are {size} bytes, more than {guard.max_bytes}"
     return ""

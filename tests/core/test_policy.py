@@ -100,6 +100,20 @@ def test_a_guard_matches_secret_looking_or_large_arguments_only() -> None:
         assert said.verdict == "deny", arguments
         assert "hunter2" not in said.reason and "ghp_" not in said.reason
     assert looks_secret({"keyword": "a perfectly fine value"}, None) == ""
+    # sizes are the wire's: compact UTF-8, 2 bytes for "é" (211 in all)
+    accented = _facts(arguments={"text": "é" * 100})
+    assert (
+        decide(
+            [parse_rule("deny", {"guard": {"max_bytes": 211}}, "f:8")], accented
+        ).verdict
+        == "allow"
+    )
+    assert (
+        decide(
+            [parse_rule("deny", {"guard": {"max_bytes": 210}}, "f:8")], accented
+        ).verdict
+        == "deny"
+    )
     assert looks_secret({"url": "https://example.com:8443/a@b"}, None) == ""
     assert looks_secret({"text": "-----BEGIN CERTIFICATE-----"}, None) == ""
 
