@@ -162,7 +162,7 @@ def _cmd_changes(args: argparse.Namespace) -> int:
     if args.json:
         rows = [event_to_dict(change) for change in changes]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
-        return 0
+        return 1 if changes else 0
     if not changes:
         print("no changed definitions: everything listed matches what was approved")
         return 0
@@ -173,7 +173,7 @@ def _cmd_changes(args: argparse.Namespace) -> int:
         for line in change.diff.splitlines():
             print(f"  {line}")
         print()
-    return 0
+    return 1  # as `pins` and `diff`: something differs from what was approved
 
 
 def _cmd_approve(args: argparse.Namespace) -> int:

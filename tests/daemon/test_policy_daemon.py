@@ -225,3 +225,24 @@ async def test_revoke_and_why_take_a_tools_exposed_name(
                 await anyio.sleep(0.05)
         assert main(["why", "--tool", "a__add", *socket]) == 0
         assert "allowed by cli (always)" in capsys.readouterr().out
+
+
+def test_tools_changed_exits_1_when_a_definition_differs_from_its_pin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As `pins` (and `diff`): a script can tell a changed tool by the exit."""
+    command, args = stdio_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(lua_stdio("a", command, args, "{}"))
+    with DaemonThread(script) as daemon:
+        daemon.wait_event("connected", "a")
+        socket = ["--socket", str(daemon.socket)]
+        assert main(["tools", "--changed", *socket]) == 0
+        daemon.client.call("a", "add_tool", {"name": "extra"})
+        daemon.wait_event("tool_changed", "a")
+        capsys.readouterr()
+        assert main(["tools", "--changed", *socket]) == 1
+        assert "extra" in capsys.readouterr().out
+        assert main(["tools", "--changed", "--json", *socket]) == 1
+        assert main(["approve", "a", *socket]) == 0
+        assert main(["tools", "--changed", *socket]) == 0
