@@ -341,7 +341,8 @@ def read(
         if policy and "verdict" not in columns:
             return []  # a log from before the call policy
         rows = db.execute(
-            f"SELECT * FROM calls WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
+            f"SELECT * FROM calls WHERE {' AND '.join(where)} "
+            "ORDER BY time DESC, id DESC LIMIT ?",
             (*values, limit),
         ).fetchall()
     finally:

@@ -81,6 +81,16 @@ def test_rows_are_written_in_batches_private_and_bounded(tmp_path: Path) -> None
     assert read(tmp_path / "nothing") == []
 
 
+def test_rows_read_in_the_order_the_calls_started(tmp_path: Path) -> None:
+    """A row is written when its call ends: a long call started first and
+    ended last still reads first (the `time` column is its start)."""
+    log = CallLog(tmp_path / "state")
+    log.record(_record("short", at=9e9 + 1))  # ended first
+    log.record(_record("long", at=9e9))  # started first, ended later
+    log.flush()
+    assert [row["tool"] for row in read(tmp_path / "state")] == ["long", "short"]
+
+
 def test_a_full_queue_or_a_bad_disk_drops_and_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
