@@ -133,6 +133,7 @@ def test_otel_batch_span_processors_still_keep_their_queue() -> None:
         has(processor._batch_processor, "_queue", compat.WHY)
         has(processor._batch_processor, "_max_queue_size", compat.WHY)
         assert compat.queue_full(processor) is False, compat.WHY
+        assert compat.queue_length(processor) == 0, compat.WHY
     finally:
         processor.shutdown()  # type: ignore[no-untyped-call]
 

@@ -35,6 +35,7 @@ __all__ = [
     "WHY",
     "preferences",
     "queue_full",
+    "queue_length",
 ]
 
 WHY = (
@@ -56,3 +57,8 @@ def queue_full(processor: BatchSpanProcessor) -> bool:
     """Whether `processor`'s queue is full: the next span queued pushes one out."""
     batch = processor._batch_processor
     return len(batch._queue) >= batch._max_queue_size
+
+
+def queue_length(processor: BatchSpanProcessor) -> int:
+    """How many spans `processor`'s queue holds now."""
+    return len(processor._batch_processor._queue)

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import anyio
 import anyio.to_thread
@@ -51,7 +52,7 @@ from opentelemetry.sdk.trace.sampling import (
 )
 
 from .. import __version__
-from .compat_otel import queue_full
+from .compat_otel import queue_full, queue_length
 from .config import GRPC, SignalConfig, TelemetryConfig
 from .health import (
     ExportStatus,
@@ -97,8 +98,8 @@ def is_sdk_ping(span: ReadableSpan) -> bool:
 
 class DropSpans(SpanProcessor):
     """Pass spans on to `inner`, except those `drop` selects (at their end);
-    with `status`, a span that pushes another out of `inner`'s full queue is
-    counted lost there (`ExportStatus.lost`).
+    with `status`, the spans queued are counted there, and a full queue said
+    (`ExportStatus.queued`): what never reached the exporter is lost.
 
     Args:
         inner: The processor that exports.
@@ -116,6 +117,8 @@ class DropSpans(SpanProcessor):
         self.drop = drop
         self.status = status
         self._batch = inner if isinstance(inner, BatchSpanProcessor) else None
+        if status is not None and self._batch is not None:
+            status.queue_length = partial(queue_length, self._batch)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.inner.on_start(span, parent_context)
@@ -129,8 +132,7 @@ class DropSpans(SpanProcessor):
             and batch is not None
             and span.context.trace_flags.sampled
         ):
-            if queue_full(batch):
-                status.lost(1, queue_full=True)
+            status.queued(full=queue_full(batch))
         self.inner.on_end(span)
 
     def shutdown(self) -> None:

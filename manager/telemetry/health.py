@@ -103,7 +103,11 @@ class ExportStatus:
         self.last_error: str | None = None
         self.exports = 0
         self.failures = 0
-        self.spans_lost = 0
+        self.spans_queued = 0  # spans handed to the export queue
+        self.spans_handed = 0  # spans the queue handed to the exporter
+        self.spans_failed = 0  # of those, in exports that failed
+        self.queue_length: Callable[[], int] = lambda: 0
+        """What the export queue holds now (`export.DropSpans` sets it)."""
         self._queue_warned_at: float | None = None
         self.closing = False
         self._ok: dict[str, bool] = {}  # by signal: its last export worked
@@ -162,21 +166,21 @@ class ExportStatus:
             self.last_error or "export failed",
         )
 
-    def lost(self, count: int, *, queue_full: bool = False) -> None:
-        """`count` spans will never reach the collector: counted (`info`,
-        the HUD), and a full queue while exports work said (at most once in
-        `WARN_AGAIN_AFTER`): the collector is slower than the spans made.
-        Losses while exports fail are the failure already said."""
+    def queued(self, *, full: bool) -> None:
+        """One span goes into the export queue; `full`: it was full, so one
+        is pushed out, which is said while exports work (at most once in
+        `WARN_AGAIN_AFTER`: the collector is slower than the spans made;
+        losses while exports fail are the failure already said)."""
         with self._lock:
-            self.spans_lost += count
-            if not queue_full or self.closing or self._ok.get("traces") is False:
+            self.spans_queued += 1
+            if not full or self.closing or self._ok.get("traces") is False:
                 return
             now = self._clock()
             warned = self._queue_warned_at
             if warned is not None and now - warned < WARN_AGAIN_AFTER:
                 return
             self._queue_warned_at = now
-            lost = self.spans_lost
+            lost = self._spans_lost()
         logger.warning(
             "OTLP: spans are dropped because the export queue is full (%d lost "
             "so far; the count is in `info` and the HUD): the collector at %s "
@@ -185,6 +189,21 @@ class ExportStatus:
             lost,
             self._endpoints.get("traces", self.endpoint),
         )
+
+    def handed(self, count: int, *, ok: bool) -> None:
+        """The queue handed `count` spans to an export (that failed: lost)."""
+        with self._lock:
+            self.spans_handed += count
+            if not ok:
+                self.spans_failed += count
+
+    def _spans_lost(self) -> int:
+        """Spans that will never reach the collector: in failed exports, and
+        pushed out of the full queue (queued, neither handed on nor still
+        there). Exact once the queue is flushed; while a batch is between the
+        queue and the exporter it may count that batch for a moment."""
+        pushed_out = self.spans_queued - self.spans_handed - self.queue_length()
+        return self.spans_failed + max(0, pushed_out)
 
     def snapshot(self) -> OtlpStatus:
         """The `otlp` entry of `info`, as it stands."""
@@ -196,7 +215,7 @@ class ExportStatus:
                 last_error=self.last_error,
                 exports=self.exports,
                 failures=self.failures,
-                spans_lost=self.spans_lost,
+                spans_lost=self._spans_lost(),
             )
 
 
@@ -211,8 +230,7 @@ class TrackedSpanExporter(SpanExporter):
         result = self.inner.export(spans)
         ok = result is SpanExportResult.SUCCESS
         self._status.record(ok)
-        if not ok:
-            self._status.lost(len(spans))
+        self._status.handed(len(spans), ok=ok)
         return result
 
     def shutdown(self) -> None:
