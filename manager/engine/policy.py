@@ -233,6 +233,9 @@ class Policy:
             if not waiting.done.is_set():
                 waiting.verdict, waiting.by = "deny", "withdrawn"
                 who.verdict = f"withdrawn by its caller, rule {decision.where}"
+            raise
+        finally:
+            del self._waiting[approval]
             self._publish(
                 ApprovalDecided(
                     name=server,
@@ -244,20 +247,6 @@ class Policy:
                     client=who.client,
                 )
             )
-            raise
-        finally:
-            del self._waiting[approval]
-        self._publish(
-            ApprovalDecided(
-                name=server,
-                tool=tool,
-                verdict=waiting.verdict,
-                by=waiting.by,
-                scope=waiting.scope,
-                approval=approval,
-                client=who.client,
-            )
-        )
         who.verdict = (
             f"allowed by {waiting.by} ({waiting.scope})"
             if waiting.verdict == "allow"
