@@ -545,7 +545,9 @@ async def _serve(
         daemon.telemetry = telemetry
         if telemetry is not None:
             telemetry.observe_states(
-                lambda: [conn.phase.value for conn in manager.connections()]
+                lambda: [
+                    (conn.name, conn.phase.value) for conn in manager.connections()
+                ]
             )
         async with anyio.create_task_group() as services:
             # Signals before anything else: a SIGTERM while the daemon starts

@@ -83,7 +83,7 @@ class Telemetry:
         )
         self._bus = bus
         self._exporting = exporting
-        self._states: Callable[[], Iterable[str]] | None = None
+        self._states: Callable[[], Iterable[tuple[str, str]]] | None = None
         self._capture: LogCapture | None = None
         self._unlisten = bus.add_listener(self._on_event) if self.active else None
 
@@ -92,8 +92,9 @@ class Telemetry:
         """The `Tracing` for the manager and the daemon (`NO_TRACING` when off)."""
         return self._current if self.active else NO_TRACING
 
-    def observe_states(self, states: Callable[[], Iterable[str]]) -> None:
-        """Tell the connections gauge where to read states (loop thread only)."""
+    def observe_states(self, states: Callable[[], Iterable[tuple[str, str]]]) -> None:
+        """Tell the connection gauges where to read each connection's (name,
+        state) (loop thread only)."""
         self._states = states
 
     def _on_event(self, event: Event) -> None:

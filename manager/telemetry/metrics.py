@@ -1,6 +1,9 @@
 """The daemon's metrics: instruments and the values they observe.
 
 - `mcp.manager.connections` (observable gauge): by `mcp.connection.state`.
+- `mcp.manager.connection.up` (observable gauge): by `mcp.server`, 1 while the
+  connection serves (connected, or idle: it starts at the next request), else
+  0; an alert on one server's `0` needs no join.
 - `mcp.manager.reconnects` (observable counter): by `mcp.server`, `mcp.reconnect.cause`
   (`attempt_failed` or `connection_lost`).
 - `mcp.client.operation.duration` (histogram, s): tool calls, with the MCP
@@ -50,6 +53,9 @@ __all__ = [
 ]
 
 CONNECTIONS: Final = "mcp.manager.connections"
+UP: Final = "mcp.manager.connection.up"
+UP_STATES: Final = frozenset({"connected", "idle"})
+"""The states in which a connection serves requests (`UP` is 1)."""
 RECONNECTS: Final = "mcp.manager.reconnects"
 DROPPED: Final = "mcp.manager.events.dropped"
 AUTH_STEPS: Final = "mcp.manager.auth.steps"
@@ -96,6 +102,7 @@ class Metrics:
 
     def __init__(self, meter: Meter) -> None:
         self._states: Mapping[str, int] = {}
+        self._up: Mapping[str, int] = {}
         self._dropped: Mapping[str, int] = {}
         # Counted here and observed at export time: an SDK counter `add` per
         # retry would be most of telemetry's cost with hundreds of dead upstreams.
@@ -133,6 +140,13 @@ class Metrics:
             unit="{connection}",
             description="Declared connections by state.",
         )
+        meter.create_observable_gauge(
+            UP,
+            callbacks=[self._observe_up],
+            unit="1",
+            description="1 while a connection serves requests (connected or idle), "
+            "else 0.",
+        )
         meter.create_observable_counter(
             DROPPED,
             callbacks=[self._observe_dropped],
@@ -140,17 +154,21 @@ class Metrics:
             description="Events the bus dropped for a subscriber that fell behind.",
         )
 
-    def snapshot(self, states: Iterable[str], dropped: Mapping[str, int]) -> None:
+    def snapshot(
+        self, states: Iterable[tuple[str, str]], dropped: Mapping[str, int]
+    ) -> None:
         """Replace the observed values (call from the event loop)."""
         self.count_states(states)
         self._dropped = dict(dropped)
 
-    def count_states(self, states: Iterable[str]) -> None:
-        """Replace the connections gauge's counts (event loop): at each change
-        of phase, so an export never reports a state the fleet left a second
-        ago."""
-        counts = Counter(states)
+    def count_states(self, states: Iterable[tuple[str, str]]) -> None:
+        """Replace the connections gauges (event loop) from each connection's
+        (name, state): at each change of phase, so an export never reports a
+        state the fleet left a second ago."""
+        named = list(states)
+        counts = Counter(state for _, state in named)
         self._states = {state: counts.get(state, 0) for state in (*STATES, *counts)}
+        self._up = {name: int(state in UP_STATES) for name, state in named}
 
     def record_operation(
         self, duration: float, attributes: Mapping[str, AttributeValue]
@@ -182,6 +200,10 @@ class Metrics:
     def _observe_states(self, options: CallbackOptions) -> Iterator[Observation]:
         for state, count in self._states.items():
             yield Observation(count, {"mcp.connection.state": state})
+
+    def _observe_up(self, options: CallbackOptions) -> Iterator[Observation]:
+        for server, up in self._up.items():
+            yield Observation(up, {SERVER: server})
 
     def _observe_dropped(self, options: CallbackOptions) -> Iterator[Observation]:
         for name, count in self._dropped.items():

@@ -494,7 +494,7 @@ async def test_metrics_count_states_reconnects_and_dropped_events(
     async with Manager(
         traced.bus, FakeTransport(failures=2), tracing=tele.tracing
     ) as m:
-        tele.observe_states(lambda: [c.phase.value for c in m.connections()])
+        tele.observe_states(lambda: [(c.name, c.phase.value) for c in m.connections()])
         m.add(fake_spec("s"))
         m.add(fake_spec("off", enabled=False))
         await rec.wait_for("connected", "s")
@@ -506,6 +506,7 @@ async def test_metrics_count_states_reconnects_and_dropped_events(
             a["mcp.connection.state"]: v
             for a, v in traced.points("mcp.manager.connections")
         }
+        up = {a["mcp.server"]: v for a, v in traced.points("mcp.manager.connection.up")}
     assert states == {
         "connecting": 0,
         "connected": 1,
@@ -515,6 +516,7 @@ async def test_metrics_count_states_reconnects_and_dropped_events(
         "idle": 0,
         "disabled": 1,
     }
+    assert up == {"s": 1, "off": 0}
     reconnects = traced.points("mcp.manager.reconnects")
     assert reconnects == [
         ({"mcp.server": "s", "mcp.reconnect.cause": "attempt_failed"}, 2)
@@ -545,7 +547,7 @@ async def test_the_connections_gauge_follows_each_change_of_phase_between_sweeps
         }
 
     async with Manager(traced.bus, FakeTransport(), tracing=tele.tracing) as m:
-        tele.observe_states(lambda: [c.phase.value for c in m.connections()])
+        tele.observe_states(lambda: [(c.name, c.phase.value) for c in m.connections()])
         m.add(fake_spec("s"))
         await rec.wait_for("connected", "s")
         assert counted() == {"connected": 1}
