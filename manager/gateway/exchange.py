@@ -89,7 +89,8 @@ __all__ = ["LEAN_BODY_LIMIT", "Exchange"]
 logger = logging.getLogger("manager.gateway")
 
 LEAN_BODY_LIMIT = 4 * 1024 * 1024
-"""Bytes of a body read here; a longer one goes to the SDK (which answers 413)."""
+"""Bytes of a body read here; a longer one goes to the SDK (up to
+`options.MAX_REQUEST_BODY`; beyond, 413)."""
 
 _LEAN_METHODS = frozenset(
     {

@@ -30,6 +30,7 @@ from ..core.errors import ControlError
 from .exchange import Exchange
 from .guard import Guard
 from .options import (
+    MAX_REQUEST_BODY,
     SESSION_IDLE_TIMEOUT,
     EndpointError,
     EndpointOptions,
@@ -242,6 +243,7 @@ class HttpEndpoint:
                 enable_dns_rebinding_protection=False
             ),
             session_idle_timeout=SESSION_IDLE_TIMEOUT,
+            max_request_body_size=MAX_REQUEST_BODY,
             # SSE streams a client can resume with Last-Event-ID (SEP-1699).
             event_store=events,
             retry_interval=RETRY_MS,

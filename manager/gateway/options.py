@@ -31,6 +31,7 @@ from ..files import default_state_dir
 __all__ = [
     "EndpointError",
     "EndpointOptions",
+    "MAX_REQUEST_BODY",
     "SESSION_IDLE_TIMEOUT",
     "TOKEN_ENV",
     "TOKEN_FILE",
@@ -47,6 +48,12 @@ TOKEN_ENV = "MCP_MANAGER_TOKEN"
 
 TOKEN_FILE = "endpoint-token"
 """The daemon's own token, in the state directory."""
+
+MAX_REQUEST_BODY = 64 * 1024 * 1024
+"""Bytes of one HTTP request body the endpoint takes (the SDK's default is 4
+MiB): as much as a stdio server's answer (`transport.stdio.process.MAX_LINE`),
+so a tool argument that a server takes straight (a file, as base64) gets
+through us too."""
 
 SESSION_IDLE_TIMEOUT = 30 * 60.0
 """Seconds without a request after which an HTTP session is forgotten (the SDK

@@ -23,6 +23,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from memory import MemoryServers
 from servers import (
     HttpServerFactory,
     HttpServerProcess,
@@ -32,6 +33,7 @@ from servers import (
 from servers.daemon import DaemonProcess
 from support.gateway import (
     FAST,
+    demo_memory,
     demo_stdio,
     raw,
     running_gateway,
@@ -581,3 +583,25 @@ async def test_stdio_mode_serves_mcp_on_its_own_stdin_and_stdout(
             assert text_of(await client.call_tool("fast__echo", {"text": "s"})) == "s"
     text = log.read_text()
     assert "stdio client closed the connection" in text and "stopped" in text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_argument_of_several_megabytes_gets_through_the_http_front(
+    mode: str,
+) -> None:
+    """A 5 MiB argument (a file as base64, say): the SDK's 4 MiB default
+    answered 413 and the client saw -32603 (found by the endpoint audit)."""
+    text = "x" * (5 * 1024 * 1024)
+    async with (
+        running_gateway([demo_memory("a")], wait_for=["a"], memory=MemoryServers()) as (
+            gateway,
+            _,
+            _,
+        ),
+        Client(str(gateway.url), mode=mode) as client,  # type: ignore[arg-type]
+    ):
+        # `pid` ignores what it is not asked for: a small answer (the SDK
+        # client reads no SSE event over 1 MiB, straight or through us)
+        done = await client.call_tool("a__pid", {"padding": text})
+        assert not done.is_error and text_of(done).isdigit()
