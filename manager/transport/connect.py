@@ -69,8 +69,9 @@ from .requests import server_request_callbacks
 from .session import McpSession, handshake, message_handler
 from .side import EraSide, ListSources
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
+from .stdio.confinement import confined_as
 from .stdio.locks import LaunchLocks
-from .stdio.process import confined_as, stdio_streams
+from .stdio.process import stdio_streams
 from .stdio.starts import Slot, StartSlots
 from .tasks import task_claims
 

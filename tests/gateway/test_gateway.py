@@ -599,7 +599,7 @@ async def test_an_argument_of_several_megabytes_gets_through_the_http_front(
             _,
             _,
         ),
-        Client(str(gateway.url), mode=mode) as client,  # type: ignore[arg-type]
+        Client(str(gateway.url), mode=mode) as client,
     ):
         # `pid` ignores what it is not asked for: a small answer (the SDK
         # client reads no SSE event over 1 MiB, straight or through us)

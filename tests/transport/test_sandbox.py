@@ -27,7 +27,7 @@ from manager.core.sandbox import starved
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.stdio.process import LAUNCHER, landlock_abi, launcher_rules
+from manager.transport.stdio.confinement import LAUNCHER, landlock_abi, launcher_rules
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
@@ -132,7 +132,7 @@ def test_sandbox_is_for_stdio_and_says_its_forms() -> None:
 def test_without_landlock_a_sandbox_is_refused_or_said_never_silent(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from manager.transport.stdio import process as stdio
+    from manager.transport.stdio import confinement as stdio
 
     monkeypatch.setattr(stdio, "landlock_abi", lambda: 0)  # an older kernel
     monkeypatch.setattr(stdio, "_unconfined_told", set())

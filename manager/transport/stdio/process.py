@@ -11,17 +11,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import ctypes
-import functools
 import logging
 import os
 import shutil
 import signal
-import sys
-import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import BinaryIO, cast
 
 import anyio
@@ -33,15 +28,15 @@ from mcp.shared.message import SessionMessage
 from ...core.errors import (
     ConnectFailed,
 )
-from ...core.sandbox import rules, starved
 from ...core.spec import ConnectionSpec
 from ..base import EXIT_CODE_WAIT, Hooks, LossReport, Streams, unlinked
 from ..compat_anyio import release_process, write_at_once
 from ..relay import NO_SEND_SPAN, SendSpan, StdioRelay
 from ..signals import LostSignal
 from .children import CHILD_GROUPS
+from .confinement import confinement
 
-__all__ = ["GARBAGE_SAMPLE", "StdoutLines", "confined_as", "stdio_streams"]
+__all__ = ["GARBAGE_SAMPLE", "StdoutLines", "stdio_streams"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +75,7 @@ async def stdio_streams(
     The streams carry the `StdioRelay` for a client's requests (`relay`); the
     server's stdout is read by `StdoutLines`, which hands the relay the lines
     that answer its requests as they arrive. With a `sandbox`, the server is
-    started confined (`confinement`), its private temporary directory
+    started confined (`confinement.confinement`), its private temporary directory
     removed when it stops.
     """
     env = get_default_environment() | dict(spec.env)
@@ -93,107 +88,6 @@ async def stdio_streams(
     finally:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
-
-
-LAUNCHER = Path(__file__).resolve().parents[2] / "confine.py"
-"""The confining launcher (run by path, standard library only)."""
-
-_unconfined_told: set[str] = set()
-
-
-def confined_as(spec: ConnectionSpec) -> str:
-    """How `spec`'s server runs, as status and the HUD say it: "" (not a
-    stdio server), `off`, `landlock` (confined), `refused` (its sandbox is
-    required and cannot be set up: it does not start) or `UNCONFINED: WHY`."""
-    if spec.transport != "stdio":
-        return ""
-    if not spec.sandbox.active:
-        return "off"
-    problem = _cannot_confine(spec)
-    if problem is None:
-        return "landlock"
-    return "refused" if spec.sandbox.required else f"UNCONFINED: {problem}"
-
-
-def _cannot_confine(spec: ConnectionSpec) -> str | None:
-    """Why this machine cannot confine `spec`'s server as declared, if not."""
-    version = landlock_abi()
-    if version < 1:
-        return "this kernel has no Landlock (Linux 5.13+)"
-    if spec.sandbox.ports is not None and version < 4:
-        return f"Landlock ABI {version} cannot limit TCP (needs ABI 4, Linux 6.7)"
-    return None
-
-
-@functools.cache
-def landlock_abi() -> int:
-    """This kernel's Landlock ABI version, 0 without Landlock."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return max(int(libc.syscall(444, None, 0, 1)), 0)
-    except (OSError, AttributeError):
-        return 0
-
-
-def confinement(
-    spec: ConnectionSpec, env: dict[str, str]
-) -> tuple[list[str], str | None]:
-    """The argv that starts `spec`'s server confined (`core.sandbox`), and its
-    private temporary directory (set as `TMPDIR` in `env`); unconfined, said
-    once, where Landlock cannot do it, unless `sandbox_required`.
-
-    Raises:
-        ConnectFailed: The sandbox is required and cannot be set up here.
-    """
-    sandbox = spec.sandbox
-    problem = _cannot_confine(spec)
-    if problem is not None:
-        if sandbox.required:
-            raise ConnectFailed(
-                f"not starting {spec.command!r}: its sandbox is required and cannot "
-                f"be set up: {problem}"
-            )
-        if spec.name not in _unconfined_told:
-            _unconfined_told.add(spec.name)
-            logger.warning(
-                "%s: runs UNCONFINED: its sandbox cannot be set up (%s); set "
-                "sandbox_required = true to refuse to start it instead",
-                spec.name,
-                problem,
-            )
-        return [spec.command, *spec.args], None
-    hungry = starved(spec.command, spec.args, sandbox)
-    if hungry is not None and spec.name not in _unconfined_told:
-        _unconfined_told.add(spec.name)
-        logger.warning("%s: %s", spec.name, hungry)
-    found = shutil.which(spec.command, path=env.get("PATH")) or spec.command
-    tmpdir = tempfile.mkdtemp(prefix=f"mcp-sandbox-{spec.name}-")
-    env["TMPDIR"] = tmpdir
-    confined = rules(
-        sandbox,
-        command_paths=[found, os.path.realpath(found)],
-        args=spec.args,
-        cwd=spec.cwd or os.getcwd(),
-        tmpdir=tmpdir,
-        home=os.path.expanduser("~"),
-    )
-    launcher = [sys.executable, "-I", "-S", str(LAUNCHER), *launcher_rules(confined)]
-    return [*launcher, "--", found, *spec.args], tmpdir
-
-
-def launcher_rules(confined: Mapping[str, object]) -> list[str]:
-    """`core.sandbox.rules` as the launcher's `RULE` arguments (`confine.py`)."""
-    out = [f"read={path}" for path in _strings(confined.get("read"))]
-    out += [f"write={path}" for path in _strings(confined.get("write"))]
-    ports = confined.get("ports")
-    if isinstance(ports, list):
-        out += [f"port={int(port)}" for port in ports]
-        out.append("net=limited")
-    return out
-
-
-def _strings(value: object) -> list[str]:
-    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 @asynccontextmanager
