@@ -30,7 +30,7 @@ from ..core.text import login_command
 from ..transport.base import Upstream
 from ..transport.oauth import NO_LOGIN
 from .connection import Connection
-from .tracing import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Span
+from .tracing import HELD, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Span
 
 __all__ = [
     "CALL_DEADLINE_SLACK",
@@ -48,8 +48,11 @@ CALL_DEADLINE_SLACK = 1.0
 """Seconds added to a call's timeout for our outer deadline (the SDK's fires first)."""
 
 
-async def ready(conn: Connection, clock: Callable[[], float]) -> Upstream:
-    """The live upstream, waiting up to `hold` for a young outage.
+async def ready(
+    conn: Connection, clock: Callable[[], float], span: Span | None = None
+) -> Upstream:
+    """The live upstream, waiting up to `hold` for a young outage; a wait is
+    said on `span` (`HELD`: the seconds the call waited for its server).
 
     Raises:
         ServerUnavailable: Disabled, or not connected within `hold` (or at
@@ -73,8 +76,13 @@ async def ready(conn: Connection, clock: Callable[[], float]) -> Upstream:
     if conn.spec.on_demand and state.outage_since is None:
         wait += conn.spec.connect_timeout  # started by this request: a cold start
     if young and wait > 0:
-        with anyio.move_on_after(wait):
-            await conn.wait_connected()
+        started = clock()
+        try:
+            with anyio.move_on_after(wait):
+                await conn.wait_connected()
+        finally:
+            if span is not None:  # why this call took longer than its server
+                span.set_attribute(HELD, round(clock() - started, 3))
         upstream = conn.upstream
         if upstream is not None and conn.phase is Phase.CONNECTED:
             return upstream

@@ -705,7 +705,7 @@ class Manager:
     ) -> T:
         try:
             with conn.in_use():
-                upstream = await ready(conn, self._clock)
+                upstream = await ready(conn, self._clock, span)
                 describe_session(span, upstream)
                 limit = timeout if timeout is not None else conn.spec.call_timeout
                 # A backstop past the request's own limit (`fail_after` without

@@ -30,6 +30,7 @@ __all__ = [
     "EXIT_CODE",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_PROMPT_NAME",
+    "HELD",
     "GEN_AI_TOOL_NAME",
     "MCP_METHOD_NAME",
     "MCP_PROTOCOL_VERSION",
@@ -81,6 +82,8 @@ MCP_METHOD_NAME: Final = "mcp.method.name"
 MCP_SESSION_ID: Final = "mcp.session.id"
 MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
 MCP_RESOURCE_URI: Final = "mcp.resource.uri"
+HELD: Final = "mcp.manager.held"
+"""Seconds a call waited for its reconnecting server (`hold`) before it was sent."""
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_PROMPT_NAME: Final = "gen_ai.prompt.name"
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"

@@ -446,6 +446,10 @@ async def test_a_call_that_cannot_be_made_records_the_error_type(
     assert attrs(calls["down"])["server.port"] == 1
     assert "down is reconnecting" in (calls["down"].status.description or "")
     assert attrs(calls["held"])["error.type"] == "cancelled"
+    # the wait for the reconnecting server is on the span (why it took long)
+    held = attrs(calls["held"])["mcp.manager.held"]
+    assert isinstance(held, float) and held > 0
+    assert "mcp.manager.held" not in attrs(calls["down"])  # hold = 0: no wait
     (_, count) = next(
         point
         for point in traced.points("mcp.client.operation.duration")
