@@ -589,13 +589,20 @@ class Features:
         self, server: str, level: str, logger_name: str | None, data: object
     ) -> bool:
         """An upstream's log message, in order, to the requests it serves now;
-        its logger named as the server's tools are (`PREFIX/logger`), as sent
-        where the prefix is "" (a bridge)."""
+        its logger named as the server's tools are (`_logger_name`)."""
+        return self.asks.log(
+            server, level, self._logger_name(server, logger_name), data
+        )
+
+    def _logger_name(self, server: str, logger_name: str | None) -> str | None:
+        """An upstream log message's logger as clients see it: named as the
+        server's tools are (`PREFIX/logger`, or `PREFIX`), as sent where the
+        prefix is "" (a bridge)."""
         conn = self.manager.connection(server)
         prefix = conn.spec.prefix if conn is not None else server
         if prefix:
-            logger_name = f"{prefix}/{logger_name}" if logger_name else prefix
-        return self.asks.log(server, level, logger_name, data)
+            return f"{prefix}/{logger_name}" if logger_name else prefix
+        return logger_name or None
 
     async def log_message(
         self, server: str, level: str, logger_name: str, data: str
@@ -620,9 +627,7 @@ class Features:
                             params=types.LoggingMessageNotificationParams(
                                 level=level,  # type: ignore[arg-type]
                                 data=data,
-                                logger=f"{server}/{logger_name}"
-                                if logger_name
-                                else server,
+                                logger=self._logger_name(server, logger_name),
                             )
                         )
                     )

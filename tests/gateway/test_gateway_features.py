@@ -742,3 +742,43 @@ async def test_many_clients_eliciting_at_once_through_one_stdio_server_each_get_
     assert sorted(results) == sorted(f"client{k}" for k in range(clients))
     for name, texts in results.items():
         assert texts == [f'accept: {{"answer": "{name}"}}'] * calls, (name, texts[:3])
+
+
+@pytest.mark.anyio
+async def test_a_log_message_outside_a_call_names_its_logger_as_one_inside_does() -> (
+    None
+):
+    """`PREFIX/logger` (the prefix, not the connection's name), and as the
+    server sent it through a bridge (`prefix = ""`), as straight: no logger
+    stays no logger (found by the endpoint audit)."""
+    import warnings
+
+    from mcp import Client as SdkClient
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    heard: list[str | None] = []
+    got = anyio.Event()
+
+    async def on_log(params: Any) -> None:
+        heard.append(params.logger)
+        if len(heard) == 3:
+            got.set()
+
+    specs = [demo_memory("a", prefix="p"), demo_memory("bridge", prefix="")]
+    async with (
+        running_gateway(specs, wait_for=["a", "bridge"], memory=MemoryServers()) as (
+            gateway,
+            _,
+            _,
+        ),
+        SdkClient(str(gateway.url), mode="legacy", logging_callback=on_log) as client,
+    ):
+        with warnings.catch_warnings():  # logging: deprecated in 2026-07-28
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.session.set_logging_level("debug")
+        await gateway.features.log_message("a", "info", "x", "one")
+        await gateway.features.log_message("bridge", "info", "x", "two")
+        await gateway.features.log_message("bridge", "info", "", "three")
+        with anyio.fail_after(10):
+            await got.wait()
+    assert heard == ["p/x", "x", None]
