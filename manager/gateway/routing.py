@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
 
 import anyio
@@ -112,6 +112,9 @@ class Features:
         """The level servers were last set to (`logging/setLevel`), if any."""
         manager.requests.handler = self.asks.upstream_request
         manager.requests.on_log = self._call_log
+        self.on_free_log: Callable[[str, str, str | None, object], None] | None = None
+        """Takes an upstream log message no request in flight took, as sent
+        (the server's `run` queues it for `log_message`)."""
 
     def _unlinked(self, server: str) -> bool:
         """Whether `server`'s questions name no request: a handshake-era stdio
@@ -589,10 +592,14 @@ class Features:
         self, server: str, level: str, logger_name: str | None, data: object
     ) -> bool:
         """An upstream's log message, in order, to the requests it serves now;
-        its logger named as the server's tools are (`_logger_name`)."""
-        return self.asks.log(
-            server, level, self._logger_name(server, logger_name), data
-        )
+        its logger named as the server's tools are (`_logger_name`). One no
+        request took goes, as sent, to `on_free_log` (every session that asked
+        for its level: `log_message`)."""
+        named = self._logger_name(server, logger_name)
+        taken = self.asks.log(server, level, named, data)
+        if not taken and self.on_free_log is not None:
+            self.on_free_log(server, level, logger_name, data)
+        return taken
 
     def _logger_name(self, server: str, logger_name: str | None) -> str | None:
         """An upstream log message's logger as clients see it: named as the
@@ -605,7 +612,7 @@ class Features:
         return logger_name or None
 
     async def log_message(
-        self, server: str, level: str, logger_name: str, data: str
+        self, server: str, level: str, logger_name: str | None, data: object
     ) -> None:
         """Pass an upstream's log message to the sessions that asked for its level."""
         rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else 0

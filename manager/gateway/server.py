@@ -63,7 +63,6 @@ from ..core.events import (
     Connected,
     Event,
     ResourceUpdated,
-    ServerLog,
     ToolsChanged,
 )
 from ..core.replies import TokenReply
@@ -137,6 +136,17 @@ _TABLE_EVENTS = frozenset(
     }
 )
 """Event kinds after which the tool table (or first-attempt state) may differ."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FreeLog:
+    """An upstream log message no request in flight took, as the server sent
+    it (logger and data unchanged: the bus's `ServerLog` has them as text)."""
+
+    server: str
+    level: str
+    logger: str | None
+    data: object
 
 
 class _WhileRecording:
@@ -233,7 +243,7 @@ class Gateway:
         """One record per downstream session (`sessions.Downstream`), kept by
         one middleware; the hot path (`exchange`) and `Features` read it."""
         self._subscriptions = InMemorySubscriptionBus()
-        self._notices: MemoryObjectSendStream[Event] | None = None
+        self._notices: MemoryObjectSendStream[Event | FreeLog] | None = None
         self.notices_dropped = 0
         self._http: HttpEndpoint | None = None
         self._scope: anyio.CancelScope | None = None
@@ -403,8 +413,11 @@ class Gateway:
     ) -> None:
         """Rebuild the tables after relevant events and notify sessions, and pass
         upstream notifications (resource updates, log messages) on (forever)."""
-        notices, notices_out = anyio.create_memory_object_stream[Event](NOTICE_QUEUE)
+        notices, notices_out = anyio.create_memory_object_stream[Event | FreeLog](
+            NOTICE_QUEUE
+        )
         self._notices = notices
+        self.features.on_free_log = self._free_log
         remove = self._bus.add_listener(self._on_event)
         try:
             self._settle_until = anyio.current_time() + self._list_wait
@@ -435,6 +448,7 @@ class Gateway:
                         await self.downstream.notify_resources_changed()
         finally:
             self.features.asks.spawn = None
+            self.features.on_free_log = None
             self._notices = None
             remove()
 
@@ -452,16 +466,25 @@ class Gateway:
         if event.kind in ("config_loaded", "config_error"):
             self._config_pending = False
             self._dirty.set()  # profiles may have changed: prepare their indexes
-        if self._notices is not None and isinstance(
-            event, (ResourceUpdated, ServerLog, Connected)
-        ):
-            try:
-                self._notices.send_nowait(event)
-            except (anyio.WouldBlock, anyio.ClosedResourceError):
-                self.notices_dropped += 1  # counted; a slow client loses notices
+        if isinstance(event, (ResourceUpdated, Connected)):
+            self._notice(event)
+
+    def _free_log(
+        self, server: str, level: str, logger_name: str | None, data: object
+    ) -> None:
+        """An upstream log message no request took, as the server sent it."""
+        self._notice(FreeLog(server, level, logger_name, data))
+
+    def _notice(self, notice: Event | FreeLog) -> None:
+        if self._notices is None:
+            return
+        try:
+            self._notices.send_nowait(notice)
+        except (anyio.WouldBlock, anyio.ClosedResourceError):
+            self.notices_dropped += 1  # counted; a slow client loses notices
 
     async def _pass_notifications(
-        self, notices: MemoryObjectReceiveStream[Event]
+        self, notices: MemoryObjectReceiveStream[Event | FreeLog]
     ) -> None:
         features = self.features
         async for event in notices:
@@ -470,9 +493,9 @@ class Gateway:
                     await features.resource_updated(event.name, event.uri)
                     exposed = features.resources.exposed_uri(event.name, event.uri)
                     await self._subscriptions.publish(UpdatedOnBus(uri=exposed))
-                case ServerLog(in_call=False):
+                case FreeLog():
                     await features.log_message(
-                        event.name, event.level, event.logger, event.data
+                        event.server, event.level, event.logger, event.data
                     )
                 case Connected():
                     await features.resubscribe(event.name)

@@ -750,17 +750,18 @@ async def test_a_log_message_outside_a_call_names_its_logger_as_one_inside_does(
 ):
     """`PREFIX/logger` (the prefix, not the connection's name), and as the
     server sent it through a bridge (`prefix = ""`), as straight: no logger
-    stays no logger (found by the endpoint audit)."""
+    stays no logger, and structured data stays structured (found by the
+    endpoint audit: text, and the connection's name)."""
     import warnings
 
     from mcp import Client as SdkClient
     from mcp.shared.exceptions import MCPDeprecationWarning
 
-    heard: list[str | None] = []
+    heard: list[tuple[str | None, object]] = []
     got = anyio.Event()
 
     async def on_log(params: Any) -> None:
-        heard.append(params.logger)
+        heard.append((params.logger, params.data))
         if len(heard) == 3:
             got.set()
 
@@ -768,7 +769,7 @@ async def test_a_log_message_outside_a_call_names_its_logger_as_one_inside_does(
     async with (
         running_gateway(specs, wait_for=["a", "bridge"], memory=MemoryServers()) as (
             gateway,
-            _,
+            manager,
             _,
         ),
         SdkClient(str(gateway.url), mode="legacy", logging_callback=on_log) as client,
@@ -776,9 +777,12 @@ async def test_a_log_message_outside_a_call_names_its_logger_as_one_inside_does(
         with warnings.catch_warnings():  # logging: deprecated in 2026-07-28
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await client.session.set_logging_level("debug")
-        await gateway.features.log_message("a", "info", "x", "one")
-        await gateway.features.log_message("bridge", "info", "x", "two")
-        await gateway.features.log_message("bridge", "info", "", "three")
+        # where a connection hands a server's log message (no call in flight)
+        hand = manager.requests.on_log
+        assert hand is not None
+        assert not hand("a", "info", "x", "one")
+        assert not hand("bridge", "info", "x", {"step": 2, "of": 3})
+        assert not hand("bridge", "info", None, "three")
         with anyio.fail_after(10):
             await got.wait()
-    assert heard == ["p/x", "x", None]
+    assert heard == [("p/x", "one"), ("x", {"step": 2, "of": 3}), (None, "three")]
