@@ -141,17 +141,16 @@ class ConfigRunner:
                 secrets=self.manager.secrets,
             )
         except ConfigError as exc:
+            where = _as_given(exc.file, self.path)
             self.last_reload = LastReload(
                 ok=False,
                 time=time.time(),
-                file=exc.file or file,
+                file=where,
                 line=exc.line,
                 message=exc.message,
             )
             self.bus.publish(
-                ConfigRejected(
-                    file=exc.file or file, line=exc.line, message=exc.message
-                )
+                ConfigRejected(file=where, line=exc.line, message=exc.message)
             )
             raise
         old, self.script = self.script, script
@@ -509,3 +508,16 @@ def _digest(path: Path) -> str | None:
                 digest.update(b"\0" + module.name.encode() + b"\0")
                 digest.update(module.read_bytes())
     return digest.hexdigest()
+
+
+def _as_given(file: str | None, script: Path) -> str:
+    """The file an error is in, named as the script was given (as
+    `config_loaded` names it): Lua names its chunks by their bare file name
+    (`startup.lua`, `config/x.lua`), relative to the script's directory."""
+    if not file:
+        return str(script)
+    if Path(file).is_absolute():
+        return file
+    if file == script.name:
+        return str(script)
+    return str(script.parent / file)

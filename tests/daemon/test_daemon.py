@@ -170,6 +170,8 @@ def test_sighup_reloads_and_a_bad_reload_keeps_the_running_set(tmp_path: Path) -
         daemon.signal(signal.SIGHUP)
         error = daemon.wait_event("config_error", after=int(str(loaded["seq"])))
         assert error["line"] == 2 and "command is empty" in str(error["message"])
+        # named as the script was given, as config_loaded names it
+        assert error["file"] == loaded["file"] == str(script)
         names = {row.name: row.state for row in daemon.client.status()}
         assert names == {"a": "connected", "b": "connected"}
 
