@@ -335,6 +335,11 @@ def _say_exports(translator: Translator, backends: set[str] | None) -> None:
     """What the user must export, or what went to the keychain (`backends`:
     where; None for a preview, which stores nothing)."""
     stored = [e for e in translator.exports if e.stored]
+    for reference in translator.kept:
+        _say(
+            f"{reference} already holds another secret in the keychain: kept "
+            "(a server may read it); the one found here takes a name of its own"
+        )
     if stored and backends is None:
         _say(
             f"{len(stored)} secret(s) would go to the OS keychain, read as "

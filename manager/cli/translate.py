@@ -286,6 +286,8 @@ class Translator:
     ) -> None:
         self._home = home
         self._keychain = keychain
+        self.kept: list[str] = []
+        """Keychain names that hold another secret: kept, not overwritten."""
         self.to_store: list[tuple[str, str]] = []
         """(reference, value) for the keychain, not stored yet: the caller
         stores them once the import is written (a preview stores nothing)."""
@@ -405,6 +407,8 @@ class Translator:
                 if held is None:
                     there = self._keychain(reference)
                     if there is not None and there != value:
+                        if reference not in self.kept:
+                            self.kept.append(reference)
                         continue  # another server's secret: keep it
                     self._values[name] = value
                     if there is None:

@@ -252,4 +252,6 @@ def test_import_never_overwrites_a_secret_the_keychain_holds_for_another_server(
     (reference,) = re.findall(r"\$\{keyring:mcp-manager/(GH[A-Z_0-9]*)\}", text)
     mine = keyring.get_password("mcp-manager", reference)
     assert mine == "ghp_thePersonalOneYYYYYYYYYYYYYYYYYY"
-    assert "ghp_" not in "".join(capsys.readouterr())
+    said = capsys.readouterr()
+    assert "ghp_" not in said.out + said.err
+    assert "mcp-manager/GITHUB_TOKEN already holds another secret" in said.err
