@@ -17,6 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from servers import lua_stdio, stdio_command
 from servers.daemon import DaemonThread
+from support.clients import initialize
 
 from manager.cli import main
 from manager.core.errors import CallError
@@ -143,16 +144,7 @@ def test_an_attach_client_that_exits_withdraws_its_waiting_call(
         "method": "tools/call",
         "params": {"name": "a__add", "arguments": {"a": 1, "b": 2}},
     }
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "editor", "version": "1"},
-        },
-    }
+    hello = initialize("editor")
     if era == "2025-11-25":
         lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call]
     else:

@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.client import ConnectMode
 from memory import MemoryServers
+from support.clients import initialize
 from support.gateway import demo_memory, running_gateway, text_of
 
 from manager.core.errors import PolicyDenied
@@ -261,16 +262,7 @@ async def test_a_rule_naming_the_exposed_tool_applies_to_the_cli_and_lua_too() -
 async def _initialized(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
     """A handshake-era session opened by hand; the headers of its requests."""
     headers = {"accept": "application/json, text/event-stream"}
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
+    hello = initialize("raw")
     opened = await http.post(url, json=hello, headers=headers)
     headers["mcp-session-id"] = opened.headers["mcp-session-id"]
     headers["mcp-protocol-version"] = "2025-11-25"

@@ -14,6 +14,21 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 
+def initialize(name: str, request_id: int = 1) -> dict[str, Any]:
+    """A handshake-era `initialize` request of a client named `name`, as a
+    client written by hand sends it (a raw HTTP or stdio peer)."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": name, "version": "1"},
+        },
+    }
+
+
 class Client:
     """What a downstream client received and how it answers requests."""
 
