@@ -307,14 +307,25 @@ def _declared(n: int, tmp_path: Path, marker: str) -> None:
     with DaemonProcess(script) as daemon:
         proc = psutil.Process(daemon.process.pid)
 
+        unsettled: dict[str, str] = {}
+
         def settled() -> bool:
             now = states(daemon)
-            return len(now) == n and all(
-                state == ("connected" if name.startswith("s") else "reconnecting")
+            unsettled.clear()
+            unsettled.update(
+                (name, state)
                 for name, state in now.items()
+                if state != ("connected" if name.startswith("s") else "reconnecting")
             )
+            return len(now) == n and not unsettled
 
-        wait_until(f"{n} declared connections settle", settled, within=60)
+        # Under pytest's 60 s timeout, so that this says which did not settle.
+        try:
+            wait_until(f"{n} declared connections settle", settled, within=50)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}: {dict(list(unsettled.items())[:10])}"
+            ) from None
         fds = proc.num_fds()
         script.write_text("")
         daemon.client.reload()
