@@ -289,9 +289,9 @@ class HttpServerProcess:
                 code = self.returncode
                 self._reap()
                 said = self.log_text()
-                in_use = "address already in use" in said.lower() or (
-                    "EADDRINUSE" in said
-                )
+                # Python's "Address already in use", Node's EADDRINUSE, and the
+                # reference server's own "Port N is already in use"
+                in_use = "already in use" in said.lower() or "EADDRINUSE" in said
                 if self._port_chosen and not self._started_once and in_use:
                     self.port = free_port()  # taken since: another one, once
                     self._port_chosen = False
