@@ -45,6 +45,7 @@ __all__ = [
     "ToolInfo",
     "Transport",
     "Upstream",
+    "take_link",
     "unlinked",
 ]
 
@@ -270,22 +271,29 @@ something mid-request: a token naming the downstream request it serves."""
 _LINK_BYTES = LINK_META_KEY.encode()
 
 
-def unlinked(message: bytes) -> bytes:
-    """`message` (one JSON-RPC message, maybe with its line end) without our
-    `LINK_META_KEY`: the token is for us (it names a downstream request to
-    the transport that sends it), never for the server."""
+def take_link(message: bytes) -> tuple[str | None, bytes]:
+    """Our `LINK_META_KEY` token in `message` (one JSON-RPC message, maybe
+    with its line end), and the message without it: the token is for us (it
+    names a downstream request to the transport that sends it), never for
+    the server. (None, `message`) when it carries none."""
     if _LINK_BYTES not in message:
-        return message
+        return None, message
     try:
         parsed = json.loads(message)
         meta = parsed["params"]["_meta"]
-        del meta[LINK_META_KEY]
-    except (ValueError, KeyError, TypeError):
-        return message  # the words in an argument, not our token
+        token = meta.pop(LINK_META_KEY)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None, message  # the words in an argument, not our token
     if not meta:
         del parsed["params"]["_meta"]
     end = b"\n" if message.endswith(b"\n") else b""
-    return json.dumps(parsed, separators=(",", ":"), ensure_ascii=False).encode() + end
+    body = json.dumps(parsed, separators=(",", ":"), ensure_ascii=False).encode()
+    return (token if isinstance(token, str) else None), body + end
+
+
+def unlinked(message: bytes) -> bytes:
+    """`message` without our link token (`take_link`)."""
+    return take_link(message)[1]
 
 
 LINKS_KEPT = 1000

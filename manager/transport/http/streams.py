@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ...core.redact import redact_url
 from ...core.spec import ConnectionSpec
-from ..base import LINK_META_KEY, Refusal, RequestLinks, Streams, unlinked
+from ..base import Refusal, RequestLinks, Streams, take_link
 from ..relay import NO_SEND_SPAN, SendSpan
 from .pool import PoolTransport
 from .relay import HttpRelay, JsonLines
@@ -84,9 +84,9 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
         self._refusals = refusals
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        token = _link_token(request) if request.method == "POST" else None
-        if token is not None:
-            request = _unlinked(request)  # the token is ours, not the server's
+        token = None
+        if request.method == "POST":
+            token, request = _unlinked(request)  # the token is ours, not the server's
         response = await self._inner.handle_async_request(request)
         if response.status_code in (401, 403) and self._refusals is not None:
             # The SDK turns these into "Server returned an error response":
@@ -313,33 +313,25 @@ class _WatchedStream(_OnceStream):
         self._callback()
 
 
-def _link_token(request: httpx2.Request) -> str | None:
-    """The `LINK_META_KEY` token of a JSON-RPC request body, if it has one."""
+def _unlinked(request: httpx2.Request) -> tuple[str | None, httpx2.Request]:
+    """The `LINK_META_KEY` token of a JSON-RPC POST, and the POST without it
+    (its length said anew); `request` itself when it carries none."""
     try:
         body = request.content
     except httpx2.RequestNotRead:  # a streamed body: not one of our JSON-RPC posts
-        return None
-    if LINK_META_KEY.encode() not in body:
-        return None
-    try:
-        message = json.loads(body)
-        token = message["params"]["_meta"][LINK_META_KEY]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return token if isinstance(token, str) else None
-
-
-def _unlinked(request: httpx2.Request) -> httpx2.Request:
-    """`request` with its body `unlinked` (and its length said anew)."""
-    body = unlinked(request.content)
+        return None, request
+    token, sent = take_link(body)
+    if sent is body:
+        return token, request
     headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
-    return httpx2.Request(
+    stripped = httpx2.Request(
         request.method,
         request.url,
         headers=headers,
-        content=body,
+        content=sent,
         extensions=request.extensions,
     )
+    return token, stripped
 
 
 class _LinkingStream(httpx2.AsyncByteStream):
