@@ -27,8 +27,7 @@ __all__ = [
     "launcher_rules",
 ]
 
-logger = logging.getLogger("manager.transport.stdio.process")
-"""The logger the stdio transport's lines have always come under."""
+logger = logging.getLogger(__name__)
 
 LAUNCHER = Path(__file__).resolve().parents[2] / "confine.py"
 """The confining launcher (run by path, standard library only)."""
