@@ -337,6 +337,10 @@ class _Waiting:
     held: HeldCall | None = None
 
 
+def _times_asked(waiting: _Waiting) -> int:
+    return waiting.held.asked if waiting.held is not None else 0
+
+
 class ClientRequests:
     """Which downstream requests each upstream is serving, and the routing of
     that upstream's own requests to them.
@@ -570,6 +574,12 @@ class ClientRequests:
                 f"mcp-manager did not declare the {wanted} capability",
             )
         held = waiting[0].held
+        if held is not None and len(waiting) > 1:
+            # Which of one client's calls it is, nobody can tell: it goes to
+            # the call asked least so far. A call whose own question went to
+            # another would otherwise collect everyone's rounds and pass its
+            # client's limit (the SDK's Client gives up after 10).
+            held = min(waiting, key=_times_asked).held
         if held is not None:  # a 2026-07-28 client: asked in its next round
             return await held.ask(method, params, result_type, key)
         # On the request's own channel where it has one (stdio, SSE, HTTP with

@@ -92,6 +92,8 @@ class HeldCall:
         self.scope = anyio.CancelScope()
         self.abandoned = False
         """Cancelled because the request waiting for it went away."""
+        self.asked = 0
+        """Questions parked here so far (`ask`)."""
         self.given: dict[str, Any] = {}
         """Answers the client sent before being asked (a stateless client
         may send `inputResponses` with its first request): a question under
@@ -109,6 +111,7 @@ class HeldCall:
             key = secrets.token_hex(6)
         question = _Question(method, params, result_type)
         self._open[key] = question
+        self.asked += 1
         if key in self.given:
             self.answer({key: self.given.pop(key)})
         else:

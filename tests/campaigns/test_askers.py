@@ -27,6 +27,11 @@ from servers.daemon import DaemonProcess, bearer
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
 
 CALLS = 50
+ROUNDS = 3
+"""Input rounds a 2026-07-28 client's call may take. `ask_user` asks once; a
+handshake-era stdio server's question names no call, so one may reach its
+client in another of its calls' rounds, but none collects the others' (the
+SDK's own limit, 10, was passed at af31808)."""
 
 
 @pytest.mark.parametrize("clients", [4, 8])
@@ -54,7 +59,10 @@ async def test_clients_of_both_eras_through_http_and_attach_each_get_theirs(
             where: Any = bearer(url, token) if k % 2 else attach
             mode: Any = "legacy" if k % 4 < 2 else "auto"
             async with Client(
-                where, mode=mode, elicitation_callback=accepting(name)
+                where,
+                mode=mode,
+                elicitation_callback=accepting(name),
+                input_required_max_rounds=ROUNDS,
             ) as session:
 
                 async def call() -> None:

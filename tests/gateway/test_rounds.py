@@ -8,12 +8,14 @@ in its request).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import mcp.types as types
 import pytest
 
+from manager.gateway.requests import CallNotes, ClientRequests
 from manager.gateway.rounds import HeldCall, HeldCalls, may_need_rounds
 
 pytestmark = pytest.mark.anyio
@@ -85,3 +87,46 @@ async def test_abandoning_a_call_that_ended_changes_nothing() -> None:
     held.finish({"content": []}, None, 0.0)
     held.abandon()
     assert not held.abandoned and not held.scope.cancel_called
+
+
+async def test_a_question_naming_no_call_goes_to_the_call_asked_least() -> None:
+    """A handshake-era stdio server's question names no request: of one
+    2026-07-28 client's calls, it goes to the one asked least so far, so no
+    call collects the others' rounds (the SDK's Client gives up after 10)."""
+    requests = ClientRequests(lambda server: 30)
+    ctx: Any = SimpleNamespace(
+        request=None,  # an attach stream: one client, its calls overlap
+        protocol_version="2026-07-28",
+        meta=None,
+        request_id=1,
+        session=SimpleNamespace(
+            client_capabilities=types.ClientCapabilities(
+                elicitation=types.ElicitationCapability()
+            )
+        ),
+    )
+    calls = [HeldCall(30) for _ in range(3)]
+    release = anyio.Event()
+
+    async def serve(held: HeldCall) -> None:
+        async with requests.serving("s", ctx, CallNotes(ctx, ()), held=held):
+            await release.wait()
+
+    elicit = types.ElicitRequestFormParams(message="?", requested_schema={})
+    accept = {"action": "accept", "content": {}}
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for held in calls:
+                tg.start_soon(serve, held)
+            await anyio.wait_all_tasks_blocked()
+            for _ in range(3):  # each asked, then answered, in turn
+                async with anyio.create_task_group() as asking:
+                    asking.start_soon(
+                        requests.upstream_request, "s", "elicitation/create", elicit
+                    )
+                    await anyio.wait_all_tasks_blocked()
+                    (asked,) = [held for held in calls if held.blocked]
+                    for key in (await asked.next_round()).asks or {}:
+                        asked.answer({key: accept})
+            release.set()
+    assert [held.asked for held in calls] == [1, 1, 1]
