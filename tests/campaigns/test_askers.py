@@ -34,6 +34,7 @@ client in another of its calls' rounds, but none collects the others' (the
 SDK's own limit, 10, was passed at af31808)."""
 
 
+@pytest.mark.timeout(300)  # its own bound is 240 s; 400 calls beside 3 campaigns
 @pytest.mark.parametrize("clients", [4, 8])
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_clients_of_both_eras_through_http_and_attach_each_get_theirs(
