@@ -10,10 +10,12 @@
   escaped.
 
 The secret rule: a value is a secret when its key (env variable, header, flag,
-query parameter) names one (token, secret, key, password, auth, credential,
-pat, cookie, ...) or when the value itself looks like one (`Bearer ...`, a
-known token prefix such as `ghp_` or `sk-`, a URL with a password, a long
-random-looking string). `Bearer X` keeps its scheme: `Bearer ${env:NAME}`.
+query parameter) names one (`secret_key`: token, key, auth as the last word;
+secret, password, credential, pat, cookie, ... anywhere), when the value itself
+looks like one (`Bearer ...`, a known token prefix such as `ghp_` or `sk-`, a
+URL with a password, a long random-looking string), or when it holds one among
+other text (`holds_secret`: JSON headers, a connection string): then the whole
+value is. `Bearer X` keeps its scheme: `Bearer ${env:NAME}`.
 
 Client templates become mcp-manager's: `${env:X}`, and outside the editors
 (VS Code, Cursor) `${X}`, `${X:-default}` and Gemini's `$X`, become `${env:X}`;
@@ -35,7 +37,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..core.errors import ConfigError
-from ..core.redact import SecretRegistry, is_sensitive_key
+from ..core.redact import SecretRegistry
 from ..core.spec import parse_spec
 from .clients import ClientServer, Section
 
@@ -46,6 +48,7 @@ __all__ = [
     "Translator",
     "Untranslatable",
     "connection_name",
+    "holds_secret",
     "looks_secret",
     "lua_statement",
     "lua_string",
@@ -131,31 +134,105 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # --------------------------------------------------------------------- secrets
 
-_SECRET_WORDS = frozenset(
-    {"auth", "oauth", "pat", "bearer", "passphrase", "apikey", "jwt", "sig"}
+_STRONG_WORDS = frozenset(
+    {
+        "secret",
+        "secrets",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "credential",
+        "credentials",
+        "cookie",
+        "cookies",
+        "apikey",
+        "authorization",
+        "bearer",
+        "jwt",
+        "pat",
+    }
 )
+"""Words that make a name a secret's wherever they stand (`DB_PASSWORD`,
+`clientCredential`), unless the name ends in a word of `_ABOUT_WORDS`."""
+_WEAK_WORDS = frozenset(
+    {"token", "key", "auth", "oauth", "sig", "signature", "pass", "authentication"}
+)
+"""Words that make a name a secret's only as its last word (`GITHUB_TOKEN`,
+`X-Api-Key`, but not `MAX_TOKENS`, `PRIMARY_KEY_COLUMN`, `SSH_AUTH_SOCK`,
+`TOKENIZER` or `KEYBOARD_LAYOUT`)."""
+_CARRIER_WORDS = frozenset({"id", "header", "headers", "value", "string", "str"})
+"""Last words that carry the secret named before them (`AUTH_HEADER`,
+`ACCESS_KEY_ID`): skipped when looking for the last word."""
+_ABOUT_WORDS = frozenset(
+    {
+        "file",
+        "path",
+        "dir",
+        "sock",
+        "socket",
+        "url",
+        "uri",
+        "endpoint",
+        "length",
+        "len",
+        "count",
+        "limit",
+        "size",
+        "max",
+        "min",
+        "type",
+        "mode",
+        "name",
+        "ttl",
+        "expiry",
+        "expires",
+        "enabled",
+        "required",
+    }
+)
+"""Last words of a name about a secret, not holding one (`TOKEN_URL`,
+`PASSWORD_FILE`, `SECRET_NAME`, `KEY_FILE`)."""
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _PLAIN_WORDS = frozenset({"", "true", "false", "yes", "no", "on", "off", "0", "1"})
 """Values that are no secret whatever their key says."""
 _AUTH_SCHEME = re.compile(r"^(Bearer|Basic|Token|Bot)\s+(\S.*)$", re.IGNORECASE)
-_PREFIXED = re.compile(
-    r"^(ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|gldt-|sk-|sk_live_|sk_test_|"
+_PREFIXES = (
+    r"(ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|gldt-|sk-|sk_live_|sk_test_|"
     r"rk_live_|xox[a-z]-|xapp-|AKIA|ASIA|AIza|ya29\.|npm_|pypi-|hf_|shp(at|ss|ca)_|"
-    r"lin_api_|dop_v1_|sq0atp-|eyJ)[A-Za-z0-9._~+/=-]{8,}$"
+    r"lin_api_|dop_v1_|sq0atp-|ntn_|secret_|eyJ)[A-Za-z0-9._~+/=-]{8,}"
 )
 """Known token prefixes: GitHub, GitLab, OpenAI/Anthropic/Stripe, Slack, AWS,
-Google, npm, PyPI, Hugging Face, Shopify, Linear, DigitalOcean, Square, JWTs."""
+Google, npm, PyPI, Hugging Face, Shopify, Linear, DigitalOcean, Square, Notion,
+JWTs."""
+_PREFIXED = re.compile(f"^{_PREFIXES}$")
+_HELD_PREFIXED = re.compile(f"(?<![A-Za-z0-9_-]){_PREFIXES}")
+_HELD_SCHEME = re.compile(
+    r"(?<![A-Za-z0-9])(Bearer|Basic|Token)\s+(?=[A-Za-z0-9._~+/=-]*[\d_.~+/=-])"
+    r"[A-Za-z0-9._~+/=-]{8,}",
+    re.IGNORECASE,
+)
+"""`Bearer X` inside a longer value (an authorization header in JSON), X
+having a digit or a sign no word has."""
+_HELD_PAIR = re.compile(
+    r"([A-Za-z][A-Za-z0-9_.-]*)[\"']?\s*[=:]\s*[\"']?([^;&,\"'\s{}]+)"
+)
+"""`name=value` or `"name": "value"` inside a longer value (a connection
+string, JSON)."""
+_HELD_USERINFO = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9+/=]+$")
 
 
 def secret_key(name: str) -> bool:
-    """Whether an env variable, header, flag or parameter name names a secret."""
-    if is_sensitive_key(name):
-        return True
-    words = {word.lower() for word in _WORDS.findall(name)}
-    return bool(words & _SECRET_WORDS) or any(
-        word.startswith("authenticat") for word in words
-    )
+    """Whether an env variable, header, flag or parameter name names a secret,
+    read word by word (`_STRONG_WORDS`, `_WEAK_WORDS`): a name that only
+    mentions one (`MAX_TOKENS`, `TOKEN_URL`) holds none."""
+    words = [word.lower() for word in _WORDS.findall(name)]
+    while len(words) > 1 and words[-1] in _CARRIER_WORDS:
+        words.pop()
+    if not words or words[-1] in _ABOUT_WORDS:
+        return False
+    return bool(_STRONG_WORDS.intersection(words)) or words[-1] in _WEAK_WORDS
 
 
 def _random_looking(text: str) -> bool:
@@ -182,6 +259,20 @@ def _url_password(text: str) -> bool:
         return urlsplit(text).password is not None
     except ValueError:
         return False
+
+
+def holds_secret(value: str) -> bool:
+    """Whether `value` holds a credential among other text: a JSON object of
+    headers with `Authorization: Bearer ...`, a connection string with
+    `Password=...;`, a URL with a password, a known token."""
+    if _HELD_SCHEME.search(value) or _HELD_PREFIXED.search(value):
+        return True
+    if _HELD_USERINFO.search(value):
+        return True
+    for key, held in _HELD_PAIR.findall(value):
+        if secret_key(key) and held.lower() not in _PLAIN_WORDS:
+            return True
+    return False
 
 
 def looks_secret(value: str) -> bool:
@@ -383,7 +474,7 @@ class Translator:
     def _is_secret(key: str, value: str) -> bool:
         if value.strip().lower() in _PLAIN_WORDS:
             return False
-        return secret_key(key) or looks_secret(value)
+        return secret_key(key) or looks_secret(value) or holds_secret(value)
 
     def _reference(self, preferred: str, server: str, value: str, where: str) -> str:
         """`${env:NAME}` standing for the secret `value`: `preferred` if free
@@ -460,7 +551,11 @@ class Translator:
                 where = f"{server}: argument {key}: ..."
                 ref = self._scheme_kept(header.group(2), _env_name(server, key), where)
                 out.append(f"{key}: {ref}")
-            elif (flag and not arg.startswith(("/", "~", "."))) or looks_secret(arg):
+            elif (
+                (flag and not arg.startswith(("/", "~", ".")))
+                or looks_secret(arg)
+                or holds_secret(arg)
+            ):
                 label = flag.lstrip("-") or "secret"
                 where = (
                     f"{server}: argument after {flag}"

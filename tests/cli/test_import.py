@@ -39,7 +39,9 @@ from manager.cli.translate import (
     Translator,
     Untranslatable,
     connection_name,
+    holds_secret,
     looks_secret,
+    lua_statement,
     secret_key,
 )
 from manager.lua import load_file, run_script
@@ -672,6 +674,20 @@ def test_client_commands_import_no_heavy_library(machine: Machine) -> None:
         ("PYTHONPATH", False),
         ("LOG_LEVEL", False),
         ("Accept", False),
+        # Names that only mention a secret's word hold none (import asked the
+        # user to export each of these as a secret):
+        ("MAX_TOKENS", False),
+        ("max-tokens", False),
+        ("TOKENIZER", False),
+        ("KEYBOARD_LAYOUT", False),
+        ("PRIMARY_KEY_COLUMN", False),
+        ("SSH_AUTH_SOCK", False),
+        ("TOKEN_URL", False),
+        ("PASSWORD_FILE", False),
+        ("key-file", False),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("SLACK_BOT_TOKEN", True),
+        ("apiKey", True),
     ],
 )
 def test_secret_key_knows_a_secret_s_name(key: str, secret: bool) -> None:
@@ -1045,6 +1061,47 @@ def test_what_mcp_add_would_refuse_is_untranslatable(
 ) -> None:
     with pytest.raises(Untranslatable, match=re.escape(reason)):
         Translator(Path("/home/me")).declaration("s", stdio(arg), section)
+
+
+@pytest.mark.parametrize(
+    ("value", "held"),
+    [
+        ('{"Authorization": "Bearer ntn_1234567890abc", "Notion-Version": "1"}', True),
+        ("Server=db;User Id=sa;Password=Sup3rS3cret!;", True),
+        ("host=db user=app password=hunter22 sslmode=require", True),
+        ("see postgres://app:pw@localhost/db for the data", True),
+        ("--header=X-Key ghp_YFXRaeR4hIWbFUtS56G811emx2aPeGeUzUNk", True),
+        ('{"Notion-Version": "2022-06-28"}', False),
+        ("Basic configuration of the server", False),
+        ("region=eu;mode=fast;max_tokens=4096", False),
+        ("https://example.com/a@b", False),
+    ],
+)
+def test_holds_secret_finds_a_credential_among_other_text(
+    value: str, held: bool
+) -> None:
+    assert holds_secret(value) is held
+
+
+def test_a_value_holding_a_secret_becomes_a_reference_whole() -> None:
+    """Notion's documented setup puts its token in a JSON env value, a .NET
+    server its password in a connection string: neither key names a secret,
+    and both were written to startup.lua in clear."""
+    translator = Translator(Path("/home/me"))
+    headers = '{"Authorization": "Bearer ntn_1234567890abc", "Notion-Version": "1"}'
+    connection = "Server=db;User Id=sa;Password=Sup3rS3cret!;"
+    got = translator.declaration(
+        "notion",
+        stdio(OPENAPI_MCP_HEADERS=headers, CONNECTION_STRING=connection, MODE="x"),
+        CLAUDE_CODE,
+    )
+    assert got.fields["env"] == {
+        "OPENAPI_MCP_HEADERS": "${env:OPENAPI_MCP_HEADERS}",
+        "CONNECTION_STRING": "${env:CONNECTION_STRING}",
+        "MODE": "x",
+    }
+    assert lua_statement(got).count("ntn_") == 0
+    assert "Sup3rS3cret" not in lua_statement(got)
 
 
 def test_a_secret_value_gets_one_name_and_two_values_never_share_one() -> None:
