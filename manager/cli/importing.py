@@ -512,15 +512,28 @@ def _http_entry(client: str, name: str, url: str, token: str | None) -> str:
     return json.dumps({top: {name: entry}}, indent=2, ensure_ascii=False)
 
 
-def _http_config(args: argparse.Namespace, socket: Path) -> tuple[str, str] | str:
-    """The endpoint's URL (the profile's, with --profile) and the client's
-    entry for it; or why there is none."""
+def _http_config(args: argparse.Namespace, socket: Path) -> tuple[str, str, bool] | str:
+    """The endpoint's URL (the profile's, with --profile), the client's entry
+    for it and whether that holds a token; or why there is none."""
+    from urllib.parse import urlsplit
+
     from ..control.client import ControlClient
     from ..core.errors import ControlError
     from .control import endpoint_token
 
     url = args.http
-    if not url:
+    if url:
+        try:
+            parts = urlsplit(url)
+            good = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            good = False
+        if not good:
+            return (
+                f"--http takes the daemon's endpoint URL, such as "
+                f"http://127.0.0.1:8765/mcp; got {url!r}"
+            )
+    else:
         try:
             url = ControlClient(socket).info().endpoint
         except ControlError as exc:
@@ -536,13 +549,19 @@ def _http_config(args: argparse.Namespace, socket: Path) -> tuple[str, str] | st
             "do not take in their files; for a local program that speaks HTTP "
             f"over one: curl --unix-socket {url[5:]} http://localhost/mcp"
         )
-    if args.profile:
+    if args.profile and not url.rstrip("/").endswith("/" + args.profile):
         url = url.rstrip("/") + "/" + args.profile
     try:
-        token, _ = endpoint_token(socket)
+        token, where = endpoint_token(socket)
     except ControlError as exc:
         return first_line(str(exc))
-    return url, _http_entry(args.client, args.name, url, token)
+    if token is None and where.startswith("$"):
+        return (
+            f"the daemon's token comes from {where} in its environment, which "
+            "this shell does not have: run this with it set, or the entry "
+            "would have no token and get 401"
+        )
+    return url, _http_entry(args.client, args.name, url, token), token is not None
 
 
 def _unknown_profile(socket: Path, profile: str) -> str | None:
@@ -586,12 +605,18 @@ def run_client_config(args: argparse.Namespace) -> int:
         made = _http_config(args, socket)
         if isinstance(made, str):
             return fail(f"client-config: {made}")
-        _, entry = made
+        _, entry, has_token = made
         print(entry)
-        _say(
-            "the entry holds the endpoint's bearer token: keep the file private; "
-            "after `mcp-manager token --rotate`, run this again"
-        )
+        if has_token:
+            _say(
+                "the entry holds the endpoint's bearer token: keep the file "
+                "private; after `mcp-manager token --rotate`, run this again"
+            )
+        else:
+            _say(
+                "the daemon's HTTP endpoint takes no token (--no-token): any "
+                "process on this machine can call its tools"
+            )
     else:
         # The socket, named: a client passes only a few variables to what it
         # spawns, and `attach` must reach this daemon whatever they are.

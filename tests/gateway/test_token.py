@@ -32,6 +32,7 @@ from servers.ledgers import ledger_lines, ledger_startup
 
 from manager.cli import main
 from manager.gateway.options import (
+    TOKEN_ENV,
     TOKEN_FILE,
     endpoint_options,
     own_token_path,
@@ -215,7 +216,9 @@ async def test_a_rotation_ends_the_streams_of_the_old_token_and_refuses_it(
         assert d.token not in d.log()
 
 
-async def test_no_token_serves_loopback_with_a_warning(tmp_path: Path) -> None:
+async def test_no_token_serves_loopback_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ledger = tmp_path / "ledger.txt"
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
@@ -228,6 +231,55 @@ async def test_no_token_serves_loopback_with_a_warning(tmp_path: Path) -> None:
         assert "takes no token (--no-token)" in d.log()
         assert d.client.info().endpoint_token == "none (--no-token)"
         assert not own_token_path().exists()
+        # client-config's entry has no token, and says so (not that it has one)
+        argv = ["client-config", "cursor", "--http", "--socket", str(d.socket)]
+        assert await anyio.to_thread.run_sync(main, argv) == 0
+        out, err = capsys.readouterr()
+        entry = json.loads(out)["mcpServers"]["mcp-manager"]
+        assert entry == {"url": url}
+        assert "takes no token" in err and "holds the endpoint's bearer" not in err
+    assert not own_token_path().exists()
+
+
+async def test_client_config_refuses_an_entry_without_the_token_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon reads its token from $MCP_MANAGER_TOKEN and this shell has
+    none: an entry without it would get 401, so none is printed (it was, with
+    "the entry holds the endpoint's bearer token" on stderr)."""
+    ledger = tmp_path / "ledger.txt"
+    port = free_port()
+    monkeypatch.setenv(TOKEN_ENV, "a-token-from-the-environment")
+    args = ("--listen", f"127.0.0.1:{port}")
+    with DaemonThread(ledger_startup(tmp_path, ledger), *args) as d:
+        d.wait_event("connected", "ledger")
+        monkeypatch.delenv(TOKEN_ENV)
+        argv = ["client-config", "cursor", "--http", "--socket", str(d.socket)]
+        assert await anyio.to_thread.run_sync(main, argv) != 0
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert f"${TOKEN_ENV} in its environment, which this shell does not" in err
+
+
+@pytest.mark.parametrize(
+    "url", ["windsurf", "127.0.0.1:8765", "ftp://h/mcp", "http:///mcp"]
+)
+def test_client_config_takes_only_an_http_url(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["client-config", "cursor", "--http", url]) != 0
+    out, err = capsys.readouterr()
+    assert out == "" and "--http takes the daemon's endpoint URL" in err
+
+
+def test_client_config_does_not_add_a_profile_its_url_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = "http://127.0.0.1:8765/mcp/coding"
+    argv = ["client-config", "cursor", "--http", url, "--profile", "coding"]
+    assert main(argv) == 0
+    entry = json.loads(capsys.readouterr().out)["mcpServers"]["mcp-manager"]
+    assert entry["url"] == url
 
 
 async def test_http_on_a_unix_socket_is_private_and_still_wants_the_token(
