@@ -23,7 +23,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypedDict
 
@@ -386,7 +386,39 @@ def read_servers(path: Path, client: str | None = None) -> FileServers:
         return _claude_json(path, data)
     section = Section(path, client, workspace=_workspace_of(path))
     tables = _servers_object(path, data, "mcpServers")
-    return FileServers(((section, _entries(tables, "mcpServers", section)),))
+    entries = _entries(tables, "mcpServers", section)
+    if client == "claude-code" and path.name == ".mcp.json":
+        entries = _rejected_off(entries, path.resolve().parent)
+    return FileServers(((section, entries),))
+
+
+def _rejected_off(
+    entries: tuple[ClientServer | Unusable, ...], project: Path
+) -> tuple[ClientServer | Unusable, ...]:
+    """A project's `.mcp.json` servers with the ones the user turned down in
+    Claude Code (`disabledMcpjsonServers` of the project in ~/.claude.json)
+    switched off, as Claude Code has them."""
+    try:
+        data = _load(Path.home() / ".claude.json")
+    except UnreadableFile:
+        return entries
+    projects = data.get("projects") if isinstance(data, dict) else None
+    if not isinstance(projects, dict):
+        return entries
+    rejected: set[str] = set()
+    for key, settings in projects.items():
+        if not isinstance(settings, dict) or Path(key).resolve() != project:
+            continue
+        names = settings.get("disabledMcpjsonServers")
+        if isinstance(names, list):
+            rejected.update(name for name in names if isinstance(name, str))
+    note = "switched off: turned down in Claude Code (disabledMcpjsonServers)"
+    return tuple(
+        replace(entry, enabled=False, notes=(*entry.notes, note))
+        if isinstance(entry, ClientServer) and entry.name in rejected
+        else entry
+        for entry in entries
+    )
 
 
 def _workspace_of(path: Path) -> Path | None:
@@ -573,8 +605,9 @@ _MCP_SERVERS_KEYS = frozenset(
         "command", "args", "env", "cwd", "type", "transport", "url", "serverUrl",
         "httpUrl", "headers", "disabled", "enabled", "timeout", "includeTools",
         "excludeTools", "envFile", "headersHelper", "oauth", "authProviderType",
+        "disabledTools",
         # the client's own behaviour, nothing for the daemon to do:
-        "alwaysAllow", "autoApprove", "trust", "description", "disabledTools",
+        "alwaysAllow", "autoApprove", "trust", "description",
         "extensionName", "name",
     }
 )  # fmt: skip
@@ -634,7 +667,9 @@ def _mcp_servers_entry(name: str, entry: _Entry, section: Section) -> ClientServ
         connect_timeout=None,
         call_timeout=timeout,
         allow_tools=entry.tool_globs("includeTools"),
-        deny_tools=entry.tool_globs("excludeTools") or (),
+        # Windsurf's and Cline's switched-off tools stay off.
+        deny_tools=(entry.tool_globs("excludeTools") or ())
+        + (entry.tool_globs("disabledTools") or ()),
     )
     if has_command:
         command = entry.text("command") or ""

@@ -44,6 +44,7 @@ from manager.cli.translate import (
     lua_statement,
     secret_key,
 )
+from manager.core.spec import ConnectionSpec
 from manager.lua import load_file, run_script
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -1182,3 +1183,42 @@ def test_secrets_in_arguments_headers_and_urls_become_references() -> None:
         "PATH_PART",
         "T",
     ]
+
+
+def test_what_the_user_switched_off_in_the_client_stays_off(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Windsurf's `disabledTools` hide those tools; a project server turned
+    down in Claude Code (`disabledMcpjsonServers` in ~/.claude.json) is
+    declared `enabled = false`. Both came back on."""
+    windsurf = machine.project / "windsurf.json"
+    windsurf.write_text(
+        json.dumps(
+            {"mcpServers": {"demo": {"command": "demo", "disabledTools": ["crash"]}}}
+        ),
+        encoding="utf-8",
+    )
+    (machine.project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"kept": {"command": "a"}, "no": {"command": "b"}}}),
+        encoding="utf-8",
+    )
+    (machine.home / ".claude.json").write_text(
+        json.dumps(
+            {"projects": {str(machine.project): {"disabledMcpjsonServers": ["no"]}}}
+        ),
+        encoding="utf-8",
+    )
+    code, out, err = run(capsys, "import", str(windsurf))
+    assert code == 0, err
+    (demo,) = load_file_text(out, machine.project / "w.lua")
+    assert demo.exposure.tools.deny == ("crash",)
+    code, out, err = run(capsys, "import", ".mcp.json", "--yes")
+    assert code == 0, err
+    specs = {s.name: s for s in load_file_text(out, machine.project / "c.lua")}
+    assert specs["kept"].enabled and not specs["no"].enabled
+    assert "turned down in Claude Code" in err
+
+
+def load_file_text(text: str, where: Path) -> list[ConnectionSpec]:
+    where.write_text(text, encoding="utf-8")
+    return list(load_file(where).specs)
