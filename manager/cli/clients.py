@@ -40,6 +40,7 @@ __all__ = [
     "candidate_files",
     "read_servers",
     "strip_jsonc",
+    "workspace_of",
 ]
 
 
@@ -380,11 +381,11 @@ def read_servers(path: Path, client: str | None = None) -> FileServers:
             tables = _servers_object(path, mcp, "servers", '"mcp": {"servers"')
         else:
             tables = _servers_object(path, data, "servers")
-        section = Section(path, client, workspace=_workspace_of(path))
+        section = Section(path, client, workspace=workspace_of(path))
         return FileServers(((section, _entries(tables, "vscode", section)),))
     if client == "claude-code" and (path.name == ".claude.json" or "projects" in data):
         return _claude_json(path, data)
-    section = Section(path, client, workspace=_workspace_of(path))
+    section = Section(path, client, workspace=workspace_of(path))
     tables = _servers_object(path, data, "mcpServers")
     entries = _entries(tables, "mcpServers", section)
     if client == "claude-code" and path.name == ".mcp.json":
@@ -421,13 +422,21 @@ def _rejected_off(
     )
 
 
-def _workspace_of(path: Path) -> Path | None:
-    """The project folder of a project file (`.vscode/mcp.json`, `.mcp.json`)."""
+def workspace_of(path: Path) -> Path | None:
+    """The project folder of a project file (`.mcp.json`, `.vscode/mcp.json`,
+    `.cursor/mcp.json`, `.gemini/settings.json`), wherever it is; None for
+    any other file, and for the user's own (`~/.cursor/mcp.json` and
+    `~/.gemini/settings.json` are the user's, not a project's in their home)."""
     if path.name == ".mcp.json":
-        return path.absolute().parent
-    if path.parent.name in (".vscode", ".cursor", ".gemini"):
-        return path.absolute().parent.parent
-    return None
+        folder = path.absolute().parent
+    elif path.parent.name in (".vscode", ".cursor", ".gemini"):
+        folder = path.absolute().parent.parent
+    else:
+        return None
+    home = Path(os.path.expanduser("~"))
+    if folder.resolve() == home.resolve():
+        return None
+    return folder
 
 
 def _servers_object(

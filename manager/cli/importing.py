@@ -52,6 +52,7 @@ from .clients import (
     Unusable,
     candidate_files,
     read_servers,
+    workspace_of,
 )
 from .config_commands import CLIENTS
 from .exits import PROG, fail
@@ -257,23 +258,11 @@ def _stored(translator: Translator) -> set[str] | None:
     return backends
 
 
-_PROJECT_FILES = (
-    ".mcp.json",
-    ".cursor/mcp.json",
-    ".vscode/mcp.json",
-    ".gemini/settings.json",
-)
-"""The project files clients read in the current directory."""
-
-
 def _is_project_file(path: Path) -> bool:
-    """Whether `path` is a project file of the current directory (not the
-    user's own config, as it is when the current directory is the home)."""
-    cwd = Path.cwd().resolve()
-    if cwd == Path(os.path.expanduser("~")).resolve():
-        return False
-    resolved = path.resolve()
-    return any(resolved == (cwd / name).resolve() for name in _PROJECT_FILES)
+    """Whether `path` is a project's file (`.mcp.json`, `.vscode/mcp.json`,
+    ...), wherever it is: what a cloned repository brings, not the user's own
+    config (as `~/.cursor/mcp.json` is)."""
+    return workspace_of(path) is not None
 
 
 def _guarded(declaration: Declaration) -> Declaration:

@@ -597,6 +597,50 @@ def test_a_project_files_servers_are_guarded_and_written_only_with_consent(
     )
 
 
+def test_a_project_file_named_by_its_path_is_guarded_too(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`import proj/.mcp.json` from outside the project: the same guard and
+    consent as from inside it (it had neither)."""
+    clone = machine.project / "proj"
+    clone.mkdir()
+    (clone / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"repo-tool": {"command": "npx", "args": ["x"]}}}),
+        encoding="utf-8",
+    )
+    config = machine.project / "startup.lua"
+    code, out, err = run(capsys, "import", "proj/.mcp.json")
+    assert 'pin = "strict"' in out and 'sandbox = "strict"' in out
+    code, _, err = run(capsys, "import", "proj/.mcp.json", "--write")
+    assert code == 2 and not config.exists()
+    assert "repo-tool (" in err and "run again with --yes" in err
+
+
+def test_the_user_s_own_cursor_file_is_no_project_s(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """~/.cursor/mcp.json is the user's: not guarded as a project's, and its
+    `${workspaceFolder}` depends on the folder Cursor has open (it became the
+    home directory)."""
+    (machine.home / ".cursor").mkdir()
+    (machine.home / ".cursor" / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "mine": {"command": "node", "args": ["/opt/s.js"]},
+                    "here": {"command": "node", "args": ["${workspaceFolder}/s.js"]},
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    code, out, err = run(capsys, "import", "cursor")
+    assert code == 1
+    assert "pin" not in out and "mine" in out
+    assert "${workspaceFolder}, which depends on the folder the editor has open" in err
+    assert str(machine.home / "s.js") not in out
+
+
 # -------------------------------------------------------------- client-config
 
 
