@@ -154,8 +154,14 @@ def run_import(args: argparse.Namespace) -> int:
 
         keychain = held
     translator = Translator(Path(os.path.expanduser("~")), keychain)
+    for servers in read:
+        for section, entries in servers.sections:
+            for entry in entries:
+                if not isinstance(entry, Unusable):
+                    translator.reserve(entry, section)
     messages: list[str] = []
     taken: dict[str, str] = {}  # connection name -> where it was imported from
+    originals: dict[str, str] = {}  # connection name -> the client's name for it
     groups: list[tuple[Section, list[Declaration]]] = []
     skipped = 0
     project: list[tuple[Section, Declaration]] = []
@@ -169,6 +175,21 @@ def run_import(args: argparse.Namespace) -> int:
                     skipped += 1
                     continue
                 name = connection_name(server.name)
+                if name in taken and originals[name] != server.name:
+                    # Another server whose name reads the same once mended
+                    # ("my server", "my-server"; every non-Latin name): its
+                    # own name, numbered, not dropped as the same server.
+                    base, n = name[:60], 2
+                    while f"{base}-{n}" in taken or f"{base}-{n}" in already:
+                        n += 1
+                    messages.append(
+                        f"{where}: renamed to '{base}-{n}' ({name!r} is "
+                        f"{originals[name]!r}'s, imported from {taken[name]})"
+                    )
+                    name = f"{base}-{n}"
+                    renamed = True
+                else:
+                    renamed = False
                 if name in taken:
                     messages.append(
                         f"{where}: skipped: {name!r} was already imported from "
@@ -188,7 +209,7 @@ def run_import(args: argparse.Namespace) -> int:
                     messages.append(f"{where}: not imported: {exc}")
                     skipped += 1
                     continue
-                if name != server.name:
+                if name != server.name and not renamed:
                     messages.append(
                         f"{where}: renamed to {name!r} (a connection name is 1-64 "
                         "letters, digits, '_', '.' or '-', without '__')"
@@ -208,6 +229,7 @@ def run_import(args: argparse.Namespace) -> int:
                     project.append((section, declaration))
                 messages.extend(f"{where}: {note}" for note in declaration.notes)
                 taken[name] = section.label
+                originals[name] = server.name
                 declarations.append(declaration)
             if declarations:
                 groups.append((section, declarations))

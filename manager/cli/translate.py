@@ -352,6 +352,26 @@ def _fill_templates(
     return text
 
 
+def _read_from_environment(
+    text: str, section: Section, own: frozenset[str] = frozenset()
+) -> set[str]:
+    """The variables `text`'s templates read from the environment (but
+    `own`, the entry's own variables)."""
+    names: set[str] = set()
+    for inner in _TEMPLATE.findall(text):
+        if inner.startswith("env:"):
+            names.add(inner[4:])
+        elif section.client not in _EDITORS:
+            defaulted = _DEFAULTED.match(inner)
+            if defaulted:
+                names.add(defaulted.group(1))
+            elif _ENV_NAME.fullmatch(inner) and inner not in own:
+                names.add(inner)
+    if section.client == "gemini":
+        names.update(_BARE.findall(text))
+    return names
+
+
 # -------------------------------------------------------------------- translator
 
 
@@ -387,6 +407,24 @@ class Translator:
         """Variables to export before starting the daemon, in order found."""
         self.secrets = SecretRegistry()
         """Every secret value found: anything printed is masked with it."""
+        self._reserved: set[str] = set()
+        """Variables the clients' own templates read (`reserve`): no secret
+        found in a file is given one of these names."""
+
+    def reserve(self, server: ClientServer, section: Section) -> None:
+        """Keep the variables `server`'s templates read from the environment
+        (`${X}`, `${env:X}`, Gemini's `$X`) for what they are: called for
+        every server before any declaration, so a secret written out in one
+        server never takes the name another reads (its value would reach
+        both). An argument's `${X}` of a variable the entry sets itself reads
+        that value (`declaration`), not the environment."""
+        own = frozenset(key for key, _ in server.env)
+        texts = [server.command, *server.args, server.url, server.cwd or ""]
+        texts += [value for _, value in server.headers]
+        for text in texts:
+            self._reserved.update(_read_from_environment(text, section, own))
+        for _, value in server.env:
+            self._reserved.update(_read_from_environment(value, section))
 
     def declaration(
         self, name: str, server: ClientServer, section: Section
@@ -404,22 +442,33 @@ class Translator:
 
         fields: dict[str, LuaValue] = {}
         if server.transport == "stdio":
-            fields["command"] = fill(server.command, "command")
-            args: list[LuaValue] = [
-                fill(arg, f"args[{i}]")
-                for i, arg in enumerate(self._args(name, server.args, section), 1)
-            ]
-            if args:
-                fields["args"] = args
-            env: dict[str, LuaValue] = {}
+            env: dict[str, str] = {}
             for key, value in server.env:
                 if not _has_template(value, section) and self._is_secret(key, value):
                     value = self._reference(key, name, value, f"{name}: env {key}")
                 env[key] = fill(value, f"env.{key}")
+
+            def own(text: str, where: str) -> str:
+                # `${X}` of a variable the entry sets itself is that value (as
+                # the server, mcp-remote say, reads it from its environment),
+                # not the daemon's $X.
+                if section.client not in _EDITORS:
+                    text = _TEMPLATE.sub(
+                        lambda m: env.get(m.group(1), m.group(0)), text
+                    )
+                return fill(text, where)
+
+            fields["command"] = own(server.command, "command")
+            args: list[LuaValue] = [
+                own(arg, f"args[{i}]")
+                for i, arg in enumerate(self._args(name, server.args, section), 1)
+            ]
+            if args:
+                fields["args"] = args
             if env:
-                fields["env"] = env
+                fields["env"] = dict(env)
             if server.cwd:
-                fields["cwd"] = fill(server.cwd, "cwd")
+                fields["cwd"] = own(server.cwd, "cwd")
         else:
             fields["url"] = fill(self._url(name, server.url, section), "url")
             fields["transport"] = server.transport
@@ -487,7 +536,7 @@ class Translator:
         while True:
             for name in candidates:
                 held = self._values.get(name)
-                if held is not None and held != value:
+                if (held is not None and held != value) or name in self._reserved:
                     continue
                 if self._keychain is None:
                     if held is None:

@@ -1266,3 +1266,64 @@ def test_what_the_user_switched_off_in_the_client_stays_off(
 def load_file_text(text: str, where: Path) -> list[ConnectionSpec]:
     where.write_text(text, encoding="utf-8")
     return list(load_file(where).specs)
+
+
+def test_a_template_of_the_entry_s_own_variable_reads_its_value() -> None:
+    """mcp-remote's documented `--header "Authorization:${AUTH_HEADER}"` with
+    AUTH_HEADER in the entry's env: the argument reads what the env holds
+    (its keychain reference with --keychain), not the daemon's $AUTH_HEADER,
+    which nobody sets (the connection failed)."""
+    server = ClientServer(
+        "linear",
+        "stdio",
+        command="npx",
+        args=("mcp-remote", "https://mcp.linear.app/sse", "--header",
+              "Authorization:${AUTH_HEADER}", "--region=${REGION}"),
+        env=(("AUTH_HEADER", "Bearer lin_api_0123456789abcdef"), ("REGION", "eu")),
+    )  # fmt: skip
+    desktop = Section(Path("/home/me/claude_desktop_config.json"), "claude-desktop")
+    stored = Translator(Path("/home/me"), keychain=lambda reference: None)
+    fields = stored.declaration("linear", server, desktop).fields
+    assert fields["args"] == [
+        "mcp-remote",
+        "https://mcp.linear.app/sse",
+        "--header",
+        "Authorization:${keyring:mcp-manager/AUTH_HEADER}",
+        "--region=eu",
+    ]
+    assert [e.name for e in stored.exports] == ["AUTH_HEADER"]
+
+
+def test_a_secret_never_takes_a_name_another_server_reads() -> None:
+    """weather writes its key out, maps reads $API_KEY from the environment:
+    weather's key is not named API_KEY (maps would get it)."""
+    weather = stdio(API_KEY="wx_live_0123456789abcdef0123")
+    maps = ClientServer("maps", "stdio", command="m", env=(("API_KEY", "${API_KEY}"),))
+    translator = Translator(Path("/home/me"))
+    for server in (weather, maps):
+        translator.reserve(server, CLAUDE_CODE)
+    first = translator.declaration("weather", weather, CLAUDE_CODE)
+    second = translator.declaration("maps", maps, CLAUDE_CODE)
+    assert first.fields["env"] == {"API_KEY": "${env:WEATHER_API_KEY}"}
+    assert second.fields["env"] == {"API_KEY": "${env:API_KEY}"}
+
+
+def test_two_servers_whose_names_mend_alike_are_both_imported(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'my server' and 'my-server' are two servers; so are '日本語' and '中文'.
+    The second of each was dropped as 'already imported'."""
+    names = machine.project / "names.json"
+    pairs = [("my server", "a"), ("my-server", "b"), ("日本語", "c"), ("中文", "d")]
+    servers = {name: {"command": command} for name, command in pairs}
+    names.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    code, out, err = run(capsys, "import", str(names))
+    assert code == 0, err
+    specs = {s.name: s.command for s in load_file_text(out, machine.project / "n.lua")}
+    assert specs == {
+        "my-server": "a",
+        "my-server-2": "b",
+        "server": "c",
+        "server-2": "d",
+    }
+    assert "renamed to 'my-server-2' ('my-server' is 'my server''s" in err
