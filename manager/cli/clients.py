@@ -636,6 +636,14 @@ def _remote(entry: _Entry, url_keys: Sequence[str]) -> tuple[str, str]:
     if len(url_keys) > 1:
         raise _Refused(f"has {' and '.join(url_keys)}: keep one URL")
     url = (entry.text(url_keys[0]) or "").strip()
+    if url.startswith(("${", "$")):
+        written = re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-([^}]*)\}", r"\1", url)
+        example = f" (with its default: {written})" if "$" not in written else ""
+        raise _Refused(
+            f"{url_keys[0]!r} starts with a variable ({url}): mcp-manager needs "
+            f"the scheme and host written out; write the URL{example}, with "
+            "${env:NAME} only after the host"
+        )
     if not url.lower().startswith(("http://", "https://")):
         raise _Refused(
             f"{url_keys[0]!r} must be an http:// or https:// URL (mcp-manager "

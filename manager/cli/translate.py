@@ -352,6 +352,22 @@ def _fill_templates(
     return text
 
 
+def _absolute_cwd(cwd: str, section: Section, notes: list[str]) -> str:
+    """A relative `cwd` is the project's folder's (a project file), as the
+    editor that reads the file has it; elsewhere it depends on where the
+    client was started, and the daemon runs anywhere."""
+    if cwd.startswith(("/", "~", "${")) or os.path.isabs(cwd):
+        return cwd
+    if section.workspace is None:
+        raise Untranslatable(
+            f"its cwd {cwd!r} is relative to where the client was started; "
+            "write the full path"
+        )
+    absolute = os.path.normpath(section.workspace / cwd)
+    notes.append(f"cwd {cwd!r} is the project's folder's: {absolute}")
+    return absolute
+
+
 def _read_from_environment(
     text: str, section: Section, own: frozenset[str] = frozenset()
 ) -> set[str]:
@@ -468,7 +484,7 @@ class Translator:
             if env:
                 fields["env"] = dict(env)
             if server.cwd:
-                fields["cwd"] = own(server.cwd, "cwd")
+                fields["cwd"] = _absolute_cwd(own(server.cwd, "cwd"), section, notes)
         else:
             fields["url"] = fill(self._url(name, server.url, section), "url")
             fields["transport"] = server.transport

@@ -872,6 +872,14 @@ def read_one(tmp_path: Path, filename: str, text: str) -> ClientServer | Unusabl
             '{"servers": {"s": {"type": "http", "url": "unix:///tmp/s.sock"}}}',
             "must be an http:// or https:// URL",
         ),
+        (  # Claude Code's documented form: the host comes from a variable
+            ".mcp.json",
+            '{"mcpServers": {"s": {"type": "http", '
+            '"url": "${API_BASE_URL:-https://api.example.com}/mcp"}}}',
+            "starts with a variable (${API_BASE_URL:-https://api.example.com}/mcp)"
+            ": mcp-manager needs the scheme and host written out; write the URL "
+            "(with its default: https://api.example.com/mcp)",
+        ),
         ("config.toml", '[mcp_servers.s]\nargs = ["x"]\n', "no command to run"),
         (
             "config.toml",
@@ -1327,3 +1335,14 @@ def test_two_servers_whose_names_mend_alike_are_both_imported(
         "server-2": "d",
     }
     assert "renamed to 'my-server-2' ('my-server' is 'my server''s" in err
+
+
+def test_a_relative_cwd_is_the_project_s_folder_or_refused() -> None:
+    """A relative `cwd` ran the server in the daemon's own directory."""
+    server = ClientServer("s", "stdio", command="x", cwd="./tools")
+    translator = Translator(Path("/home/me"))
+    declared = translator.declaration("s", server, CLAUDE_CODE)
+    assert declared.fields["cwd"] == "/p/tools"
+    assert "cwd './tools' is the project's folder's: /p/tools" in declared.notes
+    with pytest.raises(Untranslatable, match="relative to where the client was"):
+        translator.declaration("s", server, GEMINI)
