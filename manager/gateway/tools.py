@@ -415,11 +415,17 @@ class ToolCalls:
         return owner, name
 
     def _unknown_tool(self, name: str, profile: Profile | None = None) -> str:
+        if profile is not None and profile.name not in self.manager.profiles:
+            return (
+                f"unknown tool {name!r}: profile {profile.name!r} is no longer "
+                "declared (a reload removed it), so it shows nothing; connect "
+                "with a declared profile (`mcp-manager check` lists them)"
+            )
         if profile is not None:
             return (
-                f"unknown tool {name!r}: not in profile {profile.name!r} "
-                f"(declared at {profile.where or 'no longer declared'}); list the "
-                "tools again"
+                f"unknown tool {name!r}: not in profile {profile.name!r}"
+                + (f" (declared at {profile.where})" if profile.where else "")
+                + "; list the tools again"
             )
         profile = current_profile(self.manager.profiles)
         names = sorted(self.manager.specs)

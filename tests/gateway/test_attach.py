@@ -223,6 +223,29 @@ async def test_a_profile_through_attach_and_the_clients_it_serves(
             assert [row["client"] for row in attached] == [f"editor-{mode}"]
 
 
+async def test_a_profile_removed_while_a_client_is_attached_to_it_says_so(
+    shared_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    """A reload drops the profile an attached client uses: it sees nothing
+    more, and a call says why (it said "declared at no longer declared")."""
+    daemon, control_socket = shared_daemon
+    script = anyio.Path(daemon.client.info().config)
+    original = await script.read_text()
+    await script.write_text(original + 'mcp_profile("two", {servers = {"b"}})\n')
+    try:
+        await anyio.to_thread.run_sync(daemon.client.reload)
+        async with Client(attach(control_socket, "--profile", "two")) as client:
+            assert "b__echo" in {t.name for t in (await client.list_tools()).tools}
+            await script.write_text(original)
+            await anyio.to_thread.run_sync(daemon.client.reload)
+            assert (await client.list_tools()).tools == []
+            with pytest.raises(MCPError, match="profile 'two' is no longer declared"):
+                await client.call_tool("b__echo", {"text": "x"})
+    finally:
+        await script.write_text(original)
+        await anyio.to_thread.run_sync(daemon.client.reload)
+
+
 async def test_what_an_upstream_asks_goes_to_the_client_that_called(
     shared_daemon: tuple[DaemonProcess, Path],
 ) -> None:
