@@ -185,8 +185,10 @@ def test_import_keeps_vs_codes_confinement_or_refuses_it_loudly(
                   "sandbox": {"filesystem": {"allowWrite": ["/tmp/x"]}}},
         "open": {"type": "stdio", "command": "npx", "args": ["-y", "third"]},
     }  # fmt: skip
-    folder = tmp_path / ".vscode"
-    folder.mkdir()
+    # The user's own file (VS Code's profile folder), not a project's: a
+    # project's servers are all confined on import, whatever they say.
+    folder = tmp_path / "Code" / "User"
+    folder.mkdir(parents=True)
     (folder / "mcp.json").write_text(json.dumps({"servers": servers}))
     assert main(["import", str(folder / "mcp.json")]) == 1  # one not imported
     captured = capsys.readouterr()
