@@ -275,3 +275,28 @@ def test_check_warns_of_a_sandbox_that_starves_its_package_runner(
     err = capsys.readouterr().err
     assert "warning: fs: its sandbox allows no TCP port 443" in err
     assert "'npx' fetches @scope/server from its registry" in err
+
+
+@landlocked
+async def test_a_confined_server_refused_a_file_is_told_where_to_allow_it(
+    tmp_path: Path,
+) -> None:
+    """A server that exits on a file the sandbox refused it (a developer's
+    editable install outside the venv, say): the connection's error says the
+    sandbox may be why, and where to allow it."""
+    outside = tmp_path / "source.py"
+    outside.write_text("x = 1\n")
+    code = f"open({str(outside)!r}).read()"
+    spec = parse_spec(
+        "p", {"command": sys.executable, "args": ["-c", code]}, {"sandbox": "strict"}
+    )
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as manager:
+        manager.add(spec)
+        failed = await rec.wait_for("connect_failed", "p")
+    error = str(failed.error)  # type: ignore[attr-defined]
+    assert "PermissionError" in error and str(outside) in error
+    assert (
+        "the sandbox may have refused it: give the path in its sandbox's read" in error
+    )

@@ -13,6 +13,7 @@ import collections
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -118,7 +119,7 @@ async def _streams(
     ](0)
     garbage = [0]
     broken: list[anyio.Event] = []
-    said = _LastWords()
+    said = _LastWords(confined=spec.sandbox.active)
 
     async def on_broken() -> None:
         """stdin failed: usually the server died, and its exit code says more
@@ -470,8 +471,9 @@ class _LastWords:
     cannot start usually says why there ("missing API key") before exiting
     with a bare code. Masked with the rest of the reason (the supervisor)."""
 
-    def __init__(self) -> None:
+    def __init__(self, confined: bool = False) -> None:
         self.line = ""
+        self._confined = confined
         self.ended = anyio.Event()
         """stderr reached its end (the server and its children closed it)."""
 
@@ -491,7 +493,21 @@ class _LastWords:
         if not self.line:
             return reason
         line = self.line if len(self.line) <= 200 else self.line[:199] + "…"
-        return f"{reason} (its last stderr line: {line})"
+        reason = f"{reason} (its last stderr line: {line})"
+        if self._confined and _REFUSED.search(self.line):
+            reason += (
+                "; the sandbox may have refused it: give the path in its "
+                "sandbox's read (or write) in startup.lua"
+            )
+        return reason
+
+
+_REFUSED = re.compile(
+    r"permission denied|operation not permitted|\bEACCES\b|\bEPERM\b|"
+    r"PermissionError",
+    re.IGNORECASE,
+)
+"""What a server says when the kernel refused it a file (Landlock: EACCES)."""
 
 
 def _exit_text(code: int) -> str:
