@@ -37,11 +37,11 @@ __all__ = ["add_parsers"]
 
 def _cmd_status(args: argparse.Namespace) -> int:
     client = ControlClient(find_socket(args.socket))
-    conns = client.status()
     if args.json:
-        rows = [conn.to_dict() for conn in conns]
+        rows = client.status_rows()
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
+    conns = client.status()
     now = time.time()
     try:
         info: DaemonInfo | None = client.info()

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from ..control.client import ControlClient
 from ..control.paths import find_socket
 from ..core.errors import CallError, ControlError
-from ..core.status import MODERN_ERA
 from ..core.text import first_line
 from .arguments import positive_float
 from .exits import fail
@@ -295,6 +294,8 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
         return 0
     width = max(len(row.name) for row in rows)
     # Which protocol each server speaks, above its tools.
+    from ..core.status import MODERN_ERA  # dataclasses: not on every CLI start
+
     speaks = {s.name: s for s in client.status()} if args.kind == "tools" else {}
     server = None
     for row in rows:
