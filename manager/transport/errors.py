@@ -193,7 +193,7 @@ def map_failure(exc: BaseException, what: str) -> TransportError:
             return leaf
     leaf = _most_informative(leaves)
     message = describe_error(exc)
-    if isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT:
+    if isinstance(leaf, MCPError) and _timed_out_here(leaf):
         return ConnectTimeout(f"{what}: {message}")
     return ConnectFailed(f"{what}: {message}" if what else message)
 
@@ -219,7 +219,7 @@ def request_error(
             requests (ping, notifications): a `ConnectFailed`.
     """
     if isinstance(exc, TimeoutError) or (
-        isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
+        isinstance(exc, MCPError) and _timed_out_here(exc)
     ):
         within = f" within {limit:g} s" if limit is not None else ""
         return CallTimeout(f"{what}: no result{within}")
@@ -238,11 +238,34 @@ def request_error(
 
 
 def is_session_lost(exc: MCPError) -> bool:
-    """Connection closed, the HTTP session is gone, or the server forgot it."""
-    if exc.code == CONNECTION_CLOSED:
+    """Connection closed, the HTTP session is gone, or the server forgot it.
+
+    The SDK and our relays say a connection closed with `CONNECTION_CLOSED`
+    (-32000) and their own words; a server may answer a request with -32000
+    too (the JSON-RPC range for implementation errors), and that is its
+    answer, passed on (`UpstreamError`), not a lost session."""
+    if exc.code == CONNECTION_CLOSED and exc.message.startswith(_CLOSED_HERE):
         return True
     text = exc.message.lower()
     return "session terminated" in text or "session not found" in text
+
+
+_CLOSED_HERE = (
+    "Connection closed",  # the SDK's dispatcher and session, our relays
+    "SSE stream failed: ",  # the SDK's streamable HTTP transport
+    "SSE stream ended without a response",
+)
+"""How the SDK and our relays word a `CONNECTION_CLOSED` they make."""
+
+
+def _timed_out_here(exc: MCPError) -> bool:
+    """A `REQUEST_TIMEOUT` the SDK or our relays made (`Request 'M' timed
+    out`), not a server's own -32001 answer."""
+    return (
+        exc.code == REQUEST_TIMEOUT
+        and exc.message.startswith("Request ")
+        and exc.message.endswith(" timed out")
+    )
 
 
 def first_os_error(exc: BaseException) -> OSError | None:

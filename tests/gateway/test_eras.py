@@ -86,6 +86,16 @@ async def _exercise(client: Client, heard: list[object]) -> dict[str, Any]:
         )
     except MCPError as exc:
         seen["upstream error"] = (exc.code, exc.message, exc.data)
+    # The codes the SDK also uses for its own "connection closed" and "timed
+    # out": a server's answer all the same (they read as a lost session and
+    # a call timeout through us).
+    for code in (-32000, -32001):
+        try:
+            await client.call_tool(
+                "error", {"code": code, "message": "boom", "data": '{"x": 1}'}
+            )
+        except MCPError as exc:
+            seen[f"upstream error {code}"] = (exc.code, exc.message, exc.data)
     seen["prompt"] = wire(await client.get_prompt("greet", {"name": "Ada"}))
     try:  # the server's own error, which differs by era at an SDK server
         await client.get_prompt("no_such_prompt")

@@ -93,6 +93,16 @@ def test_a_request_timeout_is_a_call_timeout_from_the_moment_it_happens() -> Non
         assert str(error) == "tools/call echo: no result within 2.5 s"
 
 
+@pytest.mark.parametrize("code", [CONNECTION_CLOSED, REQUEST_TIMEOUT])
+def test_a_server_s_own_answer_with_the_sdk_s_codes_is_its_answer(code: int) -> None:
+    """-32000 and -32001 are the SDK's "connection closed" and "timed out",
+    and a server's to answer with too: its answer is passed on whole (it
+    read as a lost session, and as a call timeout after 0.1 s)."""
+    error = request_error(MCPError(code, "boom", {"x": 1}), "tools/call t")
+    assert isinstance(error, UpstreamError)
+    assert (error.code, error.reply, error.data) == (code, "boom", {"x": 1})
+
+
 def test_a_lost_session_is_disconnected_with_the_transport_s_reason() -> None:
     gone = MCPError(CONNECTION_CLOSED, "Connection closed")
     error = request_error(gone, "prompts/get p", lost="process exited with code 3")
@@ -122,7 +132,9 @@ def test_anything_else_is_not_ours_to_translate() -> None:
 @pytest.mark.anyio
 async def test_a_failed_try_is_a_transport_error() -> None:
     assert isinstance(map_failure(_refused(), "connect"), ConnectFailed)
-    timeout = map_failure(MCPError(REQUEST_TIMEOUT, "slow"), "initialize")
+    timeout = map_failure(
+        MCPError(REQUEST_TIMEOUT, "Request 'initialize' timed out"), "initialize"
+    )
     assert isinstance(timeout, ConnectTimeout)
     inner = Disconnected("gone")
     assert map_failure(ExceptionGroup("g", [inner]), "x") is inner
