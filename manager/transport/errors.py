@@ -229,8 +229,14 @@ def request_error(
         return Disconnected(f"{what}: {lost or exc.message}")
     if not answered:
         return ConnectFailed(f"{what}: {describe_error(exc)}")
+    said = (
+        f"{what}: the server's answer could not be read ({exc.message}); the "
+        "server may have run it"
+        if exc.message.startswith(_UNREADABLE_ANSWER)
+        else f"{what} rejected by the server: {exc.message}"
+    )
     return UpstreamError(
-        f"{what} rejected by the server: {exc.message} (MCP error {exc.code})",
+        f"{said} (MCP error {exc.code})",
         code=exc.code,
         reply=exc.message,
         data=exc.data,
@@ -256,6 +262,15 @@ _CLOSED_HERE = (
     "SSE stream ended without a response",
 )
 """How the SDK and our relays word a `CONNECTION_CLOSED` they make."""
+
+
+_UNREADABLE_ANSWER = (
+    "Unexpected content type: ",  # the SDK's streamable HTTP transport
+    "Failed to parse the server's answer",  # our HTTP relay
+    "the server's answer has no result",
+)
+"""How the SDK and our relay word an answer that came and could not be read:
+not a refusal (the server may well have run the request)."""
 
 
 def _timed_out_here(exc: MCPError) -> bool:

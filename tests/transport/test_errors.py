@@ -93,6 +93,18 @@ def test_a_request_timeout_is_a_call_timeout_from_the_moment_it_happens() -> Non
         assert str(error) == "tools/call echo: no result within 2.5 s"
 
 
+def test_an_answer_that_could_not_be_read_is_no_refusal() -> None:
+    """A call answered as text/plain: the server ran it, and the sentence
+    must not read as if it had refused (a user would try again)."""
+    unread = MCPError(INVALID_REQUEST, "Unexpected content type: text/plain")
+    error = request_error(unread, "tools/call echo")
+    assert isinstance(error, UpstreamError) and error.code == INVALID_REQUEST
+    assert str(error) == (
+        "tools/call echo: the server's answer could not be read (Unexpected "
+        "content type: text/plain); the server may have run it (MCP error -32600)"
+    )
+
+
 @pytest.mark.parametrize("code", [CONNECTION_CLOSED, REQUEST_TIMEOUT])
 def test_a_server_s_own_answer_with_the_sdk_s_codes_is_its_answer(code: int) -> None:
     """-32000 and -32001 are the SDK's "connection closed" and "timed out",
