@@ -83,6 +83,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+PING_ERRORS = 3
+"""Pings answered with an error in a row that end a session (`McpSession.ping`)."""
+
+
 class McpSession:
     """The `Upstream` implementation over an SDK `ClientSession`.
 
@@ -127,6 +131,8 @@ class McpSession:
         self._sentinel = sentinel
         self._tools: tuple[ToolInfo, ...] = ()
         self._catalog = Catalog()
+        self._ping_errors = 0
+        """Pings answered with an error in a row (`ping`)."""
         self.side: EraSide | None = None
         """Where requests of clients of the other era go, with a server that
         may speak both eras (set by the transport)."""
@@ -398,7 +404,25 @@ class McpSession:
         except TimeoutError:
             raise Disconnected(f"no answer to ping within {limit:g} s") from None
         except MCPError as exc:
-            raise Disconnected(f"ping failed: {describe_error(exc)}") from exc
+            # Answered with an error (an HTTP 503 or 429, say): the server is
+            # there. Dropping the session for it would cut the calls it is
+            # running (their results lost), and a new one would fare no
+            # better; only errors in a row, or a session it forgot, end it.
+            self._ping_errors += 1
+            if is_session_lost(exc) or self._ping_errors >= PING_ERRORS:
+                times = (
+                    f" ({self._ping_errors} in a row)" if self._ping_errors > 1 else ""
+                )
+                raise Disconnected(
+                    f"ping failed{times}: {describe_error(exc)}"
+                ) from exc
+            logger.info(
+                "%s: a ping was answered with an error (%s); kept the session",
+                self._info.name,
+                describe_error(exc),
+            )
+            return
+        self._ping_errors = 0
 
     async def wait_lost(self) -> LossReport:
         if not self._following:

@@ -62,6 +62,9 @@ accepted). Flags:
   open) before its reply.
 - `--no-event-stream`: answer GET with 405, as a server without a standalone
   stream does; only the TCP connections themselves then tell of its death.
+- `--ping-errors N`: answer the first N pings with HTTP 503 and an HTML page,
+  as a server behind an overloaded proxy does; the log says `PING_REFUSED`
+  for each.
 """
 
 from __future__ import annotations
@@ -95,6 +98,8 @@ __all__ = ["PROTOCOL_VERSION", "SERVER_NAME", "SESSION_NOT_FOUND", "main"]
 
 SERVER_NAME = "raw-http"
 SLEEP_STARTED = f"{SERVER_NAME}: sleep started"
+PING_REFUSED = f"{SERVER_NAME}: ping refused"
+"""What the log says when a ping is answered 503 (`--ping-errors`)."""
 """What the log says (stdout) when a `sleep` call begins: the call is in flight."""
 PROTOCOL_VERSION = "2025-06-18"
 PATH = "/mcp"
@@ -124,6 +129,7 @@ class _Options:
     fail_tool = False
     tools_file: str | None = None
     event_stream = True
+    ping_errors = 0
 
 
 class _Session:
@@ -341,6 +347,12 @@ class _Handler(BaseHTTPRequestHandler):
         if method is None or rid is None:  # a notification, or a client's answer
             self._answer(202, session_id=sid)
             return
+        if method == "ping" and _Options.ping_errors > 0:
+            _Options.ping_errors -= 1
+            print(PING_REFUSED, flush=True)
+            page = b"<html><body>503 Service Unavailable</body></html>"
+            self._answer(503, page, kind="text/html")
+            return
         result = _result(str(method), message.get("params") or {}, session)
         if result is None:
             reply = _error(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -507,6 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     raw_tools.add_flags(parser)
     parser.add_argument("--no-event-stream", action="store_true")
+    parser.add_argument("--ping-errors", type=int, default=0)
     args = parser.parse_args(argv)
     if args.exit_immediately is not None:
         return int(args.exit_immediately)
@@ -517,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _Options.fail_tool = args.fail_tool
     _Options.tools_file = args.tools_file
     _Options.event_stream = not args.no_event_stream
+    _Options.ping_errors = args.ping_errors
     signal.signal(
         signal.SIGTERM, signal.SIG_IGN if args.ignore_sigterm else _on_sigterm
     )

@@ -28,6 +28,7 @@ from servers import (
     HttpServerFactory,
     own_children,
     raw_command,
+    raw_http,
     stdio_command,
 )
 
@@ -515,3 +516,31 @@ async def test_a_killed_http_server_without_an_event_stream_is_noticed_too(
     lost = await rec.wait_for("disconnected", "web", after=first.seq)
     # The sentinel's end, then the probe: refused, reset, or "cannot connect".
     assert "connect" in lost.reason  # type: ignore[attr-defined]
+
+
+async def test_a_ping_answered_503_keeps_the_session_and_the_call_it_runs(
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+) -> None:
+    """A server behind an overloaded proxy answers two pings 503 while a call
+    runs: it is there, so the session stays and the call's result arrives
+    (one 503 dropped the session, and the call was lost with it)."""
+    mgr, rec = env
+    server = make_http_server("http", "--sleep-tool", "--ping-errors", "2", raw=True)
+    mgr.add(parse_spec("web", server.url, {**FAST, "ping_interval": 0.1}))
+    connected = await rec.wait_for("connected", "web")
+    got: list[object] = []
+
+    async def call() -> None:
+        got.append(await mgr.call("web", "sleep", {"seconds": 2}))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            while server.log_text().count(raw_http.PING_REFUSED) < 2:  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+    (result,) = got  # it ran to its end: the session was not dropped under it
+    assert result.is_error is False  # type: ignore[attr-defined]
+    assert rec.of("disconnected") == [] and mgr.statuses()[0].state == "connected"
+    echoed = await mgr.call("web", "echo", {"text": "still here"})
+    assert echoed.is_error is False
+    assert rec.of("connected")[-1].seq == connected.seq
