@@ -38,6 +38,7 @@ __all__ = [
     "LoginRequired",
     "ManagerError",
     "RefusedUnrun",
+    "SessionForgotten",
     "ServerUnavailable",
     "TransportError",
     "PolicyDenied",
@@ -143,6 +144,12 @@ class ConnectTimeout(TransportError):
 
 class Disconnected(TransportError):
     """An established session died."""
+
+
+class SessionForgotten(Disconnected):
+    """The server forgot the session (HTTP 404 to its id): it did not process
+    the request, which may be sent again in a new session (MCP, streamable
+    HTTP: "the client MUST start a new session")."""
 
 
 class CallError(ManagerError):

@@ -21,6 +21,7 @@ from ..core.errors import (
     Disconnected,
     RefusedUnrun,
     ServerUnavailable,
+    SessionForgotten,
     TransportError,
     UpstreamError,
 )
@@ -156,6 +157,10 @@ def call_error(
         if isinstance(exc, UpstreamError):
             return UpstreamError(text, code=exc.code, reply=exc.reply, data=exc.data)
         return type(exc)(text)
+    if isinstance(exc, SessionForgotten):  # twice: the new session's too
+        return ServerUnavailable(
+            f"{conn.name}: {redact(str(exc), secrets)}; it was not sent again"
+        )
     if isinstance(exc, Disconnected):
         return ServerUnavailable(
             f"{conn.name} disconnected during the call ({redact(str(exc), secrets)}): "

@@ -33,7 +33,12 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from ..core.errors import ServerUnavailable, ToolHeld, UnknownServer
+from ..core.errors import (
+    ServerUnavailable,
+    SessionForgotten,
+    ToolHeld,
+    UnknownServer,
+)
 from ..core.events import (
     Added,
     CallFailed,
@@ -712,7 +717,16 @@ class Manager:
                 # its two generator context managers: this is every call's path).
                 deadline = anyio.current_time() + limit + CALL_DEADLINE_SLACK
                 with anyio.CancelScope(deadline=deadline):
-                    return await send(upstream, limit)
+                    try:
+                        return await send(upstream, limit)
+                    except SessionForgotten:
+                        # Not processed (the server's 404 to a session it
+                        # forgot): sent again once, in the new session the
+                        # connection opens at once, within `hold`.
+                        if conn.upstream is upstream:  # not a new one already
+                            conn.set_disconnected()
+                        upstream = await ready(conn, self._clock, span)
+                        return await send(upstream, limit)
                 raise TimeoutError  # only the backstop's deadline gets here
         except BaseException as exc:
             error = call_error(exc, conn, target, timeout, self.secrets)

@@ -36,6 +36,7 @@ __all__ = [
     "describe_error",
     "first_os_error",
     "flatten",
+    "forgot_session",
     "http_refusal",
     "is_session_lost",
     "map_failure",
@@ -252,6 +253,13 @@ def is_session_lost(exc: MCPError) -> bool:
     answer, passed on (`UpstreamError`), not a lost session."""
     if exc.code == CONNECTION_CLOSED and exc.message.startswith(_CLOSED_HERE):
         return True
+    return forgot_session(exc)
+
+
+def forgot_session(exc: MCPError) -> bool:
+    """The server answered 404 to the session's id: it forgot the session
+    (the SDK's transport and our relay say "Session terminated"; an SDK
+    server's body says "Session not found")."""
     text = exc.message.lower()
     return "session terminated" in text or "session not found" in text
 

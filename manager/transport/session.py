@@ -42,6 +42,7 @@ from ..core.errors import (
     ConnectFailed,
     ConnectTimeout,
     Disconnected,
+    SessionForgotten,
     TransportError,
 )
 from ..core.sandbox import starved
@@ -62,7 +63,13 @@ from .base import (
 )
 from .compat_mcp import speak_for_the_caller, stamp_request, typed_result
 from .eras import PROBE_TIMEOUT, EraMemory, agree
-from .errors import describe_error, flatten, is_session_lost, request_error
+from .errors import (
+    describe_error,
+    flatten,
+    forgot_session,
+    is_session_lost,
+    request_error,
+)
 from .http.liveness import TcpSentinel
 from .http.probe import address
 from .listening import Listener
@@ -462,7 +469,15 @@ class McpSession:
     def _ours(
         self, exc: BaseException, what: str, limit: float | None = None
     ) -> BaseException:
-        """A request's failure as ours (`request_error`), else as it is."""
+        """A request's failure as ours (`request_error`), else as it is. A
+        session the server forgot (HTTP 404) ends here, at once: the request
+        was not processed (`SessionForgotten`), and the connection opens a
+        new session, where the caller may send it again."""
+        if isinstance(exc, MCPError) and forgot_session(exc):
+            reason = f"the server forgot the session ({exc.message})"
+            if not self._lost.is_set:
+                self._lost.set(LossReport(reason, error_type="SessionForgotten"))
+            return SessionForgotten(f"{what}: {reason}: it did not process the request")
         lost = self._lost.report.reason if self._lost.is_set else None
         return request_error(exc, what, limit=limit, lost=lost) or exc
 

@@ -99,6 +99,8 @@ __all__ = ["PROTOCOL_VERSION", "SERVER_NAME", "SESSION_NOT_FOUND", "main"]
 SERVER_NAME = "raw-http"
 SLEEP_STARTED = f"{SERVER_NAME}: sleep started"
 PING_REFUSED = f"{SERVER_NAME}: ping refused"
+SESSIONS_FORGOTTEN = f"{SERVER_NAME}: sessions forgotten"
+"""What the log says once SIGHUP made it forget its sessions."""
 """What the log says when a ping is answered 503 (`--ping-errors`)."""
 """What the log says (stdout) when a `sleep` call begins: the call is in flight."""
 PROTOCOL_VERSION = "2025-06-18"
@@ -489,6 +491,7 @@ def _forget_sessions(signum: int, frame: object) -> None:
         _sessions.clear()
     for session in sessions:
         session.end()
+    print(SESSIONS_FORGOTTEN, flush=True)
 
 
 def _shut_down(server: _Server) -> None:

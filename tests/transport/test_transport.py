@@ -544,3 +544,25 @@ async def test_a_ping_answered_503_keeps_the_session_and_the_call_it_runs(
     echoed = await mgr.call("web", "echo", {"text": "still here"})
     assert echoed.is_error is False
     assert rec.of("connected")[-1].seq == connected.seq
+
+
+async def test_a_call_to_a_session_the_server_forgot_is_sent_again_in_a_new_one(
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+) -> None:
+    """The server forgot the session and nothing told us (no event stream, no
+    ping): a call meets 404, which says it was not processed, so it is sent
+    again, once, in the new session (it failed: 'may have run it')."""
+    mgr, rec = env
+    server = make_http_server("http", "--no-event-stream", raw=True)
+    opts = {**FAST, "ping_interval": 0}
+    mgr.add(parse_spec("web", server.url, opts))
+    first = await rec.wait_for("connected", "web")
+    os.kill(server.pid, signal.SIGHUP)
+    with anyio.fail_after(10):
+        while raw_http.SESSIONS_FORGOTTEN not in server.log_text():  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+    result = await mgr.call("web", "echo", {"text": "once"})
+    assert result.is_error is False
+    lost = await rec.wait_for("disconnected", "web", after=first.seq)
+    assert "the server forgot the session" in lost.reason  # type: ignore[attr-defined]
+    await rec.wait_for("connected", "web", after=lost.seq)
