@@ -37,6 +37,13 @@ Why each is used, and which public API would replace it:
   browser is out; a device login's polling waits on a person too. Replace
   with the public form of that clock (none in 2.3).
 
+* `mcp.shared._httpx_utils.stream_within_origin` (`stream_within_origin`):
+  our HTTP relay sends a client's calls itself, and follows redirects as the
+  SDK's transport follows them for the handshake and pings (within the
+  endpoint's origin: a 307/308 trailing-slash move, say); else a server the
+  handshake reached would refuse every call. Replace with a public helper
+  (none in 2.3).
+
 `tests/test_compat.py` fails with `WHY` when the installed SDK lacks one.
 """
 
@@ -50,6 +57,7 @@ import httpx2
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
+from mcp.shared._httpx_utils import stream_within_origin
 from mcp.shared._request_clock import waiting_on_a_person
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types import methods as _methods
@@ -65,6 +73,7 @@ __all__ = [
     "oauth_take_refresh",
     "speak_for_the_caller",
     "stamp_request",
+    "stream_within_origin",
     "typed_result",
     "waiting_on_the_user",
 ]

@@ -62,6 +62,8 @@ accepted). Flags:
   open) before its reply.
 - `--no-event-stream`: answer GET with 405, as a server without a standalone
   stream does; only the TCP connections themselves then tell of its death.
+- `--moved`: serve at `/mcp/` and answer `/mcp` with a 307 to it, as a
+  framework that normalises trailing slashes does.
 - `--ping-errors N`: answer the first N pings with HTTP 503 and an HTML page,
   as a server behind an overloaded proxy does; the log says `PING_REFUSED`
   for each.
@@ -132,6 +134,7 @@ class _Options:
     tools_file: str | None = None
     event_stream = True
     ping_errors = 0
+    moved = False
 
 
 class _Session:
@@ -298,7 +301,14 @@ class _Handler(BaseHTTPRequestHandler):
         return sid, session
 
     def _on_path(self) -> bool:
-        if self.path.split("?")[0] == PATH:
+        path = self.path.split("?")[0]
+        if _Options.moved and path == PATH:  # a trailing-slash move
+            self.send_response(307)
+            self.send_header("Location", PATH + "/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return False
+        if path == (PATH + "/" if _Options.moved else PATH):
             return True
         self._answer(404, b"Not Found", kind="text/plain")
         return False
@@ -523,6 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw_tools.add_flags(parser)
     parser.add_argument("--no-event-stream", action="store_true")
     parser.add_argument("--ping-errors", type=int, default=0)
+    parser.add_argument("--moved", action="store_true")
     args = parser.parse_args(argv)
     if args.exit_immediately is not None:
         return int(args.exit_immediately)
@@ -534,6 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _Options.tools_file = args.tools_file
     _Options.event_stream = not args.no_event_stream
     _Options.ping_errors = args.ping_errors
+    _Options.moved = args.moved
     signal.signal(
         signal.SIGTERM, signal.SIG_IGN if args.ignore_sigterm else _on_sigterm
     )

@@ -566,3 +566,17 @@ async def test_a_call_to_a_session_the_server_forgot_is_sent_again_in_a_new_one(
     lost = await rec.wait_for("disconnected", "web", after=first.seq)
     assert "the server forgot the session" in lost.reason  # type: ignore[attr-defined]
     await rec.wait_for("connected", "web", after=lost.seq)
+
+
+async def test_a_server_that_moved_its_endpoint_by_a_slash_is_called_there(
+    env: tuple[Manager, Recorder], make_http_server: HttpServerFactory
+) -> None:
+    """/mcp answers 307 to /mcp/ (a framework's trailing-slash move): the
+    handshake and pings followed it and every call was refused ('redirected
+    the request (307); not followed') while status said connected."""
+    mgr, rec = env
+    server = make_http_server("http", "--moved", raw=True)
+    mgr.add(parse_spec("web", server.url, FAST))
+    await rec.wait_for("connected", "web")
+    result = await mgr.call("web", "echo", {"text": "moved"})
+    assert result.is_error is False

@@ -56,6 +56,7 @@ from mcp_types import (
 
 from ...core.errors import LoginRequired, RefusedUnrun
 from ..base import ProgressCallback
+from ..compat_mcp import stream_within_origin
 from ..relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
 
 __all__ = ["RESUME_ATTEMPTS", "HttpRelay", "JsonLines", "SseEvents"]
@@ -306,8 +307,8 @@ class HttpRelay:
     ) -> dict[str, Any]:
         """POST the request; the answer, from JSON or the event stream."""
         events = SseEvents()
-        async with self._client.stream(
-            "POST", self._url, content=data, headers=self._headers(sent)
+        async with stream_within_origin(
+            self._client, "POST", self._url, content=data, headers=self._headers(sent)
         ) as response:
             await _refuse(response, self._session_id() is not None)
             kind = response.headers.get("content-type", "").lower()
@@ -343,8 +344,8 @@ class HttpRelay:
                 "last-event-id": events.last_id,
             }
             resume.pop("content-type", None)
-            async with self._client.stream(
-                "GET", self._url, headers=resume
+            async with stream_within_origin(
+                self._client, "GET", self._url, headers=resume
             ) as response:
                 if response.status_code != 200:
                     break
@@ -454,10 +455,14 @@ class HttpRelay:
             }
         ).encode()
         try:
-            response = await self._client.post(
-                self._url, content=data, headers=self._headers(sent)
-            )
-            await response.aclose()
+            async with stream_within_origin(
+                self._client,
+                "POST",
+                self._url,
+                content=data,
+                headers=self._headers(sent),
+            ):
+                pass
         except httpx2.HTTPError as exc:
             logger.debug("courtesy cancel not sent: %r", exc)
 
