@@ -560,7 +560,7 @@ def _http_config(args: argparse.Namespace, socket: Path) -> tuple[str, str, bool
             "do not take in their files; for a local program that speaks HTTP "
             f"over one: curl --unix-socket {url[5:]} http://localhost/mcp"
         )
-    if args.profile and not url.rstrip("/").endswith("/" + args.profile):
+    if args.profile and not _names_profile(url, args.profile):
         url = url.rstrip("/") + "/" + args.profile
     try:
         token, where = endpoint_token(socket)
@@ -573,6 +573,15 @@ def _http_config(args: argparse.Namespace, socket: Path) -> tuple[str, str, bool
             "would have no token and get 401"
         )
     return url, _http_entry(args.client, args.name, url, token), token is not None
+
+
+def _names_profile(url: str, profile: str) -> bool:
+    """Whether `url` is already the endpoint's `profile` (`/mcp/coding`): its
+    path has the endpoint's and the profile's segments."""
+    from urllib.parse import urlsplit
+
+    segments = [part for part in urlsplit(url).path.split("/") if part]
+    return len(segments) >= 2 and segments[-1] == profile
 
 
 def _unknown_profile(socket: Path, profile: str) -> str | None:

@@ -280,6 +280,11 @@ def test_client_config_does_not_add_a_profile_its_url_names(
     assert main(argv) == 0
     entry = json.loads(capsys.readouterr().out)["mcpServers"]["mcp-manager"]
     assert entry["url"] == url
+    # A profile named as the endpoint's own path is still added.
+    base = "http://127.0.0.1:8765/mcp"
+    assert main(["client-config", "cursor", "--http", base, "--profile", "mcp"]) == 0
+    entry = json.loads(capsys.readouterr().out)["mcpServers"]["mcp-manager"]
+    assert entry["url"] == base + "/mcp"
 
 
 async def test_http_on_a_unix_socket_is_private_and_still_wants_the_token(
