@@ -43,6 +43,7 @@ __all__ = [
     "os_reason",
     "refused",
     "request_error",
+    "SessionTerminated",
 ]
 
 
@@ -253,15 +254,23 @@ def is_session_lost(exc: MCPError) -> bool:
     answer, passed on (`UpstreamError`), not a lost session."""
     if exc.code == CONNECTION_CLOSED and exc.message.startswith(_CLOSED_HERE):
         return True
-    return forgot_session(exc)
+    # The SDK's transport's words for a 404, and its servers' body then: the
+    # whole message, as a tool's own error may mention a session of its own
+    # ("Browser session not found").
+    return exc.message.lower() in ("session terminated", "session not found")
+
+
+class SessionTerminated(MCPError):
+    """Our HTTP relay's word for a 404 to the session's id whose body says
+    nothing else (`relay._refuse`): the server forgot the session and did not
+    process the request. Only the relay, which sees the status, says it: a
+    server's own error worded alike is no proof (`forgot_session`)."""
 
 
 def forgot_session(exc: MCPError) -> bool:
-    """The server answered 404 to the session's id: it forgot the session
-    (the SDK's transport and our relay say "Session terminated"; an SDK
-    server's body says "Session not found")."""
-    text = exc.message.lower()
-    return "session terminated" in text or "session not found" in text
+    """The server answered 404 to the session's id and so did not process
+    the request (only what our relay saw: `SessionTerminated`)."""
+    return isinstance(exc, SessionTerminated)
 
 
 _CLOSED_HERE = (

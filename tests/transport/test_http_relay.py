@@ -102,6 +102,12 @@ class Upstream:
             )
         if name == "gone":
             return Response(status_code=404)
+        if name == "missing":  # a 404 that says something else than the session
+            error = {"code": -32601, "message": "Method not found"}
+            return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": error}, 404)
+        if name == "browser":  # a tool's own error, worded like a lost session
+            error = {"code": -32000, "message": "Browser session not found"}
+            return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": error})
         if name == "lines":
             # What the request brought, then its answer, one JSON per line
             # in an `application/json` body (the TypeScript SDK's 2026 way).
@@ -299,6 +305,22 @@ async def test_errors_keep_their_code_and_a_lost_session_says_so(
     assert caught.value.code == -32099
     with pytest.raises((UpstreamError, ServerUnavailable), match="Session terminated"):
         await manager.call("up", "gone", {})
+
+
+@pytest.mark.parametrize(("tool", "code"), [("missing", -32601), ("browser", -32000)])
+async def test_an_error_that_only_reads_like_a_lost_session_is_not_sent_again(
+    relayed: tuple[Manager, Upstream, Recorder], tool: str, code: int
+) -> None:
+    """Only a 404 that says nothing but "no such session" proves the server
+    did not process a call (and it is then sent again in a new session): a
+    404 with another error, or a tool's own "Browser session not found", is the
+    server's answer, passed on, and the call is sent once."""
+    manager, upstream, _ = relayed
+    before = len(upstream.calls())
+    with pytest.raises(UpstreamError) as caught:
+        await manager.call("up", tool, {})
+    assert caught.value.code == code
+    assert len(upstream.calls()) == before + 1
 
 
 async def test_a_stream_that_ends_early_is_resumed_with_last_event_id(

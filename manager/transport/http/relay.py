@@ -57,6 +57,7 @@ from mcp_types import (
 from ...core.errors import LoginRequired, RefusedUnrun
 from ..base import ProgressCallback
 from ..compat_mcp import stream_within_origin
+from ..errors import SessionTerminated
 from ..relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
 
 __all__ = ["RESUME_ATTEMPTS", "HttpRelay", "JsonLines", "SseEvents"]
@@ -482,19 +483,34 @@ async def _refuse(response: httpx2.Response, in_session: bool) -> None:
     if status < 400:
         return
     kind = response.headers.get("content-type", "").lower()
+    error: object = None
     if kind.startswith("application/json"):
         try:
             body = json.loads(await response.aread())
         except (ValueError, httpx2.HTTPError):
             body = None
         error = body.get("error") if isinstance(body, dict) else None
-        if isinstance(error, dict):
-            raise _error_of(error)
+    if status == 404 and in_session and _no_session(error):
+        raise SessionTerminated(code=INVALID_REQUEST, message="Session terminated")
+    if isinstance(error, dict):
+        raise _error_of(error)
     if status == 404:
-        if in_session:
-            raise MCPError(code=INVALID_REQUEST, message="Session terminated")
         raise MCPError(code=METHOD_NOT_FOUND, message="Not Found")
     raise MCPError(code=INTERNAL_ERROR, message="Server returned an error response")
+
+
+def _no_session(error: object) -> bool:
+    """Whether a 404's body (its JSON-RPC error, if any) says only that the
+    session is unknown (the SDK's servers: "Session not found"): then the
+    request was not processed. A 404 that carries another error (a method
+    not found, a server's own) is that error."""
+    if not isinstance(error, dict):
+        return True
+    message = error.get("message")
+    return isinstance(message, str) and message.lower() in (
+        "session not found",
+        "session terminated",
+    )
 
 
 def _error_of(error: dict[str, Any]) -> MCPError:
