@@ -165,14 +165,13 @@ def _keyring() -> Any:
 def _from_keyring(connection: str, reference: str) -> str:
     service, _, name = reference.partition("/")
     where = f"mcp_add({connection!r}): ${{keyring:{reference}}}"
-    keyring = _keyring()
     try:
-        value = keyring.get_password(service, name)
-    except keyring.errors.KeyringError as exc:
+        value = _get(reference)
+    except _Unusable as exc:
         raise ConfigError(
-            f"{where}: no keychain this daemon can use ({type(exc).__name__}: "
-            f"{exc}); unlock or install one (Secret Service, macOS Keychain), or "
-            "use ${env:NAME} or ${cmd:...}",
+            f"{where}: no keychain this daemon can use ({exc}); unlock or "
+            "install one (Secret Service, macOS Keychain), or use ${env:NAME} "
+            "or ${cmd:...}",
             connection=connection,
         ) from None
     if value is None:
@@ -209,14 +208,24 @@ def held(reference: str) -> str | None:
     Raises:
         ConfigError: No usable keychain.
     """
+    try:
+        return _get(reference)
+    except _Unusable as exc:
+        raise ConfigError(f"no keychain to store {reference} in ({exc})") from None
+
+
+class _Unusable(Exception):
+    """The keychain could not be read (its error, as `Type: text`)."""
+
+
+def _get(reference: str) -> str | None:
+    """The keychain's value under `SERVICE/NAME` (None: nothing)."""
     service, _, name = reference.partition("/")
     keyring = _keyring()
     try:
         value = keyring.get_password(service, name)
     except keyring.errors.KeyringError as exc:
-        raise ConfigError(
-            f"no keychain to store {reference} in ({type(exc).__name__}: {exc})"
-        ) from None
+        raise _Unusable(f"{type(exc).__name__}: {exc}") from None
     return None if value is None else str(value)
 
 
