@@ -156,9 +156,27 @@ def test_a_stuck_event_loop_is_reported_and_sigterm_still_ends_it_and_its_childr
     assert text.count("event loop has not turned") == 1
     assert "SIGTERM while the event loop is stuck" in text
     assert "killed 1 server process group(s)" in text
-    assert not psutil.pid_exists(child) or (
-        psutil.Process(child).status() == psutil.STATUS_ZOMBIE
-    )
+    assert _gone_within(child, KILL_GRACE)
+
+
+KILL_GRACE = 3.0
+"""Seconds a process whose group was sent SIGKILL may take to be gone."""
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    """Whether `pid` ends (or is a zombie) within `seconds`: a SIGKILL sent to
+    its group just before the daemon exited is delivered a moment later (CI
+    at fb64398 saw it still running right after the daemon's exit)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)  # another process's exit: no event to wait on
 
 
 def wait_for_text(path: Path, text: str, within: float) -> None:
