@@ -3,8 +3,9 @@
 - `base`: the seam (`Transport`, `Upstream`, `Hooks` and the data they carry);
   no `mcp` import. `connection.py` and the test fakes know only this.
 - `connect`: `McpTransport`, the real transport (stdio, streamable HTTP, SSE).
-- `session`: an initialized session: handshake, a client's requests on one
-  route per era, pings, loss signals; `rounds`: a 2026-07-28 server's
+- `handshake`: the era agreed and the lists read under one deadline;
+  `session`: an initialized session: a client's requests on one route per
+  era, pings, loss signals; `rounds`: a 2026-07-28 server's
   `input_required` answers, answered and the request sent again;
   `listening`: a 2026-07-28 session's changes, followed on
   `subscriptions/listen`.

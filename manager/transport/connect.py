@@ -54,6 +54,7 @@ from .base import (
 )
 from .eras import PROBE_TIMEOUT, EraMemory
 from .errors import describe_error, flatten, http_refusal, map_failure, refused
+from .handshake import handshake, message_handler
 from .http.probe import tcp_precheck
 from .http.streams import environment_proxy, open_http_streams, open_sse_streams
 from .oauth.door import oauth_auth, uses_oauth
@@ -66,7 +67,7 @@ from .oauth.tokens import (
 )
 from .relay import NO_SEND_SPAN, SendSpan
 from .requests import server_request_callbacks
-from .session import McpSession, handshake, message_handler
+from .session import McpSession
 from .side import EraSide, ListSources
 from .signals import EOF_REPORT, EofSignalingReadStream, LostSignal
 from .stdio.confinement import confined_as

@@ -1,8 +1,7 @@
 """An initialized upstream session: the `Upstream` over an SDK `ClientSession`.
 
-`handshake` agrees on the protocol (`initialize`, or `server/discover` with a
-2026-07-28 server: `eras`) and lists all tools and the rest under the deadline
-(paced for a stdio start); `McpSession` makes calls, pings and notices the end.
+`McpSession` makes calls, pings and notices the end of a session that
+`handshake` (its own module) opened and listed.
 """
 
 from __future__ import annotations
@@ -10,28 +9,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import anyio.abc
 import mcp.types as types
 from mcp import ClientSession
-from mcp.client.session import (
-    IncomingMessage,
-    MessageHandlerFnT,
-)
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.inbound import (
     MCP_NAME_HEADER,
     NAME_BEARING_METHODS,
     encode_header_value,
 )
-from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
-    CONNECTION_CLOSED,
     METHOD_NOT_FOUND,
 )
 from mcp_types.version import (
@@ -40,16 +32,12 @@ from mcp_types.version import (
 
 from ..core.errors import (
     ConnectFailed,
-    ConnectTimeout,
     Disconnected,
     SessionForgotten,
     TransportError,
 )
-from ..core.sandbox import starved
-from ..core.spec import ConnectionSpec
 from .base import (
     CATALOG_KINDS,
-    EXIT_CODE_WAIT,
     CallResult,
     Catalog,
     Hooks,
@@ -58,34 +46,25 @@ from .base import (
     ProgressCallback,
     Relay,
     ServerInfo,
-    Streams,
     ToolInfo,
 )
 from .compat_mcp import speak_for_the_caller, stamp_request, typed_result
-from .eras import PROBE_TIMEOUT, EraMemory, agree
 from .errors import (
     describe_error,
-    flatten,
     forgot_session,
     is_session_lost,
     request_error,
 )
 from .http.liveness import TcpSentinel
-from .http.probe import address
 from .listening import Listener
 from .lists import LIST_METHODS, read_list, read_tools, with_hint
-from .relay import DispatcherRelay, plain_tool_result
+from .relay import plain_tool_result
 from .rounds import INPUT_METHODS, InputRounds
 from .side import EraSide, ListSources
 from .signals import LostSignal
-from .stdio.starts import BUSY_EXTENSION_FACTOR, Slot, pace_start
 from .tasks import OWN_EXTENSIONS, ROUTED_EXTENSIONS
 
-__all__ = [
-    "McpSession",
-    "handshake",
-    "message_handler",
-]
+__all__ = ["McpSession"]
 
 logger = logging.getLogger(__name__)
 
@@ -497,112 +476,3 @@ def _without_caller(
         return meta
     rest = {k: v for k, v in meta.items() if k != CLIENT_CAPABILITIES_META_KEY}
     return rest or None
-
-
-def message_handler(name: str, hooks: Hooks) -> MessageHandlerFnT:
-    async def on_message(message: IncomingMessage) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            hooks.on_tools_changed()
-        elif isinstance(message, types.PromptListChangedNotification):
-            hooks.on_list_changed("prompts")
-        elif isinstance(message, types.ResourceListChangedNotification):
-            hooks.on_list_changed("resources")
-        elif isinstance(message, types.ResourceUpdatedNotification):
-            hooks.on_resource_updated(str(message.params.uri))
-        elif isinstance(message, Exception):
-            logger.debug("%s: transport reported %s", name, describe_error(message))
-
-    return on_message
-
-
-async def handshake(
-    spec: ConnectionSpec,
-    session: ClientSession,
-    streams: Streams,
-    lost: LostSignal,
-    pid: int | None,
-    deadline: float,
-    slot: Slot | None = None,
-    *,
-    dispatcher: JSONRPCDispatcher[Any],
-    eras: EraMemory | None = None,
-    hooks: Hooks | None = None,
-    probe_timeout: float | None = PROBE_TIMEOUT,
-    lists: bool = True,
-) -> McpSession:
-    """initialize + list all tools, prompts, resources and templates before
-    `deadline` (not with `lists` False: a session beside another, whose lists
-    are read only once it says one changed); errors mapped and explained.
-
-    A stdio server's start is paced (`starts.pace_start`): its slot is given back
-    once it idles, and the deadline moves out while it is still busy.
-    """
-    hard_deadline = deadline + (BUSY_EXTENSION_FACTOR - 1) * spec.connect_timeout
-    scope = anyio.CancelScope(deadline=deadline)
-    try:
-        async with _first_error(), anyio.create_task_group() as pacing:
-            if pid is not None and slot is not None:
-                pacing.start_soon(pace_start, scope, pid, slot, hard_deadline)
-            with scope:
-                info = await agree(
-                    spec, session, streams.session_id, eras, probe_timeout
-                )
-                sentinel = None
-                if spec.transport == "http":  # SSE and stdio see their end already
-                    host, port, _ = address(spec.url)
-                    sentinel = TcpSentinel(host, port)
-                upstream = McpSession(
-                    session,
-                    info,
-                    lost,
-                    pid,
-                    sentinel,
-                    wire=streams.relay or DispatcherRelay(dispatcher),
-                    hooks=hooks,
-                )
-                if lists:
-                    await upstream.list_tools()
-                    await upstream.list_catalog()
-            pacing.cancel_scope.cancel()
-        if scope.cancelled_caught:
-            raise TimeoutError
-        return upstream
-    except TimeoutError:
-        took = anyio.current_time() - (deadline - spec.connect_timeout)
-        message = (
-            f"no complete handshake within connect_timeout {spec.connect_timeout:g} s "
-            "(initialize + tools/list and the other lists)"
-        )
-        if took > spec.connect_timeout + 0.5:
-            message += f"; given {took:.0f} s in all while the server was busy"
-        if lost.is_set:
-            message = f"{message}; {lost.report.reason}"
-        hungry = starved(spec.command or "", spec.args, spec.sandbox)
-        if hungry is not None:
-            message = f"{message}; {hungry}"
-        raise ConnectTimeout(message, exit_code=lost.report.exit_code) from None
-    except (MCPError, TransportError) as exc:
-        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-            # The session saw EOF first; the transport is about to say why
-            # (exit code), which is the error worth showing.
-            with anyio.move_on_after(EXIT_CODE_WAIT + 0.1):
-                await lost.event.wait()
-        if lost.is_set:  # the real cause: the server exited or closed the stream
-            raise ConnectFailed(
-                lost.report.reason, exit_code=lost.report.exit_code
-            ) from exc
-        if isinstance(exc, TransportError):
-            raise
-        raise ConnectFailed(f"handshake failed: {describe_error(exc)}") from exc
-
-
-@asynccontextmanager
-async def _first_error() -> AsyncIterator[None]:
-    """Unwrap a task group's single error, so callers can catch it by type."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        leaves = flatten(group)
-        if len(leaves) == 1:
-            raise leaves[0] from None
-        raise
