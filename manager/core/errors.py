@@ -89,11 +89,20 @@ class TransportError(ManagerError):
     Args:
         message: A one-line, redacted description.
         exit_code: The stdio server's exit code, when it exited.
+        retry_after: Seconds the server asked us to wait before trying again
+            (an HTTP `Retry-After`), when it did.
     """
 
-    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        exit_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.retry_after = retry_after
 
 
 class ConnectFailed(TransportError):

@@ -49,6 +49,7 @@ from .text import login_command
 __all__ = [
     "AUTH_MISMATCH",
     "AUTH_RETRY_DELAY",
+    "RETRY_AFTER_CAP",
     "AUTHORIZATION_REFUSED",
     "AttemptBegan",
     "AttemptError",
@@ -88,6 +89,11 @@ AUTH_RETRY_DELAY = 300.0
 """Seconds before trying again a server that refused our credentials (401/403):
 new credentials come with a reload (which restarts the connection at once) or
 `mcp-manager reconnect`; meanwhile one try per 5 minutes, never a storm."""
+
+RETRY_AFTER_CAP = AUTH_RETRY_DELAY
+"""The longest a server's `Retry-After` (a 429 or 503 at connect) holds the
+next try back: longer than the backoff when it asks, never more than the
+pace of a refusal (a reload or `reconnect` still tries at once)."""
 
 
 class Phase(StrEnum):
@@ -174,13 +180,15 @@ class HandshakeDone:
 
 @dataclass(frozen=True, slots=True)
 class AttemptError:
-    """The current try failed. `rand` in [0, 1) draws the jitter."""
+    """The current try failed. `rand` in [0, 1) draws the jitter;
+    `retry_after`: seconds the server asked us to wait (HTTP `Retry-After`)."""
 
     now: float
     error: str
     error_type: str
     rand: float
     exit_code: int | None = None
+    retry_after: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +355,8 @@ def _attempt_error(state: ConnectionState, signal: AttemptError, rules: _Rules) 
     wait = aligned_delay(rules.policy, max(state.attempt, 1), signal.rand, now)
     if signal.error_type == "AuthRefused":
         wait = max(wait, AUTH_RETRY_DELAY)  # a refusal is not an outage
+    if signal.retry_after is not None:  # the server said when: not before
+        wait = max(wait, min(signal.retry_after, RETRY_AFTER_CAP))
     phase = Phase.RECONNECTING if waits is None else waits[0].phase
     nxt = _evolve(
         state,

@@ -289,6 +289,7 @@ class Supervisor:
         exit_code = getattr(exc, "exit_code", None)
         if not isinstance(exit_code, int):
             exit_code = None
+        retry_after = exc.retry_after if isinstance(exc, TransportError) else None
         if connected:
             return LossReport(message, exit_code, type(exc).__name__)
         self._conn.signal(
@@ -298,6 +299,7 @@ class Supervisor:
                 error_type=type(exc).__name__,
                 rand=self._rand(),
                 exit_code=exit_code,
+                retry_after=retry_after,
             )
         )
         # A login waiting for this try hears the state's words ("... after 3

@@ -53,7 +53,14 @@ from .base import (
     Upstream,
 )
 from .eras import PROBE_TIMEOUT, EraMemory
-from .errors import describe_error, flatten, http_refusal, map_failure, refused
+from .errors import (
+    describe_error,
+    flatten,
+    http_refusal,
+    map_failure,
+    refused,
+    status_failure,
+)
 from .handshake import handshake, message_handler
 from .http.probe import tcp_precheck
 from .http.streams import environment_proxy, open_http_streams, open_sse_streams
@@ -289,6 +296,9 @@ class McpTransport:
             except TransportError as exc:
                 if upstream is None and lost.refusals:
                     raise refused(resolved, lost.refusals[-1]) from exc
+                said = upstream is None and status_failure(exc, lost.statuses)
+                if said:
+                    raise said from exc
                 raise
             except Exception as exc:  # boundary: map SDK/httpx/OS failures once
                 if body_error is not None and any(
@@ -306,6 +316,9 @@ class McpTransport:
                 refusal = lost.refusals[-1] if lost.refusals else http_refusal(exc)
                 if upstream is None and refusal is not None:
                     raise refused(resolved, refusal) from exc
+                said = upstream is None and status_failure(exc, lost.statuses)
+                if said:
+                    raise said from exc
                 for leaf in flatten(exc):
                     if isinstance(leaf, TransportError):
                         raise leaf from exc
@@ -452,5 +465,6 @@ class McpTransport:
             self._send_span,
             hooks.on_log,
             proxy=proxy,
+            statuses=lost.statuses,
         ) as streams:
             yield streams

@@ -31,6 +31,7 @@ from ..core.errors import (
 )
 from ..core.spec import ConnectionSpec
 from .base import Refusal
+from .http.status import STAND_INS, HttpStatus
 
 __all__ = [
     "describe_error",
@@ -43,6 +44,7 @@ __all__ = [
     "os_reason",
     "refused",
     "request_error",
+    "status_failure",
     "SessionTerminated",
 ]
 
@@ -87,7 +89,8 @@ def _describe_leaf(exc: BaseException) -> str:
             return f"cannot connect: {os_reason(cause)}"
         return f"cannot connect: {exc}" if str(exc) else "cannot connect"
     if isinstance(exc, httpx2.HTTPStatusError):
-        return f"HTTP {exc.response.status_code} from {exc.request.url}"
+        said = HttpStatus.of(exc.response.status_code, exc.response.headers).said()
+        return f"{said} from {exc.request.url}"
     if isinstance(exc, httpx2.TimeoutException):
         return f"HTTP timeout ({type(exc).__name__})"
     if isinstance(exc, httpx2.RemoteProtocolError):
@@ -197,7 +200,34 @@ def map_failure(exc: BaseException, what: str) -> TransportError:
     message = describe_error(exc)
     if isinstance(leaf, MCPError) and _timed_out_here(leaf):
         return ConnectTimeout(f"{what}: {message}")
-    return ConnectFailed(f"{what}: {message}" if what else message)
+    wait = None
+    if isinstance(leaf, httpx2.HTTPStatusError):  # the SSE client raises these
+        wait = HttpStatus.of(leaf.response.status_code, leaf.response.headers)
+    return ConnectFailed(
+        f"{what}: {message}" if what else message,
+        retry_after=None if wait is None else wait.retry_after,
+    )
+
+
+def status_failure(
+    exc: BaseException, statuses: list[HttpStatus]
+) -> ConnectFailed | None:
+    """A connect that failed on the SDK's stand-in for an HTTP status ("Server
+    returned an error response"), said with the status the server answered
+    last, and its Retry-After for the next try; None for any other failure."""
+    if not statuses:
+        return None
+    for leaf in flatten(exc):
+        cause: BaseException | None = leaf
+        while cause is not None:  # `handshake` raises ours from the SDK's
+            if isinstance(cause, MCPError) and cause.message in STAND_INS:
+                status = statuses[-1]
+                return ConnectFailed(
+                    f"the server answered {status.said()}",
+                    retry_after=status.retry_after,
+                )
+            cause = cause.__cause__
+    return None
 
 
 def request_error(

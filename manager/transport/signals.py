@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from .base import LossReport, Refusal
+from .http.status import HttpStatus
 
 __all__ = ["EOF_REPORT", "SUSPECT_INTERVAL", "EofSignalingReadStream", "LostSignal"]
 
@@ -42,6 +43,7 @@ class LostSignal:
     suspected: anyio.Event = field(default_factory=anyio.Event)
     last_suspected: float = -math.inf
     refusals: list[Refusal] = field(default_factory=list)  # HTTP 401/403 seen
+    statuses: list[HttpStatus] = field(default_factory=list)  # other 4xx/5xx
 
     def suspect(self) -> None:
         # A server that ends its event stream at once, again and again (the

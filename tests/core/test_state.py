@@ -21,6 +21,7 @@ from manager.core.events import (
     ToolsChanged,
 )
 from manager.core.state import (
+    RETRY_AFTER_CAP,
     AttemptBegan,
     AttemptError,
     ConnectionState,
@@ -749,3 +750,27 @@ def test_every_signal_has_its_handler_and_an_unknown_one_is_refused() -> None:
             BackoffPolicy(),
             60.0,
         )
+
+
+@pytest.mark.parametrize(
+    ("asked", "waits"),
+    [(None, 0.1), (0.0, 0.1), (40.0, 40.0), (1e6, RETRY_AFTER_CAP)],
+)
+def test_a_server_s_retry_after_holds_the_next_try_back_up_to_the_cap(
+    asked: float | None, waits: float
+) -> None:
+    """A 429 or 503 with Retry-After: the next try waits that long (the
+    backoff when it asks less), never longer than `RETRY_AFTER_CAP`."""
+    state, _ = step(FRESH, AttemptBegan(now=0.0))
+    state, events = step(
+        state,
+        AttemptError(
+            now=0.0,
+            error="the server answered HTTP 429 Too Many Requests",
+            error_type="ConnectFailed",
+            rand=0.999,  # no jitter below the nominal 0.1 s
+            retry_after=asked,
+        ),
+    )
+    assert state.next_retry_at == pytest.approx(waits, rel=0.1)
+    assert events[-1].delay == pytest.approx(waits, rel=0.1)  # type: ignore[attr-defined]

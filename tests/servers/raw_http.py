@@ -100,11 +100,11 @@ __all__ = ["PROTOCOL_VERSION", "SERVER_NAME", "SESSION_NOT_FOUND", "main"]
 
 SERVER_NAME = "raw-http"
 SLEEP_STARTED = f"{SERVER_NAME}: sleep started"
+"""What the log says (stdout) when a `sleep` call begins: the call is in flight."""
 PING_REFUSED = f"{SERVER_NAME}: ping refused"
+"""What the log says when a ping is answered 503 (`--ping-errors`)."""
 SESSIONS_FORGOTTEN = f"{SERVER_NAME}: sessions forgotten"
 """What the log says once SIGHUP made it forget its sessions."""
-"""What the log says when a ping is answered 503 (`--ping-errors`)."""
-"""What the log says (stdout) when a `sleep` call begins: the call is in flight."""
 PROTOCOL_VERSION = "2025-06-18"
 PATH = "/mcp"
 SESSION_NOT_FOUND = "Session not found"

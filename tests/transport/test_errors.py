@@ -23,7 +23,13 @@ from manager.core.errors import (
     UpstreamError,
 )
 from manager.gateway.errors import client_error
-from manager.transport.errors import describe_error, map_failure, request_error
+from manager.transport.errors import (
+    describe_error,
+    map_failure,
+    request_error,
+    status_failure,
+)
+from manager.transport.http.status import HttpStatus, retry_after
 
 REQUEST = httpx2.Request("POST", "http://127.0.0.1:9/mcp")
 
@@ -45,7 +51,7 @@ DESCRIBED = [
         httpx2.HTTPStatusError(
             "x", request=REQUEST, response=httpx2.Response(502, request=REQUEST)
         ),
-        "HTTP 502 from http://127.0.0.1:9/mcp",
+        "HTTP 502 Bad Gateway from http://127.0.0.1:9/mcp",
     ),
     (httpx2.ReadTimeout("t", request=REQUEST), "HTTP timeout (ReadTimeout)"),
     (
@@ -84,6 +90,59 @@ async def test_each_foreign_error_is_one_plain_sentence(
     exc: BaseException, text: str
 ) -> None:
     assert describe_error(exc) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("30", 30.0),
+        (" 7 ", 7.0),
+        ("Sun, 29 Nov 2026 10:00:40 GMT", 40.0),  # an HTTP-date, 40 s ahead
+        ("Sun, 29 Nov 2026 09:00:00 GMT", 0.0),  # a date passed: at once
+        (None, None),
+        ("-3", None),
+        ("soon", None),
+        ("1.5", None),  # RFC 9110: delay-seconds are whole
+    ],
+)
+def test_retry_after_is_read_as_seconds_or_a_date(
+    value: str | None, seconds: float | None
+) -> None:
+    now = 1_795_946_400.0  # Sun, 29 Nov 2026 10:00:00 GMT
+    assert retry_after(value, now=now) == seconds
+
+
+@pytest.mark.anyio
+async def test_an_sse_stream_refused_429_says_so_and_carries_its_retry_after() -> None:
+    """The legacy SSE client raises the GET's status: said with its phrase,
+    and the wait it asked for goes to the next try."""
+    response = httpx2.Response(429, headers={"retry-after": "30"}, request=REQUEST)
+    exc = httpx2.HTTPStatusError("x", request=REQUEST, response=response)
+    failure = map_failure(exc, "")
+    assert str(failure) == (
+        "HTTP 429 Too Many Requests; it asks to wait 30 s (Retry-After) "
+        "from http://127.0.0.1:9/mcp"
+    )
+    assert failure.retry_after == 30.0
+
+
+def test_only_the_sdk_s_stand_in_for_a_status_is_said_with_that_status() -> None:
+    """A handshake that failed on "Server returned an error response" was a
+    status the SDK dropped: said with it. Another failure is left alone, a
+    status seen earlier (a probe answered 400) notwithstanding."""
+    statuses = [HttpStatus(400), HttpStatus(503, 5.0)]
+    stand_in = MCPError(-32603, "Server returned an error response")
+    try:
+        raise ConnectFailed("handshake failed: ...") from stand_in
+    except ConnectFailed as exc:
+        said = status_failure(exc, statuses)
+    assert said is not None and said.retry_after == 5.0
+    assert str(said) == (
+        "the server answered HTTP 503 Service Unavailable; "
+        "it asks to wait 5 s (Retry-After)"
+    )
+    assert status_failure(ConnectTimeout("no complete handshake"), statuses) is None
+    assert status_failure(stand_in, []) is None
 
 
 def test_a_request_timeout_is_a_call_timeout_from_the_moment_it_happens() -> None:

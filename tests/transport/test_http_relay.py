@@ -38,7 +38,17 @@ pytestmark = pytest.mark.anyio
 SESSION = "session-1"
 TOOLS = [
     {"name": n, "inputSchema": {"type": "object"}}
-    for n in ("echo", "stream", "lines", "ask", "slow", "fail", "gone", "resume")
+    for n in (
+        "echo",
+        "stream",
+        "lines",
+        "ask",
+        "slow",
+        "fail",
+        "gone",
+        "resume",
+        "busy",
+    )
 ]
 
 
@@ -55,6 +65,7 @@ class Upstream:
         self.answers: dict[Any, anyio.Event] = {}
         self.answered: dict[Any, dict[str, Any]] = {}
         self.resumed: list[str] = []
+        self.too_many = 0  # initialize requests to answer 429, Retry-After 40
 
     def calls(self) -> list[dict[str, Any]]:
         return [m for _, m in self.posts if m.get("method") == "tools/call"]
@@ -69,6 +80,9 @@ class Upstream:
             return Response(status_code=202)
         if rid is None:
             return Response(status_code=202)
+        if method == "initialize" and self.too_many > 0:
+            self.too_many -= 1
+            return Response("slow down", 429, {"retry-after": "40"}, "text/plain")
         if method == "initialize":
             return JSONResponse(
                 _result(
@@ -102,6 +116,8 @@ class Upstream:
             )
         if name == "gone":
             return Response(status_code=404)
+        if name == "busy":  # a rate limit, said by status (no JSON-RPC error)
+            return Response("slow down", 429, {"retry-after": "7"}, "text/plain")
         if name == "missing":  # a 404 that says something else than the session
             error = {"code": -32601, "message": "Method not found"}
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": error}, 404)
@@ -305,6 +321,49 @@ async def test_errors_keep_their_code_and_a_lost_session_says_so(
     assert caught.value.code == -32099
     with pytest.raises((UpstreamError, ServerUnavailable), match="Session terminated"):
         await manager.call("up", "gone", {})
+
+
+async def test_a_call_answered_429_says_the_status_and_when_to_try_again(
+    relayed: tuple[Manager, Upstream, Recorder],
+) -> None:
+    """The SDK's client says only "Server returned an error response"; the
+    status and the server's Retry-After are what a caller needs to know
+    (sent once: a rate limit is no lost session)."""
+    manager, upstream, _ = relayed
+    before = len(upstream.calls())
+    with pytest.raises(UpstreamError) as caught:
+        await manager.call("up", "busy", {})
+    assert caught.value.reply == (
+        "Server returned an error response "
+        "(HTTP 429 Too Many Requests; it asks to wait 7 s (Retry-After))"
+    )
+    assert len(upstream.calls()) == before + 1
+
+
+async def test_a_connect_answered_429_waits_what_the_server_asks_not_the_backoff() -> (
+    None
+):
+    """A rate-limited service answers `initialize` 429 with Retry-After 40:
+    the next try waits 40 s, not the 0.1 s backoff (one try every 3 s where
+    the server asked for 30 was seen), and the error names the status; a
+    `reconnect` still tries at once."""
+    upstream = Upstream()
+    upstream.too_many = 1
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with upstream.serving() as url, Manager(bus) as manager:
+        manager.add(parse_spec("up", url, {"ping_interval": 0, "protocol": "legacy"}))
+        failed = await rec.wait_for("connect_failed", "up")
+        assert failed.error == (  # type: ignore[attr-defined]
+            "the server answered HTTP 429 Too Many Requests; "
+            "it asks to wait 40 s (Retry-After)"
+        )
+        waiting = await rec.wait_for("reconnecting", "up")
+        assert waiting.delay == 40  # type: ignore[attr-defined]
+        (status,) = manager.statuses()
+        assert status.state == "reconnecting" and "HTTP 429" in (status.error or "")
+        assert manager.reconnect("up")
+        await rec.wait_for("connected", "up")
 
 
 @pytest.mark.parametrize(("tool", "code"), [("missing", -32601), ("browser", -32000)])

@@ -59,6 +59,7 @@ from ..base import ProgressCallback
 from ..compat_mcp import stream_within_origin
 from ..errors import SessionTerminated
 from ..relay import CANCEL_WRITE_TIMEOUT, NO_SEND_SPAN, SendSpan, dumps, request_bytes
+from .status import HttpStatus
 
 __all__ = ["RESUME_ATTEMPTS", "HttpRelay", "JsonLines", "SseEvents"]
 
@@ -496,7 +497,11 @@ async def _refuse(response: httpx2.Response, in_session: bool) -> None:
         raise _error_of(error)
     if status == 404:
         raise MCPError(code=METHOD_NOT_FOUND, message="Not Found")
-    raise MCPError(code=INTERNAL_ERROR, message="Server returned an error response")
+    # The SDK's words, with what it drops: the status, and when to try again.
+    said = HttpStatus.of(status, response.headers).said()
+    raise MCPError(
+        code=INTERNAL_ERROR, message=f"Server returned an error response ({said})"
+    )
 
 
 def _no_session(error: object) -> bool:

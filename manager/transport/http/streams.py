@@ -36,6 +36,7 @@ from ..base import Refusal, RequestLinks, Streams, take_link
 from ..relay import NO_SEND_SPAN, SendSpan
 from .pool import PoolTransport
 from .relay import HttpRelay, JsonLines
+from .status import HttpStatus
 
 __all__ = [
     "HTTP_READ_TIMEOUT",
@@ -77,11 +78,13 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
         on_event_stream_end: Callable[[], None] = lambda: None,
         links: RequestLinks | None = None,
         refusals: list[Refusal] | None = None,
+        statuses: list[HttpStatus] | None = None,
     ) -> None:
         self._inner = inner
         self._on_event_stream_end = on_event_stream_end
         self._links = links
         self._refusals = refusals
+        self._statuses = statuses
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         token = None
@@ -98,6 +101,13 @@ class DrainingTransport(httpx2.AsyncBaseTransport):
                     "authorization" in request.headers,
                 )
             )
+        elif (
+            response.status_code >= 400
+            and request.method == "POST"
+            and self._statuses is not None
+        ):
+            # The same stand-in, and a Retry-After the next try must honour.
+            self._statuses.append(HttpStatus.of(response.status_code, response.headers))
         if request.method == "POST":
             if _reusable(response):
                 response.stream = _DrainOnClose(response.stream)
@@ -434,6 +444,7 @@ async def open_http_streams(
     send_span: SendSpan = NO_SEND_SPAN,
     on_log: Callable[[str, str | None, object], None] | None = None,
     proxy: str | None = None,
+    statuses: list[HttpStatus] | None = None,
 ) -> AsyncIterator[Streams]:
     """The SDK's streamable HTTP client streams for `spec`, on our HTTP client
     (through `proxy`, an `environment_proxy` of its URL, when there is one).
@@ -441,7 +452,8 @@ async def open_http_streams(
     The write stream tells the session id and carries the `HttpRelay` for
     `tools/call` (`relay`, with `send_span` and `on_log`);
     `on_event_stream_end` is called when the server's standalone event stream
-    ends.
+    ends; `refusals` and `statuses` collect what a POST was answered with
+    (401/403; any other status of 400 or more).
     """
     session_ids: list[str] = []
 
@@ -460,6 +472,7 @@ async def open_http_streams(
             on_event_stream_end=on_event_stream_end,
             links=links,
             refusals=refusals,
+            statuses=statuses,
         ),
     )
     # The session reads what the SDK's transport passes on, and what the relay
