@@ -181,7 +181,7 @@ def test_a_port_taken_before_the_server_binds_is_not_mistaken_for_it(
             assert squatter.running
             assert "already in use" in squatter.log_text().lower()
         finally:
-            squatter.kill()
+            squatter.close()  # and the log folder it made
 
 
 async def test_raw_http_server_answers_the_sdk_client(
