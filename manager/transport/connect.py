@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import anyio.abc
@@ -445,10 +446,18 @@ class McpTransport:
             # server that takes the connection and says nothing must fail
             # at `connect_timeout` like any other.
             opened = False
+            foreign: list[str] = []
+
+            def refuse(endpoint: str) -> None:
+                foreign.append(endpoint)
+                opening.cancel()
+
             with anyio.CancelScope(deadline=deadline) as opening:
-                async with open_sse_streams(spec, auth) as streams:
+                async with open_sse_streams(spec, auth, refuse) as streams:
                     opened, opening.deadline = True, math.inf
                     yield streams
+            if not opened and foreign:
+                raise ConnectFailed(_foreign_endpoint(spec.url, foreign[0]))
             if not opened:
                 raise ConnectTimeout(
                     f"no SSE stream with its endpoint within connect_timeout "
@@ -468,3 +477,17 @@ class McpTransport:
             statuses=lost.statuses,
         ) as streams:
             yield streams
+
+
+def _foreign_endpoint(url: str, endpoint: str) -> str:
+    """What to say of an SSE server whose `endpoint` event names another
+    origin than its URL (the SDK's client will not post there)."""
+    here, there = urlsplit(url), urlsplit(endpoint)
+    instead = urlunsplit((there.scheme, there.netloc, here.path, here.query, ""))
+    return (
+        "the server's SSE stream names its message endpoint on another origin "
+        f"({redact_url(endpoint)}) than the URL declared ({redact_url(url)}); "
+        "the MCP SDK posts only to the URL's own origin, so nothing was sent: "
+        f"declare url = {redact_url(instead)!r} if that is the same server, or "
+        "fix the address the server announces (its public URL)"
+    )
