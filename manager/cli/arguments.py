@@ -7,9 +7,12 @@ import argparse
 import os
 import re
 import sys
-from typing import Any, NoReturn
 
 from ..core.text import meant
+
+TYPE_CHECKING = False  # as `typing` says; importing it costs a CLI command ~4 ms
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 __all__ = [
     "Parser",

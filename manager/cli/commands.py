@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..control.paths import socket_path
@@ -20,7 +19,10 @@ from ..core.text import first_line
 from .arguments import Parser, non_negative_float, positive_int
 from .exits import PROG, fail
 
+TYPE_CHECKING = False  # as `typing` says; importing it costs a CLI command ~4 ms
 if TYPE_CHECKING:  # the daemon (and mcp) load only for `run` and `stdio`
+    from typing import Any
+
     from ..daemon.serve import DaemonOptions
 
 __all__ = ["build_parser", "command_of", "hud_wanted", "main"]
