@@ -257,7 +257,13 @@ def request_error(
         return CallTimeout(f"{what}: no result{within}")
     if not isinstance(exc, MCPError):
         return None
-    if is_session_lost(exc):
+    # A caller's request went by the transport's one sender (a relay), which
+    # says a lost session itself: a closed connection in its own words, a
+    # 404 as `SessionTerminated` (`forgot_session`, read before this). There
+    # "Session not found" is the server's own answer (a browser tool whose
+    # session expired), passed on; only our own requests, sent by the SDK's
+    # transport, read those words as the session's end.
+    if _closed_here(exc) if answered else is_session_lost(exc):
         return Disconnected(f"{what}: {lost or exc.message}")
     if not answered:
         return ConnectFailed(f"{what}: {describe_error(exc)}")
@@ -282,12 +288,17 @@ def is_session_lost(exc: MCPError) -> bool:
     (-32000) and their own words; a server may answer a request with -32000
     too (the JSON-RPC range for implementation errors), and that is its
     answer, passed on (`UpstreamError`), not a lost session."""
-    if exc.code == CONNECTION_CLOSED and exc.message.startswith(_CLOSED_HERE):
+    if _closed_here(exc):
         return True
     # The SDK's transport's words for a 404, and its servers' body then: the
     # whole message, as a tool's own error may mention a session of its own
     # ("Browser session not found").
     return exc.message.lower() in ("session terminated", "session not found")
+
+
+def _closed_here(exc: MCPError) -> bool:
+    """A connection closed, in the words of the SDK or our relays."""
+    return exc.code == CONNECTION_CLOSED and exc.message.startswith(_CLOSED_HERE)
 
 
 class SessionTerminated(MCPError):

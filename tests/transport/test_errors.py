@@ -179,8 +179,12 @@ def test_a_lost_session_is_disconnected_with_the_transport_s_reason() -> None:
     error = request_error(gone, "prompts/get p", lost="process exited with code 3")
     assert isinstance(error, Disconnected)
     assert str(error) == "prompts/get p: process exited with code 3"
+    # The SDK's transport's words for a 404 end a request of our own (a list,
+    # a ping); a caller's request went by a relay, which says a 404 itself
+    # (`SessionTerminated`): these words there are the server's answer.
     forgot = MCPError(-32600, "Session not found")
-    assert isinstance(request_error(forgot, "x"), Disconnected)
+    assert isinstance(request_error(forgot, "x", answered=False), Disconnected)
+    assert isinstance(request_error(forgot, "x"), UpstreamError)
 
 
 def test_the_server_s_own_error_keeps_its_code_message_and_data() -> None:

@@ -48,6 +48,7 @@ TOOLS = [
         "gone",
         "resume",
         "busy",
+        "expired",
     )
 ]
 
@@ -123,6 +124,9 @@ class Upstream:
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": error}, 404)
         if name == "browser":  # a tool's own error, worded like a lost session
             error = {"code": -32000, "message": "Browser session not found"}
+            return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": error})
+        if name == "expired":  # the same, in the very words of a lost one
+            error = {"code": -32001, "message": "Session not found"}
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": error})
         if name == "lines":
             # What the request brought, then its answer, one JSON per line
@@ -366,14 +370,17 @@ async def test_a_connect_answered_429_waits_what_the_server_asks_not_the_backoff
         await rec.wait_for("connected", "up")
 
 
-@pytest.mark.parametrize(("tool", "code"), [("missing", -32601), ("browser", -32000)])
+@pytest.mark.parametrize(
+    ("tool", "code"), [("missing", -32601), ("browser", -32000), ("expired", -32001)]
+)
 async def test_an_error_that_only_reads_like_a_lost_session_is_not_sent_again(
     relayed: tuple[Manager, Upstream, Recorder], tool: str, code: int
 ) -> None:
     """Only a 404 that says nothing but "no such session" proves the server
     did not process a call (and it is then sent again in a new session): a
-    404 with another error, or a tool's own "Browser session not found", is the
-    server's answer, passed on, and the call is sent once."""
+    404 with another error, or a tool's own "Browser session not found" (or,
+    answered 200, "Session not found" itself: its own session expired), is
+    the server's answer, passed on whole, and the call is sent once."""
     manager, upstream, _ = relayed
     before = len(upstream.calls())
     with pytest.raises(UpstreamError) as caught:
