@@ -50,6 +50,7 @@ from .base import (
     TASKS_EXTENSION,
     UI_EXTENSION,
     Hooks,
+    LossReport,
     Streams,
     Upstream,
 )
@@ -64,7 +65,9 @@ from .errors import (
 )
 from .handshake import handshake, message_handler
 from .http.probe import tcp_precheck
-from .http.streams import environment_proxy, open_http_streams, open_sse_streams
+from .http.sse import open_sse_streams
+from .http.status import HttpStatus
+from .http.streams import environment_proxy, open_http_streams
 from .oauth.door import oauth_auth, uses_oauth
 from .oauth.login import LoginDesk
 from .oauth.tokens import (
@@ -452,8 +455,12 @@ class McpTransport:
                 foreign.append(endpoint)
                 opening.cancel()
 
+            def gone(status: HttpStatus) -> None:
+                reason = f"the server forgot the session ({status.said()})"
+                lost.set(LossReport(reason, error_type="SessionForgotten"))
+
             with anyio.CancelScope(deadline=deadline) as opening:
-                async with open_sse_streams(spec, auth, refuse) as streams:
+                async with open_sse_streams(spec, auth, refuse, gone) as streams:
                     opened, opening.deadline = True, math.inf
                     yield streams
             if not opened and foreign:

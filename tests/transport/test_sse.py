@@ -18,10 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from manager.core.errors import UpstreamError
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.http.streams import first_endpoint
+from manager.transport.http.sse import first_endpoint
 
 pytestmark = pytest.mark.anyio
 
@@ -34,6 +35,7 @@ class SseServer:
         self.announce = announce
         self.base = ""
         self.queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self.calls = 0
 
     async def sse(self, request: Request) -> Response:
         sid = str(len(self.queues))
@@ -65,6 +67,11 @@ class SseServer:
                 "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]
             },
         }
+        if method == "tools/call" and message["params"]["name"] == "busy":
+            return Response("slow down", 429, {"retry-after": "7"})
+        if method == "tools/call":
+            self.calls += 1
+            results[method] = {"content": [{"type": "text", "text": "echoed"}]}
         if rid is not None:
             result = results.get(method, {})
             await queue.put({"jsonrpc": "2.0", "id": rid, "result": result})
@@ -116,6 +123,32 @@ async def test_an_endpoint_on_another_origin_is_refused_at_once_and_said() -> No
         f"(http://localhost:{port}/messages?sid="
     )
     assert f"declare url = 'http://localhost:{port}/sse'" in error
+
+
+async def test_a_call_answered_429_fails_at_once_and_the_session_goes_on() -> None:
+    """The SDK's SSE client left such a request to its timeout (60 s by
+    default) and stopped sending at all after it, so the next calls failed
+    'disconnected ... may have run it' while status said connected."""
+    server = SseServer("/messages?sid={sid}")
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with server.serving() as url, Manager(bus) as manager:
+        opts = {"call_timeout": 60, "ping_interval": 0}
+        manager.add(parse_spec("old", {"url": url, "transport": "sse"}, opts))
+        connected = await rec.wait_for("connected", "old")
+        with anyio.fail_after(20):
+            with pytest.raises(UpstreamError) as caught:
+                await manager.call("old", "busy", {})
+            assert caught.value.reply == (
+                "Server returned an error response "
+                "(HTTP 429 Too Many Requests; it asks to wait 7 s (Retry-After))"
+            )
+            for _ in range(2):  # the same session, still sending
+                result = await manager.call("old", "echo", {})
+                assert result.is_error is False
+    assert server.calls == 2
+    assert len(server.queues) == 1
+    assert rec.of("connected") == [connected] and rec.of("disconnected") == []
 
 
 def test_the_first_endpoint_is_read_whatever_the_line_ends() -> None:

@@ -1,4 +1,4 @@
-"""Streamable HTTP and legacy SSE: our HTTP client under the SDK's transports.
+"""Streamable HTTP: our HTTP client under the SDK's transport (legacy SSE: `sse`).
 
 A client's request to a streamable HTTP server goes out by `http.relay.HttpRelay` on
 the same client; everything else through the SDK's transport.
@@ -22,12 +22,11 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
 import httpx2
-from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ...core.redact import redact_url
@@ -44,7 +43,6 @@ __all__ = [
     "SessionIdWriter",
     "environment_proxy",
     "open_http_streams",
-    "open_sse_streams",
 ]
 
 HTTP_READ_TIMEOUT = 300.0
@@ -410,98 +408,6 @@ class SessionIdWriter:
         await self.aclose()
 
 
-ENDPOINT_SCAN_LIMIT = 65536
-"""Bytes of an SSE stream read for its `endpoint` event before giving up."""
-
-
-class _EndpointScan(httpx2.AsyncByteStream):
-    """Passes an SSE stream on, and reads its first `endpoint` event as the
-    SDK's client will: one on another origin (another host, port or scheme;
-    `localhost` where the URL says `127.0.0.1`) is told to `on_foreign` at
-    once. The SDK refuses to post there, and its reader then blocks handing
-    us the error (nobody reads before the endpoint is known), so the connect
-    would wait out `connect_timeout` and say the server said nothing."""
-
-    def __init__(self, inner: Any, url: str, on_foreign: Callable[[str], None]):
-        self._inner = inner
-        self._url = url
-        self._on_foreign = on_foreign
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        seen: bytes | None = b""
-        async for chunk in self._inner:
-            if seen is not None:
-                seen += chunk
-                endpoint = first_endpoint(seen)
-                if endpoint is not None:
-                    joined = urljoin(self._url, endpoint)
-                    here, there = urlsplit(self._url), urlsplit(joined)
-                    if (here.scheme, here.netloc) != (there.scheme, there.netloc):
-                        self._on_foreign(joined)
-                if endpoint is not None or len(seen) > ENDPOINT_SCAN_LIMIT:
-                    seen = None
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-def first_endpoint(text: bytes) -> str | None:
-    """The data of the first complete `endpoint` event in the start of an SSE
-    stream, or None while there is none yet."""
-    events = text.decode("utf-8", "replace").replace("\r\n", "\n").split("\n\n")
-    for event in events[:-1]:  # the last is not complete yet
-        kind, data = "message", []
-        for line in event.split("\n"):
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "event":
-                kind = value
-            elif field == "data":
-                data.append(value)
-        if kind == "endpoint":
-            return "\n".join(data)
-    return None
-
-
-@asynccontextmanager
-async def open_sse_streams(
-    spec: ConnectionSpec,
-    auth: httpx2.Auth | None = None,
-    on_foreign: Callable[[str], None] = lambda endpoint: None,
-) -> AsyncIterator[Streams]:
-    """The SDK's legacy SSE client streams for `spec` (`auth`: its OAuth);
-    `on_foreign` hears of an endpoint on another origin (`_EndpointScan`)."""
-
-    async def scan(response: httpx2.Response) -> None:
-        if response.request.method == "GET" and response.status_code == 200:
-            response.stream = _EndpointScan(response.stream, spec.url, on_foreign)
-
-    def factory(
-        headers: dict[str, str] | None = None,
-        timeout: httpx2.Timeout | None = None,
-        auth: httpx2.Auth | None = None,
-    ) -> httpx2.AsyncClient:
-        # A hook, not a transport: the client keeps its own (and with it
-        # the proxy the environment names).
-        return httpx2.AsyncClient(
-            headers=headers,
-            timeout=timeout,
-            auth=auth,
-            event_hooks={"response": [scan]},
-        )
-
-    async with sse_client(
-        spec.url,
-        headers=dict(spec.headers),
-        timeout=spec.connect_timeout,
-        sse_read_timeout=HTTP_READ_TIMEOUT,
-        httpx_client_factory=factory,
-        auth=auth,
-    ) as (read, write):
-        yield Streams(read, write)
-
-
 @asynccontextmanager
 async def open_http_streams(
     spec: ConnectionSpec,
@@ -553,9 +459,10 @@ async def open_http_streams(
                 await merged.send(item)
 
     async with (
+        merged,  # closed however the opening ends (the pump closes it at EOF)
+        session_read,
         client,
         streamable_http_client(spec.url, http_client=client) as (read, write),
-        session_read,
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(pump, read)
