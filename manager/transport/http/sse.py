@@ -31,7 +31,7 @@ from mcp_types import INTERNAL_ERROR
 from ...core.spec import ConnectionSpec
 from ..base import Streams
 from .status import HttpStatus
-from .streams import HTTP_READ_TIMEOUT
+from .streams import HTTP_READ_TIMEOUT, forward
 
 __all__ = ["first_endpoint", "open_sse_streams"]
 
@@ -154,11 +154,6 @@ async def open_sse_streams(
             event_hooks={"response": [scan]},
         )
 
-    async def pump(read: Any) -> None:
-        async with merged:
-            async for item in read:
-                await merged.send(item)
-
     async with (
         merged,  # closed however the opening ends (the pump closes it at EOF)
         session_read,
@@ -172,7 +167,7 @@ async def open_sse_streams(
         ) as (read, write),
         anyio.create_task_group() as tg,
     ):
-        tg.start_soon(pump, read)
+        tg.start_soon(forward, read, merged)
         try:
             yield Streams(session_read, write)
         finally:

@@ -42,6 +42,7 @@ __all__ = [
     "DrainingTransport",
     "SessionIdWriter",
     "environment_proxy",
+    "forward",
     "open_http_streams",
 ]
 
@@ -408,6 +409,14 @@ class SessionIdWriter:
         await self.aclose()
 
 
+async def forward(read: Any, merged: Any) -> None:
+    """Pass what the SDK's transport reads on to the session's stream, which
+    answers of our own join; its end is the session's (the EOF it sees)."""
+    async with merged:
+        async for item in read:
+            await merged.send(item)
+
+
 @asynccontextmanager
 async def open_http_streams(
     spec: ConnectionSpec,
@@ -453,11 +462,6 @@ async def open_http_streams(
     # hands it from a call's own event stream (a server's request mid-call).
     merged, session_read = anyio.create_memory_object_stream[Any](0)
 
-    async def pump(read: Any) -> None:
-        async with merged:
-            async for item in read:
-                await merged.send(item)
-
     async with (
         merged,  # closed however the opening ends (the pump closes it at EOF)
         session_read,
@@ -465,7 +469,7 @@ async def open_http_streams(
         streamable_http_client(spec.url, http_client=client) as (read, write),
         anyio.create_task_group() as tg,
     ):
-        tg.start_soon(pump, read)
+        tg.start_soon(forward, read, merged)
         writer = SessionIdWriter(write, session_ids)
         relay = HttpRelay(
             client,
