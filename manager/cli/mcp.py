@@ -182,8 +182,13 @@ def _cmd_approve(args: argparse.Namespace) -> int:
         reply = client.approve(args.server, list(args.items))
     except CallError as exc:  # no such connection or item: the names it knows
         return fail(first_line(exc))
-    approved = ", ".join(reply.approved) or "nothing (it lists nothing)"
-    print(f"{reply.server}: approved {approved}")
+    if reply.approved:
+        print(f"{reply.server}: approved {', '.join(reply.approved)}")
+    else:
+        print(
+            f"{reply.server}: nothing to approve: what it lists is as approved "
+            "(see tools --changed)"
+        )
     return 0
 
 

@@ -52,6 +52,10 @@ class ConnectionStatus(Wire):
             VERSION locked`, with `; VERSION available` when a newer release
             waits for `mcp-manager update`, or `not locked: WHY`; "" when
             its command fetches nothing (or names one version itself).
+        changed: The tools, prompts and templates whose definitions differ
+            from their pins (changed, new or suspicious), not approved yet
+            (`mcp-manager tools --changed`, `approve`).
+        held: Those of `changed` that pinning holds back (`pin = "strict"`).
     """
 
     name: str
@@ -76,6 +80,8 @@ class ConnectionStatus(Wire):
     beside: str = ""
     confinement: str = ""
     launch: str = ""
+    changed: tuple[str, ...] = field(default=())
+    held: tuple[str, ...] = field(default=())
 
     @property
     def era(self) -> str:

@@ -480,6 +480,7 @@ class Manager:
                 if isinstance(transport, Launching)
                 else ""
             ),
+            self.pins.pending(conn.name),
         )
 
     def tools(self, name: str) -> tuple[ToolInfo, ...]:

@@ -321,7 +321,9 @@ class PinBook:
 
     def approve(self, server: str, items: Iterable[str] = ()) -> list[str]:
         """Pin what `server` lists now: every item, or only `items` (names,
-        or `uriTemplate`s). Returns the names approved.
+        or `uriTemplate`s). Returns the names that were not as approved
+        (changed, new, suspicious): an item already pinned as it is listed
+        is not approved again.
 
         Raises:
             KeyError: `server` has listed nothing yet, or an item it does not
@@ -346,9 +348,14 @@ class PinBook:
             for name, view in current[kind].items():
                 if wanted and name not in wanted:
                     continue
-                pins[kind][name] = {"digest": _digest(view), "view": view}
-                self._changes.get(server, {}).pop((kind, name), None)
-                approved.append(name)
+                digest = _digest(view)
+                waited = self._changes.get(server, {}).pop((kind, name), None)
+                if (
+                    waited is not None
+                    or pins[kind].get(name, {}).get("digest") != digest
+                ):
+                    approved.append(name)
+                pins[kind][name] = {"digest": digest, "view": view}
         self._save(server, pins)
         self._broken.discard(server)
         return sorted(approved)

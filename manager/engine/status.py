@@ -3,6 +3,9 @@ one connection, built from its live record at one moment."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ..core.events import ToolChanged
 from ..core.spec import display_endpoint
 from ..core.state import Phase
 from ..core.status import ConnectionStatus
@@ -17,10 +20,12 @@ def connection_status(
     auth: tuple[str, float | None] = ("none", None),
     launch: str = "",
     confinement: str = "",
+    unapproved: Sequence[ToolChanged] = (),
 ) -> ConnectionStatus:
     """The status of one connection at wall time `now` (`auth`: its kind and
     the seconds its token has left; `launch`: its launch lock; `confinement`:
-    how its server runs, as the transport says)."""
+    how its server runs, as the transport says; `unapproved`: its definitions
+    that differ from their pins, `PinBook.pending`)."""
     state = conn.state
     next_in = None
     if state.next_retry_at is not None:
@@ -50,6 +55,8 @@ def connection_status(
         beside=conn.upstream.beside() if conn.upstream is not None else "",
         confinement=confinement,
         launch=launch,
+        changed=tuple(sorted({c.item for c in unapproved})),
+        held=tuple(sorted({c.item for c in unapproved if c.held})),
     )
 
 

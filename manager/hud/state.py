@@ -259,6 +259,7 @@ class HudState:
                 protocol=item.protocol,
                 confinement=item.confinement,
                 launch=item.launch,
+                changed={name: name in item.held for name in item.changed},
             )
         self.rows = fresh
         self.resync_needed = False

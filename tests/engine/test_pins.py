@@ -102,7 +102,9 @@ def test_strict_holds_back_changed_and_new_items_until_approved(tmp_path: Path) 
     assert pins.approve("s", ["pid"]) == ["pid"]
     after = pins.review(spec("strict"), {"tools": [changed(ECHO, title="Echo!"), PID]})
     assert after.held == {"tools": frozenset({"echo"})}
-    assert pins.approve("s") == ["echo", "pid"]
+    # Only what was not as approved is said approved (pid is, since above).
+    assert pins.approve("s") == ["echo"]
+    assert pins.approve("s") == []  # nothing waits
     assert not pins.review(
         spec("strict"), {"tools": [changed(ECHO, title="Echo!"), PID]}
     ).held
@@ -216,6 +218,11 @@ async def test_a_tool_changed_under_a_running_server(tmp_path: Path, pin: str) -
         echo = changes["echo"]
         assert isinstance(echo, ToolChanged) and echo.change == "changed"
         assert echo.held is (pin == "strict")
+        # Said by status too (the CLI, an attached HUD, Lua), not only by the
+        # events a HUD happened to see.
+        status = manager.status("s")
+        assert status is not None and status.changed == ("echo", "pid")
+        assert status.held == (("echo", "pid") if pin == "strict" else ())
         if pin == "warn":
             assert not (await manager.call("s", "echo", {"text": "hi"})).is_error
             return
@@ -225,6 +232,7 @@ async def test_a_tool_changed_under_a_running_server(tmp_path: Path, pin: str) -
         with pytest.raises(UnknownServer, match="it lists: echo, pid, relist"):
             manager.approve("s", ["nope"])
         assert manager.approve("s", ["echo"]) == ["echo"]
+        assert manager.status("s").changed == ("pid",)  # type: ignore[union-attr]
         assert not (await manager.call("s", "echo", {"text": "hi"})).is_error
         with pytest.raises(ToolHeld):
             await manager.call("s", "pid", {})

@@ -1604,6 +1604,26 @@ def test_a_changed_tool_marks_the_row_and_its_details_until_approved() -> None:
     assert tools_cell(state.rows["gh"])[0] == ""
 
 
+def test_a_snapshot_marks_what_changed_before_the_hud_looked() -> None:
+    """An attached HUD, `status` and a HUD that starts over from a snapshot
+    mark what changed since approved: the snapshot says so (the mark came
+    only from the `tool_changed` events a HUD happened to see)."""
+    state = HudState()
+    state.seed(
+        [
+            ConnectionStatus(
+                "gh",
+                state="connected",
+                tools=5,
+                changed=("create_issue", "list_repos"),
+                held=("create_issue",),
+            )
+        ],
+        now=1.0,
+    )
+    assert tools_cell(state.rows["gh"]) == ("5 ⚠2 1 held", "bold yellow")
+
+
 def test_each_stdio_server_shows_how_it_is_confined() -> None:
     """A confined server's transport is marked `⛨`, one that runs unconfined
     although it asked for a sandbox `!` (red); its details say which."""
