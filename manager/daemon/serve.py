@@ -27,7 +27,7 @@ import anyio.abc
 from .. import __version__
 from ..control.paths import attach_socket_path
 from ..control.server import serve_control
-from ..core.errors import CallError, ConfigError, ControlError
+from ..core.errors import CallError, ConfigError, ControlError, UnknownServer
 from ..core.events import ApprovalAsked, ToolChanged
 from ..core.info import OTLP_OFF, DaemonInfo, StartSlots
 from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
@@ -44,6 +44,7 @@ from ..core.replies import (
 )
 from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
+from ..core.text import meant
 from ..engine.bus import EventBus, Subscription
 from ..engine.calllog import CallRecord, logged_arguments, read, result_size
 from ..engine.logins import Logins
@@ -356,6 +357,7 @@ class Daemon:
         caller = Caller(client="cli")
         conn = self.manager.connection(server)
         try:
+            self._listed(server, tool)
             result = await self.manager.call(
                 server,
                 tool,
@@ -389,6 +391,19 @@ class Daemon:
                     bytes=result_size(data),
                     verdict=caller.verdict,
                 )
+            )
+
+    def _listed(self, server: str, tool: str) -> None:
+        """A tool the server does not list is no call the CLI makes: said
+        with the names it lists (exit 2), where the server's own "Unknown
+        tool" result read as the tool's error (exit 1). Unchecked while the
+        server has listed nothing yet. The endpoint passes such a call on,
+        as a client straight at the server would send it."""
+        names = {info.name for info in self.manager.tools(server)}
+        if names and tool not in names:
+            raise UnknownServer(
+                f"{server} lists no tool {tool!r}{meant(tool, names)} "
+                f"(it lists: {', '.join(sorted(names))})"
             )
 
     async def request(

@@ -125,6 +125,12 @@ def test_daemon_serves_status_calls_and_the_cli_and_revives_a_killed_server(
         assert json.loads(capsys.readouterr().out)["isError"] is False
         assert main(["call", "nope", "echo", *sock]) == 2
         assert "no connection named 'nope'" in capsys.readouterr().err
+        # A tool it does not list: no call (it read as the tool's own error,
+        # exit 1), and the one it is likely to be.
+        assert main(["call", "fast", "ehco", *sock]) == 2
+        assert "fast lists no tool 'ehco' (did you mean 'echo'?)" in (
+            capsys.readouterr().err
+        )
         # Pins: nothing changed on first sight; approving what is not there
         # names what is.
         assert main(["tools", "--changed", *sock]) == 0
@@ -133,8 +139,11 @@ def test_daemon_serves_status_calls_and_the_cli_and_revives_a_killed_server(
         assert "declared: down, fast" in capsys.readouterr().err
         assert main(["approve", "fast", "ehco", *sock]) == 2
         assert "it lists: crash, echo, pid" in capsys.readouterr().err
-        assert main(["approve", "fast", "echo", *sock]) == 0
-        assert capsys.readouterr().out == "fast: approved echo\n"
+        assert main(["approve", "fast", "echo", *sock]) == 0  # pinned at first sight
+        assert capsys.readouterr().out == (
+            "fast: nothing to approve: what it lists is as approved "
+            "(see tools --changed)\n"
+        )
         # Launch locks: this server's command fetches nothing to lock.
         assert main(["update", "fast", *sock]) == 2  # nothing it could take
         assert capsys.readouterr().out == (
