@@ -72,6 +72,9 @@ RETRY_INTERVAL = 1.0
 class _Bus(Protocol):
     def subscribe(self, name: str, maxlen: int) -> EventSource: ...
 
+    @property
+    def last_seq(self) -> int: ...
+
 
 class _Options(Protocol):
     @property
@@ -157,11 +160,12 @@ async def run_inline(
             default `app.run_async()` on the terminal.
     """
     subscription = daemon.bus.subscribe("hud", HUD_QUEUE_SIZE)
+    first_seen = daemon.bus.last_seq + 1  # no await since subscribing
     try:
         loop = asyncio.get_running_loop()
         factory = loop.get_task_factory()
         terminal = TerminalOutput()
-        output = OutputCapture(exclusive=os.isatty(2))
+        output = OutputCapture(exclusive=os.isatty(2), events_from=first_seen)
 
         def ready() -> None:
             # textual (Python >= 3.12) makes the loop's tasks eager; the daemon's

@@ -58,8 +58,7 @@ class _HudLogHandler(logging.Handler):
             self.addFilter(flt)
 
     def emit(self, record: logging.LogRecord) -> None:
-        event = getattr(record, _EVENT_RECORD_ATTR, None)
-        if event is not None and not self._capture.holding:
+        if self._capture.shown_as_event(record) and not self._capture.holding:
             return  # the HUD shows the event itself
         self._capture.add(("record", record))
 
@@ -215,10 +214,14 @@ class OutputCapture:
         exclusive: Take logging and fd 2 over (stderr is the HUD's terminal).
             Otherwise (stderr is a file or a pipe) leave them alone and only
             copy log records into the HUD too.
+        events_from: The `seq` of the first event the HUD's subscription
+            delivers: the log lines of earlier events are shown as lines
+            (the HUD never sees those events), later ones only as events.
     """
 
-    def __init__(self, *, exclusive: bool) -> None:
+    def __init__(self, *, exclusive: bool, events_from: int = 0) -> None:
         self.exclusive = exclusive
+        self.events_from = events_from
         self.lost = 0
         self._pending: deque[tuple[str, object]] = deque()
         self._saved_handlers: list[logging.Handler] = []
@@ -245,6 +248,15 @@ class OutputCapture:
         written to the terminal once the HUD has closed."""
         self._closing = True
 
+    def shown_as_event(self, record: logging.LogRecord) -> bool:
+        """Whether `record` was made from an event the HUD's subscription
+        delivers (so the HUD shows that event, and the line would repeat it)."""
+        event = getattr(record, _EVENT_RECORD_ATTR, None)
+        seq = getattr(event, "seq", None)
+        return event is not None and (
+            not isinstance(seq, int) or seq >= self.events_from
+        )
+
     def poll(self, limit: int) -> Iterator[Note]:
         """Up to `limit` captured lines as notes (none once holding)."""
         if self._closing:
@@ -269,10 +281,11 @@ class OutputCapture:
             for handler in self._saved_handlers:
                 root.removeHandler(handler)
             # What was logged before the HUD took the terminal (on it already:
-            # shown in the HUD's log too, never replayed). The daemon's handler
-            # keeps it (`logs.RecentStreamHandler`; hud may not import logs).
+            # shown in the HUD's log too, never replayed), the lines of events
+            # its subscription missed included. The daemon's handler keeps it
+            # (`logs.RecentStreamHandler`; hud may not import logs).
             for record in getattr(template, "recent", ()):
-                if getattr(record, _EVENT_RECORD_ATTR, None) is None:
+                if not self.shown_as_event(record):
                     self.add(("earlier", record))
             logging.captureWarnings(True)
             self._redirect_fd2()

@@ -25,6 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import anyio.from_thread
@@ -1137,6 +1138,37 @@ def test_capture_shows_what_was_logged_before_the_hud_took_the_terminal() -> Non
         "WARNING manager.test_hud: config warning before the HUD"
     ]
     assert out.getvalue().count("config warning before the HUD") == 1
+
+
+def test_the_lines_of_events_before_the_hud_subscribed_are_in_its_log() -> None:
+    """'offline: connect failed (attempt 1)' came before the HUD subscribed:
+    it never sees that event, so its line is shown (it was left out, as if
+    the HUD showed the event); a later event's line is not (it does)."""
+    handler = RecentStreamHandler(io.StringIO())
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    for old in saved:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    log = logging.getLogger("manager.test_hud")
+    try:
+        before, after = SimpleNamespace(seq=4), SimpleNamespace(seq=5)
+        log.warning("offline: connect failed", extra={"mcp_event": before})
+        log.warning("web: connect failed", extra={"mcp_event": after})
+        with OutputCapture(exclusive=True, events_from=5) as capture:
+            # The log sink lags behind the bus: an early event's line may
+            # come once the HUD runs, and is kept then too.
+            log.warning("fs: added", extra={"mcp_event": SimpleNamespace(seq=2)})
+            log.warning("db: added", extra={"mcp_event": SimpleNamespace(seq=9)})
+            notes = list(capture.poll(10))
+    finally:
+        root.removeHandler(handler)
+        for old in saved:
+            root.addHandler(old)
+    assert [n.text for n in notes] == [
+        "WARNING manager.test_hud: offline: connect failed",
+        "WARNING manager.test_hud: fs: added",
+    ]
 
 
 def test_capture_replays_what_the_hud_never_showed() -> None:
