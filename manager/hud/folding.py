@@ -47,7 +47,7 @@ from ..core.info import LastReload
 from ..core.launch import lock_line
 from ..core.state import AUTH_MISMATCH, AUTHORIZATION_REFUSED, LOGIN_REQUIRED
 from ..core.text import first_line
-from .state import HudState, Row, refused_error
+from .state import SAID_LINES, HudState, Row, refused_error
 
 __all__ = ["fold"]
 
@@ -140,7 +140,23 @@ def _connected(hud: HudState, event: Connected, at: float) -> str:
     row.exit_code = None  # a new process (stdio) or no process at all
     row.server = f"{event.server_name} {event.server_version}".strip()
     row.protocol = event.protocol
+    row.said.clear()
     return "ok"
+
+
+@_on(ServerStderr)
+def _server_stderr(hud: HudState, event: ServerStderr, at: float) -> str:
+    # A server that fails at every start says the same at every try (every
+    # 3 s, forever): the outage's first saying is news, the same line again
+    # retry detail (`debug`), as a connect error repeated is.
+    row = hud.rows.get(event.name)
+    if row is None or row.state == "connected":
+        return "stderr"
+    if event.line in row.said:
+        return "debug"
+    if len(row.said) < SAID_LINES:
+        row.said.add(event.line)
+    return "stderr"
 
 
 @_on(AttemptFailed)

@@ -56,6 +56,9 @@ __all__ = [
 LOG_LINES = 2000
 """Log lines kept (events, stderr, log records); older ones scroll away."""
 
+SAID_LINES = 200
+"""A connection's stderr lines remembered during an outage (`Row.said`)."""
+
 STATE_RANK = {
     "needs_login": 0,
     "refused": 0,
@@ -98,6 +101,9 @@ class Row:
             (`tool_changed`), by name; held back ones marked True.
         stable_after: Seconds connected after which its attempt count is
             shown no more (the connection's `stable_after`).
+        said: The stderr lines it wrote since it was last connected (at
+            most `SAID_LINES`): said again at the next try, one is retry
+            detail (`debug`), not news.
     """
 
     name: str
@@ -119,6 +125,7 @@ class Row:
     confinement: str = ""
     launch: str = ""
     stable_after: float = 10.0
+    said: set[str] = field(default_factory=set)
 
     @property
     def drift(self) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import fcntl
 import html
 import io
@@ -275,6 +276,32 @@ def test_log_lines_say_what_happened() -> None:
         ("stderr", "fs: stderr: boom\x1b[31m (2 lines suppressed)"),
         ("error", "fs: call echo failed after 0.50 s: gone"),
         ("error", "s.lua:3: bad (config not applied; nothing changed)"),
+    ]
+
+
+def test_a_crash_looping_server_s_stderr_is_news_once_per_outage() -> None:
+    """A server that fails at every start says the same at every try (every
+    3 s, forever) and pushed everything else out of the log (found by an
+    audit): the same line again in one outage is retry detail (`debug`,
+    shown by `v`); a new line is news, and so is everything once connected."""
+    fail = AttemptFailed(name="fs", attempt=1, error="exited with code 3")
+    said = ServerStderr(name="fs", line="fatal: missing API key")
+    hud = fold(
+        ADD_FS,
+        (T0 + 1, said),
+        (T0 + 1, fail),
+        (T0 + 4, said),
+        (T0 + 4, dataclasses.replace(fail, attempt=2)),
+        (T0 + 5, ServerStderr(name="fs", line="fatal: bad config")),
+        (T0 + 6, Connected(name="fs", attempt=3, tools=1, pid=7, elapsed=0.1)),
+        (T0 + 7, said),
+    )
+    stderr = [(line.level, line.text) for line in hud.log if "stderr" in line.text]
+    assert stderr == [
+        ("stderr", "fs: stderr: fatal: missing API key"),
+        ("debug", "fs: stderr: fatal: missing API key"),
+        ("stderr", "fs: stderr: fatal: bad config"),
+        ("stderr", "fs: stderr: fatal: missing API key"),
     ]
 
 
