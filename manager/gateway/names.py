@@ -137,6 +137,28 @@ def _candidate(
     return name, " and ".join(reasons) or f"its name is not a valid MCP {noun} name"
 
 
+RENAMES_NAMED = 3
+"""Renames a server's one line names; the rest are counted."""
+
+
+def _renamed_line(server: str, noun: str, renames: list[tuple[str, str, str]]) -> str:
+    """One line for a server's renamed items (a long connection name renames
+    every tool it prefixes: one line each was a screenful at every start)."""
+    if len(renames) == 1:
+        tool, name, reason = renames[0]
+        return f"{server}: {noun} {tool!r} is exposed as {name!r}: {reason}"
+    shown = ", ".join(
+        f"{tool!r} as {name!r}" for tool, name, _ in renames[:RENAMES_NAMED]
+    )
+    more = len(renames) - RENAMES_NAMED
+    rest = f" and {more} more" if more > 0 else ""
+    return (
+        f"{server}: {len(renames)} {noun}s are exposed under other names "
+        f"({renames[0][2]}, and the like): {shown}{rest}; `mcp-manager "
+        f"{noun}s {server}` lists every exposed name"
+    )
+
+
 def _name_and_raw(item: Any) -> tuple[str, Mapping[str, object]]:
     if isinstance(item, Mapping):
         return str(item.get("name", "")), item
@@ -204,6 +226,7 @@ def build_name_table(
             final[loser] = (_with_digest(name, server, tool), why)
     routes: dict[str, ToolRoute] = {}
     exposed: list[Any] = []
+    renamed: dict[str, list[tuple[str, str, str]]] = {}  # server -> renames
     for index, (server, tool, raw, _, _) in enumerate(entries):
         name, reason = final[index]
         if name in routes:  # a hashed name hit another one: vanishingly rare
@@ -219,9 +242,7 @@ def build_name_table(
                 **(meta if isinstance(meta, dict) else {}),
                 UPSTREAM_META_KEY: {"server": server, "tool": tool},
             }
-            problems.append(
-                f"{server}: {noun} {tool!r} is exposed as {name!r}: {reason}"
-            )
+            renamed.setdefault(server, []).append((tool, name, reason))
         try:
             definition_model = model.model_validate(definition, by_name=False)
         except ValueError as exc:
@@ -232,6 +253,9 @@ def build_name_table(
             continue
         routes[name] = ToolRoute(name=name, server=server, tool=tool)
         exposed.append(definition_model)
+    problems.extend(
+        _renamed_line(server, noun, renames) for server, renames in renamed.items()
+    )
     return ToolTable(
         routes=routes, tools=tuple(exposed), problems=tuple(problems), hidden=hidden
     )

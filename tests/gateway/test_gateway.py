@@ -99,6 +99,19 @@ def test_invalid_tool_names_are_renamed_and_reported(
     assert len(table.problems) == 1 and reason in table.problems[0]
 
 
+def test_a_server_whose_every_tool_is_renamed_is_said_in_one_line() -> None:
+    """A connection name of 63 characters leaves no room for its tools'
+    names: each is shortened, and said in one line, not one line per tool at
+    every start (found by an audit: 24 warnings, cut at the terminal's edge)."""
+    server = "a-really-long-connection-name-" + "x" * 33
+    table = build_tool_table([(server, [info(f"tool_{n}") for n in range(5)])])
+    assert len(table.tools) == 5 and all(len(t.name) <= 64 for t in table.tools)
+    (line,) = table.problems
+    assert line.startswith(f"{server}: 5 tools are exposed under other names (")
+    assert "'tool_0' as " in line and "and 2 more" in line
+    assert line.endswith(f"`mcp-manager tools {server}` lists every exposed name")
+
+
 def test_colliding_names_keep_the_plain_one_and_hash_the_other() -> None:
     # "a_" + "__" + "_b" and "a" + "__" + "__b" are both "a____b".
     table = build_tool_table([("a_", [info("_b")]), ("a", [info("__b")])])
