@@ -10,7 +10,7 @@ is a toast too, never the end of the HUD. The app runs each in a worker
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.describe import describe
 from ..core.errors import ManagerError
@@ -18,6 +18,9 @@ from ..core.text import first_line
 from .details import DetailsScreen, details_text
 from .feed import HudBackend
 from .state import HudState
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 __all__ = ["DaemonAsks"]
 
@@ -104,7 +107,10 @@ class DaemonAsks:
         except ManagerError as exc:
             self._failed(exc, f"details of {name}")
             return
-        body = details_text(self._hud.rows.get(name), details, self._clock())
+
+        def body() -> Text:
+            return details_text(self._hud.rows.get(name), details, self._clock())
+
         await self._show(DetailsScreen(name, body, self._reconnect))
 
     async def decide(self, approval: str, tool: str, verdict: str, scope: str) -> None:

@@ -27,9 +27,15 @@ from .view import age, state_cell
 __all__ = ["DetailsScreen", "details_text"]
 
 
+REDRAW_EVERY = 1.0
+"""Seconds between two drawings of an open details screen."""
+
+
 class DetailsScreen(ModalScreen[None]):
     """Everything about one connection: status, spec (secrets masked), tools,
-    last stderr lines."""
+    last stderr lines. `body` is drawn again every `REDRAW_EVERY` seconds:
+    its first line follows the row (state, for how long, attempt), which the
+    HUD keeps current while the screen is open."""
 
     DEFAULT_CSS = """
     DetailsScreen { align: center middle; }
@@ -49,11 +55,15 @@ class DetailsScreen(ModalScreen[None]):
     ]
 
     def __init__(
-        self, name: str, body: Text, on_reconnect: Callable[[str], None]
+        self,
+        name: str,
+        body: Callable[[], Text],
+        on_reconnect: Callable[[str], None],
     ) -> None:
         super().__init__()
         self.connection = name
-        self.body = body
+        self._body = body
+        self.body = body()
         self._on_reconnect = on_reconnect
 
     def compose(self) -> ComposeResult:
@@ -63,6 +73,15 @@ class DetailsScreen(ModalScreen[None]):
             with VerticalScroll():
                 yield Static(self.body, id="details-body")
             yield Static(Text("Esc close · c reconnect now", style="dim"))
+
+    def on_mount(self) -> None:
+        """Keep the body current while the screen is open."""
+        self.set_interval(REDRAW_EVERY, self.redraw, name="details")
+
+    def redraw(self) -> None:
+        """Draw the body again from the row as it is now."""
+        self.body = self._body()
+        self.query_one("#details-body", Static).update(self.body)
 
     async def action_dismiss(self, result: None = None) -> None:
         """Close the details."""

@@ -918,6 +918,13 @@ async def test_enter_shows_details_with_secrets_masked() -> None:
         for shown in ("api: details", "HTTP 401", "search, fetch", "ready", "***"):
             assert shown in screen
         assert "hunter2" not in screen and "sekrit" not in screen
+        # It follows the row while open (it kept saying attempt 1: an audit).
+        r.publish(AttemptFailed(name="api", attempt=2, error="HTTP 503"))
+        r.frame()
+        details = r.app.screen
+        assert isinstance(details, DetailsScreen) and "attempt 1" in details.body.plain
+        details.redraw()  # what its timer does every second
+        assert "attempt 2" in details.body.plain
         await r.pilot.press("c")  # reconnect from the details screen too
         await r.app.workers.wait_for_complete()
         assert r.backend.reconnects == ["api"]
