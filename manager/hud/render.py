@@ -19,7 +19,7 @@ from rich.text import Text
 from ..core.info import DaemonInfo
 from ..core.status import ConnectionStatus
 from .state import HudState
-from .view import cells, footer_lines, layout
+from .view import cells, footer_lines, layout, tools_cell
 
 __all__ = ["PIPE_WIDTH", "print_status", "render_status"]
 
@@ -49,7 +49,8 @@ def render_status(
     if info is not None:
         hud.set_info(info)
     shown = hud.sorted_rows()
-    columns = layout(width, [r.name for r in shown])
+    tools = max((len(tools_cell(row)[0]) for row in shown), default=0)
+    columns = layout(width, [r.name for r in shown], tools)
     table = Table(
         box=box.SIMPLE_HEAD,
         expand=expand,

@@ -59,7 +59,11 @@ MIN_ERROR_WIDTH = 12
 """The error column never gets narrower than this."""
 
 NAME_WIDTH = (4, 28)
-"""The name column fits the longest name within these bounds (longer: cut with …)."""
+"""The name column fits the longest name within these bounds (longer: cut with
+…); on a terminal wider than four times the upper bound, within a quarter of it."""
+
+TOOLS_WIDTH = (5, 14)
+"""The tools column fits its longest cell (`12 ⚠2 1 held`) within these bounds."""
 
 STATE_LOOK: dict[str, tuple[str, str]] = {
     "connected": ("●", "green"),
@@ -117,26 +121,34 @@ COLUMNS: tuple[Column, ...] = (
 _OPTIONAL = {"transport": WIDE, "exit": WIDE, "pid": WIDER}
 
 
-def layout(width: int, names: Sequence[str] = ()) -> list[tuple[Column, int]]:
+def layout(
+    width: int, names: Sequence[str] = (), tools: int = 0
+) -> list[tuple[Column, int]]:
     """The columns that fit `width` cells, each with its width.
 
     Args:
         width: The space available.
-        names: The connection names shown (the name column fits the longest).
+        names: The connection names shown (the name column fits the longest,
+            up to `NAME_WIDTH` or a quarter of a wide terminal).
+        tools: The longest tools cell (`5 ⚠2 1 held`): the column fits it,
+            up to `TOOLS_WIDTH`.
     """
     longest = max((len(n) for n in names), default=0)
-    name_width = min(max(longest, NAME_WIDTH[0]), NAME_WIDTH[1])
+    name_width = min(max(longest, NAME_WIDTH[0]), max(NAME_WIDTH[1], width // 4))
+    sizes = {"tools": min(max(tools, TOOLS_WIDTH[0]), TOOLS_WIDTH[1])}
     chosen = [c for c in COLUMNS if width >= _OPTIONAL.get(c.key, 0)]
-    fixed = sum(name_width if c.width < 0 else c.width for c in chosen if c.width)
+
+    def size(column: Column) -> int:
+        return name_width if column.width < 0 else sizes.get(column.key, column.width)
+
+    fixed = sum(size(c) for c in chosen if c.width)
     rest = width - fixed - GAP * (len(chosen) - 1)
     out: list[tuple[Column, int]] = []
     for column in chosen:
-        if column.width < 0:
-            out.append((column, name_width))
-        elif column.width == 0:
+        if column.width == 0:
             out.append((column, max(rest, MIN_ERROR_WIDTH)))
         else:
-            out.append((column, column.width))
+            out.append((column, size(column)))
     return out
 
 

@@ -26,7 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from .state import LOG_LINES, Row
-from .view import GAP, Cell, Column, cells, layout
+from .view import GAP, Cell, Column, cells, layout, tools_cell
 
 __all__ = ["ConnectionTable", "EventLog", "column_titles", "fit"]
 
@@ -112,7 +112,7 @@ class ConnectionTable(ScrollView, can_focus=True):
         self.columns: list[tuple[Column, int]] = []
         self._names: list[str] = []
         self._index: dict[str, int] = {}
-        self._layout_key: tuple[int, int] = (-1, -1)
+        self._layout_key: tuple[int, int, int] = (-1, -1, -1)
         self._painted: dict[int, tuple[str, tuple[Cell, ...], bool] | None] = {}
         self._styles: tuple[Style, Style] | None = None
 
@@ -187,11 +187,12 @@ class ConnectionTable(ScrollView, can_focus=True):
     def _fit_columns(self) -> bool:
         width = self.scrollable_content_region.width or self.size.width
         longest = max((len(n) for n in self._names), default=0)
-        key = (width, longest)
+        tools = max((len(tools_cell(row)[0]) for row in self.rows), default=0)
+        key = (width, longest, tools)
         if key == self._layout_key:
             return False
         self._layout_key = key
-        self.columns = layout(width, self._names)
+        self.columns = layout(width, self._names, tools)
         self.post_message(self.ColumnsChanged(self.columns))
         return True
 

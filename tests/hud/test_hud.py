@@ -448,6 +448,18 @@ def test_columns_fit_the_width(width: int, keys: str) -> None:
     assert columns[0][1] == len("a-long-name")
 
 
+def test_a_wide_terminal_shows_long_names_and_the_whole_tools_cell() -> None:
+    """A 63-character name was cut at 28 even at 230 columns, and `5 ⚠1 1
+    held` to `5 ⚠1…` at every width (found by an audit)."""
+    long = "a-really-long-connection-name-" + "x" * 33
+    held = "5 ⚠1 1 held"
+    wide = {c.key: size for c, size in layout(230, [long], len(held))}
+    assert wide["name"] == 230 // 4 and wide["tools"] == len(held)
+    narrow = {c.key: size for c, size in layout(80, [long], len(held))}
+    assert narrow["name"] == 28 and narrow["tools"] == len(held)
+    assert layout(80, ["fs"], 2) == layout(80, ["fs"])  # 5 at least, as before
+
+
 # ------------------------------------------------------------ one-shot table
 
 STATUS: list[dict[str, object]] = [
