@@ -116,7 +116,11 @@ def _cmd_reconnect(args: argparse.Namespace) -> int:
         return fail(first_line(exc))
     if result.retrying:
         print(f"{args.server}: trying now (its backoff wait was cut short)")
-    else:
+    elif result.state == "connected":
+        print(f"{args.server}: connected; nothing to do")
+    elif result.state:
+        print(f"{args.server}: {result.state}, a try already in flight; nothing to do")
+    else:  # an older daemon's answer
         print(
             f"{args.server}: not waiting to retry (connected, or a try is already "
             "in flight); nothing to do"

@@ -166,9 +166,7 @@ def _cmd_changes(args: argparse.Namespace) -> int:
         print("no changed definitions: everything listed matches what was approved")
         return 0
     for change in changes:
-        print(describe(change))
-        if change.suspicious:
-            print(f"  suspicious: {change.suspicious}")
+        print(describe(change))  # with what was found suspicious, if anything
         for line in change.diff.splitlines():
             print(f"  {line}")
         print()

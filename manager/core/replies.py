@@ -140,10 +140,13 @@ class ReconnectReply(Wire):
         server: The connection.
         retrying: It was waiting to retry and tries now; False when it was
             connected or a try was already under way.
+        state: Its state when asked (`connected`, `connecting`, ...), to say
+            which.
     """
 
     server: str = ""
     retrying: bool = False
+    state: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,7 +196,10 @@ class Daemon:
 
     def reconnect(self, server: str) -> ReconnectReply:
         """Skip `server`'s backoff wait (control API)."""
-        return ReconnectReply(server=server, retrying=self.manager.reconnect(server))
+        status = self.manager.status(server)
+        retrying = self.manager.reconnect(server)
+        state = status.state if status is not None else ""
+        return ReconnectReply(server=server, retrying=retrying, state=state)
 
     def details(self, server: str) -> ConnectionDetails:
         """`server`'s spec (secrets masked), last stderr lines, tool names."""

@@ -27,7 +27,7 @@ from manager.core.errors import (
     ServerUnavailable,
     UnknownServer,
 )
-from manager.core.events import AttemptFailed, Connecting, Event
+from manager.core.events import AttemptFailed, Connecting, Event, ToolChanged
 from manager.core.info import DaemonInfo
 from manager.core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
 from manager.core.replies import (
@@ -106,7 +106,8 @@ class FakeBackend:
     def reconnect(self, server: str) -> ReconnectReply:
         if server not in ("fs", "web"):
             raise UnknownServer(f"no connection named {server!r}")
-        return ReconnectReply(server=server, retrying=server == "web")
+        state = "reconnecting" if server == "web" else "connected"
+        return ReconnectReply(server=server, retrying=server == "web", state=state)
 
     async def reload(self) -> ReloadSummary:
         if self.reload_error is not None:
@@ -125,6 +126,17 @@ class FakeBackend:
             unchanged=3,
             connections=5,
         )
+
+    def changes(self, server: str | None) -> list[ToolChanged]:
+        return [
+            ToolChanged(
+                name="web",
+                item="fetch",
+                change="changed",
+                diff="-a\n+b",
+                suspicious="asks the model to hide something",
+            )
+        ]
 
     def catalog(self, kind: str, server: str | None) -> list[CatalogRow]:
         rows = {
@@ -347,6 +359,17 @@ def test_status_json_prints_the_daemon_s_rows_without_the_dataclasses_import(
     assert rows == [status.to_dict() for status in daemon.backend.status()]
 
 
+def test_tools_changed_says_each_change_and_what_was_suspicious_once(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The finding was printed twice: in the change's line and again below."""
+    assert main(["tools", "--changed", "--socket", daemon.socket]) == 1
+    out = capsys.readouterr().out
+    assert out.count("asks the model to hide something") == 1
+    assert "web: tool 'fetch' changed since it was approved" in out
+    assert "  -a\n  +b\n" in out
+
+
 # ---------------------------------------------------------------------- events
 
 
@@ -529,7 +552,7 @@ def test_reconnect_cuts_a_backoff_wait_short_or_says_there_is_none(
         capsys.readouterr().out == "web: trying now (its backoff wait was cut short)\n"
     )
     assert main(["reconnect", "fs", *sock]) == 0
-    assert "fs: not waiting to retry" in capsys.readouterr().out
+    assert capsys.readouterr().out == "fs: connected; nothing to do\n"
     assert main(["reconnect", "nope", *sock]) == 2
     assert "no connection named 'nope'" in capsys.readouterr().err
 

@@ -103,7 +103,7 @@ class FakeBackend:
     def reconnect(self, server: str) -> ReconnectReply:
         if server != "web":
             raise UnknownServer(f"no connection named {server!r}")
-        return ReconnectReply(server=server, retrying=True)
+        return ReconnectReply(server=server, retrying=True, state="reconnecting")
 
     def details(self, server: str) -> ConnectionDetails:
         if server != "fs":
@@ -502,7 +502,7 @@ async def test_info_and_reconnect_reach_the_backend(sock_dir: Path) -> None:
         with pytest.raises(UnknownServer, match="'nope'"):
             await anyio.to_thread.run_sync(lambda: client.reconnect("nope"))
     assert info == DaemonInfo(config="startup.lua", dropped={"hud": 3})
-    assert retried == ReconnectReply(server="web", retrying=True)
+    assert retried == ReconnectReply(server="web", retrying=True, state="reconnecting")
 
 
 @pytest.mark.anyio
@@ -692,7 +692,10 @@ WIRE: list[tuple[dict[str, object], object]] = [
             "endpoint_token": None,
         },
     ),
-    ({"cmd": "reconnect", "server": "web"}, {"server": "web", "retrying": True}),
+    (
+        {"cmd": "reconnect", "server": "web"},
+        {"server": "web", "retrying": True, "state": "reconnecting"},
+    ),
     (
         {"cmd": "details", "server": "fs"},
         {
