@@ -25,7 +25,7 @@ from ..core.errors import CallError
 from ..core.output import RESULTS_PREFIX
 from ..engine.manager import Manager
 from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
-from ..transport.base import ProgressCallback, Upstream
+from ..transport.base import MODERN, ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .errors import client_error
 from .freshness import list_hint
@@ -70,6 +70,16 @@ DEFAULT_CALL_TIMEOUT = 60.0
 """`call_timeout` of a connection removed while one of its requests waited."""
 
 
+class Listen(Protocol):
+    """Serves one `subscriptions/listen` stream (the SDK's `ListenHandler`)."""
+
+    async def __call__(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.SubscriptionsListenRequestParams,
+    ) -> types.SubscriptionsListenResult: ...
+
+
 class Send(Protocol):
     """Sends one request on a live upstream within the seconds given."""
 
@@ -108,6 +118,9 @@ class Features:
         self.asks = ClientRequests(self.call_timeout, self._unlinked, self._apart)
         self.held = HeldCalls()
         self._upstream_subs: dict[tuple[str, str], int] = {}
+        # What 2026-07-28 clients' listen streams follow (`listening`), apart:
+        # followed in their era, each stream for as long as it lasts.
+        self._listen_subs: dict[tuple[str, str], int] = {}
         self._level_sent: str | None = None
         """The level servers were last set to (`logging/setLevel`), if any."""
         manager.requests.handler = self.asks.upstream_request
@@ -424,6 +437,67 @@ class Features:
                 self._upstream_subs[route] = count
         return types.EmptyResult()
 
+    def listening(self, inner: Listen) -> Listen:
+        """`inner` (the SDK's `ListenHandler`) for a 2026-07-28 client's
+        `subscriptions/listen`, with the resources it names followed upstream
+        while its stream lasts, in the client's era (a stdio server of both
+        eras runs a process per era: the one its calls go to): a server only
+        tells of a resource it was asked to follow (as `subscribe` asks it for
+        a handshake client), so no update came at all. URIs no server offers
+        are left to `inner`."""
+
+        async def listen(
+            ctx: ServerRequestContext[Any, Any],
+            params: types.SubscriptionsListenRequestParams,
+        ) -> types.SubscriptionsListenResult:
+            era = client_era(ctx)
+            followed: list[tuple[str, str]] = []
+            try:
+                for uri in params.notifications.resource_subscriptions or ():
+                    try:
+                        route = self._owner(uri, ctx)
+                    except MCPError:
+                        continue  # no server offers it: nothing to ask
+                    count = self._listen_subs.get(route, 0)
+                    self._listen_subs[route] = count + 1
+                    followed.append(route)
+                    if count == 0:
+                        await self._follow(*route, era, follow=True)
+                return await inner(ctx, params)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    for route in followed:
+                        count = self._listen_subs.get(route, 0) - 1
+                        if count > 0:
+                            self._listen_subs[route] = count
+                            continue
+                        self._listen_subs.pop(route, None)
+                        with anyio.move_on_after(NOTIFY_TIMEOUT):
+                            await self._follow(*route, era, follow=False)
+
+        return listen
+
+    async def _follow(self, server: str, uri: str, era: str, *, follow: bool) -> None:
+        """Ask `server`'s session of `era` to follow `uri` (or stop); a server
+        down, or one that refuses, is said in the log (`resubscribe` asks
+        again once it is back)."""
+        request: Any = (
+            types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+            if follow
+            else types.UnsubscribeRequest(
+                params=types.UnsubscribeRequestParams(uri=uri)
+            )
+        )
+        send = sending(request, types.EmptyResult)
+
+        async def sent(upstream: Upstream, limit: float) -> Any:
+            return await send(await upstream.for_era(era, limit), limit)
+
+        try:
+            await self.manager.request(server, request.method, uri, sent)
+        except CallError as exc:
+            logger.debug("gateway: %s: %s %s: %s", server, request.method, uri, exc)
+
     async def _upstream_subscribe(
         self,
         ctx: ServerRequestContext[Any, Any] | None,
@@ -458,6 +532,9 @@ class Features:
                 logger.warning(
                     "gateway: %s: re-subscribing to %s failed: %s", server, uri, exc
                 )
+        for owner, uri in list(self._listen_subs):
+            if owner == server:  # a listen stream's, in the era it speaks
+                await self._follow(server, uri, MODERN, follow=True)
 
     async def resource_updated(self, server: str, uri: str) -> None:
         """Pass `notifications/resources/updated` to the sessions subscribed."""

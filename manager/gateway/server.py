@@ -269,7 +269,9 @@ class Gateway:
                 on_unsubscribe_resource=features.unsubscribe,
                 on_completion=features.complete,
                 on_set_logging_level=features.set_level,
-                on_subscriptions_listen=ListenHandler(self._subscriptions),
+                on_subscriptions_listen=features.listening(
+                    ListenHandler(self._subscriptions)
+                ),
             )
         assert isinstance(self.server, UnionServer)
         self.server.offered = self._offered

@@ -61,16 +61,32 @@ class Listener:
         self._name = name
         self._watched: set[str] = set()  # URIs clients follow
         self._relisten = anyio.Event()
+        self._reopened = anyio.Event()
+        self._done = False
         self.followed = anyio.Event()
         """Set once the first stream is open (or refused, or lost)."""
 
-    def watch(self, uri: str, follow: bool) -> None:
-        """Follow `uri` (a client subscribed) or stop; the stream reopens."""
+    def watch(self, uri: str, follow: bool) -> anyio.Event:
+        """Follow `uri` (a client subscribed) or stop; the stream reopens.
+        Returns what is set once the stream that says so is open (or was
+        refused, or lost): a change the server makes after that is heard,
+        where one made right after the subscribe was lost to the reopening."""
         (self._watched.add if follow else self._watched.discard)(uri)
+        self._reopened = anyio.Event()
+        if self._done:  # no stream follows any more: nothing to wait for
+            self._reopened.set()
         self._relisten.set()
+        return self._reopened
 
     async def follow(self) -> None:
         """Follow the session's changes until it is lost (see the module)."""
+        try:
+            await self._follow()
+        finally:
+            self._done = True
+            self._reopened.set()
+
+    async def _follow(self) -> None:
         quick = 0
         while not self._lost.is_set:
             self._relisten = anyio.Event()
@@ -103,6 +119,7 @@ class Listener:
         """One stream, for list changes and the URIs clients follow. Returns
         whether the server closed it (its result), not refused or broke it."""
         hooks = self._hooks
+        opened = self._reopened  # what a `watch` before this waits on
         try:
             async with listen(
                 self._session,
@@ -112,6 +129,7 @@ class Listener:
                 resource_subscriptions=sorted(self._watched),
             ) as changes:
                 self.followed.set()
+                opened.set()
                 async for change in changes:
                     match change:
                         case ToolsListChanged():
@@ -138,4 +156,5 @@ class Listener:
                 logger.debug("subscriptions/listen refused: %s", exc.message)
         finally:
             self.followed.set()
+            opened.set()
         return False

@@ -241,7 +241,10 @@ class McpSession:
         if self._modern and method in ("resources/subscribe", "resources/unsubscribe"):
             uri = str(request.params.uri)
             follow = method == "resources/subscribe"
-            self._listener.watch(uri, follow)
+            # Answered once the stream that follows it is open: a change
+            # right after the subscribe is heard (bounded as any request).
+            with anyio.move_on_after(limit):
+                await self._listener.watch(uri, follow).wait()
             return types.EmptyResult()
         data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:

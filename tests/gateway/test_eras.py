@@ -29,6 +29,7 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated
 from servers import (
     HttpServerFactory,
     HttpServerProcess,
@@ -401,6 +402,28 @@ async def test_2026_clients_hear_of_changes_and_unknown_resources_as_2026_says(
         straight.value.message,
         straight.value.data,
     )
+
+
+@pytest.mark.anyio
+async def test_a_2026_client_listening_to_a_resource_hears_it_change() -> None:
+    """A 2026-07-28 client names the resources it follows in its listen
+    stream: the daemon follows them upstream while the stream lasts, in the
+    client's era (found by an audit: it never asked the server, so no update
+    ever came)."""
+    async with (
+        running_gateway([demo_stdio("demo", prefix="")], wait_for=["demo"]) as (
+            gateway,
+            _,
+            _,
+        ),
+        Client(str(gateway.url)) as client,
+    ):
+        uri = "demo://readme"
+        async with client.listen(resource_subscriptions=[uri]) as changes:
+            await client.call_tool("touch_resource", {"uri": uri})
+            with anyio.fail_after(10):
+                change = await changes.__anext__()
+        assert isinstance(change, ResourceUpdated) and str(change.uri) == uri
 
 
 @pytest.mark.anyio
