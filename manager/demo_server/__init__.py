@@ -44,7 +44,9 @@ completion (`greet`'s `name`, the template's `id`) and logging levels are
 served too, and every feature is advertised on every transport.
 
 Every list is paginated; the page size comes from `DEMO_PAGE_SIZE`
-(default 100).
+(default 100). Questions to the client name the call they serve; with
+`DEMO_UNLINKED_QUESTIONS=1` they name none, as many servers send them (over
+streamable HTTP: on the session's standalone stream).
 
 Modules: `tools` (the tools and the server), `catalog` (prompts, resources,
 completion, subscriptions), `client_requests` (elicitation, sampling, roots,

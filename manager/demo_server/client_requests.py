@@ -16,6 +16,7 @@ handshake-era clients that still use them.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Final, get_args
 
 import mcp.types as types
@@ -153,8 +154,16 @@ async def _ask(
     return result_type.model_validate(answer, by_name=False)
 
 
-def _related(ctx: ServerRequestContext) -> ServerMessageMetadata:
-    """Route a request to the client on the tool call's own channel."""
+UNLINKED_ENV = "DEMO_UNLINKED_QUESTIONS"
+"""Set to 1: questions go out as many servers send them, naming no request
+(over streamable HTTP: on the session's standalone stream)."""
+
+
+def _related(ctx: ServerRequestContext) -> ServerMessageMetadata | None:
+    """Route a request to the client on the tool call's own channel (none
+    under `UNLINKED_ENV`)."""
+    if os.environ.get(UNLINKED_ENV) == "1":
+        return None
     return ServerMessageMetadata(related_request_id=ctx.request_id)
 
 

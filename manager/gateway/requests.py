@@ -372,6 +372,10 @@ class ClientRequests:
         self._apart = apart
         self._turns: dict[str, Turns] = {}
         self._askers: set[str] = set()
+        # Servers that asked a question naming no request over a transport
+        # that could have named one (streamable HTTP, on the session's
+        # standalone stream): their askable clients take turns too.
+        self._unnamed: set[str] = set()
         """Upstreams that asked a question since the daemon started: only
         there do clients take turns."""
         self.logs_withheld: dict[str, int] = {}
@@ -419,9 +423,15 @@ class ClientRequests:
         try:
             if (  # cheapest first: most servers never ask
                 server in self._askers
-                and self._unlinked(server)
+                and (server in self._unnamed or self._unlinked(server))
                 and can_be_asked(ctx.session.client_capabilities)
-                and not self._apart(server, ctx)
+                # A 2026-07-28 client served by a session beside is asked in
+                # its own call's rounds: no turn. A handshake client beside (a
+                # dual-era HTTP server's) may be asked unnamed: it takes turns.
+                and not (
+                    self._apart(server, ctx)
+                    and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+                )
             ):
                 turns = await self._take_turn(server, key)
             # One generator on every call's path (not one per concern).
@@ -536,6 +546,8 @@ class ClientRequests:
         link names (streamable HTTP upstreams), else the only session waiting
         on the session that asks (`beside`: the one of the other era)."""
         self._askers.add(server)  # from now on its askable clients take turns
+        if link is None:
+            self._unnamed.add(server)
         waiting = self._waiting.get(server, [])
         linked = [w for w in waiting if link is not None and w.token == link]
         if linked:
@@ -560,9 +572,10 @@ class ClientRequests:
             return types.ErrorData(
                 code=INVALID_REQUEST,
                 message=f"{method} from {server}: requests of {len(keys)} clients are "
-                "in progress and this transport does not say which one this is for "
-                "(streamable HTTP upstreams do); refused rather than sent to the "
-                "wrong client",
+                "in progress and the question names none of them (a stdio or SSE "
+                "server's never do; a streamable HTTP server's do when sent on the "
+                "request's own stream); refused rather than sent to the wrong "
+                "client (from now on such clients take turns at this server)",
             )
         ctx = waiting[0].ctx
         caps = ctx.session.client_capabilities

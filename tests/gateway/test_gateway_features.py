@@ -28,7 +28,12 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from memory import MemoryServers
-from servers import HttpServerProcess, raw_command, stdio_command
+from servers import (
+    HttpServerFactory,
+    HttpServerProcess,
+    raw_command,
+    stdio_command,
+)
 from servers.daemon import DaemonProcess, DaemonThread
 from servers.process import sharing_children
 from support.clients import Client, downstream
@@ -693,6 +698,43 @@ def test_a_cli_call_answers_what_the_server_asks_with_its_answer(
     code = main(asked)
     out = capsys.readouterr()
     assert code != 0 and "blue" not in out.out
+
+
+@pytest.mark.anyio
+async def test_an_http_server_asking_on_its_standalone_stream_gets_each_its_own(
+    make_http_server: HttpServerFactory,
+) -> None:
+    """A streamable HTTP server whose questions name no request (sent on the
+    session's standalone stream, as `ctx.session.create_message` without a
+    related request does) was refused every question while two clients'
+    calls were in flight, in words saying such servers name them (found by
+    an audit). After its first such question, its askable clients take
+    turns, as at a stdio server: each gets its own."""
+    server = make_http_server("http", env={"DEMO_UNLINKED_QUESTIONS": "1"})
+    spec = parse_spec("a", server.url, {"ping_interval": 0})
+    results: dict[str, list[str]] = {}
+
+    async def asker(url: str, name: str) -> None:
+        client = Client()
+        client.on_elicit = accepting(name)  # type: ignore[method-assign]
+        async with downstream(url, client) as session:
+            async with anyio.create_task_group() as tg:
+                for _ in range(5):
+                    tg.start_soon(ask, name, session)
+
+    async def ask(name: str, session: Any) -> None:
+        got = await session.call_tool("a__ask_user", {"message": name})
+        results.setdefault(name, []).append(text_of(got))
+
+    async with running_gateway([spec], wait_for=("a",)) as (gateway, _, _):
+        url = gateway.url or ""
+        with anyio.fail_after(60):
+            await asker(url, "warm-up")  # the first question: one client only
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(asker, url, "one")
+                tg.start_soon(asker, url, "two")
+    for name in ("warm-up", "one", "two"):
+        assert results[name] == [f'accept: {{"answer": "{name}"}}'] * 5, name
 
 
 @pytest.mark.anyio
