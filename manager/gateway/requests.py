@@ -184,6 +184,10 @@ class CallNotes:
             )
         )
 
+    def takes(self, level: str) -> bool:
+        """Whether a log message at `level` reaches this request's client."""
+        return level in self._levels
+
     def log(self, level: str, logger_name: str | None, data: object) -> None:
         """An upstream log message sent while serving this request."""
         if level not in self._levels:
@@ -524,9 +528,12 @@ class ClientRequests:
                     server,
                 )
             return True
+        # One client's: said once, on one of its requests (on each, the
+        # client got it once per request in flight).
         for item in waiting:
-            if item.notes is not None:
+            if item.notes is not None and item.notes.takes(level):
                 item.notes.log(level, logger_name, data)
+                break
         return True
 
     # --- requests from upstreams ---------------------------------------------------

@@ -37,7 +37,14 @@ from servers import (
 from servers.daemon import DaemonProcess, DaemonThread
 from servers.process import sharing_children
 from support.clients import Client, downstream
-from support.gateway import demo_memory, raw, running_gateway, text_of, wait_until
+from support.gateway import (
+    demo_memory,
+    demo_stdio,
+    raw,
+    running_gateway,
+    text_of,
+    wait_until,
+)
 
 from manager.cli import main
 from manager.core.spec import parse_spec
@@ -240,6 +247,23 @@ async def test_a_log_line_during_two_clients_calls_never_reaches_the_other(
     assert all(log.data not in ("bob's", "bob alone") for log in alice.logs)
     # Unless bob's line came after alice's call had ended, nobody got it.
     assert withheld == 1 or [log.data for log in bob.logs][:1] == ["bob's"]
+
+
+@pytest.mark.anyio
+async def test_a_log_line_reaches_a_client_once_whatever_it_has_in_flight() -> None:
+    """A stdio server's log message names no request: it goes to the one
+    client whose calls are in flight there, once, not once per call (found
+    by an audit: a client with three calls in flight got every line three
+    times)."""
+    async with running_gateway([demo_stdio("a")], wait_for=("a",)) as (gw, _, _):
+        carol = Client()
+        async with downstream(gw.url or "", carol, askable=False) as c:
+            async with busy_with_a_sleep(c, "a__sleep"):
+                said = await c.call_tool("a__log", {"level": "error", "text": "once"})
+                assert text_of(said) == "sent error"
+            await c.call_tool("a__log", {"level": "error", "text": "after"})
+            await wait_until(lambda: any(log.data == "after" for log in carol.logs))
+    assert [log.data for log in carol.logs].count("once") == 1
 
 
 @pytest.mark.anyio
