@@ -2,7 +2,8 @@
 
 A 2026-07-28 server tells of changes on a `subscriptions/listen` stream, not
 on the connection: `Listener.follow` opens one once connected (every session
-opens its own) and passes what it says to the hooks. A stream that breaks is
+opens its own; what it says reaches the hooks by the session's message
+handler, to which the SDK tees it). A stream that breaks is
 the loss of the session (it also ends a request in flight on it). A stream
 the server closes (its result: a graceful end) is opened again after
 `RELISTEN_PAUSE`, unless the server keeps closing it at once
@@ -19,14 +20,8 @@ import anyio
 from mcp import ClientSession
 from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import (
-    PromptsListChanged,
-    ResourcesListChanged,
-    ResourceUpdated,
-    ToolsListChanged,
-)
 
-from .base import Hooks, LossReport
+from .base import LossReport
 from .errors import describe_error, is_session_lost
 from .signals import LostSignal
 
@@ -47,16 +42,12 @@ class Listener:
 
     Args:
         session: The SDK session the stream is opened on.
-        hooks: Where changes go (none: dropped).
         lost: Set when the stream breaks (the session is lost).
         name: The server's name, for the log.
     """
 
-    def __init__(
-        self, session: ClientSession, hooks: Hooks | None, lost: LostSignal, name: str
-    ) -> None:
+    def __init__(self, session: ClientSession, lost: LostSignal, name: str) -> None:
         self._session = session
-        self._hooks = hooks if hooks is not None else Hooks()
         self._lost = lost
         self._name = name
         self._watched: set[str] = set()  # URIs clients follow
@@ -118,7 +109,6 @@ class Listener:
     async def _listen(self) -> bool:
         """One stream, for list changes and the URIs clients follow. Returns
         whether the server closed it (its result), not refused or broke it."""
-        hooks = self._hooks
         opened = self._reopened  # what a `watch` before this waits on
         try:
             async with listen(
@@ -130,16 +120,12 @@ class Listener:
             ) as changes:
                 self.followed.set()
                 opened.set()
-                async for change in changes:
-                    match change:
-                        case ToolsListChanged():
-                            hooks.on_tools_changed()
-                        case PromptsListChanged():
-                            hooks.on_list_changed("prompts")
-                        case ResourcesListChanged():
-                            hooks.on_list_changed("resources")
-                        case ResourceUpdated(uri=uri):
-                            hooks.on_resource_updated(str(uri))
+                # The SDK's session tees every event of the stream to its
+                # message handler too (`message_handler`, which tells the
+                # hooks): told here as well, each came twice (every client
+                # got a resource's update twice, every list was read twice).
+                async for _ in changes:
+                    pass
             return True
         except SubscriptionLost as exc:
             self._lost.set(

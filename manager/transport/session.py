@@ -101,7 +101,7 @@ class McpSession:
         self._wire = wire
         self._hooks = hooks
         self._modern = info.protocol not in HANDSHAKE_PROTOCOL_VERSIONS
-        self._listener = Listener(session, hooks, lost, info.name)
+        self._listener = Listener(session, lost, info.name)
         self._following = not self._modern
         self.followed = self._listener.followed
         """Set once changes are followed: at once in the handshake era (they

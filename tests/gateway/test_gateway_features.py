@@ -330,6 +330,36 @@ async def test_resource_updates_reach_the_subscriber_and_logs_respect_levels(
         assert client.logs[0].logger.startswith("a")
 
 
+@pytest.mark.anyio
+async def test_an_update_of_a_2026_server_reaches_a_handshake_subscriber_once(
+    web: HttpServerProcess,
+) -> None:
+    """The daemon follows a resource on a 2026-07-28 server's listen stream,
+    whose events the SDK's session also tees to its message handler: told
+    on both paths, a handshake client got every update twice (an audit)."""
+    spec = parse_spec("h", web.url, {"ping_interval": 0})
+    async with running_gateway([spec], wait_for=("h",)) as (gateway, _, _):
+        client = Client()
+        async with downstream(gateway.url or "", client) as session:
+            subscribe = types.SubscribeRequest(
+                params=types.SubscribeRequestParams(uri="demo://readme")
+            )
+            await session.send_request(subscribe, types.EmptyResult)
+
+            def updated() -> list[str]:
+                return [
+                    str(n.params.uri)
+                    for n in client.notes
+                    if isinstance(n, types.ResourceUpdatedNotification)
+                ]
+
+            for _ in range(3):  # a twin comes with its update, at once
+                await session.call_tool("h__touch_resource", {"uri": "demo://readme"})
+            await wait_until(lambda: len(updated()) >= 3)
+            await session.send_ping()
+        assert updated() == ["demo://readme"] * 3
+
+
 def _set_level(level: types.LoggingLevel) -> types.SetLevelRequest:
     return types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
 
