@@ -347,6 +347,7 @@ class HudApp(App[str]):
             unreachable=self.unreachable is not None,
             verbose=self.verbose,
             subtitle=self.subtitle,
+            muted=self.muted,
         )
         for part, style in cells:
             text.append(part, style=style)

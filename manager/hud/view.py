@@ -14,7 +14,7 @@ whatever is left.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..core.info import OTLP_OFF, AttachedClient, OtlpStatus
@@ -332,10 +332,12 @@ def header_cells(
     unreachable: bool = False,
     verbose: bool = False,
     subtitle: str = "",
+    muted: Collection[str] = (),
 ) -> list[Cell]:
     """The HUD's header line: ` mcp-manager VERSION · HH:MM:SS · ● 2 ↻ 1`, then
-    the filter (`shown` of all rows), an unreachable daemon, verbose mode and
-    the subtitle."""
+    the filter (`shown` of all rows), an unreachable daemon, verbose mode,
+    the connections whose chatter the log leaves out (`m`) and the
+    subtitle."""
     version = f" {hud.version}" if hud.version else ""
     cells: list[Cell] = [
         (f" mcp-manager{version}", "bold"),
@@ -350,6 +352,8 @@ def header_cells(
         cells.append((" · daemon unreachable, retrying", "bold red"))
     if verbose:
         cells.append((" · all events", "cyan"))
+    if muted:
+        cells.append((f" · muted: {', '.join(sorted(muted))}", "yellow"))
     if subtitle:
         cells.append((f" · {subtitle}", "dim"))
     return cells

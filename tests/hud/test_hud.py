@@ -998,8 +998,11 @@ async def test_m_mutes_the_selected_connections_chatter_in_the_log() -> None:
         assert not any("chatter" in line for line in shown)
         assert any("other server" in line for line in shown)
         assert any("fs: lost" in line or "exited" in line for line in shown)
+        assert "muted: fs" in await r.screen()  # said, not only done (an audit)
         await r.pilot.press("m")
         assert any("chatter 2" in line for line in r.app.log_view.lines)
+        r.frame()
+        assert "muted:" not in await r.screen()
 
 
 @pytest.mark.anyio
