@@ -179,12 +179,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for clash in prefix_clashes({spec.name: spec.prefix for spec in result.specs}):
         print(f"{path}: warning: {clash}", file=sys.stderr)
     for spec in result.specs:
+        where = _declared_at(path, result.where.get(spec.name, ""))
         missing = _missing_command(spec)
         if missing is not None:
-            print(f"{path}: warning: {spec.name}: {missing}", file=sys.stderr)
+            print(f"{where}: warning: {spec.name}: {missing}", file=sys.stderr)
         hungry = starved(spec.command or "", spec.args, spec.sandbox)
         if spec.transport == "stdio" and hungry is not None:
-            print(f"{path}: warning: {spec.name}: {hungry}", file=sys.stderr)
+            print(f"{where}: warning: {spec.name}: {hungry}", file=sys.stderr)
     names = [spec.name for spec in result.specs]
     for rule in result.rules:
         unmatched = _unmatched_servers(rule.servers, names)
@@ -208,6 +209,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
         line += f"; profiles: {views}"
     print(line)
     return 0
+
+
+def _declared_at(path: Path, where: str) -> str:
+    """`PATH:LINE` of a connection's `mcp_add` (`where`: as the script run
+    names it, `startup.lua:3`); another file's as it is; else `PATH`."""
+    source, _, line = where.rpartition(":")
+    if not line.isdigit():
+        return str(path)
+    return f"{path}:{line}" if source in (path.name, str(path)) else where
 
 
 def _unmatched_servers(globs: tuple[str, ...], names: list[str]) -> str:

@@ -7,6 +7,7 @@ objects, only the functions of the API that call them.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -69,6 +70,8 @@ class ScriptResult:
         duration: Seconds the run took.
         profiles: Declared profiles (`mcp_profile`), in declaration order.
         rules: Call policy rules (`mcp_policy`), in the order written.
+        where: Each declared connection's `FILE:LINE` (its `mcp_add`), for
+            messages about it (`mcp-manager check`'s warnings).
     """
 
     specs: tuple[ConnectionSpec, ...]
@@ -76,3 +79,4 @@ class ScriptResult:
     duration: float
     profiles: tuple[Profile, ...] = ()
     rules: tuple[Rule, ...] = ()
+    where: Mapping[str, str] = field(default_factory=dict)

@@ -190,6 +190,7 @@ def execute(
         duration=time.perf_counter() - started,
         profiles=tuple(run.profiles.values()),
         rules=tuple(run.rules),
+        where={name: d.where for name, d in run.declared.items()},
     )
     run.memory_limit = memory_limit
     return run

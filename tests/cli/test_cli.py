@@ -801,6 +801,10 @@ def test_check_warns_of_a_command_that_would_not_start_here(
     assert out.startswith(f"{script}: OK, 5 connections")
     warned = [line for line in err.splitlines() if ": warning: " in line]
     assert len(warned) == 4, err
+    # Each names the line that declared it (an audit: only the file).
+    assert [line.split(": warning: ")[0] for line in warned] == [
+        f"{script}:{n}" for n in (1, 2, 4, 5)
+    ]
     assert "gone: command 'no-such-command-here' is not on PATH" in warned[0]
     assert "path: command '/no/such/dir/server' is not an executable" in warned[1]
     assert "own: command 'cat' is not on PATH (/nowhere)" in warned[2]
