@@ -18,7 +18,7 @@ from pathlib import Path
 from ..control.client import ControlClient
 from ..control.paths import find_socket
 from ..core.errors import CallError, ConfigError, ControlError
-from ..core.text import first_line
+from ..core.text import first_line, size_text
 from .arguments import Parser
 from .exits import fail
 
@@ -320,7 +320,7 @@ def _cmd_log(args: argparse.Namespace) -> int:
         said = f"  [{row['verdict']}]" if row.get("verdict") else ""
         print(
             f"{when}  {row['server']}.{row['tool']}  {what}{said}  "
-            f"{row['duration'] * 1000:.0f} ms  {row['bytes']} B  {via}  "
+            f"{row['duration'] * 1000:.0f} ms  {size_text(row['bytes'])}  {via}  "
             f"{row['shape']}"
         )
     return 0

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["NAMES_SHOWN", "first_line", "list_names", "login_command", "meant"]
+__all__ = [
+    "NAMES_SHOWN",
+    "first_line",
+    "list_names",
+    "login_command",
+    "meant",
+    "size_text",
+]
 
 NAMES_SHOWN = 5
 """Names listed in one sentence before "+N more"."""
@@ -43,3 +50,15 @@ def meant(word: str, names: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def size_text(count: int) -> str:
+    """A byte count for people: `812 B`, `4.9 kB`, `5.0 MB` (powers of 1000)."""
+    if count < 1000:
+        return f"{count} B"
+    value = float(count)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if round(value, 1) < 1000:
+            return f"{value:.1f} {unit}"
+    return f"{value:.1f} GB"

@@ -14,7 +14,7 @@ from manager.core.events import (
     Reconnecting,
     Unrecognized,
 )
-from manager.core.text import first_line, list_names
+from manager.core.text import first_line, list_names, size_text
 
 SENTENCES = [
     "a: added (stdio srv --port 1)",
@@ -108,3 +108,18 @@ def test_helpers() -> None:
 def test_a_call_that_ends_unapproved_says_why_in_words(by: str, said: str) -> None:
     event = ApprovalDecided(name="a", tool="add", verdict="deny", by=by)
     assert describe(event) == said
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [
+        (0, "0 B"),
+        (999, "999 B"),
+        (4900, "4.9 kB"),
+        (999_999, "1.0 MB"),
+        (5 * 10**6, "5.0 MB"),
+    ],
+)
+def test_sizes_read_as_people_say_them(count: int, text: str) -> None:
+    """`mcp-manager log` said a 5 MB result as `5000000 B` (an audit)."""
+    assert size_text(count) == text

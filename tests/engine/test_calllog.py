@@ -144,6 +144,7 @@ async def test_calls_through_the_endpoint_are_logged_with_client_and_profile(
     assert main(["log", "--server", "a", "--since", "1h"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 3 and "a.echo  ok" in printed[0] and "/view" in printed[0]
+    assert f"  {rows[0]['bytes']} B  " in printed[0]  # under 1 kB: as it is
     assert main(["log", "--since", "yesterday"]) == 2
 
 
