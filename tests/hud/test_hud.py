@@ -1162,27 +1162,34 @@ def test_capture_routes_logging_and_fd2_into_the_hud_and_restores_them() -> None
     ]
 
 
-def test_capture_shows_what_was_logged_before_the_hud_took_the_terminal() -> None:
-    """The daemon's handler keeps its last records; a HUD started after them
-    shows them in its log (found by an audit: they were only under the
-    HUD's screen), and does not write them to the terminal a second time."""
-    out = io.StringIO()
-    handler = RecentStreamHandler(out)
+@contextlib.contextmanager
+def the_only_handler(handler: logging.Handler) -> Iterator[None]:
+    """`handler` is the root logger's one handler meanwhile (as the daemon's
+    is when a HUD starts)."""
     root = logging.getLogger()
     saved = list(root.handlers)
     for old in saved:
         root.removeHandler(old)
     root.addHandler(handler)
-    log = logging.getLogger("manager.test_hud")
     try:
-        log.warning("config warning before the HUD")
-        log.error("fs: removed", extra={"mcp_event": object()})  # an event's
-        with OutputCapture(exclusive=True) as capture:
-            notes = list(capture.poll(10))
+        yield
     finally:
         root.removeHandler(handler)
         for old in saved:
             root.addHandler(old)
+
+
+def test_capture_shows_what_was_logged_before_the_hud_took_the_terminal() -> None:
+    """The daemon's handler keeps its last records; a HUD started after them
+    shows them in its log (found by an audit: they were only under the
+    HUD's screen), and does not write them to the terminal a second time."""
+    out = io.StringIO()
+    log = logging.getLogger("manager.test_hud")
+    with the_only_handler(RecentStreamHandler(out)):
+        log.warning("config warning before the HUD")
+        log.error("fs: removed", extra={"mcp_event": object()})  # an event's
+        with OutputCapture(exclusive=True) as capture:
+            notes = list(capture.poll(10))
     assert [n.text for n in notes] == [
         "WARNING manager.test_hud: config warning before the HUD"
     ]
@@ -1193,14 +1200,8 @@ def test_the_lines_of_events_before_the_hud_subscribed_are_in_its_log() -> None:
     """'offline: connect failed (attempt 1)' came before the HUD subscribed:
     it never sees that event, so its line is shown (it was left out, as if
     the HUD showed the event); a later event's line is not (it does)."""
-    handler = RecentStreamHandler(io.StringIO())
-    root = logging.getLogger()
-    saved = list(root.handlers)
-    for old in saved:
-        root.removeHandler(old)
-    root.addHandler(handler)
     log = logging.getLogger("manager.test_hud")
-    try:
+    with the_only_handler(RecentStreamHandler(io.StringIO())):
         before, after = SimpleNamespace(seq=4), SimpleNamespace(seq=5)
         log.warning("offline: connect failed", extra={"mcp_event": before})
         log.warning("web: connect failed", extra={"mcp_event": after})
@@ -1210,10 +1211,6 @@ def test_the_lines_of_events_before_the_hud_subscribed_are_in_its_log() -> None:
             log.warning("fs: added", extra={"mcp_event": SimpleNamespace(seq=2)})
             log.warning("db: added", extra={"mcp_event": SimpleNamespace(seq=9)})
             notes = list(capture.poll(10))
-    finally:
-        root.removeHandler(handler)
-        for old in saved:
-            root.addHandler(old)
     assert [n.text for n in notes] == [
         "WARNING manager.test_hud: offline: connect failed",
         "WARNING manager.test_hud: fs: added",
