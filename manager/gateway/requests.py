@@ -427,14 +427,19 @@ class ClientRequests:
         try:
             if (  # cheapest first: most servers never ask
                 server in self._askers
-                and (server in self._unnamed or self._unlinked(server))
                 and can_be_asked(ctx.session.client_capabilities)
-                # A 2026-07-28 client served by a session beside is asked in
-                # its own call's rounds: no turn. A handshake client beside (a
-                # dual-era HTTP server's) may be asked unnamed: it takes turns.
-                and not (
-                    self._apart(server, ctx)
-                    and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+                and (
+                    # stdio, SSE: questions never name a request; a 2026-07-28
+                    # client served beside is asked in its call's rounds
+                    (self._unlinked(server) and not self._apart(server, ctx))
+                    # streamable HTTP that asked unnamed (its standalone
+                    # stream): its handshake clients, served beside or not; a
+                    # 2026-07-28 client is asked in its call's rounds, and a
+                    # turn held across them would block its own retry
+                    or (
+                        server in self._unnamed
+                        and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+                    )
                 )
             ):
                 turns = await self._take_turn(server, key)

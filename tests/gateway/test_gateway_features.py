@@ -780,6 +780,16 @@ async def test_an_http_server_asking_on_its_standalone_stream_gets_each_its_own(
         got = await session.call_tool("a__ask_user", {"message": name})
         results.setdefault(name, []).append(text_of(got))
 
+    async def modern(url: str, name: str) -> None:
+        # Asked in its call's rounds: it takes no turn (holding one across
+        # the rounds, its own retry waited for it until the call timed out).
+        async with SdkClient(url, elicitation_callback=accepting(name)) as client:
+            for _ in range(5):
+                got = await client.call_tool("a__ask_user", {"message": name})
+                results.setdefault(name, []).append(text_of(got))
+
+    from mcp import Client as SdkClient
+
     async with running_gateway([spec], wait_for=("a",)) as (gateway, _, _):
         url = gateway.url or ""
         with anyio.fail_after(60):
@@ -787,7 +797,8 @@ async def test_an_http_server_asking_on_its_standalone_stream_gets_each_its_own(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(asker, url, "one")
                 tg.start_soon(asker, url, "two")
-    for name in ("warm-up", "one", "two"):
+                tg.start_soon(modern, url, "three")
+    for name in ("warm-up", "one", "two", "three"):
         assert results[name] == [f'accept: {{"answer": "{name}"}}'] * 5, name
 
 
