@@ -77,7 +77,7 @@ stream socket that only the daemon's user can reach (the socket is mode 0600 in 
   `{"ok": false, "error": {"type": ERROR_CLASS, "message": str}}`; for
   `ConfigError` the error also carries `file`, `line` and `connection`.
   `type` is the name of a class in `manager.core.errors` (`ConfigError`,
-  `UnknownServer`, `ServerUnavailable`, `CallTimeout`, `CallError`,
+  `UnknownServer`, `UnknownTool`, `ServerUnavailable`, `CallTimeout`, `CallError`,
   `ControlError` for a malformed request) or `InternalError`.
 * Stream: `events` is answered with `{"ok": true, "result": "streaming"}`, then
   one line per event (`manager.core.events.event_to_dict`, which always has `kind`),
@@ -110,6 +110,7 @@ from ..core.errors import (
     ServerUnavailable,
     ToolHeld,
     UnknownServer,
+    UnknownTool,
 )
 
 __all__ = [
@@ -157,6 +158,7 @@ ERROR_TYPES: dict[str, type[ManagerError]] = {
         ServerUnavailable,
         ToolHeld,
         UnknownServer,
+        UnknownTool,
     )
 }
 

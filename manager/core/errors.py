@@ -13,6 +13,7 @@ ManagerError
 │   └── Disconnected       an established session died (exit, EOF, ping, lost session)
 ├── CallError              a request could not be made or finished (never retried)
 │   ├── UnknownServer
+│   │   └── UnknownTool    the server lists no tool of that name
 │   ├── ServerUnavailable  not connected (state, attempt, next retry, last error)
 │   ├── CallTimeout
 │   └── UpstreamError      the server answered with a JSON-RPC error (code kept)
@@ -44,6 +45,7 @@ __all__ = [
     "PolicyDenied",
     "ToolHeld",
     "UnknownServer",
+    "UnknownTool",
     "UpstreamError",
 ]
 
@@ -167,6 +169,10 @@ class CallError(ManagerError):
 
 class UnknownServer(CallError):
     """No connection of that name is declared."""
+
+
+class UnknownTool(UnknownServer):
+    """The server lists no tool of that name (`mcp-manager call`)."""
 
 
 class ServerUnavailable(CallError):

@@ -27,7 +27,7 @@ import anyio.abc
 from .. import __version__
 from ..control.paths import attach_socket_path
 from ..control.server import serve_control
-from ..core.errors import CallError, ConfigError, ControlError, UnknownServer
+from ..core.errors import CallError, ConfigError, ControlError, UnknownTool
 from ..core.events import ApprovalAsked, ToolChanged
 from ..core.info import OTLP_OFF, DaemonInfo, StartSlots
 from ..core.login import CallbackReply, LoginResult, LoginStart, LogoutReply
@@ -404,7 +404,7 @@ class Daemon:
         as a client straight at the server would send it."""
         names = {info.name for info in self.manager.tools(server)}
         if names and tool not in names:
-            raise UnknownServer(
+            raise UnknownTool(
                 f"{server} lists no tool {tool!r}{meant(tool, names)} "
                 f"(it lists: {', '.join(sorted(names))})"
             )
