@@ -35,6 +35,9 @@ from .streams import HTTP_READ_TIMEOUT, forward
 
 __all__ = ["first_endpoint", "open_sse_streams"]
 
+ANSWER_TIMEOUT = 5.0
+"""Seconds `_refused_post` waits for the session to take its answer."""
+
 
 ENDPOINT_SCAN_LIMIT = 65536
 """Bytes of an SSE stream read for its `endpoint` event before giving up."""
@@ -115,7 +118,10 @@ async def _refused_post(
         said = f"Server returned an error response ({status.said()})"
         error = types.ErrorData(code=INTERNAL_ERROR, message=said)
         reply = types.JSONRPCError(jsonrpc="2.0", id=sent["id"], error=error)
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        with (
+            contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError),
+            anyio.move_on_after(ANSWER_TIMEOUT),  # a session no longer reading
+        ):
             await answer(SessionMessage(reply))
     response.status_code = 202
 
