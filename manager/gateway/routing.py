@@ -25,7 +25,7 @@ from ..core.errors import CallError
 from ..core.output import RESULTS_PREFIX
 from ..engine.manager import Manager
 from ..mcpserver.peers import NOTIFY_TIMEOUT, session_key
-from ..transport.base import MODERN, ProgressCallback, Upstream
+from ..transport.base import ProgressCallback, Upstream
 from .catalog import CatalogSource, ResourceTable, build_resource_table
 from .errors import client_error
 from .freshness import list_hint
@@ -117,10 +117,11 @@ class Features:
         self._seen: dict[str, str] = {}  # URIs seen in results -> server
         self.asks = ClientRequests(self.call_timeout, self._unlinked, self._apart)
         self.held = HeldCalls()
-        self._upstream_subs: dict[tuple[str, str], int] = {}
-        # What 2026-07-28 clients' listen streams follow (`listening`), apart:
-        # followed in their era, each stream for as long as it lasts.
-        self._listen_subs: dict[tuple[str, str], int] = {}
+        # Who follows what upstream: (server, URI, era) -> followers. The era
+        # is None for a handshake client's `resources/subscribe` (the
+        # connection's own session), the client's for a 2026-07-28 listen
+        # stream (`listening`: a dual-era stdio server runs a process per era).
+        self._upstream_subs: dict[tuple[str, str, str | None], int] = {}
         self._level_sent: str | None = None
         """The level servers were last set to (`logging/setLevel`), if any."""
         manager.requests.handler = self.asks.upstream_request
@@ -410,10 +411,11 @@ class Features:
         record = self._sessions.get(session_key(ctx))
         if record is None or uri in record.uris:
             return types.EmptyResult()  # no session to tell, or told already
-        count = self._upstream_subs.get((server, upstream_uri), 0)
+        key = (server, upstream_uri, None)
+        count = self._upstream_subs.get(key, 0)
         if count == 0:
             await self._upstream_subscribe(ctx, server, upstream_uri, subscribe=True)
-        self._upstream_subs[(server, upstream_uri)] = count + 1
+        self._upstream_subs[key] = count + 1
         record.uris.add(uri)
         return types.EmptyResult()
 
@@ -428,13 +430,8 @@ class Features:
             return types.EmptyResult()
         record.uris.discard(uri)
         route = self.resources.route(uri, self._seen)
-        if route is not None:
-            count = self._upstream_subs.get(route, 0) - 1
-            if count <= 0:
-                self._upstream_subs.pop(route, None)
-                await self._upstream_subscribe(ctx, *route, subscribe=False)
-            else:
-                self._upstream_subs[route] = count
+        if route is not None and self._let_go((*route, None)):
+            await self._upstream_subscribe(ctx, *route, subscribe=False)
         return types.EmptyResult()
 
     def listening(self, inner: Listen) -> Listen:
@@ -458,8 +455,8 @@ class Features:
                         route = self._owner(uri, ctx)
                     except MCPError:
                         continue  # no server offers it: nothing to ask
-                    count = self._listen_subs.get(route, 0)
-                    self._listen_subs[route] = count + 1
+                    count = self._upstream_subs.get((*route, era), 0)
+                    self._upstream_subs[(*route, era)] = count + 1
                     followed.append(route)
                     if count == 0:
                         await self._follow(*route, era, follow=True)
@@ -467,36 +464,39 @@ class Features:
             finally:
                 with anyio.CancelScope(shield=True):
                     for route in followed:
-                        count = self._listen_subs.get(route, 0) - 1
-                        if count > 0:
-                            self._listen_subs[route] = count
-                            continue
-                        self._listen_subs.pop(route, None)
-                        with anyio.move_on_after(NOTIFY_TIMEOUT):
-                            await self._follow(*route, era, follow=False)
+                        if self._let_go((*route, era)):
+                            with anyio.move_on_after(NOTIFY_TIMEOUT):
+                                await self._follow(*route, era, follow=False)
 
         return listen
 
-    async def _follow(self, server: str, uri: str, era: str, *, follow: bool) -> None:
-        """Ask `server`'s session of `era` to follow `uri` (or stop); a server
-        down, or one that refuses, is said in the log (`resubscribe` asks
-        again once it is back)."""
-        request: Any = (
-            types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
-            if follow
-            else types.UnsubscribeRequest(
-                params=types.UnsubscribeRequestParams(uri=uri)
-            )
-        )
-        send = sending(request, types.EmptyResult)
+    def _let_go(self, key: tuple[str, str, str | None]) -> bool:
+        """One follower of `key` fewer; True when it was the last (tell the
+        server)."""
+        count = self._upstream_subs.get(key, 0) - 1
+        if count > 0:
+            self._upstream_subs[key] = count
+            return False
+        self._upstream_subs.pop(key, None)
+        return True
 
-        async def sent(upstream: Upstream, limit: float) -> Any:
-            return await send(await upstream.for_era(era, limit), limit)
-
+    async def _follow(
+        self, server: str, uri: str, era: str | None, *, follow: bool
+    ) -> None:
+        """Ask `server` (its session of `era`, if given) to follow `uri` (or
+        stop), outside any client's request; a server down, or one that
+        refuses, is said in the log (`resubscribe` asks again once it is
+        back)."""
         try:
-            await self.manager.request(server, request.method, uri, sent)
+            await self._upstream_subscribe(None, server, uri, subscribe=follow, era=era)
         except CallError as exc:
-            logger.debug("gateway: %s: %s %s: %s", server, request.method, uri, exc)
+            logger.warning(
+                "gateway: %s: %s %s failed: %s",
+                server,
+                "following" if follow else "letting go of",
+                uri,
+                exc,
+            )
 
     async def _upstream_subscribe(
         self,
@@ -505,6 +505,7 @@ class Features:
         uri: str,
         *,
         subscribe: bool,
+        era: str | None = None,
     ) -> None:
         request: Any = (
             types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
@@ -514,27 +515,24 @@ class Features:
             )
         )
         method = request.method
-
         send = sending(request, types.EmptyResult)
         if ctx is not None:
             await self.forward(ctx, server, method, uri, send)
-        else:
+        elif era is None:
             await self.manager.request(server, method, uri, send)
+        else:
+            chosen = era
+
+            async def in_era(upstream: Upstream, limit: float) -> Any:
+                return await send(await upstream.for_era(chosen, limit), limit)
+
+            await self.manager.request(server, method, uri, in_era)
 
     async def resubscribe(self, server: str) -> None:
         """After `server` reconnected: subscribe again to what clients follow."""
-        for (owner, uri), _ in list(self._upstream_subs.items()):
-            if owner != server:
-                continue
-            try:
-                await self._upstream_subscribe(None, server, uri, subscribe=True)
-            except CallError as exc:
-                logger.warning(
-                    "gateway: %s: re-subscribing to %s failed: %s", server, uri, exc
-                )
-        for owner, uri in list(self._listen_subs):
-            if owner == server:  # a listen stream's, in the era it speaks
-                await self._follow(server, uri, MODERN, follow=True)
+        for owner, uri, era in list(self._upstream_subs):
+            if owner == server:
+                await self._follow(server, uri, era, follow=True)
 
     async def resource_updated(self, server: str, uri: str) -> None:
         """Pass `notifications/resources/updated` to the sessions subscribed."""
@@ -559,10 +557,8 @@ class Features:
                 spawn(lambda: self._set_level_everywhere(level))
         for uri in record.uris:
             route = self.resources.route(uri, self._seen)
-            if route is not None and route in self._upstream_subs:
-                self._upstream_subs[route] -= 1
-                if self._upstream_subs[route] <= 0:
-                    del self._upstream_subs[route]
+            if route is not None and (*route, None) in self._upstream_subs:
+                self._let_go((*route, None))
 
     # --- completion -------------------------------------------------------------
 
