@@ -22,7 +22,7 @@ from manager.core.errors import UpstreamError
 from manager.core.spec import parse_spec
 from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
-from manager.transport.http.sse import first_endpoint
+from manager.transport.http.relay import SseEvents
 
 pytestmark = pytest.mark.anyio
 
@@ -151,9 +151,19 @@ async def test_a_call_answered_429_fails_at_once_and_the_session_goes_on() -> No
     assert rec.of("connected") == [connected] and rec.of("disconnected") == []
 
 
-def test_the_first_endpoint_is_read_whatever_the_line_ends() -> None:
-    assert first_endpoint(b"event: endpoint\ndata: /m\n\n") == "/m"
-    assert first_endpoint(b"event: endpoint\r\ndata:/m\r\n\r\n") == "/m"
-    assert first_endpoint(b": hi\n\nevent: endpoint\ndata: /m\n\n") == "/m"
-    assert first_endpoint(b"event: endpoint\ndata: /m\n") is None  # not complete
-    assert first_endpoint(b"data: {}\n\n") is None
+@pytest.mark.parametrize(
+    ("stream", "endpoint"),
+    [
+        (b"event: endpoint\ndata: /m\n\n", "/m"),
+        (b"event: endpoint\r\ndata:/m\r\n\r\n", "/m"),
+        (b": hi\n\nevent: endpoint\ndata: /m\n\n", "/m"),
+        (b"event: endpoint\ndata: /m\n", None),  # not complete yet
+        (b"data: {}\n\n", None),
+    ],
+)
+def test_the_first_endpoint_is_read_whatever_the_line_ends(
+    stream: bytes, endpoint: str | None
+) -> None:
+    events = SseEvents()
+    events.feed(stream)
+    assert events.endpoint == endpoint

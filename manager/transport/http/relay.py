@@ -81,13 +81,15 @@ _HEADERS = {
 
 
 class SseEvents:
-    """Server-sent events, parsed from the bytes of a response."""
+    """Server-sent events, parsed from the bytes of a response (`endpoint`:
+    the data of a legacy SSE stream's first `endpoint` event, once seen)."""
 
     def __init__(self) -> None:
         self._buffer = b""
         self._cr = b""  # a chunk's last "\r", whose "\n" may start the next
         self.last_id: str | None = None
         self.retry: float | None = None
+        self.endpoint: str | None = None
 
     def feed(self, chunk: bytes) -> list[str]:
         """The data of each complete `message` event in `chunk` (and before)."""
@@ -115,6 +117,8 @@ class SseEvents:
                     self.retry = int(value) / 1000
             if kind == "message" and data:
                 out.append("\n".join(data))
+            elif kind == "endpoint" and self.endpoint is None:
+                self.endpoint = "\n".join(data)
 
 
 class JsonLines:

@@ -30,10 +30,11 @@ from mcp_types import INTERNAL_ERROR
 
 from ...core.spec import ConnectionSpec
 from ..base import Streams
+from .relay import SseEvents
 from .status import HttpStatus
 from .streams import HTTP_READ_TIMEOUT, forward
 
-__all__ = ["first_endpoint", "open_sse_streams"]
+__all__ = ["open_sse_streams"]
 
 ANSWER_TIMEOUT = 5.0
 """Seconds `_refused_post` waits for the session to take its answer."""
@@ -57,40 +58,21 @@ class _EndpointScan(httpx2.AsyncByteStream):
         self._on_foreign = on_foreign
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        seen: bytes | None = b""
+        events, scanned = SseEvents(), 0
         async for chunk in self._inner:
-            if seen is not None:
-                seen += chunk
-                endpoint = first_endpoint(seen)
-                if endpoint is not None:
-                    joined = urljoin(self._url, endpoint)
+            if scanned <= ENDPOINT_SCAN_LIMIT:
+                events.feed(chunk)
+                scanned += len(chunk)
+                if events.endpoint is not None:
+                    scanned = ENDPOINT_SCAN_LIMIT + 1  # read: done
+                    joined = urljoin(self._url, events.endpoint)
                     here, there = urlsplit(self._url), urlsplit(joined)
                     if (here.scheme, here.netloc) != (there.scheme, there.netloc):
                         self._on_foreign(joined)
-                if endpoint is not None or len(seen) > ENDPOINT_SCAN_LIMIT:
-                    seen = None
             yield chunk
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-
-def first_endpoint(text: bytes) -> str | None:
-    """The data of the first complete `endpoint` event in the start of an SSE
-    stream, or None while there is none yet."""
-    events = text.decode("utf-8", "replace").replace("\r\n", "\n").split("\n\n")
-    for event in events[:-1]:  # the last is not complete yet
-        kind, data = "message", []
-        for line in event.split("\n"):
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "event":
-                kind = value
-            elif field == "data":
-                data.append(value)
-        if kind == "endpoint":
-            return "\n".join(data)
-    return None
 
 
 async def _refused_post(
