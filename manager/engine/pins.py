@@ -313,10 +313,11 @@ class PinBook:
 
     def pending(self, server: str | None = None) -> list[ToolChanged]:
         """The changes not approved yet (of `server`, or of every connection)."""
+        names = sorted(self._changes) if server is None else [server]
         out: list[ToolChanged] = []
-        for name in sorted(self._changes):
-            if server is None or name == server:
-                out.extend(self._changes[name][k] for k in sorted(self._changes[name]))
+        for name in names:
+            changes = self._changes.get(name, {})
+            out.extend(changes[k] for k in sorted(changes))
         return out
 
     def approve(self, server: str, items: Iterable[str] = ()) -> list[str]:
