@@ -48,6 +48,13 @@ Upstreams (`--upstream`):
   `--ts-server DIR` after `npm ci` there), which speaks both eras; run with
   `--node` through its `tsx`, on 127.0.0.1 (`PORT` set, a preload binds
   `listen(port)` to loopback). It has no stdio mode: `--declare http`.
+  Its `server-sse-polling` (2025-11-25; the suite does not score it, "on
+  hold pending server-side SSE improvements in the reference fixture")
+  fails through the daemon: `test_reconnection` closes the call's stream,
+  answers 100 ms later with no stream open, and the answer is dropped, not
+  stored for replay. The suite's own probe reconnects at once and catches
+  it; the daemon waits the `retry: 5000` the server sent (SEP-1699), as the
+  SDK clients of both languages do, and finds nothing left to replay.
 
 Needs Node >= 22 for the suite (0.2.0-alpha.12), neither of them a dependency
 of mcp-manager. Install them under /tmp (the defaults of `--node` and
@@ -507,7 +514,34 @@ def read_results(out: Path) -> Results:
 # The report ----------------------------------------------------------------------
 
 
-def report(requirements: str, runs: dict[str, Results]) -> bool:
+def suite_notes(suite: Suite, requirements: str) -> dict[str, str]:
+    """The server scenarios the suite does not score in `requirements`, and why.
+
+    Its `requirements/SET.yaml` lists them under `not_scored` (`reason:
+    pending` and a note, e.g. a fixture that cannot pass yet). A regression on
+    one of them is still printed and still counts; the note says what the
+    suite's authors know about it.
+    """
+    path = suite.script.parent.parent / "requirements" / f"{requirements}.yaml"
+    try:
+        import yaml  # PyYAML, there with huggingface_hub (the semantic extra)
+
+        data = yaml.safe_load(path.read_text())
+    except (ImportError, OSError, ValueError):
+        return {}
+    notes: dict[str, str] = {}
+    for entry in data.get("not_scored", []) if isinstance(data, dict) else []:
+        if isinstance(entry, dict) and entry.get("leg") == "server":
+            why = str(entry.get("reason", ""))
+            if entry.get("note"):
+                why += f": {' '.join(str(entry['note']).split())}"
+            notes[str(entry.get("scenario"))] = why
+    return notes
+
+
+def report(
+    requirements: str, runs: dict[str, Results], notes: dict[str, str] | None = None
+) -> bool:
     """Print the table and the regressions; True when nothing regressed."""
     names = list(runs["straight"])
     for results in runs.values():
@@ -545,7 +579,11 @@ def report(requirements: str, runs: dict[str, Results]) -> bool:
         print(f"\n-- pass straight, fail {column} ({len(regressed)}) --")
         for name in regressed:
             clean = False
-            print(f"{name}:")
+            excused = (notes or {}).get(name)
+            print(
+                f"{name}:"
+                + (f" (not scored by the suite: {excused})" if excused else "")
+            )
             failing = through[name].failing() if name in through else []
             if not failing:
                 print("    (no result)")
@@ -594,7 +632,7 @@ def run_set(
             wait_for_tools(url, wanted, process)
             results = suite.run(url, requirements, work, args.scenario)
         runs[f"through {declare}"] = results
-    return report(requirements, runs)
+    return report(requirements, runs, suite_notes(suite, requirements))
 
 
 def main() -> int:
