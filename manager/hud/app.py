@@ -284,6 +284,12 @@ class HudApp(App[str]):
         status.append("\n")
         counts = counts_text(self.hud)  # in the header already
         shown = [(text, style) for text, style in facts if text != counts]
+        if self.unreachable is not None:
+            # The endpoint, its clients and the exporter were the gone
+            # daemon's: not shown as if they were still there.
+            pid = self.hud.daemon_pid
+            who = f"daemon pid {pid}" if pid else "the daemon"
+            shown = [(f"{who} unreachable: rows are as it last said", "red")]
         for i, (text, style) in enumerate(shown):
             if i:
                 status.append(" │ ", style="dim")

@@ -1097,15 +1097,19 @@ async def test_an_unreachable_daemon_is_shown_and_a_snapshot_reattaches() -> Non
     feed = QueueFeed()
     app = HudApp(FakeBackend(), feed, attached=True, clock=clock)
     async with app.run_test(size=(100, 20)):
-        feed.queue.put(
-            Snapshot(typed([{"name": "fs", "state": "connected"}]), DaemonInfo(pid=11))
-        )
+        endpoint = "http://127.0.0.1:8765/mcp"
+        info = DaemonInfo(pid=11, endpoint=endpoint)
+        feed.queue.put(Snapshot(typed([{"name": "fs", "state": "connected"}]), info))
         app.frame()
+        assert endpoint in screen_text(app)
         feed.queue.put(Unreachable("no socket there"))
         app.frame()
         screen = screen_text(app)
         assert "daemon unreachable, retrying" in screen
         assert "daemon unreachable: no socket there" in screen
+        # The footer's facts were the gone daemon's.
+        assert endpoint not in screen
+        assert "daemon pid 11 unreachable: rows are as it last said" in screen
         assert app.table.stale
         feed.queue.put(
             Snapshot(typed([{"name": "fs", "state": "connected"}]), DaemonInfo(pid=12))
