@@ -24,6 +24,8 @@ from .exits import fail
 
 TYPE_CHECKING = False  # as `typing` says; importing it costs a CLI command ~4 ms
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..core.events import Event
     from ..core.info import DaemonInfo
     from ..core.replies import ReloadSummary
@@ -313,17 +315,43 @@ def _cmd_log(args: argparse.Namespace) -> int:
         else:
             print("no calls logged (yet) that match")
         return 0
-    for row in rows:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["time"]))
-        what = row["outcome"] + (f" {row['error']}" if row["error"] else "")
-        via = row["client"] + (f" /{row['profile']}" if row["profile"] else "")
-        said = f"  [{row['verdict']}]" if row.get("verdict") else ""
+    table = [_LOG_COLUMNS, *(_log_cells(row) for row in rows)]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(_LOG_COLUMNS))]
+    for cells in table:
         print(
-            f"{when}  {row['server']}.{row['tool']}  {what}{said}  "
-            f"{row['duration'] * 1000:.0f} ms  {size_text(row['bytes'])}  {via}  "
-            f"{row['shape']}"
+            "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
         )
     return 0
+
+
+_LOG_COLUMNS = (
+    "TIME",
+    "CALL",
+    "OUTCOME",
+    "TOOK",
+    "SIZE",
+    "CLIENT",
+    "ARGUMENTS",
+    "ERROR",
+)
+"""`log`'s and `why`'s header row (the error last: it can be long)."""
+
+
+def _log_cells(row: dict[str, Any]) -> tuple[str, ...]:
+    """One row of `log`: what `_LOG_COLUMNS` names, as text."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["time"]))
+    what = row["outcome"] + (f" [{row['verdict']}]" if row.get("verdict") else "")
+    via = row["client"] + (f" /{row['profile']}" if row["profile"] else "")
+    return (
+        when,
+        f"{row['server']}.{row['tool']}",
+        what,
+        f"{row['duration'] * 1000:.0f} ms",
+        size_text(row["bytes"]),
+        via,
+        row["shape"],
+        row["error"] or "",
+    )
 
 
 def _running_log(socket: str | None) -> Path | None:

@@ -142,9 +142,23 @@ async def test_calls_through_the_endpoint_are_logged_with_client_and_profile(
     (line,) = capsys.readouterr().out.splitlines()
     assert json.loads(line)["tool"] == "fail"
     assert main(["log", "--server", "a", "--since", "1h"]) == 0
-    printed = capsys.readouterr().out.splitlines()
+    header, *printed = capsys.readouterr().out.splitlines()
+    assert header.split() == [
+        "TIME",
+        "CALL",
+        "OUTCOME",
+        "TOOK",
+        "SIZE",
+        "CLIENT",
+        "ARGUMENTS",
+        "ERROR",
+    ]
     assert len(printed) == 3 and "a.echo  ok" in printed[0] and "/view" in printed[0]
     assert f"  {rows[0]['bytes']} B  " in printed[0]  # under 1 kB: as it is
+    # Columns line up under their titles.
+    for title in ("OUTCOME", "CLIENT", "ARGUMENTS"):
+        at = header.index(title)
+        assert all(line[at - 2 : at] == "  " and line[at] != " " for line in printed)
     assert main(["log", "--since", "yesterday"]) == 2
 
 
