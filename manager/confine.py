@@ -13,8 +13,13 @@ execs): files and directories only under `read` (read and execute) and
 not restricted when null), then `exec`s the server. A path that does not
 exist is skipped.
 
+Since ABI 6 (Linux 6.12) it may not signal a process outside the sandbox
+(the daemon, the user's editor) and, where TCP is limited, not connect to an
+abstract Unix socket made outside it.
+
 What Landlock cannot do: it limits TCP by port, not by host (egress rules by
-host need a proxy); UDP and Unix sockets are not limited; what the server
+host need a proxy); UDP and Unix sockets by path are not limited (the
+daemon's own sockets ask for a key the sandbox cannot read); what the server
 already holds open (its stdin and stdout) stays usable. Needs a kernel with
 Landlock (5.13+; TCP rules 6.7+, ABI 4): without it this exits 126 and says
 so, and the daemon decides beforehand whether to run the server unconfined.
@@ -37,6 +42,9 @@ PR_SET_NO_NEW_PRIVS = 38
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 BIND_TCP, CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+"""ABI 6 (Linux 6.12): no signal to, and no connection to an abstract Unix
+socket of, a process outside the sandbox (the daemon, the user's editor)."""
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 """The rights a rule on a file (not a directory) may carry."""
 
@@ -69,7 +77,12 @@ def confine(rules: dict[str, list[str] | list[int] | None]) -> str | None:
     net = BIND_TCP | CONNECT_TCP if ports is not None and version >= 4 else 0
     if ports is not None and version < 4:
         return f"Landlock ABI {version} cannot limit TCP (needs 4, Linux 6.7)"
-    if version >= 4:
+    if version >= 6:
+        scoped = SCOPE_SIGNAL
+        if ports is not None:  # network limited: abstract sockets too
+            scoped |= SCOPE_ABSTRACT_UNIX_SOCKET
+        attr = struct.pack("=QQQ", handled, net, scoped)
+    elif version >= 4:
         attr = struct.pack("=QQ", handled, net)
     else:
         attr = struct.pack("=Q", handled)

@@ -121,9 +121,11 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
     # style.md: core, engine. Also the transport's seam (`Upstream`, the
     # progress callback, the request link), never its SDK client side; and
     # where the state directory is (the endpoint's own token file lives there),
-    # and the socket rules of `control.paths` (HTTP on a Unix socket).
+    # the socket rules of `control.paths` (HTTP on a Unix socket), and the
+    # attach socket's key (`control.keys`).
     "gateway": frozenset(
-        {"core", "files", "engine", "mcpserver", "transport.base"} | {"control.paths"}
+        {"core", "files", "engine", "mcpserver", "transport.base"}
+        | {"control.paths", "control.keys"}
     ),
     "daemon": frozenset(
         {"core", "files", "transport", "engine", "lua", "logs", "telemetry", "hud"}

@@ -44,7 +44,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..control.paths import attach_socket_path, find_socket
+from ..control.paths import (
+    KEY_FIELD,
+    attach_socket_path,
+    find_socket,
+    read_attach_key,
+)
 from ..core.once import may_repeat, stopped_error
 from .arguments import Parser, non_negative_float
 from .exits import PROG, fail
@@ -137,6 +142,9 @@ def connect(path: Path, profile: str | None) -> tuple[socket.socket, bool]:
             "pid": os.getpid(),
             "ack": True,
         }
+        key = read_attach_key(path)  # the daemon's of now: new at each start
+        if key:
+            greeting[KEY_FIELD] = key
         sock.sendall(json.dumps(greeting).encode() + b"\n")
         reply = b""
         while not reply.endswith(b"\n"):

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..core.errors import ConfigError, ControlError
-from .paths import check_socket_dir
+from .paths import KEY_FIELD, check_socket_dir, read_key
 from .protocol import CALL_SLACK, CONNECT_TIMEOUT, ERROR_TYPES, REPLY_TIMEOUT, encode
 
 TYPE_CHECKING = False  # as `typing` says; importing it costs a CLI command ~4 ms
@@ -144,6 +144,9 @@ class ControlClient:
         return sock
 
     def _send(self, sock: socket.socket, request: Mapping[str, object]) -> None:
+        key = read_key(self.path)  # each time: a restarted daemon has a new one
+        if key:
+            request = {**request, KEY_FIELD: key}
         try:
             sock.sendall(encode(request))
         except OSError as exc:

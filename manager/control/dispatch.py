@@ -229,6 +229,7 @@ def parse_request(line: bytes) -> tuple[str, dict[str, object]]:
         raise BadRequest(f"request is not valid JSON: {exc}") from None
     if not isinstance(req, dict):
         raise BadRequest(f"request must be a JSON object, got {type(req).__name__}")
+    req.pop("key", None)  # checked by the server (`control.keys`), never passed on
     cmd = req.pop("cmd", None)
     if not isinstance(cmd, str):
         raise BadRequest('request needs "cmd" (a string)')

@@ -16,13 +16,18 @@ from pathlib import Path
 from ..core.errors import ControlError
 
 __all__ = [
+    "KEY_FIELD",
     "RUNTIME_BASE",
     "TMP_BASE",
+    "attach_key_path",
     "attach_socket_path",
     "check_socket_dir",
     "clear_stale_socket",
     "find_socket",
+    "key_path",
     "prepare_socket_dir",
+    "read_attach_key",
+    "read_key",
     "socket_path",
 ]
 
@@ -93,6 +98,42 @@ def attach_socket_path(control: Path) -> Path:
     """Where the daemon serves MCP for `mcp-manager attach`: beside the control
     socket, in its private directory (`control.sock` -> `control.mcp.sock`)."""
     return control.with_name(f"{control.stem}.mcp{control.suffix or '.sock'}")
+
+
+KEY_FIELD = "key"
+"""Where a control request (or the attach greeting) carries the daemon's key
+(`control.keys`)."""
+
+
+def key_path(control: Path) -> Path:
+    """Where the daemon listening on `control` keeps its key (`control.key`)."""
+    return control.with_name(f"{control.stem}.key")
+
+
+def attach_key_path(attach: Path) -> Path:
+    """The key file of the daemon serving the attach socket `attach` (its
+    control socket's, `key_path`)."""
+    stem = attach.stem.removesuffix(".mcp")
+    return attach.with_name(f"{stem}.key")
+
+
+def read_key(control: Path) -> str | None:
+    """The key of the daemon listening on `control`; None if there is none to
+    read (an older daemon, or the file cannot be read: the daemon then says
+    so when it refuses the request)."""
+    return _read_key_file(key_path(control))
+
+
+def _read_key_file(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def read_attach_key(attach: Path) -> str | None:
+    """`read_key` for a client of the attach socket `attach`."""
+    return _read_key_file(attach_key_path(attach))
 
 
 def check_socket_dir(directory: Path) -> None:

@@ -7,6 +7,7 @@ calls the `ControlBackend` (the daemon). Bounds and the protocol are in `protoco
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import select
@@ -19,7 +20,8 @@ from ..core.errors import (
     ControlError,
 )
 from .dispatch import BadRequest, ControlBackend, dispatch, parse_request
-from .paths import clear_stale_socket, prepare_socket_dir
+from .keys import matches, peer, remove_key, write_key
+from .paths import KEY_FIELD, clear_stale_socket, key_path, prepare_socket_dir
 from .protocol import (
     IDLE_TIMEOUT,
     MAX_REQUEST_BYTES,
@@ -219,13 +221,28 @@ async def _stream_events(
             tg.cancel_scope.cancel()  # the client left, or the subscription closed
 
 
+def _proves(line: bytes, key: str) -> bool:
+    """Whether a request line carries the daemon's key (`control.keys`)."""
+    try:
+        request = json.loads(line)
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(request, dict) and matches(key, request.get(KEY_FIELD))
+
+
 async def _handle_client(
-    backend: ControlBackend, stream: SocketStream, idle_timeout: float
+    backend: ControlBackend,
+    stream: SocketStream,
+    idle_timeout: float,
+    key: str,
+    where: Path,
 ) -> None:
     from anyio.abc import SocketAttribute
 
     async with stream:
-        conn = _Conn(stream.extra(SocketAttribute.raw_socket), idle_timeout)
+        raw = stream.extra(SocketAttribute.raw_socket)
+        conn = _Conn(raw, idle_timeout)
+        proven = False
         try:
             while True:
                 try:
@@ -233,6 +250,10 @@ async def _handle_client(
                     if line is None:
                         return
                     if line.strip():
+                        if not proven and not _proves(line, key):
+                            await _refuse(conn, raw, where)
+                            return
+                        proven = True
                         cmd, req = parse_request(line)
                         if cmd == "events":
                             since = req.get("since")
@@ -282,6 +303,23 @@ async def _handle_client(
             logger.exception("control: client handler failed")
 
 
+async def _refuse(conn: _Conn, raw: socket.socket, where: Path) -> None:
+    """Turn away a client that did not send the key, and say who it was."""
+    logger.warning(
+        "control: refused %s: it did not send the daemon's key (clients read "
+        "it from %s; a confined server cannot)",
+        peer(raw),
+        where,
+    )
+    message = (
+        "refused: this request does not carry the daemon's key "
+        f"(mcp-manager's clients read it from {where})"
+    )
+    await conn.reply(
+        {"ok": False, "error": {"type": "ControlError", "message": message}}
+    )
+
+
 def _remove_socket(path: Path, inode: int) -> None:
     """Remove the socket file, unless another daemon has replaced it since."""
     try:
@@ -296,19 +334,22 @@ async def serve_control(
     path: Path,
     *,
     idle_timeout: float = IDLE_TIMEOUT,
-    task_status: TaskStatus[None] | None = None,
+    task_status: TaskStatus[str] | None = None,
 ) -> None:
     """Serve the control API on the Unix socket `path` until cancelled.
 
     Creates the socket directory (0700) if needed and the socket (0600); replaces
-    a stale socket file; removes the socket on exit. Each client runs in its own
-    task. Use as `await tg.start(serve_control, backend, path)`.
+    a stale socket file; writes a new key beside it (`control.keys`: a client
+    whose first request does not carry it is refused); removes both on exit.
+    Each client runs in its own task. Use as `key = await tg.start(serve_control,
+    backend, path)`: the key is what the attach socket asks too.
 
     Args:
         backend: The daemon side of every command.
         path: The socket path (see `socket_path`).
         idle_timeout: Seconds a client may stay silent while a request is due.
-        task_status: Set once the socket is listening (anyio `tg.start`).
+        task_status: Set, with the key, once the socket is listening (anyio
+            `tg.start`).
 
     Raises:
         ControlError: Another daemon is listening on `path`, or the path or its
@@ -320,20 +361,30 @@ async def serve_control(
     # Blocking, but sub-millisecond on a local socket (bounded by a 1 s timeout);
     # it must run before anyio's listener would silently unlink the file.
     clear_stale_socket(path)
+    # The key before the socket: a client that can connect can read it.
+    where = key_path(path)
+    try:
+        key, key_inode = write_key(path)
+    except OSError as exc:
+        raise ControlError(
+            f"cannot write the daemon's key {where}: {exc.strerror or exc}"
+        ) from exc
     try:
         listener = await anyio.create_unix_listener(path, mode=0o600)
     except OSError as exc:
+        remove_key(path, key_inode)
         raise ControlError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
     inode = os.lstat(path).st_ino
     try:
         async with listener:
             logger.debug("control: listening on %s", path)
             if task_status is not None:
-                task_status.started()
+                task_status.started(key)
 
             async def handler(stream: SocketStream) -> None:
-                await _handle_client(backend, stream, idle_timeout)
+                await _handle_client(backend, stream, idle_timeout, key, where)
 
             await listener.serve(handler)
     finally:
         _remove_socket(path, inode)
+        remove_key(path, key_inode)

@@ -5,10 +5,12 @@
                                      network = {5432}}})
 
 - `"off"` (the default): the server runs with the user's whole account.
-- `"strict"`: it may read (and run) the system's directories (`SYSTEM_READ`),
-  its own installation (the directory its command lives in, and the one its
-  real path lives in, one level above `bin`), its working directory, and any
-  absolute path among its arguments; it may write only a private temporary
+- `"strict"`: it may read (and run) the system's directories (`SYSTEM_READ`,
+  without the users' runtime directories under `/run/user`), its own
+  installation (the directory its command lives in, and the one its real
+  path lives in, one level above `bin`), its working directory (neither of
+  these when it is the home directory or above it), and any absolute path
+  among its arguments; it may write only a private temporary
   directory (its `TMPDIR`, removed when it stops) and `/dev/null`; it may not
   connect to or listen on any TCP port.
 - a table: `strict` plus `read` and `write` paths (`~` is the home
@@ -32,7 +34,15 @@ from dataclasses import dataclass
 from .errors import ConfigError
 from .launch import Launch, parse_launch
 
-__all__ = ["OFF", "SYSTEM_READ", "Sandbox", "parse_sandbox", "rules", "starved"]
+__all__ = [
+    "OFF",
+    "SYSTEM_READ",
+    "Sandbox",
+    "covers",
+    "parse_sandbox",
+    "rules",
+    "starved",
+]
 
 SYSTEM_READ = (
     "/usr",
@@ -145,6 +155,12 @@ def _network(prefix: str, value: object) -> tuple[int, ...] | None:
     return tuple(int(p) for p in ports)  # type: ignore[call-overload]
 
 
+def covers(path: str, inner: str) -> bool:
+    """Whether `path` is `inner` or a directory above it."""
+    path = path.rstrip("/") or "/"
+    return inner == path or inner.startswith("/" if path == "/" else path + "/")
+
+
 def rules(
     sandbox: Sandbox,
     *,
@@ -153,8 +169,17 @@ def rules(
     cwd: str,
     tmpdir: str,
     home: str,
+    private: Sequence[str] = (),
+    system: Sequence[str] = SYSTEM_READ,
 ) -> dict[str, object]:
     """The launcher's rules (`manager/confine.py`) for one start.
+
+    What `strict` grants by itself (its installation, its working directory)
+    never covers the home directory or a `private` one: a server started in
+    `~` or run from `~/bin` does not read the whole home (its SSH keys, the
+    daemon's state). Those are `withheld` (path, what it was), to be said;
+    the command's own directory (or file) is granted instead. Paths the
+    declaration names (`read`, absolute arguments) are granted as named.
 
     Args:
         command_paths: The command as found on PATH and its real path.
@@ -162,20 +187,45 @@ def rules(
         cwd: Its working directory.
         tmpdir: Its private temporary directory (writable).
         home: What `~` means.
+        private: Directories never granted by implication (the daemon's
+            state and runtime directories; `home` is one by itself).
+        system: The system's directories (`SYSTEM_READ`, or what the
+            transport found of them without anything `private` inside).
     """
 
     def expand(path: str) -> str:
         return home + path[1:] if path.startswith("~") else path
 
-    install = {os.path.dirname(os.path.dirname(path)) for path in command_paths if path}
-    read = [*SYSTEM_READ, *sorted(install - {"", "/"}), cwd]
-    read += [arg for arg in args if arg.startswith("/")]
+    guarded = [home, *private]
+
+    def exposes(path: str) -> bool:
+        return any(covers(path, inner) for inner in guarded)
+
+    withheld: list[tuple[str, str]] = []
+    implied: list[str] = []
+    for path in command_paths:
+        if not path:
+            continue
+        install = os.path.dirname(os.path.dirname(path))
+        if install not in ("", "/") and not exposes(install):
+            implied.append(install)
+            continue
+        if install not in ("", "/"):
+            withheld.append((install, "the directory above its command's"))
+        folder = os.path.dirname(path)
+        implied.append(path if exposes(folder) else folder)
+    if exposes(cwd):
+        withheld.append((cwd, "its working directory"))
+    else:
+        implied.append(cwd)
+    read = [*system, *sorted(set(implied)), *(a for a in args if a.startswith("/"))]
     read += [expand(p) for p in sandbox.read]
     write = [tmpdir, "/dev/null", *(expand(p) for p in sandbox.write)]
     return {
         "read": list(dict.fromkeys(read)),
         "write": list(dict.fromkeys(write)),
         "ports": None if sandbox.ports is None else list(sandbox.ports),
+        "withheld": list(dict.fromkeys(withheld)),
     }
 
 

@@ -582,9 +582,10 @@ async def _serve(
                 services.start_soon(watchdog.heartbeat)
             # The socket next: a second daemon on the same socket must stop
             # before it spawns a single server.
+            key = ""
             try:
                 if options.control:
-                    await services.start(serve_control, daemon, options.socket)
+                    key = await services.start(serve_control, daemon, options.socket)
             except ControlError as exc:
                 logger.error("not starting: %s", exc)
                 services.cancel_scope.cancel()
@@ -593,7 +594,7 @@ async def _serve(
             if options.endpoint is not None or options.stdio or options.control:
                 gateway = daemon.gateway = Gateway(manager, bus, config_pending=True)
                 try:  # bound before any server is spawned, like the socket
-                    await services.start(_serve_gateway, gateway, options, stop)
+                    await services.start(_serve_gateway, gateway, options, stop, key)
                 except EndpointError as exc:
                     logger.error("not starting: %s", exc)
                     services.cancel_scope.cancel()
@@ -645,16 +646,18 @@ async def _serve_gateway(
     gateway: Gateway,
     options: DaemonOptions,
     stop: anyio.Event,
+    key: str,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The MCP endpoint(s); the daemon stops when a stdio client goes away."""
+    """The MCP endpoint(s); the daemon stops when a stdio client goes away.
+    `key` is the control socket's, asked of `attach` clients too."""
     await gateway.serve(
         options.endpoint,
         stdio=options.stdio,
         on_stdio_closed=stop.set,
         early=options.stdio_early,
-        attach=attach_socket_path(options.socket) if options.control else None,
+        attach=(attach_socket_path(options.socket), key) if options.control else None,
         task_status=task_status,
     )
 

@@ -9,8 +9,12 @@ nobody else.
 
 Each connection starts with one greeting line, answered before any MCP:
 
-    -> {"attach": 1, "profile": "coding", "client": "code", "pid": 4242, "ack": true}
+    -> {"attach": 1, "profile": "coding", "client": "code", "pid": 4242, "ack": true,
+        "key": "..."}
     <- {"ok": true, "ack": true}          (or {"error": "no profile named ..."})
+
+`key` is the control socket's (`control.keys`): a process that cannot read
+it (a confined server) is refused.
 
 then carries MCP messages, one JSON text per line as on stdio, both eras: the
 connection is one downstream session of the `Gateway`, so what an upstream
@@ -42,6 +46,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from ..control.keys import matches, peer
+from ..control.paths import KEY_FIELD
 from ..core.info import AttachedClient
 from ..mcpserver.peers import STREAM_KEY
 from .stdio import fd_streams
@@ -93,6 +99,7 @@ class Attached:
         self._forget = forget
         self._clients: dict[int, AttachedClient] = {}
         self._ids = itertools.count(1)
+        self._key = ""
         self.path: Path | None = None
 
     @property
@@ -104,10 +111,14 @@ class Attached:
         self,
         path: Path,
         *,
+        key: str,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Listen on `path` (its directory exists and is private: the control
-        socket's) until cancelled; the socket file goes with it."""
+        socket's) until cancelled; the socket file goes with it. A client
+        whose greeting does not carry `key` (the control socket's,
+        `control.keys`) is refused."""
+        self._key = key
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # the control socket is ours: so is this place
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -153,6 +164,17 @@ class Attached:
             conn.setblocking(False)
             greeting, rest = await _greeting(conn)
             if greeting is None:
+                return
+            if not matches(self._key, greeting.get(KEY_FIELD)):
+                logger.warning(
+                    "attach: refused %s: its greeting did not carry the "
+                    "daemon's key (a confined server cannot read it)",
+                    peer(conn),
+                )
+                await _send_line(
+                    conn,
+                    {"error": "refused: the greeting does not carry the daemon's key"},
+                )
                 return
             problem = self._refusal(greeting)
             if problem is not None:

@@ -37,6 +37,7 @@ import json
 import logging
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -346,7 +347,7 @@ class Gateway:
         stdio: bool = False,
         on_stdio_closed: Callable[[], None] = lambda: None,
         early: EarlyStart | None = None,
-        attach: Path | None = None,
+        attach: tuple[Path, str] | None = None,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Keep the tool table current and serve the requested endpoints.
@@ -361,7 +362,9 @@ class Gateway:
             early: The first stdin line, read (and maybe answered) before the
                 SDK was loaded (`early.answer_initialize`); replayed first.
             attach: Serve MCP on this Unix socket for `mcp-manager attach`
-                (`attached`); its directory must exist and be private.
+                (`attached`), to clients that greet with this key (the control
+                socket's, `control.keys`); its directory must exist and be
+                private.
 
         Raises:
             EndpointError: The HTTP address cannot be bound (before reporting).
@@ -380,7 +383,8 @@ class Gateway:
                 if http is not None:
                     await tg.start(http.run)
                 if attach is not None:
-                    await tg.start(self.attached.serve, attach)
+                    path, key = attach
+                    await tg.start(partial(self.attached.serve, path, key=key))
                 if stdio:
                     tg.start_soon(self._serve_stdio, on_stdio_closed, early)
                 task_status.started()

@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
+from support.control import keyed, keyed_line
 
 from manager.cli import main
 from manager.control import client as client_module
@@ -298,9 +299,14 @@ class RawClient:
 
 
 @contextlib.asynccontextmanager
-async def raw_client(path: Path) -> AsyncIterator[RawClient]:
+async def raw_client(path: Path, prove: bool = True) -> AsyncIterator[RawClient]:
+    """A raw connection; with `prove`, its first request (a ping) carried
+    the key, as the daemon's own clients' do, and was answered."""
     async with await anyio.connect_unix(path) as stream:
-        yield RawClient(stream)
+        client = RawClient(stream)
+        if prove:
+            assert (await client.ask(keyed(path, {"cmd": "ping"})))["ok"] is True
+        yield client
 
 
 async def wait_closed(sub: TrackedSubscription) -> None:
@@ -1229,20 +1235,19 @@ async def test_a_call_whose_client_left_before_it_was_read_is_not_made(
     backend = FakeBackend()
     caplog.set_level(logging.INFO, logger="manager.control")
 
-    def request(text: str) -> bytes:
-        call = {"cmd": "call", "server": "fs", "tool": "echo", "args": {"text": text}}
-        return json.dumps(call).encode() + b"\n"
+    def request(text: str) -> dict[str, object]:
+        return {"cmd": "call", "server": "fs", "tool": "echo", "args": {"text": text}}
 
     async with serving(backend, path):
         # No await between these lines: the requests wait in their sockets,
         # one client already gone, as under a daemon that was stopped.
         gone = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         gone.connect(str(path))
-        gone.sendall(request("late"))
+        gone.sendall(keyed_line(path, request("late")))
         gone.close()
         half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         half.connect(str(path))
-        half.sendall(request("half"))
+        half.sendall(keyed_line(path, request("half")))
         half.shutdown(socket.SHUT_WR)
         with half, half.makefile("rb") as reader:
             answer = await anyio.to_thread.run_sync(reader.readline)
@@ -1268,7 +1273,7 @@ async def test_a_call_whose_client_leaves_while_it_waits_is_withdrawn(
     async with serving(backend, path):
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         client.connect(str(path))
-        client.sendall(json.dumps(call).encode() + b"\n")
+        client.sendall(keyed_line(path, call))
         with anyio.fail_after(5):
             while not backend.calls:  # noqa: ASYNC110 - the fake's own record
                 await anyio.sleep(0.01)

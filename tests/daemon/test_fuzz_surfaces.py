@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from servers import free_port, raw_command
 from servers.daemon import DaemonProcess
+from support.control import keyed_line
 
 FUZZ = settings(
     max_examples=60,
@@ -86,7 +87,9 @@ def _control_exchange(path: Path, payload: bytes) -> list[dict[str, object]]:
         sock.settimeout(10)
         sock.connect(str(path))
         try:
-            sock.sendall(payload)
+            # Proven first, as the daemon's own clients do: the payload is
+            # then read as requests, not refused for want of the key.
+            sock.sendall(keyed_line(path, {"cmd": "ping"}) + payload)
             sock.shutdown(socket.SHUT_WR)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server may drop an over-long line's sender mid-send
@@ -96,7 +99,9 @@ def _control_exchange(path: Path, payload: bytes) -> list[dict[str, object]]:
                 data += chunk
         except ConnectionResetError:
             pass
-    return [json.loads(line) for line in data.splitlines() if line.strip()]
+    proof, *replies = [json.loads(line) for line in data.splitlines() if line.strip()]
+    assert proof["ok"] is True, proof
+    return replies
 
 
 def _assert_clear_errors(replies: list[dict[str, object]]) -> None:

@@ -422,15 +422,17 @@ async def test_what_is_kept_for_an_attached_client_goes_when_it_leaves(
     """Each attach connection is a session of its own: once it ends, the
     gateway keeps nothing of it (its list_changed peer, log level,
     subscriptions), however many editor windows come and go."""
+    from manager.control.keys import write_key
     from manager.engine.bus import EventBus
     from manager.engine.manager import Manager
     from manager.gateway import Gateway
 
     path = control_socket.with_name("control.mcp.sock")
+    key, _ = write_key(control_socket)  # what the control socket would write
     async with Manager(EventBus()) as manager:
         gateway = Gateway(manager, EventBus())
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: gateway.serve(None, attach=path))
+            tg.start_soon(lambda: gateway.serve(None, attach=(path, key)))
             with anyio.fail_after(10):
                 while not path.exists():  # noqa: ASYNC110 - a socket file, no event
                     await anyio.sleep(0.01)

@@ -41,9 +41,10 @@ import anyio
 from anyio.from_thread import start_blocking_portal
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from support.control import keyed_line
 
 from manager.control.client import ControlClient
-from manager.control.paths import attach_socket_path
+from manager.control.paths import attach_socket_path, key_path
 from manager.core.errors import ManagerError
 
 from . import preload
@@ -116,8 +117,9 @@ class DaemonProcess:
             self._stream.close()
         if self._reader is not None:
             self._reader.join(timeout=5)
-        # The attach socket too: a SIGKILLed daemon removes neither.
-        for path in (self.socket, attach_socket_path(self.socket), self.log_path):
+        # The attach socket and the key too: a SIGKILLed daemon removes none.
+        owned = (attach_socket_path(self.socket), key_path(self.socket))
+        for path in (self.socket, *owned, self.log_path):
             if path.parent == Path(self._dir):
                 path.unlink(missing_ok=True)
         os.rmdir(self._dir)
@@ -159,7 +161,7 @@ class DaemonProcess:
                 time.sleep(0.02)
         # Everything since the daemon started: an event published before this
         # subscription (a fast connect) is replayed, not missed.
-        sock.sendall(b'{"cmd": "events", "since": 0}\n')
+        sock.sendall(keyed_line(self.socket, {"cmd": "events", "since": 0}))
         self._stream = sock
         self._reader = threading.Thread(target=self._follow, daemon=True)
         self._reader.start()

@@ -4,5 +4,6 @@
 - `clients`: a downstream client that records and answers;
 - `eras`: comparing answers straight and through the daemon;
 - `oauth`: the daemon's logins in-process and a user who logs in;
-- `events`: one example of every event type.
+- `events`: one example of every event type;
+- `control`: requests on the control socket by hand, carrying its key.
 """

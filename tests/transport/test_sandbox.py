@@ -300,3 +300,35 @@ async def test_a_confined_server_refused_a_file_is_told_where_to_allow_it(
     assert (
         "the sandbox may have refused it: give the path in its sandbox's read" in error
     )
+
+
+@landlocked
+def test_a_confined_server_cannot_drive_the_daemon_nor_signal_it(
+    tmp_path: Path,
+) -> None:
+    """A server under `strict` ran as the user: it connected to the control
+    socket, asked for an `ask` call of another server and allowed it itself
+    (found by an audit). Now the socket asks for a key the sandbox cannot
+    read, and (Landlock ABI 6) the server cannot signal the daemon."""
+    from servers import lua_stdio
+    from servers.daemon import DaemonProcess
+
+    script = tmp_path / "startup.lua"
+    script.write_text(
+        lua_stdio("p", sys.executable, [str(PROBER)], "{sandbox = 'strict'}")
+    )
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "p")
+        key = daemon.socket.with_name("control.key")
+        assert key.stat().st_mode & 0o777 == 0o600
+        probe: dict[str, object] = {"read": str(key), "control": str(daemon.socket)}
+        if landlock_abi() >= 6:
+            probe["signal"] = daemon.process.pid
+        result = daemon.client.call("p", "probe", probe)
+        content: Any = result["content"]
+        found = json.loads(content[0]["text"])
+        assert found.pop("read") == "PermissionError"
+        assert found.pop("control") == "refused"
+        assert found.pop("signal", "PermissionError") == "PermissionError"
+        assert "control: refused pid" in daemon.log()
+        assert daemon.client.ping()  # its own clients still drive it

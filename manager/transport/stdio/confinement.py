@@ -12,12 +12,13 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ...core.errors import ConnectFailed
-from ...core.sandbox import rules, starved
+from ...core.sandbox import SYSTEM_READ, covers, rules, starved
 from ...core.spec import ConnectionSpec
+from ...files import default_state_dir
 
 __all__ = [
     "LAUNCHER",
@@ -25,6 +26,7 @@ __all__ = [
     "confinement",
     "landlock_abi",
     "launcher_rules",
+    "system_read",
 ]
 
 logger = logging.getLogger(__name__)
@@ -33,6 +35,7 @@ LAUNCHER = Path(__file__).resolve().parents[2] / "confine.py"
 """The confining launcher (run by path, standard library only)."""
 
 _unconfined_told: set[str] = set()
+_withheld_told: set[str] = set()
 
 
 def confined_as(spec: ConnectionSpec) -> str:
@@ -103,6 +106,7 @@ def confinement(
     found = shutil.which(spec.command, path=env.get("PATH")) or spec.command
     tmpdir = tempfile.mkdtemp(prefix=f"mcp-sandbox-{spec.name}-")
     env["TMPDIR"] = tmpdir
+    private = _private_dirs()
     confined = rules(
         sandbox,
         command_paths=[found, os.path.realpath(found)],
@@ -110,9 +114,62 @@ def confinement(
         cwd=spec.cwd or os.getcwd(),
         tmpdir=tmpdir,
         home=os.path.expanduser("~"),
+        private=private,
+        system=system_read(private),
     )
+    withheld = confined.get("withheld")
+    if withheld and spec.name not in _withheld_told:
+        _withheld_told.add(spec.name)
+        said = "; ".join(f"{path} ({what})" for path, what in withheld)  # type: ignore[attr-defined]
+        logger.warning(
+            "%s: its sandbox does not let it read %s: that would open your home "
+            "directory or the daemon's own files to it; give it a `cwd`, or name "
+            "what it needs in sandbox.read",
+            spec.name,
+            said,
+        )
     launcher = [sys.executable, "-I", "-S", str(LAUNCHER), *launcher_rules(confined)]
     return [*launcher, "--", found, *spec.args], tmpdir
+
+
+def _private_dirs() -> list[str]:
+    """What no confined server reads by implication: the daemon's state
+    directory (pins, tokens, the endpoint's key) and the runtime directory
+    (its sockets and their key, `control.keys`)."""
+    dirs = [str(default_state_dir())]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        dirs.append(runtime)
+    dirs.append(f"/run/user/{os.getuid()}")
+    return dirs
+
+
+def system_read(
+    private: Sequence[str], system: Sequence[str] = SYSTEM_READ
+) -> list[str]:
+    """`system` (`SYSTEM_READ`), where one of them holds a `private`
+    directory (the users' runtime directories are under `/run`) replaced by
+    what it holds but that: Landlock grants, never takes back."""
+    out: list[str] = []
+    for path in system:
+        out += _around(path, private)
+    return out
+
+
+def _around(path: str, private: Sequence[str]) -> list[str]:
+    inside = [p for p in private if covers(path, p)]
+    if not inside:
+        return [path]
+    if path in inside:
+        return []
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []  # not on this machine, or not ours to list
+    out: list[str] = []
+    for name in names:
+        out += _around(os.path.join(path, name), inside)
+    return out
 
 
 def launcher_rules(confined: Mapping[str, object]) -> list[str]:
