@@ -5,6 +5,7 @@
 - `api`: the API functions a script calls, and what it declared.
 - `prelude.lua`: the Lua side of the API (a real Lua file).
 - `live`: a script kept alive for its hooks and calls.
+- `isolated`: a policy check run in a forked copy, killed at its budget.
 - `convert`: Lua values to Python values, bounded.
 - `host`: the protocols the manager implements for a script.
 """

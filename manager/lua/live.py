@@ -11,11 +11,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from lupa.lua54 import LuaError
+from lupa.lua54 import LuaError, lua_type
 
 from ..core.errors import ConfigError
 from .convert import MAX_ENTRIES, lua_to_py
 from .host import LuaCall, ScriptResult
+from .isolated import run_isolated
 from .sandbox import ScriptRun
 
 __all__ = ["RUNAWAY_LIMIT", "LiveScript"]
@@ -120,7 +121,11 @@ class LiveScript:
 
     def judge(self, fn: Any, arguments: Mapping[str, object]) -> object:
         """Run an `mcp_policy` rule's `check` on a call's arguments (a table)
-        under the callback budget; what it returned.
+        under the callback budget, in a copy of the runtime that is killed at
+        the budget whatever it runs (`lua.isolated`: the arguments are an
+        agent's, and a string pattern on them can run for minutes in C);
+        what it returned (nil, a boolean or a string; other values as
+        `a table`, ...).
 
         Raises:
             ConfigError: It failed or ran out of time (naming its line), or
@@ -128,10 +133,31 @@ class LiveScript:
         """
         if self._run.released:
             raise ConfigError("the script that declared this rule was replaced")
+        answer = run_isolated(lambda: self._judged(fn, arguments), self._hook_budget)
+        if not isinstance(answer, dict):
+            raise ConfigError(
+                f"callback exceeded its time budget ({self._hook_budget:g} s) in a "
+                "call that could not be interrupted (a string pattern that "
+                "backtracks on a long argument, say)",
+                file=self.file,
+            )
+        if "error" in answer:
+            line = answer.get("line")
+            raise ConfigError(
+                str(answer["error"]),
+                file=answer.get("file") or None,
+                line=line if isinstance(line, int) else None,
+            )
+        return answer.get("said")
+
+    def _judged(self, fn: Any, arguments: Mapping[str, object]) -> dict[str, object]:
+        """`judge`'s work in its isolated copy (`lua.isolated`), as JSON."""
         said, error = self._guarded(fn, dict(arguments))
         if error is not None:
-            raise error
-        return said
+            return {"error": error.message, "file": error.file, "line": error.line}
+        if said is None or isinstance(said, bool | str):
+            return {"said": said}
+        return {"said": f"a {lua_type(said) or type(said).__name__}"}
 
     def close(self) -> None:
         """Release the runtime; later dispatches and deliveries do nothing."""

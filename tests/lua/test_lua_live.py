@@ -277,3 +277,49 @@ def test_a_print_flood_is_cut_and_counted(tmp_path: Path) -> None:
     said = printed[before:]
     assert said[0].startswith("print: ") and "line(s) dropped" in said[0]
     assert said[-1] == "later"
+
+
+BACKTRACKS = 'args.text:find("rm.*%-.*r.*f")'
+"""A check whose one `string.find` backtracks for hours on a long argument
+(found by an audit: 2,400 characters froze the daemon for 105 s, then the
+check returned false and the call ran)."""
+
+
+# Without the isolation the find never returns to Python: only the thread
+# method of pytest-timeout can end the test (and its worker) then.
+@pytest.mark.timeout(60, method="thread")
+def test_a_check_stuck_in_a_string_pattern_runs_out_and_the_runtime_goes_on(
+    tmp_path: Path,
+) -> None:
+    script, _ = start(
+        tmp_path,
+        "seen = 0\n"
+        'mcp_policy("deny", {check = function(args)\n'
+        "  seen = seen + 1\n"
+        f"  return {BACKTRACKS} ~= nil\n"
+        "end})\n",
+    )
+    (rule,) = script.result.rules
+    # An ordinary argument is judged as always, and twice the same way: what
+    # a check changes (seen) is not kept, it is a function of the arguments.
+    assert script.judge(rule.check, {"text": "rm -r -f /"}) is True
+    assert script.judge(rule.check, {"text": "ls"}) is False
+    with pytest.raises(ConfigError, match="could not be interrupted") as caught:
+        script.judge(rule.check, {"text": "rm -r " * 3000})
+    assert caught.value.file == "startup.lua"
+    assert script.judge(rule.check, {"text": "rm -r -f /"}) is True
+
+
+def test_a_check_says_what_it_returned_and_where_it_failed(tmp_path: Path) -> None:
+    script, _ = start(
+        tmp_path,
+        'mcp_policy("ask", {check = function(args) return {} end})\n'
+        'mcp_policy("ask", {check = function(args) return "deny" end})\n'
+        'mcp_policy("ask", {check = function(args) return args.a.b end})\n',
+    )
+    table, verdict, failing = script.result.rules
+    assert script.judge(table.check, {}) == "a table"
+    assert script.judge(verdict.check, {}) == "deny"
+    with pytest.raises(ConfigError) as caught:
+        script.judge(failing.check, {})
+    assert caught.value.line == 3 and "a nil value" in caught.value.message
