@@ -17,7 +17,6 @@ import logging
 import os
 import signal
 import sqlite3
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -46,7 +45,7 @@ from ..core.spec import spec_summary
 from ..core.status import ConnectionStatus
 from ..core.text import meant
 from ..engine.bus import EventBus, Subscription
-from ..engine.calllog import CallRecord, logged_arguments, read, result_size
+from ..engine.calllog import read
 from ..engine.logins import Logins
 from ..engine.manager import Manager
 from ..engine.policy import Caller
@@ -355,11 +354,12 @@ class Daemon:
         """A tool call through the manager, as a JSON-ready result dict;
         `answer` answers what the server asks meanwhile (`call --answer`).
         Logged as the client `cli` (`engine.calllog`)."""
-        started, clock = time.time(), time.monotonic()
-        outcome, error, data = "failed", "", None
         caller = Caller(client="cli")
         conn = self.manager.connection(server)
-        try:
+        values = conn is not None and conn.spec.log_arguments
+        with self.manager.calls.track(
+            caller, server, tool, args, values=values, secrets=self.manager.secrets
+        ) as logged:
             self._listed(server, tool)
             result = await self.manager.call(
                 server,
@@ -369,32 +369,9 @@ class Daemon:
                 answer=answer,
                 caller=caller,
             )
-            outcome = "tool_error" if result.is_error else "ok"
             data = dict(result.data)
+            logged.ended(result.is_error, data)
             return data
-        except CallError as exc:
-            error = type(exc).__name__
-            raise
-        finally:
-            self.manager.calls.record(
-                CallRecord(
-                    time=started,
-                    client="cli",
-                    profile="",
-                    server=server,
-                    tool=tool,
-                    shape=logged_arguments(
-                        args,
-                        conn is not None and conn.spec.log_arguments,
-                        self.manager.secrets,
-                    ),
-                    outcome=outcome,
-                    error=error,
-                    duration=round(time.monotonic() - clock, 6),
-                    bytes=result_size(data),
-                    verdict=caller.verdict,
-                )
-            )
 
     def _listed(self, server: str, tool: str) -> None:
         """A tool the server does not list is no call the CLI makes: said

@@ -27,7 +27,8 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from pathlib import Path
@@ -39,11 +40,16 @@ from ..core.policy import masked
 from ..core.redact import SecretRegistry
 from ..files import default_state_dir
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .policy import Caller
+
 __all__ = [
     "KEEP_DAYS",
     "MAX_ROWS",
     "CallLog",
     "CallRecord",
+    "LoggedCall",
     "logged_arguments",
     "read",
     "result_size",
@@ -127,6 +133,34 @@ def logged_arguments(
     return json.dumps(shown, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+class LoggedCall:
+    """One call while it runs, and the row it leaves however it ends
+    (`CallLog.logging`): the surface says how it ended (`ended`, `failed`);
+    a call that ends otherwise (its client gone, a cancel, the daemon
+    stopping) is logged `failed` with its kind (`Cancelled`)."""
+
+    __slots__ = ("data", "error", "outcome")
+
+    def __init__(self) -> None:
+        self.outcome = "failed"
+        self.error = ""
+        self.data: object = None
+
+    def unfinished(self) -> None:
+        """It goes on in a later request (a 2026-07-28 client's input
+        round), whose row this is: none now."""
+        self.outcome = ""
+
+    def ended(self, is_error: bool, data: object) -> None:
+        """It returned a result (`isError` or not)."""
+        self.outcome = "tool_error" if is_error else "ok"
+        self.data = data
+
+    def failed(self, error: BaseException) -> None:
+        """It failed with `error` (its class names the kind)."""
+        self.outcome, self.error = "failed", type(error).__name__
+
+
 def result_size(data: object) -> int:
     """About how large a tool result is: the characters of its contents'
     text and data (no JSON dump of it on the call path)."""
@@ -208,6 +242,48 @@ class CallLog:
         self._writing = threading.Lock()
         """One batch at a time on the one connection: `run`'s, or one the
         CLI asked for (`mcp-manager log` right after a call)."""
+
+    @contextmanager
+    def track(
+        self,
+        caller: Caller,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, object] | None,
+        *,
+        values: bool = False,
+        secrets: SecretRegistry | None = None,
+    ) -> Iterator[LoggedCall]:
+        """Log one call however it ends: the row is queued when the block
+        is left, by a result, an error or a cancel (`LoggedCall`). `values`:
+        the connection's `log_arguments`."""
+        call = LoggedCall()
+        started, clock = time.time(), time.monotonic()
+        try:
+            yield call
+        except BaseException as exc:
+            if not call.error and call.outcome == "failed":
+                call.error = (
+                    type(exc).__name__ if isinstance(exc, Exception) else "Cancelled"
+                )
+            raise
+        finally:
+            if call.outcome:
+                self.record(
+                    CallRecord(
+                        time=started,
+                        client=caller.client,
+                        profile=caller.profile,
+                        server=server,
+                        tool=tool,
+                        shape=logged_arguments(arguments, values, secrets),
+                        outcome=call.outcome,
+                        error=call.error,
+                        duration=round(time.monotonic() - clock, 6),
+                        bytes=result_size(call.data),
+                        verdict=caller.verdict,
+                    )
+                )
 
     def record(self, record: CallRecord) -> None:
         """Queue one call's row; never blocks (dropped and counted if full)."""

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
@@ -28,7 +27,6 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..core.output import compact, estimate_tokens, fit, results_uri
 from ..core.profile import Profile
-from ..engine.calllog import CallRecord, logged_arguments, result_size
 from ..engine.manager import Manager
 from ..engine.policy import Caller
 from ..transport.base import LINK_META_KEY, CallResult
@@ -219,49 +217,37 @@ class ToolCalls:
                     exposed=name,
                 )
 
-        started, clock = time.time(), time.monotonic()
-
-        def logged(outcome: str, error: str = "", data: Any = None) -> None:
-            self.manager.calls.record(
-                CallRecord(
-                    time=started,
-                    client=caller.client,
-                    profile=caller.profile,
-                    server=server,
-                    tool=tool,
-                    shape=logged_arguments(
-                        arguments, logs_values, self.manager.secrets
-                    ),
-                    outcome=outcome,
-                    error=error,
-                    duration=round(time.monotonic() - clock, 6),
-                    bytes=result_size(data),
-                    verdict=caller.verdict,
-                )
-            )
-
-        try:
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_need_rounds(
-                ctx.params, caps
-            ):
-                # What the upstream asks mid-call comes back as input rounds.
-                limit = self._features.call_timeout(server)
-                outcome = await self._features.held.call(ctx.params, limit, run)
-                if isinstance(outcome, dict):  # input_required
-                    return outcome
-                result = outcome
-            else:
-                result = await run()
-        except (ServerUnavailable, UnknownServer) as exc:
-            logged("failed", type(exc).__name__)
-            return _text_error(f"{name}: {exc}", self._status_meta(server))
-        except UpstreamError as exc:  # the server's own answer, as it sent it
-            logged("failed", type(exc).__name__)
-            raise client_error(exc) from None
-        except CallError as exc:
-            logged("failed", type(exc).__name__)
-            return _text_error(f"{name}: {exc}", self._status_meta(server))
-        logged("tool_error" if result.is_error else "ok", data=result.data)
+        with self.manager.calls.track(
+            caller,
+            server,
+            tool,
+            arguments,
+            values=logs_values,
+            secrets=self.manager.secrets,
+        ) as logged:
+            try:
+                if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and (
+                    may_need_rounds(ctx.params, caps)
+                ):
+                    # What the upstream asks mid-call comes back as input rounds.
+                    limit = self._features.call_timeout(server)
+                    outcome = await self._features.held.call(ctx.params, limit, run)
+                    if isinstance(outcome, dict):  # input_required
+                        logged.unfinished()  # logged once, by its last round
+                        return outcome
+                    result = outcome
+                else:
+                    result = await run()
+            except (ServerUnavailable, UnknownServer) as exc:
+                logged.failed(exc)
+                return _text_error(f"{name}: {exc}", self._status_meta(server))
+            except UpstreamError as exc:  # the server's own answer, as it sent it
+                logged.failed(exc)
+                raise client_error(exc) from None
+            except CallError as exc:
+                logged.failed(exc)
+                return _text_error(f"{name}: {exc}", self._status_meta(server))
+            logged.ended(result.is_error, result.data)
         data = dict(result.data)  # as the server sent it, not re-dumped
         if data.get("resultType") == "task":  # SEP-2663: named for tasks/get
             data = exposed_task(server, data)

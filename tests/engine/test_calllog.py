@@ -162,6 +162,45 @@ async def test_calls_through_the_endpoint_are_logged_with_client_and_profile(
     assert main(["log", "--since", "yesterday"]) == 2
 
 
+async def test_a_call_whose_client_hangs_up_is_logged_once_as_cancelled() -> None:
+    """An HTTP client that hangs up while its call runs (it reached the
+    server), or while it waits for approval (withdrawn), left no row (found
+    by an audit): only the CLI's calls were logged however they ended."""
+    from manager.core.policy import parse_rule
+
+    ask = parse_rule("ask", {"tool": "echo", "timeout": 60}, "startup.lua:2")
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as running:
+        gateway, manager, rec = running
+        manager.policy.set_rules((ask,), None)
+        cases: list[tuple[str, dict[str, object], str]] = [
+            ("a__sleep", {"seconds": 30}, "call_started"),
+            ("a__echo", {"text": "x"}, "approval_asked"),
+        ]
+        for tool, arguments, waits_for in cases:
+            async with anyio.create_task_group() as tg:
+
+                async def call(
+                    tool: str = tool, arguments: dict[str, object] = arguments
+                ) -> None:
+                    async with Client(str(gateway.url), mode="legacy") as client:
+                        await client.call_tool(tool, arguments)
+
+                tg.start_soon(call)
+                await rec.wait_for(waits_for, "a")
+                tg.cancel_scope.cancel()  # the client hangs up
+            await rec.wait_for(
+                "call_failed" if tool == "a__sleep" else "approval_decided", "a"
+            )
+        manager.calls.flush()
+    rows = [(r["tool"], r["outcome"], r["error"], r["verdict"]) for r in read()]
+    assert rows[0] == ("sleep", "failed", "Cancelled", "")
+    assert rows[1][:3] == ("echo", "failed", "Cancelled")
+    assert rows[1][3].startswith("withdrawn by its caller")
+    assert len(rows) == 2
+
+
 async def test_a_cli_call_is_logged_and_the_last_rows_outlive_the_daemon(
     tmp_path: Path,
 ) -> None:
