@@ -157,9 +157,11 @@ class PinBook:
             data = json.loads(text)
             pins = data["pins"]
             if not isinstance(pins, dict) or not all(
-                isinstance(v, dict) for v in pins.values()
+                isinstance(table, dict)
+                and all(isinstance(view, dict) for view in table.values())
+                for table in pins.values()
             ):
-                raise ValueError("no pins table")
+                raise ValueError("no pins table of tables")
         except (ValueError, KeyError, TypeError) as exc:
             self._unreadable(server, path, f"not a pin file ({exc})")
             return None

@@ -142,12 +142,21 @@ def test_prompts_and_templates_are_pinned_too(tmp_path: Path) -> None:
     assert {e.item_kind for e in told} == {"prompts", "templates"}
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{ this is not json",
+        # JSON, but a pin is no table: the review raised, the connection
+        # crash-looped with a traceback per attempt (found by an audit).
+        '{"version": 1, "pins": {"tools": {"echo": "x"}}}',
+    ],
+)
 def test_an_unreadable_pin_file_trusts_nothing_until_approve_rewrites_it(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, text: str
 ) -> None:
     pins, told = book(tmp_path)
     pins.review(spec(), {"tools": [ECHO]})
-    (tmp_path / "pins" / "s.json").write_text("{ this is not json")
+    (tmp_path / "pins" / "s.json").write_text(text)
     review = pins.review(spec("strict"), {"tools": [ECHO]})
     pins.review(spec("strict"), {"tools": [ECHO]})
     assert review.held == {"tools": frozenset({"echo"})}
