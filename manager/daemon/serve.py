@@ -604,6 +604,9 @@ async def _serve(
             watchdog.arm()
             await stop.wait()
             watchdog.disarm()  # the heartbeat ends before the teardown does
+            # Calls waiting for approval end as a stop (not sent), before the
+            # removals below would say their servers were removed.
+            manager.policy.stop()
             if gateway is not None:
                 await gateway.aclose()  # downstream clients first (bounded)
             logger.info("stopping: closing %d connection(s)", len(manager.specs))

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -16,7 +18,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from servers import lua_stdio, stdio_command
-from servers.daemon import DaemonThread
+from servers.daemon import DaemonProcess, DaemonThread
 from support.clients import initialize
 
 from manager.cli import main
@@ -238,3 +240,33 @@ def test_tools_changed_exits_1_when_a_definition_differs_from_its_pin(
         assert main(["tools", "--changed", "--json", *socket]) == 1
         assert main(["approve", "a", *socket]) == 0
         assert main(["tools", "--changed", *socket]) == 0
+
+
+def test_a_cli_call_waiting_for_approval_when_the_daemon_stops_is_told_so(
+    tmp_path: Path,
+) -> None:
+    """It was told its server had been removed from the config (found by an
+    audit): the daemon's stop removes every connection, and that ended the
+    waiting calls before the stop did."""
+    command, args = stdio_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(lua_stdio("a", command, args) + 'mcp_policy("ask", {})\n')
+    with DaemonProcess(script) as daemon:
+        daemon.wait_event("connected", "a")
+        failed: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                daemon.client.call("a", "echo", {"text": "x"})
+            except CallError as exc:
+                failed.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        daemon.wait_event("approval_asked", "a")
+        daemon.signal(signal.SIGTERM)
+        caller.join(timeout=30)
+        assert daemon.wait(30) == 0
+    (said,) = failed
+    assert "mcp-manager stopped while the call waited for approval" in str(said)
+    assert "not sent" in str(said) and "removed" not in str(said)
