@@ -32,6 +32,7 @@ import pytest
 from fakes import Recorder
 from servers import raw_command
 
+from manager.core.errors import ConnectFailed
 from manager.core.events import LaunchLock
 from manager.core.launch import Launch, LaunchNote, parse_launch
 from manager.core.spec import parse_spec
@@ -39,7 +40,7 @@ from manager.engine.bus import EventBus
 from manager.engine.manager import Manager
 from manager.transport.connect import McpTransport
 from manager.transport.stdio.locks import LaunchLocks
-from manager.transport.stdio.registries import ResolveFailed, resolve
+from manager.transport.stdio.registries import Resolution, ResolveFailed, resolve
 
 DAY = 86400.0
 
@@ -447,6 +448,34 @@ async def test_read_only_locks_start_what_is_locked_and_make_none(
     assert await reader.apply(fresh, told.append) == fresh
     assert not (tmp_path / "fresh.json").exists()
     assert asked == [] and told == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("text", ['{"launcher": "npx", "version": "1.0', "[1, 2]"])
+async def test_a_lock_file_that_cannot_be_read_starts_nothing_until_update(
+    tmp_path: Path, text: str
+) -> None:
+    """A cut lock file was read as no lock: the next start asked the
+    registry, took its newest release and wrote it over the lock, saying
+    only "launch locked" (found by an audit). Now the server does not start
+    unlocked; `update` locks it again."""
+    asked: list[str] = []
+
+    async def registry(launch: Launch, spec: Any, now: float) -> Any:
+        asked.append(launch.package)
+        return Resolution("2.0.0", "")
+
+    spec = parse_spec("s", {"command": "npx", "args": ["-y", "pkg"]})
+    LaunchLocks(tmp_path, resolver=registry).take(spec, "1.0.0")
+    (tmp_path / "s.json").write_text(text)
+    locks = LaunchLocks(tmp_path, resolver=registry)
+    with pytest.raises(ConnectFailed, match="cannot be read") as caught:
+        await locks.apply(spec, lambda note: None)
+    assert "mcp-manager update s" in str(caught.value)
+    assert asked == [] and (tmp_path / "s.json").read_text() == text
+    locks.take(spec, "1.0.0")  # what `update` does once the user says yes
+    started = await locks.apply(spec, lambda note: None)
+    assert started.args == ("-y", "pkg@1.0.0") and asked == []
 
 
 @pytest.mark.anyio

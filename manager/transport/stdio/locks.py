@@ -43,6 +43,7 @@ from typing import Any
 import anyio
 import httpx2
 
+from ...core.errors import ConnectFailed
 from ...core.launch import Launch, LaunchNote, Unlockable, parse_launch
 from ...core.replies import UpdateReply
 from ...core.spec import ConnectionSpec
@@ -127,6 +128,8 @@ class LaunchLocks:
         self._failed: dict[str, float] = {}
         """When a connection's first resolution last failed."""
         self._records: dict[str, LockRecord | None] = {}
+        self.unreadable: dict[str, str] = {}
+        """The connections whose lock file is there but cannot be read, and why."""
         self._told: dict[str, str] = {}
         """What was last said about each connection (said again only if new)."""
         self._due: dict[
@@ -141,17 +144,23 @@ class LaunchLocks:
         return self.directory / f"{name}.json"
 
     def record(self, name: str) -> LockRecord | None:
-        """`name`'s lock, or None (none yet, or the file is unreadable); read
-        once, then kept (this object writes every change)."""
+        """`name`'s lock, or None (none yet, or the file is unreadable: then
+        `unreadable` says why, and it is read again next time); read once,
+        then kept (this object writes every change)."""
         if name in self._records:
             return self._records[name]
+        path = self.path(name)
         try:
-            data = json.loads(self.path(name).read_text())
+            data = json.loads(path.read_text())
             record: LockRecord | None = LockRecord(
                 **{k: str(v) for k, v in data.items()}
             )
-        except (OSError, ValueError, TypeError):
+        except FileNotFoundError:
             record = None
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            self.unreadable[name] = str(exc) or type(exc).__name__
+            return None
+        self.unreadable.pop(name, None)
         self._records[name] = record
         return record
 
@@ -169,6 +178,7 @@ class LaunchLocks:
             indent=2,
         )
         self._records[name] = record
+        self.unreadable.pop(name, None)
 
     def _tell(
         self, name: str, tell: Callable[[LaunchNote], None], note: LaunchNote
@@ -184,10 +194,14 @@ class LaunchLocks:
     ) -> ConnectionSpec:
         """The spec to start: `spec` with its package locked, as written if
         there is nothing to lock. `spec` has its `${...}` values resolved
-        (the registry is asked with the server's own environment).
+        (the registry is asked with the server's own environment). A
+        registry that does not answer starts the server as written, and says
+        so (`tell`).
 
-        Never raises: a registry that does not answer starts the server as
-        written, and says so (`tell`)."""
+        Raises:
+            ConnectFailed: Its lock file is there but cannot be read (as a
+                pin file that cannot be read trusts nothing).
+        """
         if spec.transport != "stdio" or not spec.lock:
             return spec
         launch = parse_launch(spec.command, spec.args)
@@ -199,6 +213,15 @@ class LaunchLocks:
         if launch.exact:
             return spec
         record = self.record(spec.name)
+        why = self.unreadable.get(spec.name)
+        if why is not None:
+            # Never "no lock, take the newest": that is what a lock is against.
+            raise ConnectFailed(
+                f"its launch lock {self.path(spec.name)} cannot be read ({why}); "
+                f"not starting {launch.display} unlocked (that would take what "
+                f"the registry has newest): run `mcp-manager update {spec.name}` "
+                "to lock it again, or remove the file to lock the newest release"
+            )
         now = self._clock()
         if record is not None and record.fits(launch):
             if not self._read_only:
