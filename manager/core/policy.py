@@ -38,7 +38,7 @@ from fnmatch import fnmatchcase
 from typing import Literal
 
 from .errors import ConfigError
-from .redact import MASK, SecretRegistry, is_sensitive_key, redact
+from .redact import MASK, MIN_SECRET_LENGTH, SecretRegistry, is_sensitive_key, redact
 
 __all__ = [
     "RULE_OPTIONS",
@@ -54,7 +54,9 @@ __all__ = [
     "hints",
     "looks_secret",
     "masked",
+    "masked_names",
     "parse_rule",
+    "secret_name",
 ]
 
 Verdict = Literal["allow", "ask", "deny"]
@@ -338,17 +340,60 @@ def _values(value: object, key: str = "") -> Iterable[tuple[str, str]]:
             yield from _values(v, key)
 
 
+def _names(value: object) -> Iterable[str]:
+    """The keys of `value`'s tables, at any depth."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k)
+            yield from _names(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _names(v)
+
+
+def secret_name(name: str, known: SecretRegistry | None) -> bool:
+    """Whether an argument's *name* is a secret (a value the daemon knows,
+    a well-known token shape): a client may put one there as well."""
+    if len(name) < MIN_SECRET_LENGTH:
+        return False
+    if known is not None and known.redact(name) != name:
+        return True
+    return _SECRET_VALUE.search(name) is not None
+
+
 def looks_secret(arguments: Mapping[str, object], known: SecretRegistry | None) -> str:
     """The argument key whose value looks like a secret ("" for none); the
-    value itself is never returned."""
+    value itself is never returned, nor a key that is one itself."""
     for key, text in _values(arguments):
+        shown = "(an argument's name)" if secret_name(key, known) else key
         if known is not None and known.redact(text) != text:
-            return key or "(a value)"
+            return shown or "(a value)"
         if _SECRET_VALUE.search(text):
-            return key or "(a value)"
+            return shown or "(a value)"
         if key and len(text) >= 8 and _SECRET_KEY.search(key):
-            return key
+            return shown
+    if any(secret_name(name, known) for name in _names(arguments)):
+        return "(an argument's name)"
     return ""
+
+
+def masked_names(
+    arguments: Mapping[str, object], known: SecretRegistry | None
+) -> Mapping[str, object]:
+    """`arguments` with a top-level key that is a secret (`secret_name`)
+    replaced by `***` (then `***2`, ...); the same object when none is."""
+    if not any(secret_name(str(k), known) for k in arguments):
+        return arguments
+    out: dict[str, object] = {}
+    for k, v in arguments.items():
+        name = str(k)
+        if secret_name(name, known):
+            name, n = MASK, 1
+            while name in out:
+                n += 1
+                name = f"{MASK}{n}"
+        out[name] = v
+    return out
 
 
 def masked(value: object, known: SecretRegistry | None, key: str = "") -> object:
@@ -362,7 +407,8 @@ def masked(value: object, known: SecretRegistry | None, key: str = "") -> object
             return MASK
         return redact(value, known)
     if isinstance(value, Mapping):
-        return {str(k): masked(v, known, str(k)) for k, v in value.items()}
+        named = masked_names(value, known)
+        return {str(k): masked(v, known, str(k)) for k, v in named.items()}
     if isinstance(value, list | tuple):
         return [masked(v, known, key) for v in value]
     return value

@@ -36,8 +36,8 @@ from typing import Any
 
 import anyio
 
-from ..core.policy import masked
-from ..core.redact import SecretRegistry
+from ..core.policy import masked, masked_names
+from ..core.redact import SecretRegistry, redact
 from ..files import default_state_dir
 
 TYPE_CHECKING = False
@@ -128,7 +128,7 @@ def logged_arguments(
     or with `values` (`log_arguments = true`) the arguments themselves as
     compact JSON, what looks like a secret masked (`core.policy.masked`)."""
     if not values:
-        return shape_of(arguments)
+        return shape_of(masked_names(arguments or {}, secrets))
     shown = masked(dict(arguments or {}), secrets)
     return json.dumps(shown, ensure_ascii=False, separators=(",", ":"), default=str)
 
@@ -272,7 +272,7 @@ class CallLog:
                 self.record(
                     CallRecord(
                         time=started,
-                        client=caller.client,
+                        client=redact(caller.client, secrets),
                         profile=caller.profile,
                         server=server,
                         tool=tool,

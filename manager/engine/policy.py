@@ -33,7 +33,7 @@ import anyio
 from ..core.errors import PolicyDenied
 from ..core.events import ApprovalAsked, ApprovalDecided, Event
 from ..core.policy import CallFacts, Check, Decision, Rule, decide, masked
-from ..core.redact import SecretRegistry
+from ..core.redact import SecretRegistry, redact
 from ..files import write_private_json
 
 __all__ = ["SCOPES", "Caller", "Policy"]
@@ -216,7 +216,7 @@ class Policy:
             name=server,
             tool=tool,
             approval=approval,
-            client=who.client,
+            client=redact(who.client, self._secrets),
             rule=why,
             arguments=self._shown(facts.arguments),
             deadline=self._clock() + wait,
@@ -244,7 +244,7 @@ class Policy:
                     by=waiting.by,
                     scope=waiting.scope,
                     approval=approval,
-                    client=who.client,
+                    client=redact(who.client, self._secrets),
                 )
             )
         who.verdict = (
@@ -395,7 +395,7 @@ class Policy:
                 verdict=verdict,
                 by=by,
                 scope=scope,
-                client=who.client,
+                client=redact(who.client, self._secrets),
             )
         )
 

@@ -14,10 +14,12 @@ from manager.core.policy import (
     hints,
     looks_secret,
     masked,
+    masked_names,
     parse_rule,
 )
 from manager.core.redact import SecretRegistry
 from manager.core.spec import parse_spec, spec_summary
+from manager.engine.calllog import shape_of
 
 
 def _facts(
@@ -213,3 +215,22 @@ def test_what_a_question_shows_masks_anything_named_or_shaped_like_a_secret() ->
         "content": "***",
         "url": "***",
     }
+
+
+def test_a_secret_as_an_argument_s_name_is_caught_and_never_shown() -> None:
+    """A known secret used as a *key* passed `guard = {secrets = true}` and
+    was shown whole by `pending`, the events and `log` (found by an audit)."""
+    known = SecretRegistry()
+    known.add(["supersecretvalue-XYZZY-123456"])
+    arguments = {"text": "hi", "supersecretvalue-XYZZY-123456": 1}
+    assert looks_secret(arguments, known) == "(an argument's name)"
+    nested = {"opts": {"ghp_" + "a" * 36: True}}
+    assert looks_secret(nested, None) == "(an argument's name)"
+    shown = masked(arguments, known)
+    assert shown == {"text": "hi", "***": 1}
+    assert "XYZZY" not in shape_of(masked_names(arguments, known))
+    assert masked_names({"text": "hi"}, known) == {"text": "hi"}
+    two = masked_names(
+        {"supersecretvalue-XYZZY-123456": 1, "ghp_" + "b" * 36: 2}, known
+    )
+    assert sorted(two) == ["***", "***2"]

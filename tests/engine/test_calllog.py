@@ -201,6 +201,41 @@ async def test_a_call_whose_client_hangs_up_is_logged_once_as_cancelled() -> Non
     assert len(rows) == 2
 
 
+async def test_a_secret_in_a_client_s_name_or_an_argument_s_name_is_masked() -> None:
+    """A client named after a secret, or a secret used as an argument's
+    name, was shown whole by `pending`, the approval events and `log`
+    (found by an audit): masked like a secret value."""
+    from mcp.types import Implementation
+
+    from manager.core.policy import parse_rule
+
+    secret = "supersecretvalue-XYZZY-123456"
+    ask = parse_rule("ask", {"tool": "echo", "timeout": 60}, "startup.lua:2")
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as running:
+        gateway, manager, rec = running
+        manager.secrets.add([secret])
+        manager.policy.set_rules((ask,), None)
+        me = Implementation(name=f"evil-{secret}", version="1")
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                async with Client(
+                    str(gateway.url), mode="legacy", client_info=me
+                ) as client:
+                    await client.call_tool("a__echo", {"text": "x", secret: 1})
+
+            tg.start_soon(call)
+            asked = await rec.wait_for("approval_asked", "a")
+            (pending,) = manager.policy.pending()
+            manager.policy.answer(pending.approval, "allow", "once", "cli")
+        manager.calls.flush()
+    shown = [repr(asked), repr(pending), json.dumps(read())]
+    assert all(secret not in text for text in shown), shown
+    assert "evil-***" in repr(asked)
+
+
 async def test_a_cli_call_is_logged_and_the_last_rows_outlive_the_daemon(
     tmp_path: Path,
 ) -> None:
