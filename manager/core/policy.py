@@ -42,6 +42,7 @@ from .redact import MASK, MIN_SECRET_LENGTH, SecretRegistry, is_sensitive_key, r
 
 __all__ = [
     "RULE_OPTIONS",
+    "SURFACES",
     "VERDICTS",
     "CallFacts",
     "Check",
@@ -62,6 +63,10 @@ __all__ = [
 Verdict = Literal["allow", "ask", "deny"]
 
 VERDICTS: tuple[Verdict, ...] = ("allow", "ask", "deny")
+
+SURFACES = frozenset({"cli", "lua"})
+"""The names of the daemon's own callers (`mcp-manager call`, `mcp_call`)
+in the `client` condition; an endpoint client that says it is one is not."""
 
 RULE_OPTIONS = frozenset(
     {

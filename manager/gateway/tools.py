@@ -26,6 +26,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from ..core.errors import CallError, ServerUnavailable, UnknownServer, UpstreamError
 from ..core.output import compact, estimate_tokens, fit, results_uri
+from ..core.policy import SURFACES
 from ..core.profile import Profile
 from ..engine.manager import Manager
 from ..engine.policy import Caller
@@ -434,14 +435,20 @@ class ToolCalls:
 
 def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
     """The calling client's name: its `clientInfo` (the handshake's, or a
-    2026-07-28 request's own), else its protocol version."""
+    2026-07-28 request's own), else its protocol version. A name the
+    daemon's own surfaces go by (`cli`, `lua`) gets ` (endpoint)`: a client
+    cannot pass for them in a policy rule."""
     params = ctx.session.client_params
+    name = None
     if params is not None:
-        return str(params.client_info.name)
-    info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
-    if isinstance(info, dict) and isinstance(info.get("name"), str):
-        return str(info["name"])
-    return f"unnamed ({ctx.protocol_version})"
+        name = str(params.client_info.name)
+    else:
+        info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
+        if isinstance(info, dict) and isinstance(info.get("name"), str):
+            name = str(info["name"])
+    if name is None:
+        return f"unnamed ({ctx.protocol_version})"
+    return f"{name} (endpoint)" if name.strip().lower() in SURFACES else name
 
 
 def _build_index(table: ToolTable, profile: Profile) -> Any:

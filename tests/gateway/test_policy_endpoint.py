@@ -389,3 +389,24 @@ async def test_a_call_waiting_when_the_daemon_stops_is_told_so() -> None:
     (stopped,) = got
     assert "mcp-manager stopped while the call waited for approval" in str(stopped)
     assert "removed" not in str(stopped)
+
+
+async def test_an_endpoint_client_cannot_pass_for_the_cli_or_lua() -> None:
+    """`mcp_policy("allow", {client = "lua"})` let any endpoint client that
+    said it was `lua` past a later deny (found by an audit)."""
+    from mcp.types import Implementation
+
+    rules = (
+        parse_rule("allow", {"client": ["lua", "cli"]}, "startup.lua:2"),
+        parse_rule("deny", {"tool": "add"}, "startup.lua:3"),
+    )
+    async with running_gateway(
+        [demo_memory("a")], wait_for=["a"], memory=MemoryServers()
+    ) as (gateway, manager, _):
+        manager.policy.set_rules(rules, None)
+        for name in ("lua", "cli", " LUA "):
+            me = Implementation(name=name, version="1")
+            async with Client(str(gateway.url), mode="legacy", client_info=me) as c:
+                result = await c.call_tool("a__add", {"a": 1, "b": 2})
+            assert result.is_error, name
+            assert "denied by policy rule at startup.lua:3" in text_of(result)
