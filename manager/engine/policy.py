@@ -257,7 +257,12 @@ class Policy:
             else "the daemon stopped"
             if waiting.by == "stop"
             else f"denied by {waiting.by}"
-        ) + f", rule {decision.where}"
+        ) + (
+            # judged again by the reloaded rules: theirs, not the one that asked
+            f", {waiting.rejudged}"
+            if waiting.by == "reload"
+            else f", rule {decision.where}"
+        )
         if waiting.verdict != "allow":
             if waiting.by == "removal":
                 raise PolicyDenied(

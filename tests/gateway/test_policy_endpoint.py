@@ -28,6 +28,7 @@ from manager.core.events import ApprovalAsked, Event
 from manager.core.policy import parse_rule
 from manager.core.profile import parse_profile
 from manager.engine.calllog import read
+from manager.engine.policy import Caller
 from manager.files import default_state_dir
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_leaked_children")]
@@ -325,10 +326,14 @@ async def test_a_reload_judges_the_waiting_calls_again() -> None:
     ) as (gateway, manager, rec):
         manager.policy.set_rules((ask,), None)
         got: dict[str, object] = {}
+        callers: dict[str, Caller] = {}
 
         async def call(tool: str, arguments: dict[str, Any]) -> None:
+            callers[tool] = Caller(client="c")
             try:
-                got[tool] = await manager.call("a", tool, arguments)
+                got[tool] = await manager.call(
+                    "a", tool, arguments, caller=callers[tool]
+                )
             except PolicyDenied as exc:
                 got[tool] = exc
 
@@ -361,6 +366,11 @@ async def test_a_reload_judges_the_waiting_calls_again() -> None:
         echoed = got["echo"]
         assert not isinstance(echoed, PolicyDenied) and not echoed.is_error  # type: ignore[attr-defined]
         assert isinstance(got["pid"], PolicyDenied)
+        # What the call log keeps names the rule that decided, not the one
+        # that asked (found by an audit: `why` said startup.lua:7).
+        assert callers["add"].verdict == "denied by reload, rule at startup.lua:3"
+        assert callers["echo"].verdict == "allowed by reload (once), no rule matches"
+        assert callers["pid"].verdict == "denied by cli, rule startup.lua:7"
         decided = [(e.tool, e.verdict, e.by) for e in rec.of("approval_decided")]  # type: ignore[attr-defined]
         assert sorted(decided) == [
             ("add", "deny", "reload"),
