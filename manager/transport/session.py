@@ -391,7 +391,7 @@ class McpSession:
                         raise
                     await self._session.list_tools()  # 2026 sessions have no ping
         except TimeoutError:
-            raise Disconnected(f"no answer to ping within {limit:g} s") from None
+            raise self._given_up(f"no answer to ping within {limit:g} s") from None
         except MCPError as exc:
             # Answered with an error (an HTTP 503 or 429, say): the server is
             # there. Dropping the session for it would cut the calls it is
@@ -402,7 +402,7 @@ class McpSession:
                 times = (
                     f" ({self._ping_errors} in a row)" if self._ping_errors > 1 else ""
                 )
-                raise Disconnected(
+                raise self._given_up(
                     f"ping failed{times}: {describe_error(exc)}"
                 ) from exc
             logger.info(
@@ -412,6 +412,13 @@ class McpSession:
             )
             return
         self._ping_errors = 0
+
+    def _given_up(self, reason: str) -> Disconnected:
+        """The session is lost for `reason` (a ping): the calls in flight
+        fail saying so, not with the closed connection that follows."""
+        if not self._lost.is_set:
+            self._lost.set(LossReport(reason))
+        return Disconnected(reason)
 
     async def wait_lost(self) -> LossReport:
         if not self._following:

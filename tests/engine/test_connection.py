@@ -399,3 +399,29 @@ async def test_a_login_begun_mid_try_ends_with_the_first_try_that_connects(
             assert told == []  # not the login's try
         await rec.wait_for("connected", "s")
         assert told == [None]
+
+
+async def test_a_call_cut_by_a_ping_that_went_unanswered_says_so() -> None:
+    """The caller of a server that stopped answering (SIGSTOP, or busy) was
+    told `disconnected during the call (... Connection closed)`, as if the
+    server had gone, while the log said the ping went unanswered (found by
+    an audit). This server answers nothing while its sleep runs."""
+    from servers import raw_command
+
+    command, args = raw_command("--sleep-tool")
+    spec = parse_spec(
+        "busy",
+        {"command": command, "args": args},
+        {"ping_interval": 0.2, "ping_timeout": 0.3},
+    )
+    bus = EventBus()
+    rec = Recorder(bus)
+    async with Manager(bus) as manager:
+        manager.add(spec)
+        await rec.wait_for("connected", "busy")
+        with pytest.raises(ServerUnavailable) as caught:
+            await manager.call("busy", "sleep", {"seconds": 30})
+        manager.reconcile([])
+    said = str(caught.value)
+    assert "no answer to ping within 0.3 s" in said, said
+    assert "the server may have run it" in said
