@@ -143,16 +143,9 @@ async def test_calls_through_the_endpoint_are_logged_with_client_and_profile(
     assert json.loads(line)["tool"] == "fail"
     assert main(["log", "--server", "a", "--since", "1h"]) == 0
     header, *printed = capsys.readouterr().out.splitlines()
-    assert header.split() == [
-        "TIME",
-        "CALL",
-        "OUTCOME",
-        "TOOK",
-        "SIZE",
-        "CLIENT",
-        "ARGUMENTS",
-        "ERROR",
-    ]
+    assert (
+        header.split() == "TIME CALL OUTCOME TOOK SIZE CLIENT ARGUMENTS ERROR".split()
+    )
     assert len(printed) == 3 and "a.echo  ok" in printed[0] and "/view" in printed[0]
     assert f"  {rows[0]['bytes']} B  " in printed[0]  # under 1 kB: as it is
     # Columns line up under their titles.
