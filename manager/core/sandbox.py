@@ -196,10 +196,14 @@ def rules(
     def expand(path: str) -> str:
         return home + path[1:] if path.startswith("~") else path
 
-    guarded = [home, *private]
+    # By real path too: a home that is a symlink (/home -> /var/home) is
+    # still the home, and the working directory comes as its real path.
+    guarded = {home, os.path.realpath(home), *private}
+    guarded |= {os.path.realpath(p) for p in private}
 
     def exposes(path: str) -> bool:
-        return any(covers(path, inner) for inner in guarded)
+        real = os.path.realpath(path)
+        return any(covers(path, inner) or covers(real, inner) for inner in guarded)
 
     withheld: list[tuple[str, str]] = []
     implied: list[str] = []

@@ -57,6 +57,7 @@ from ..logs import LogSink, run_summaries, setup_logging
 from ..telemetry import Telemetry, TelemetryConfig, start_telemetry
 from ..transport.ops import OPS
 from ..transport.stdio.children import CHILD_GROUPS
+from ..transport.stdio.confinement import keep_private
 from .config_runner import ConfigRunner
 from .notify import run_notifications
 from .watchdog import DEFAULT_WATCHDOG, Watchdog
@@ -563,6 +564,7 @@ async def _serve(
             try:
                 if options.control:
                     key = await services.start(serve_control, daemon, options.socket)
+                    keep_private(options.socket.parent)  # its key is there
             except ControlError as exc:
                 logger.error("not starting: %s", exc)
                 services.cancel_scope.cancel()

@@ -83,3 +83,36 @@ def test_system_directories_leave_out_the_runtime_directory(tmp_path: Path) -> N
     private = str(run / "user" / "1000")
     found = system_read([private], [str(run), "/usr"])
     assert found == [str(run / "systemd"), str(run / "user" / "1001"), "/usr"]
+
+
+def test_a_symlinked_home_is_still_the_home(tmp_path: Path) -> None:
+    """Home as a symlink (/home -> /var/home), the daemon started in it:
+    the working directory comes as its real path and was granted, with
+    ~/.ssh and the state directory (found by an audit)."""
+    real = tmp_path / "realhome"
+    (real / ".ssh").mkdir(parents=True)
+    link = tmp_path / "homelink"
+    link.symlink_to(real)
+    for cwd in (str(real), str(link)):
+        confined = rules(
+            STRICT,
+            command_paths=["/usr/bin/python3"],
+            args=[],
+            cwd=cwd,
+            tmpdir="/tmp/t",
+            home=str(link),
+        )
+        assert cwd not in _read(confined), cwd
+        assert confined["withheld"] == [(cwd, "its working directory")]
+
+
+def test_the_socket_directory_is_kept_private_wherever_it_is() -> None:
+    """Without a runtime directory the key is in /tmp/mcp-manager-UID: a
+    server started in /tmp read it (found by an audit)."""
+    from manager.transport.stdio import confinement
+
+    confinement.keep_private("/tmp/mcp-manager-test-socket-dir")
+    private = confinement._private_dirs()
+    assert "/tmp/mcp-manager-test-socket-dir" in private
+    confined = _rules("/usr/bin/python3", "/tmp", private=tuple(private))
+    assert "/tmp" not in _read(confined)

@@ -24,6 +24,7 @@ __all__ = [
     "LAUNCHER",
     "confined_as",
     "confinement",
+    "keep_private",
     "landlock_abi",
     "launcher_rules",
     "system_read",
@@ -132,16 +133,28 @@ def confinement(
     return [*launcher, "--", found, *spec.args], tmpdir
 
 
+_kept_private: set[str] = set()
+
+
+def keep_private(directory: Path | str) -> None:
+    """Never let a confined server read `directory` by implication: the
+    daemon's socket directory, wherever `--socket` put it (its key is there,
+    `control.keys`)."""
+    _kept_private.add(os.path.realpath(directory))
+
+
 def _private_dirs() -> list[str]:
     """What no confined server reads by implication: the daemon's state
-    directory (pins, tokens, the endpoint's key) and the runtime directory
-    (its sockets and their key, `control.keys`)."""
+    directory (pins, tokens, the endpoint's key), the runtime directory and
+    the socket directory (`keep_private`: its sockets and their key); each as
+    given and as its real path (a symlinked home)."""
     dirs = [str(default_state_dir())]
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime):
         dirs.append(runtime)
     dirs.append(f"/run/user/{os.getuid()}")
-    return dirs
+    dirs += sorted(_kept_private)
+    return list(dict.fromkeys([*dirs, *(os.path.realpath(d) for d in dirs)]))
 
 
 def system_read(
