@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Literal
@@ -163,8 +163,10 @@ class Decision:
         return self.rule.where if self.rule is not None else ""
 
 
-Check = Callable[[object, Mapping[str, object]], object]
-"""Runs a rule's `check` on the arguments; raises `ConfigError` when it fails."""
+Check = Callable[[object, Mapping[str, object]], Awaitable[object]]
+"""Runs a rule's `check` on the arguments (in a copy of the script's runtime
+that can be stopped, `lua.isolated`: hence awaited); raises `ConfigError`
+when it fails."""
 
 
 def parse_rule(verdict: object, match: object, where: str) -> Rule:
@@ -435,7 +437,7 @@ def _tripped(guard: Guard, facts: CallFacts, known: SecretRegistry | None) -> st
     return ""
 
 
-def decide(
+async def decide(
     rules: Iterable[Rule],
     facts: CallFacts,
     check: Check | None = None,
@@ -459,7 +461,7 @@ def decide(
             if check is None:
                 return Decision("ask", rule, "its check cannot run here")
             try:
-                said = check(rule.check, facts.arguments)
+                said = await check(rule.check, facts.arguments)
             except ConfigError as exc:
                 return Decision("ask", rule, f"its check failed: {exc.message}")
             if said is None or said is False:

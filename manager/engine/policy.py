@@ -70,16 +70,38 @@ class Caller:
 
 
 class _Waiting:
-    __slots__ = ("asked", "by", "done", "facts", "rejudged", "scope", "verdict")
+    __slots__ = (
+        "asked",
+        "by",
+        "done",
+        "facts",
+        "recheck",
+        "rejudged",
+        "scope",
+        "verdict",
+    )
 
     def __init__(self, asked: ApprovalAsked, facts: CallFacts) -> None:
         self.asked = asked
         self.facts = facts
         self.rejudged = ""  # after a reload: what the new rules said, and where
         self.done = anyio.Event()
+        self.recheck = anyio.Event()  # the rules changed: judge it again
         self.verdict = "deny"
         self.by = "deadline"
         self.scope = "once"
+
+
+async def _either(first: anyio.Event, second: anyio.Event) -> None:
+    """Until one of the two is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(wait, first)
+        tg.start_soon(wait, second)
 
 
 class Policy:
@@ -118,17 +140,22 @@ class Policy:
         allow or deny ends so (`by` `reload`), one they still ask about waits on.
         """
         self.rules, self.check = rules, check
+        # Each waiting call judges itself again, in its own task: a check
+        # runs in a copy of the script that may take its whole budget, and
+        # twenty of them one after another would hold the loop that long.
         for waiting in self._waiting.values():
-            if waiting.done.is_set():
-                continue
-            decision = decide(rules, waiting.facts, check, self._secrets)
-            if decision.verdict == "ask":
-                continue
-            waiting.verdict, waiting.by = decision.verdict, "reload"
-            waiting.rejudged = (
-                f"rule at {decision.where}" if decision.rule else "no rule matches"
-            )
-            waiting.done.set()
+            waiting.recheck.set()
+
+    async def _rejudge(self, waiting: _Waiting) -> None:
+        """Judge a waiting call by the rules now in force (`set_rules`)."""
+        decision = await decide(self.rules, waiting.facts, self.check, self._secrets)
+        if decision.verdict == "ask" or waiting.done.is_set():
+            return
+        waiting.verdict, waiting.by = decision.verdict, "reload"
+        waiting.rejudged = (
+            f"rule at {decision.where}" if decision.rule else "no rule matches"
+        )
+        waiting.done.set()
 
     async def admit(
         self,
@@ -162,7 +189,7 @@ class Policy:
             annotations=_Lazy(annotations),
             arguments=arguments or {},
         )
-        decision = decide(self.rules, facts, self.check, self._secrets)
+        decision = await decide(self.rules, facts, self.check, self._secrets)
         if decision.verdict == "allow":
             return
         if decision.verdict == "deny":
@@ -226,7 +253,11 @@ class Policy:
         self._publish(asked)
         try:
             with anyio.move_on_after(wait):
-                await waiting.done.wait()
+                while not waiting.done.is_set():
+                    await _either(waiting.done, waiting.recheck)
+                    if waiting.recheck.is_set() and not waiting.done.is_set():
+                        waiting.recheck = anyio.Event()
+                        await self._rejudge(waiting)
         except anyio.get_cancelled_exc_class():
             # the caller went away (a client that hung up, a cancelled
             # request): nobody waits for this call; the question ends here

@@ -16,9 +16,7 @@ import contextlib
 import ctypes
 import json
 import os
-import select
 import signal
-import time
 import warnings
 from collections.abc import Callable
 
@@ -31,10 +29,13 @@ before it counts as run out."""
 _PR_SET_PDEATHSIG = 1
 
 
-def run_isolated(work: Callable[[], object], budget: float) -> object | None:
+async def run_isolated(work: Callable[[], object], budget: float) -> object | None:
     """`work()` in a forked child; what it returned (JSON-able), or None when
     the child did not answer within `budget` + `SLACK` seconds (killed) or
-    died without answering."""
+    died without answering. The fork is on the caller's thread (the loop's,
+    which owns the runtime); the wait is not: the loop runs on meanwhile."""
+    import anyio
+
     read_end, write_end = os.pipe()
     with warnings.catch_warnings():
         # Python 3.12+ warns that a multi-threaded process forks: the child
@@ -45,15 +46,18 @@ def run_isolated(work: Callable[[], object], budget: float) -> object | None:
     if pid == 0:  # the child: never returns
         _child(work, write_end, budget + SLACK)
     os.close(write_end)
+    data: bytes | None = None
     try:
-        data = _read_until(read_end, time.monotonic() + budget + SLACK)
+        os.set_blocking(read_end, False)
+        with anyio.move_on_after(budget + SLACK):
+            data = await _read_all(read_end)
     finally:
         os.close(read_end)
         if data is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        with anyio.CancelScope(shield=True):  # reaped, even when cancelled
+            await anyio.to_thread.run_sync(_reap, pid)
     if not data:
         return None
     try:
@@ -61,6 +65,27 @@ def run_isolated(work: Callable[[], object], budget: float) -> object | None:
     except ValueError:
         return None
     return answer
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+async def _read_all(fd: int) -> bytes:
+    """Everything written to `fd` until its end."""
+    import anyio
+
+    chunks: list[bytes] = []
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def _child(work: Callable[[], object], out: int, limit: float) -> None:
@@ -80,18 +105,3 @@ def _child(work: Callable[[], object], out: int, limit: float) -> None:
         pass
     finally:
         os._exit(0)
-
-
-def _read_until(fd: int, deadline: float) -> bytes | None:
-    """Everything written to `fd` until its end; None at the deadline."""
-    chunks: list[bytes] = []
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP)
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not poller.poll(int(left * 1000) + 1):
-            return None
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 from lupa.lua54 import LuaError, lua_type
 
 from ..core.errors import ConfigError
@@ -28,6 +29,11 @@ script loads again)."""
 logger = logging.getLogger("manager.lua")
 
 
+JUDGING_AT_ONCE = 4
+"""Policy checks run at once (each in a forked copy of the daemon): more
+calls to judge wait their turn, not the daemon's loop."""
+
+
 class LiveScript:
     """A script that ran cleanly, kept alive for the callbacks it registered.
 
@@ -41,6 +47,7 @@ class LiveScript:
     def __init__(self, run: ScriptRun, hook_budget: float) -> None:
         self._run = run
         self._hook_budget = hook_budget
+        self._judging = anyio.Semaphore(JUDGING_AT_ONCE)
         self._ran_out = False
         self._overruns: dict[int, int] = {}
         """Times each hook (by identity) ran out of time."""
@@ -119,7 +126,7 @@ class LiveScript:
             return None
         return self._invoke(call.fn, result, error)
 
-    def judge(self, fn: Any, arguments: Mapping[str, object]) -> object:
+    async def judge(self, fn: Any, arguments: Mapping[str, object]) -> object:
         """Run an `mcp_policy` rule's `check` on a call's arguments (a table)
         under the callback budget, in a copy of the runtime that is killed at
         the budget whatever it runs (`lua.isolated`: the arguments are an
@@ -133,7 +140,10 @@ class LiveScript:
         """
         if self._run.released:
             raise ConfigError("the script that declared this rule was replaced")
-        answer = run_isolated(lambda: self._judged(fn, arguments), self._hook_budget)
+        async with self._judging:
+            answer = await run_isolated(
+                lambda: self._judged(fn, arguments), self._hook_budget
+            )
         if not isinstance(answer, dict):
             raise ConfigError(
                 f"callback exceeded its time budget ({self._hook_budget:g} s) in a "

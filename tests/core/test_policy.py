@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
+import anyio
 import pytest
 
 from manager.core.errors import ConfigError
 from manager.core.policy import (
     CallFacts,
+    Decision,
     annotation_overrides,
     decide,
     hints,
@@ -20,6 +23,21 @@ from manager.core.policy import (
 from manager.core.redact import SecretRegistry
 from manager.core.spec import parse_spec, spec_summary
 from manager.engine.calllog import shape_of
+
+
+def decided(
+    rules: Any,
+    facts: CallFacts,
+    check: Callable[[object, Mapping[str, object]], object] | None = None,
+    known: SecretRegistry | None = None,
+) -> Decision:
+    """`decide` with a plain function as the check (the daemon's is awaited)."""
+
+    async def awaited(fn: object, arguments: Mapping[str, object]) -> object:
+        assert check is not None
+        return check(fn, arguments)
+
+    return anyio.run(decide, rules, facts, awaited if check else None, known)
 
 
 def _facts(
@@ -47,19 +65,19 @@ def test_the_first_matching_rule_decides_and_none_matching_allows() -> None:
         parse_rule("ask", {"server": "git*", "destructive": True}, "startup.lua:4"),
         parse_rule("allow", {"read_only": True}, "startup.lua:5"),
     ]
-    denied = decide(rules, _facts())
+    denied = decided(rules, _facts())
     assert (denied.verdict, denied.where) == ("deny", "startup.lua:3")
     # The exposed name matches too.
     by_exposed = [parse_rule("deny", {"tool": "github__create_*"}, "f:1")]
-    assert decide(by_exposed, _facts("create_issue")).verdict == "deny"
+    assert decided(by_exposed, _facts("create_issue")).verdict == "deny"
     # No annotations: destructive by the protocol's default, so asked.
-    assert decide(rules, _facts("create_issue")).verdict == "ask"
+    assert decided(rules, _facts("create_issue")).verdict == "ask"
     read = _facts("list_issues", annotations={"readOnlyHint": True})
-    assert decide(rules, read).where == "startup.lua:5"
-    assert decide(rules, _facts("x", server="fs")).verdict == "allow"  # no rule
-    assert decide(rules, _facts("x", server="fs")).rule is None
+    assert decided(rules, read).where == "startup.lua:5"
+    assert decided(rules, _facts("x", server="fs")).verdict == "allow"  # no rule
+    assert decided(rules, _facts("x", server="fs")).rule is None
     catch_all = [*rules, parse_rule("ask", None, "startup.lua:9")]
-    assert decide(catch_all, _facts("x", server="fs")).where == "startup.lua:9"
+    assert decided(catch_all, _facts("x", server="fs")).where == "startup.lua:9"
 
 
 def test_clients_and_profiles_narrow_a_rule() -> None:
@@ -67,9 +85,9 @@ def test_clients_and_profiles_narrow_a_rule() -> None:
         parse_rule("deny", {"client": "cursor*", "profile": ""}, "f:1"),
         parse_rule("ask", {"profile": ["review", "ops"]}, "f:2"),
     ]
-    assert decide(rules, _facts(client="cursor-vscode")).verdict == "deny"
-    assert decide(rules, _facts(client="cursor", profile="ops")).where == "f:2"
-    assert decide(rules, _facts(client="claude")).verdict == "allow"
+    assert decided(rules, _facts(client="cursor-vscode")).verdict == "deny"
+    assert decided(rules, _facts(client="cursor", profile="ops")).where == "f:2"
+    assert decided(rules, _facts(client="claude")).verdict == "allow"
 
 
 def test_the_protocols_defaults_fill_what_a_server_left_out() -> None:
@@ -87,7 +105,7 @@ def test_a_guard_matches_secret_looking_or_large_arguments_only() -> None:
     known.add(["hunter2-the-users-own"])
     guard = [parse_rule("deny", {"guard": {"secrets": True, "max_bytes": 200}}, "f:7")]
     plain = _facts(arguments={"text": "hello", "count": 3})
-    assert decide(guard, plain, known=known).verdict == "allow"
+    assert decided(guard, plain, known=known).verdict == "allow"
     for arguments in (
         {"body": "ghp_" + "a" * 36},  # a GitHub token's shape
         {"note": "use hunter2-the-users-own please"},  # one the daemon holds
@@ -98,20 +116,20 @@ def test_a_guard_matches_secret_looking_or_large_arguments_only() -> None:
         {"content": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"},
         {"dsn": "postgres://app:s3cret-pw@db.internal:5432/prod"},
     ):
-        said = decide(guard, _facts(arguments=arguments), known=known)
+        said = decided(guard, _facts(arguments=arguments), known=known)
         assert said.verdict == "deny", arguments
         assert "hunter2" not in said.reason and "ghp_" not in said.reason
     assert looks_secret({"keyword": "a perfectly fine value"}, None) == ""
     # sizes are the wire's: compact UTF-8, 2 bytes for "é" (211 in all)
     accented = _facts(arguments={"text": "é" * 100})
     assert (
-        decide(
+        decided(
             [parse_rule("deny", {"guard": {"max_bytes": 211}}, "f:8")], accented
         ).verdict
         == "allow"
     )
     assert (
-        decide(
+        decided(
             [parse_rule("deny", {"guard": {"max_bytes": 210}}, "f:8")], accented
         ).verdict
         == "deny"
@@ -133,14 +151,14 @@ def test_a_check_may_match_pick_a_verdict_pass_or_fail_into_ask() -> None:
         parse_rule("allow", {"check": lambda a: a.get("mode")}, "f:2"),
         parse_rule("allow", {"check": failing, "tool": "boom"}, "f:3"),
     ]
-    assert decide(rules, _facts(arguments={"path": "/etc"}), check).verdict == "ask"
-    picked = decide(rules, _facts(arguments={"mode": "deny"}), check)
+    assert decided(rules, _facts(arguments={"path": "/etc"}), check).verdict == "ask"
+    picked = decided(rules, _facts(arguments={"mode": "deny"}), check)
     assert (picked.verdict, picked.where) == ("deny", "f:2")
-    assert decide(rules, _facts(arguments={}), check).verdict == "allow"
-    assert decide(rules, _facts(arguments={}), check).rule is None  # all passed
-    failed = decide(rules, _facts("boom"), check)
+    assert decided(rules, _facts(arguments={}), check).verdict == "allow"
+    assert decided(rules, _facts(arguments={}), check).rule is None  # all passed
+    failed = decided(rules, _facts("boom"), check)
     assert failed.verdict == "ask" and "attempt to index a nil" in failed.reason
-    odd = decide(rules, _facts(arguments={"mode": 7}), check)
+    odd = decided(rules, _facts(arguments={"mode": 7}), check)
     assert odd.verdict == "ask" and "returned 7" in odd.reason
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from manager.core.errors import ConfigError
@@ -288,7 +290,8 @@ check returned false and the call ran)."""
 # Without the isolation the find never returns to Python: only the thread
 # method of pytest-timeout can end the test (and its worker) then.
 @pytest.mark.timeout(60, method="thread")
-def test_a_check_stuck_in_a_string_pattern_runs_out_and_the_runtime_goes_on(
+@pytest.mark.anyio
+async def test_a_check_stuck_in_a_string_pattern_runs_out_and_the_runtime_goes_on(
     tmp_path: Path,
 ) -> None:
     script, _ = start(
@@ -302,15 +305,35 @@ def test_a_check_stuck_in_a_string_pattern_runs_out_and_the_runtime_goes_on(
     (rule,) = script.result.rules
     # An ordinary argument is judged as always, and twice the same way: what
     # a check changes (seen) is not kept, it is a function of the arguments.
-    assert script.judge(rule.check, {"text": "rm -r -f /"}) is True
-    assert script.judge(rule.check, {"text": "ls"}) is False
-    with pytest.raises(ConfigError, match="could not be interrupted") as caught:
-        script.judge(rule.check, {"text": "rm -r " * 3000})
-    assert caught.value.file == "startup.lua"
-    assert script.judge(rule.check, {"text": "rm -r -f /"}) is True
+    assert await script.judge(rule.check, {"text": "rm -r -f /"}) is True
+    assert await script.judge(rule.check, {"text": "ls"}) is False
+    # While it runs (and is killed), the loop goes on: twenty checks at once
+    # held the daemon for 26 s when each was waited for on the loop (found
+    # by a second audit).
+    order: list[str] = []
+
+    async def ticker() -> None:
+        for _ in range(20):
+            await anyio.lowlevel.checkpoint()
+        order.append("loop turned")
+
+    async def stuck() -> None:
+        with pytest.raises(ConfigError, match="could not be interrupted") as caught:
+            await script.judge(rule.check, {"text": "rm -r " * 3000})
+        assert caught.value.file == "startup.lua"
+        order.append("check ran out")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stuck)
+        tg.start_soon(ticker)
+    assert order == ["loop turned", "check ran out"]
+    assert await script.judge(rule.check, {"text": "rm -r -f /"}) is True
 
 
-def test_a_check_says_what_it_returned_and_where_it_failed(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_a_check_says_what_it_returned_and_where_it_failed(
+    tmp_path: Path,
+) -> None:
     script, _ = start(
         tmp_path,
         'mcp_policy("ask", {check = function(args) return {} end})\n'
@@ -318,8 +341,8 @@ def test_a_check_says_what_it_returned_and_where_it_failed(tmp_path: Path) -> No
         'mcp_policy("ask", {check = function(args) return args.a.b end})\n',
     )
     table, verdict, failing = script.result.rules
-    assert script.judge(table.check, {}) == "a table"
-    assert script.judge(verdict.check, {}) == "deny"
+    assert await script.judge(table.check, {}) == "a table"
+    assert await script.judge(verdict.check, {}) == "deny"
     with pytest.raises(ConfigError) as caught:
-        script.judge(failing.check, {})
+        await script.judge(failing.check, {})
     assert caught.value.line == 3 and "a nil value" in caught.value.message
