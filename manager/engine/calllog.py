@@ -275,7 +275,7 @@ class CallLog:
                         client=redact(caller.client, secrets),
                         profile=caller.profile,
                         server=server,
-                        tool=tool,
+                        tool=redact(tool, secrets),  # a client chose the name
                         shape=logged_arguments(arguments, values, secrets),
                         outcome=call.outcome,
                         error=call.error,
