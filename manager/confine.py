@@ -13,7 +13,9 @@ execs): files and directories only under `read` (read and execute) and
 not restricted when null), then `exec`s the server. A path that does not
 exist is skipped.
 
-Since ABI 6 (Linux 6.12) it may not signal a process outside the sandbox
+It gives up every capability first (a root server in a container would
+otherwise read the daemon's `/proc/PID/environ`: Landlock yields to
+CAP_SYS_PTRACE). Since ABI 6 (Linux 6.12) it may not signal a process outside the sandbox
 (the daemon, the user's editor) and, where TCP is limited, not connect to an
 abstract Unix socket made outside it.
 
@@ -38,6 +40,8 @@ CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
 VERSION = 1 << 0
 PATH_BENEATH, NET_PORT = 1, 2
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPABILITY_V3 = 0x20080522
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
@@ -64,6 +68,29 @@ def fs_rights(version: int) -> int:
     if version >= 5:
         rights |= IOCTL_DEV
     return rights
+
+
+def drop_capabilities(libc: ctypes.CDLL) -> None:
+    """Give up every capability for good, as root too: under root (a
+    container, say) CAP_SYS_PTRACE lets a confined server read the daemon's
+    and other servers' `/proc/PID/environ` (Landlock yields to it), and
+    CAP_DAC_OVERRIDE ignores file modes. Emptied: the bounding set (an exec
+    regains nothing), the ambient and inheritable sets. A user without
+    capabilities has none to drop (EPERM, ignored)."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as file:
+            last = int(file.read())
+    except (OSError, ValueError):
+        last = 40
+    for cap in range(last + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = ctypes.create_string_buffer(struct.pack("=Ii", CAPABILITY_V3, 0))
+    data = ctypes.create_string_buffer(24)  # two of effective, permitted, inheritable
+    if libc.capget(header, data) == 0:  # glibc's wrappers: any architecture
+        words = list(struct.unpack("=6I", data.raw))
+        words[2] = words[5] = 0  # inheritable
+        libc.capset(header, ctypes.create_string_buffer(struct.pack("=6I", *words)))
 
 
 def confine(rules: dict[str, list[str] | list[int] | None]) -> str | None:
@@ -112,6 +139,7 @@ def confine(rules: dict[str, list[str] | list[int] | None]) -> str | None:
         rule = ctypes.create_string_buffer(struct.pack("=QQ", net, int(port)))
         if libc.syscall(ADD_RULE, ruleset, NET_PORT, rule, 0) < 0:
             return f"landlock_add_rule port {port}: {os.strerror(ctypes.get_errno())}"
+    drop_capabilities(libc)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"no_new_privs: {os.strerror(ctypes.get_errno())}"
     if libc.syscall(RESTRICT_SELF, ruleset, 0) < 0:

@@ -322,6 +322,9 @@ def test_a_confined_server_cannot_drive_the_daemon_nor_signal_it(
         key = daemon.socket.with_name("control.key")
         assert key.stat().st_mode & 0o777 == 0o600
         probe: dict[str, object] = {"read": str(key), "control": str(daemon.socket)}
+        # As root (a container), the daemon's environment stays its own: the
+        # capabilities that let root read it are dropped (found by re-audit).
+        environ = f"/proc/{daemon.process.pid}/environ"
         if landlock_abi() >= 6:
             probe["signal"] = daemon.process.pid
         result = daemon.client.call("p", "probe", probe)
@@ -329,6 +332,9 @@ def test_a_confined_server_cannot_drive_the_daemon_nor_signal_it(
         found = json.loads(content[0]["text"])
         assert found.pop("read") == "PermissionError"
         assert found.pop("control") == "refused"
+        again = daemon.client.call("p", "probe", {"read": environ})
+        content = again["content"]
+        assert json.loads(content[0]["text"]) == {"read": "PermissionError"}
         assert found.pop("signal", "PermissionError") == "PermissionError"
         assert "control: refused pid" in daemon.log()
         assert daemon.client.ping()  # its own clients still drive it
