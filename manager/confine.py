@@ -15,9 +15,9 @@ exist is skipped.
 
 It gives up every capability first (a root server in a container would
 otherwise read the daemon's `/proc/PID/environ`: Landlock yields to
-CAP_SYS_PTRACE). Since ABI 6 (Linux 6.12) it may not signal a process outside the sandbox
-(the daemon, the user's editor) and, where TCP is limited, not connect to an
-abstract Unix socket made outside it.
+CAP_SYS_PTRACE). Since ABI 6 (Linux 6.12) it may not signal a process
+outside the sandbox (the daemon, the user's editor) and, where TCP is
+limited, not connect to an abstract Unix socket made outside it.
 
 What Landlock cannot do: it limits TCP by port, not by host (egress rules by
 host need a proxy); UDP and Unix sockets by path are not limited (the
