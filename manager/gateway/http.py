@@ -378,7 +378,7 @@ class HttpEndpoint:
         if self._server is None:
             return
         if self._stopping is not None:
-            cut = self._stopping.stop()
+            cut = await self._stopping.stop()
             if cut:
                 logger.info("HTTP endpoint: %d request(s) in flight answered", cut)
         self._server.should_exit = True

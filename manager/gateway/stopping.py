@@ -3,9 +3,11 @@
 Without this, uvicorn's graceful shutdown waits for open requests, then
 cancels them: a client in the middle of a call got a closed connection (and
 the log a traceback), and could not tell whether the call ran. Here every
-request in flight when the daemon stops is cancelled at once and answered in
-words (`core.once.stopped_error`: the server may have run it, it was not sent
-again), on the response it already had:
+request in flight when the daemon stops (after `STOP_GRACE` for those about
+to end by themselves, a call waiting for approval that the stop ended among
+them) is cancelled and answered in words (`core.once.stopped_error`: the
+server may have run it, it was not sent again), on the response it already
+had:
 
 * nothing sent yet: a JSON answer (200) with one error per request of the body;
 * an event stream begun: one more event per request, then the end of the stream;
@@ -30,7 +32,11 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from ..core.once import STOPPED_CODE, stopped_error
 
-__all__ = ["REQUEST_SCOPE", "AnswerAtStop"]
+__all__ = ["REQUEST_SCOPE", "STOP_GRACE", "AnswerAtStop"]
+
+STOP_GRACE = 0.5
+"""Seconds the requests in flight get to end by themselves when the daemon
+stops, before they are cut and answered "may have run"."""
 
 REQUEST_SCOPE = "mcp_manager.cancel"
 """The ASGI scope's key for the request's own cancel scope: the app may
@@ -49,12 +55,21 @@ class AnswerAtStop:
     def __init__(self, app: Any) -> None:
         self.app = app
         self._scopes: set[anyio.CancelScope] = set()
+        self._posts: set[anyio.CancelScope] = set()
+        self._settled: anyio.Event | None = None
         self.stopping = False
 
-    def stop(self) -> int:
-        """Cancel every request in flight (each answers as it ends); refuse
-        new ones. Returns how many were in flight."""
+    async def stop(self, grace: float = STOP_GRACE) -> int:
+        """Refuse new requests; give the POSTs in flight `grace` seconds to
+        end by themselves (a call the stop already ended, one that waited
+        for approval, answers in its own words: not sent); then cancel every
+        request still in flight (each answers as it ends). Returns how many
+        were cancelled."""
         self.stopping = True
+        with anyio.move_on_after(grace):
+            while self._posts:
+                self._settled = anyio.Event()
+                await self._settled.wait()
         for scope in self._scopes:
             scope.cancel()
         return len(self._scopes)
@@ -70,10 +85,15 @@ class AnswerAtStop:
         with anyio.CancelScope() as cancel:
             scope[REQUEST_SCOPE] = cancel
             self._scopes.add(cancel)
+            if scope.get("method") == "POST":  # a request (a GET is a stream)
+                self._posts.add(cancel)
             try:
                 await self.app(scope, exchange.receive, exchange.send)
             finally:
                 self._scopes.discard(cancel)
+                self._posts.discard(cancel)
+                if not self._posts and self._settled is not None:
+                    self._settled.set()
         if self.stopping and cancel.cancel_called and not exchange.done:
             with contextlib.suppress(Exception):  # boundary: the client may be gone
                 await exchange.answer_stopped()

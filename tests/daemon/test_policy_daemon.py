@@ -17,7 +17,7 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from servers import lua_stdio, stdio_command
+from servers import lua_stdio, raw_command, stdio_command
 from servers.daemon import DaemonProcess, DaemonThread
 from support.clients import initialize
 
@@ -270,3 +270,38 @@ def test_a_cli_call_waiting_for_approval_when_the_daemon_stops_is_told_so(
     (said,) = failed
     assert "mcp-manager stopped while the call waited for approval" in str(said)
     assert "not sent" in str(said) and "removed" not in str(said)
+
+
+async def test_an_http_call_waiting_for_approval_when_the_daemon_stops_is_told_so(
+    tmp_path: Path,
+) -> None:
+    """Its client heard "the server may have run it" (found by re-audit):
+    the endpoint cut it with the other requests in flight before the stop's
+    own answer (not sent) could reach it."""
+    from mcp import Client
+    from servers import free_port
+    from servers.daemon import bearer
+
+    command, args = raw_command()
+    script = tmp_path / "startup.lua"
+    script.write_text(lua_stdio("a", command, args) + 'mcp_policy("ask", {})\n')
+    port = free_port()
+    with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
+        await anyio.to_thread.run_sync(daemon.wait_event, "connected", "a")
+        url = f"http://127.0.0.1:{port}/mcp"
+        said: list[str] = []
+        async with Client(bearer(url, daemon.token), mode="legacy") as client:
+            async with anyio.create_task_group() as tg:
+
+                async def call() -> None:
+                    result = await client.call_tool("a__echo", {"text": "x"})
+                    assert result.is_error
+                    said.append(_text(result))
+
+                tg.start_soon(call)
+                await anyio.to_thread.run_sync(daemon.wait_event, "approval_asked", "a")
+                daemon.signal(signal.SIGTERM)
+        assert await anyio.to_thread.run_sync(daemon.wait, 30) == 0
+    (text,) = said
+    assert "mcp-manager stopped while the call waited for approval" in text, text
+    assert "may have run" not in text
