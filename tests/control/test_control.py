@@ -1089,6 +1089,31 @@ async def test_malformed_requests_get_an_error_and_the_connection_goes_on(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("key", [None, "not-the-key"])
+async def test_a_client_without_the_daemon_s_key_is_refused_and_named(
+    sock_dir: Path, caplog: pytest.LogCaptureFixture, key: str | None
+) -> None:
+    """The socket is the user's, but a server the daemon confined runs as
+    the user too: only a client that can read the key beside the socket
+    (`control.keys`) drives the daemon; the log says who tried."""
+    path = sock_dir / "control.sock"
+    backend = FakeBackend()
+    caplog.set_level(logging.WARNING, logger="manager.control")
+    request: dict[str, object] = {"cmd": "status"}
+    if key is not None:
+        request["key"] = key
+    async with serving(backend, path), raw_client(path, prove=False) as client:
+        answer = await client.ask(request)
+        assert answer["ok"] is False
+        assert "does not carry the daemon's key" in str(answer["error"])
+        assert str(path.with_name("control.key")) in str(answer["error"])
+        assert await client.at_eof()  # and nothing more is read from it
+        assert (path.with_name("control.key").stat().st_mode & 0o777) == 0o600
+    assert f"refused pid {os.getpid()} (" in caplog.text
+    assert not path.with_name("control.key").exists()  # gone with the daemon
+
+
+@pytest.mark.anyio
 async def test_several_requests_share_one_connection(sock_dir: Path) -> None:
     path = sock_dir / "control.sock"
     async with serving(FakeBackend(), path), raw_client(path) as client:

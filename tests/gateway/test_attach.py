@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -444,6 +446,45 @@ async def test_what_is_kept_for_an_attached_client_goes_when_it_leaves(
                     while gateway.sessions:  # noqa: ASYNC110 - forgotten as it ends
                         await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
+
+
+async def test_an_attach_greeting_without_the_key_is_refused(
+    control_socket: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The attach socket asks what the control socket asks (`control.keys`):
+    a confined server that cannot read the key cannot attach either."""
+    from manager.control.keys import write_key
+    from manager.engine.bus import EventBus
+    from manager.engine.manager import Manager
+    from manager.gateway import Gateway
+
+    path = control_socket.with_name("control.mcp.sock")
+    key, _ = write_key(control_socket)
+    caplog.set_level(logging.WARNING, logger="manager.gateway")
+    async with Manager(EventBus()) as manager:
+        gateway = Gateway(manager, EventBus())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: gateway.serve(None, attach=(path, key)))
+            with anyio.fail_after(10):
+                while not path.exists():  # noqa: ASYNC110 - a socket file, no event
+                    await anyio.sleep(0.01)
+
+            def greet(extra: dict[str, str]) -> object:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.settimeout(10)
+                    sock.connect(str(path))
+                    greeting = {"attach": 1, "client": "probe", **extra}
+                    sock.sendall(json.dumps(greeting).encode() + b"\n")
+                    return json.loads(sock.makefile("rb").readline())
+
+            for extra in ({}, {"key": "guess"}):
+                answer = await anyio.to_thread.run_sync(greet, extra)
+                assert answer == {
+                    "error": "refused: the greeting does not carry the daemon's key"
+                }
+            assert await anyio.to_thread.run_sync(greet, {"key": key}) == {"ok": True}
+            tg.cancel_scope.cancel()
+    assert f"attach: refused pid {os.getpid()} (" in caplog.text
 
 
 def test_client_config_refuses_a_profile_the_daemon_does_not_serve(
