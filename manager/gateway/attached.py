@@ -50,7 +50,7 @@ from ..control.keys import matches, peer
 from ..control.paths import KEY_FIELD
 from ..core.info import AttachedClient
 from ..mcpserver.peers import STREAM_KEY
-from .stdio import fd_streams
+from .stdio import Wires, fd_streams
 from .views import PROFILE
 
 __all__ = [
@@ -100,6 +100,8 @@ class Attached:
         self._clients: dict[int, AttachedClient] = {}
         self._ids = itertools.count(1)
         self._key = ""
+        self.wires = Wires()
+        """The clients' streams, for a stop that lets their calls end first."""
         self.path: Path | None = None
 
     @property
@@ -201,6 +203,7 @@ class Attached:
                     rest,
                     acks=acks,
                     introduced=lambda params: self._introduced(key, params),
+                    wires=self.wires,
                 ) as (read, write):
                     await self._run_session(read, write)
             except Exception as exc:  # boundary: one client's end is not ours

@@ -90,6 +90,7 @@ from .rounds import client_era
 from .routing import Features
 from .sessions import Sessions
 from .stdio import stdio_streams
+from .stopping import STOP_GRACE
 from .tasks import TASK_METHODS, TaskParams, Tasks, offers_tasks
 from .tools import ToolCalls
 from .views import current_profile
@@ -390,9 +391,12 @@ class Gateway:
                 task_status.started()
 
     async def aclose(self) -> None:
-        """Stop serving: HTTP first (bounded grace), then everything else."""
+        """Stop serving: HTTP first (bounded grace), then everything else,
+        once the calls of `attach` clients in flight had the same grace to
+        end by themselves."""
         if self._http is not None:
             await self._http.aclose()
+        await self.attached.wires.settle(STOP_GRACE)
         if self._scope is not None:
             self._scope.cancel()
 

@@ -29,13 +29,22 @@ from mcp.shared.message import SessionMessage
 
 from ..core.once import stopped_error
 
-__all__ = ["READ_CHUNK", "WRITER_DRAIN_TIMEOUT", "fd_streams", "stdio_streams"]
+__all__ = [
+    "READ_CHUNK",
+    "WRITER_DRAIN_TIMEOUT",
+    "Wires",
+    "fd_streams",
+    "stdio_streams",
+]
 
 READ_CHUNK = 256 * 1024
 """Bytes asked of stdin per read."""
 
 WRITER_DRAIN_TIMEOUT = 2.0
 """Seconds the writer may take to send what is queued once serving ended."""
+
+LISTEN_METHOD = "subscriptions/listen"
+"""A request that lasts as long as its client wants (2026-07-28)."""
 
 
 def _claim(fd: int, diversion: Callable[[], int]) -> tuple[int, int]:
@@ -122,6 +131,7 @@ async def fd_streams(
     *,
     acks: bool = False,
     introduced: Callable[[object], bool] | None = None,
+    wires: Wires | None = None,
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
@@ -148,6 +158,7 @@ async def fd_streams(
         introduced: Called with the params of each request read, until it
             returns True (it found who the client says it is: `clientInfo`
             of `initialize`, or of a 2026-07-28 request's envelope).
+        wires: Where this one is known while it serves (`Wires.settle`).
     """
     read_writer, read_stream = anyio.create_memory_object_stream[
         SessionMessage | Exception
@@ -198,12 +209,16 @@ async def fd_streams(
         finally:
             written.set()
 
+    if wires is not None:
+        wires.add(wire)
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
         tg.start_soon(writer)
         try:
             yield read_stream, write_stream
         finally:
+            if wires is not None:
+                wires.discard(wire)
             write_stream.close()
             read_stream.close()
             with anyio.move_on_after(WRITER_DRAIN_TIMEOUT, shield=True):
@@ -221,7 +236,7 @@ class _Wire:
     end (`answer_in_flight`) finish the line a cancelled write began.
     """
 
-    __slots__ = ("_fd", "_lock", "broken", "in_flight", "pending")
+    __slots__ = ("_fd", "_lock", "broken", "in_flight", "pending", "settled")
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -229,6 +244,13 @@ class _Wire:
         self.pending = bytearray()
         self.in_flight: dict[types.RequestId, str] = {}
         self.broken = False
+        self.settled: anyio.Event | None = None
+        """Set once no request is in flight but listen streams (`Wires.settle`)."""
+
+    @property
+    def busy(self) -> bool:
+        """A request is in flight that will end by itself (not a listen stream)."""
+        return any(m != LISTEN_METHOD for m in self.in_flight.values())
 
     def take(self, messages: list[SessionMessage | Exception]) -> list[types.RequestId]:
         """Note the requests among `messages` as in flight; their ids."""
@@ -246,6 +268,8 @@ class _Wire:
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             if message.id is not None:
                 self.in_flight.pop(message.id, None)
+                if self.settled is not None and not self.busy:
+                    self.settled.set()
 
     async def send(self, data: bytes) -> None:
         """Write `data` after whatever is pending, all of it, one writer at a time.
@@ -288,6 +312,31 @@ class _Wire:
             self.pending += ("\n".join(lines) + "\n").encode()
         with contextlib.suppress(OSError):
             await self._flush()
+
+
+class Wires:
+    """The `fd_streams` of one server (`mcp-manager attach` clients), for
+    a stop that lets their requests in flight end by themselves first."""
+
+    def __init__(self) -> None:
+        self._wires: set[_Wire] = set()
+
+    def add(self, wire: _Wire) -> None:
+        self._wires.add(wire)
+
+    def discard(self, wire: _Wire) -> None:
+        self._wires.discard(wire)
+
+    async def settle(self, grace: float) -> None:
+        """Until no request is in flight on any of them (a listen stream
+        aside), at most `grace` seconds: a call the stop already ended (one
+        that waited for approval: not sent) answers in its own words, not
+        with `stopped_error`."""
+        with anyio.move_on_after(grace):
+            for wire in list(self._wires):
+                while wire.busy:
+                    wire.settled = anyio.Event()
+                    await wire.settled.wait()
 
 
 def _ack_line(ids: list[types.RequestId]) -> bytes:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp.types as types
@@ -272,13 +273,14 @@ def test_a_cli_call_waiting_for_approval_when_the_daemon_stops_is_told_so(
     assert "not sent" in str(said) and "removed" not in str(said)
 
 
-async def test_an_http_call_waiting_for_approval_when_the_daemon_stops_is_told_so(
-    tmp_path: Path,
+@pytest.mark.parametrize("surface", ["http", "attach"])
+async def test_an_endpoint_call_waiting_for_approval_when_the_daemon_stops_is_told_so(
+    tmp_path: Path, surface: str
 ) -> None:
     """Its client heard "the server may have run it" (found by re-audit):
     the endpoint cut it with the other requests in flight before the stop's
     own answer (not sent) could reach it."""
-    from mcp import Client
+    from mcp import Client, StdioServerParameters
     from servers import free_port
     from servers.daemon import bearer
 
@@ -286,11 +288,18 @@ async def test_an_http_call_waiting_for_approval_when_the_daemon_stops_is_told_s
     script = tmp_path / "startup.lua"
     script.write_text(lua_stdio("a", command, args) + 'mcp_policy("ask", {})\n')
     port = free_port()
-    with DaemonProcess(script, "--listen", f"127.0.0.1:{port}") as daemon:
+    # attach alone: no HTTP endpoint whose own stop would give it time
+    listen = ("--listen", f"127.0.0.1:{port}") if surface == "http" else ()
+    with DaemonProcess(script, *listen) as daemon:
         await anyio.to_thread.run_sync(daemon.wait_event, "connected", "a")
         url = f"http://127.0.0.1:{port}/mcp"
+        attach = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "manager", "attach", "--socket", str(daemon.socket)],
+        )
+        server: Any = bearer(url, daemon.token) if surface == "http" else attach
         said: list[str] = []
-        async with Client(bearer(url, daemon.token), mode="legacy") as client:
+        async with Client(server, mode="legacy") as client:
             async with anyio.create_task_group() as tg:
 
                 async def call() -> None:
