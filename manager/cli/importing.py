@@ -46,6 +46,7 @@ from ..core.errors import ConfigError
 from ..core.text import first_line
 from .clients import (
     TITLES,
+    ClientServer,
     FileServers,
     Section,
     UnreadableFile,
@@ -117,6 +118,24 @@ def _lua_text(groups: list[tuple[Section, list[Declaration]]]) -> str:
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
+_OWN_COMMANDS = ("attach", "stdio")
+"""`mcp-manager` subcommands that are the daemon's endpoint to a client."""
+
+
+def _is_manager(server: ClientServer) -> bool:
+    """Whether a client's entry is mcp-manager's own endpoint (`attach`,
+    `stdio`): `mcp-manager attach ...`, or `python -m manager attach ...`."""
+    if server.transport != "stdio":
+        return False
+    program = os.path.basename(server.command)
+    args = list(server.args)
+    if program in ("mcp-manager", "mcp-manager.exe"):
+        return bool(args) and args[0] in _OWN_COMMANDS
+    if args[:2] == ["-m", "manager"]:
+        return len(args) > 2 and args[2] in _OWN_COMMANDS
+    return False
+
+
 def run_import(args: argparse.Namespace) -> int:
     """`mcp-manager import` (parsed by `config_commands`)."""
     files = _files_to_read(args.source)
@@ -173,6 +192,14 @@ def run_import(args: argparse.Namespace) -> int:
                 if isinstance(server, Unusable):
                     messages.append(f"{where}: not imported: {server.reason}")
                     skipped += 1
+                    continue
+                if _is_manager(server):
+                    # What `client-config` wrote: the daemon itself. Declared,
+                    # the daemon would attach to itself, without end.
+                    messages.append(
+                        f"{where}: skipped: it is mcp-manager itself "
+                        "(`mcp-manager client-config`), not a server to run"
+                    )
                     continue
                 name = connection_name(server.name)
                 if name in taken and originals[name] != server.name:

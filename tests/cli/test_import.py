@@ -1346,3 +1346,31 @@ def test_a_relative_cwd_is_the_project_s_folder_or_refused() -> None:
     assert "cwd './tools' is the project's folder's: /p/tools" in declared.notes
     with pytest.raises(Untranslatable, match="relative to where the client was"):
         translator.declaration("s", server, GEMINI)
+
+
+def test_mcp_manager_s_own_entry_is_not_imported(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's flow pastes `client-config` into the client's file;
+    importing that file again declared `mcp-manager attach` as a server, and
+    the daemon attached to itself, its tool list growing without end (found
+    by an audit)."""
+    path = candidate_files("cursor")[0]
+    path.parent.mkdir(parents=True)
+    servers = {
+        "mcp-manager": {
+            "command": "/opt/venv/bin/mcp-manager",
+            "args": ["attach", "--socket", "/run/user/1/mcp-manager/control.sock"],
+        },
+        "by-module": {"command": "python3", "args": ["-m", "manager", "stdio"]},
+        "fs": {"command": "npx", "args": ["-y", "server-filesystem", "/src"]},
+    }
+    path.write_text(json.dumps({"mcpServers": servers}))
+
+    code, out, err = run(capsys, "import", "cursor")
+
+    assert 'mcp_add("fs"' in out
+    assert "attach" not in out and '"stdio"' not in out
+    assert "mcp-manager: skipped: it is mcp-manager itself" in err
+    assert "by-module: skipped: it is mcp-manager itself" in err
+    assert code == 0
