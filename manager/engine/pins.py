@@ -236,6 +236,11 @@ class PinBook:
         pending: dict[str, set[str]] = {kind: set() for kind in PIN_KINDS}
         trusted: dict[str, dict[str, object]] = {kind: {} for kind in PIN_KINDS}
         changes = self._changes.setdefault(server, {})
+        for kind, name in list(changes):
+            if name not in current[kind]:
+                # No longer listed (added, then removed): nothing to approve,
+                # and `approve` could not take it (found by an audit).
+                del changes[(kind, name)]
         for kind in PIN_KINDS:
             for name, view in current[kind].items():
                 digest = _digest(view)

@@ -287,3 +287,16 @@ def test_a_poisoned_tool_is_flagged_on_first_sight(tmp_path: Path, pin: str) -> 
         assert not review.held and not review.pending
         pins.review(spec(pin), {"tools": [ECHO, POISONED]})
         assert len(told) == 1
+
+
+def test_an_item_added_then_removed_leaves_nothing_to_approve(tmp_path: Path) -> None:
+    """A tool added, then removed, stayed `⚠1` with a diff that `approve`
+    refused ("lists no 'temp'") until the daemon restarted (found by an
+    audit)."""
+    pins, _ = book(tmp_path)
+    pins.review(spec(), {"tools": [ECHO]})
+    temp = changed(ECHO, name="temp")
+    pins.review(spec(), {"tools": [ECHO, temp]})
+    assert [c.item for c in pins.pending("s")] == ["temp"]
+    pins.review(spec(), {"tools": [ECHO]})
+    assert pins.pending("s") == []
