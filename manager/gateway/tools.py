@@ -290,6 +290,9 @@ class ToolCalls:
         `discovery = "search"`, over the tools in its view."""
         from . import discovery
 
+        # As `tools/list` does: at startup, the servers on their first
+        # connect are waited for (bounded), or the index would be empty.
+        await self._settled()
         index = self._index(profile)
         if name == discovery.SEARCH_TOOLS:
             query = arguments.get("query")
@@ -312,13 +315,23 @@ class ToolCalls:
             return _text(discovery.search_result(hits, index.servers))
         target = arguments.get("name")
         tool = index.describe(target) if isinstance(target, str) else None
+        given = arguments.get("arguments") or {}
+        if (
+            tool is None
+            and name == discovery.CALL_TOOL
+            and isinstance(target, str)
+            and isinstance(given, dict)
+            and self._unlisted_route(target) is not None
+        ):
+            # A server that has not listed yet (still connecting, restarted):
+            # the call waits for it as a direct call does (`hold`).
+            return await self._call(ctx, target, given)
         if tool is None:
             shown = target if isinstance(target, str) else ""
             near = index.search(shown, 3) if shown.strip() else []
             return _text_error(discovery.unknown_tool_result(shown, near))
         if name == discovery.DESCRIBE_TOOL:
             return _text(discovery.describe_result(tool))
-        given = arguments.get("arguments") or {}
         if not isinstance(given, dict):
             return _text_error("call_tool: arguments must be an object")
         return await self._call(ctx, tool.name, given)  # the same call, in view

@@ -240,3 +240,27 @@ async def test_a_profile_advertises_what_its_own_servers_offer(
         assert {t.name for t in (await client.list_tools()).tools} >= {"r__echo"}
     async with Client(str(gateway.url), mode=mode) as everything:
         assert everything.server_capabilities.prompts is not None
+
+
+async def test_a_search_profile_waits_for_servers_on_their_first_connect() -> None:
+    """Right after the daemon started, `call_tool` said "No tool is named
+    'demo__pid'" and `search_tools` found nothing, while a direct call waited
+    for the server and succeeded (found by an audit)."""
+    from servers import raw_command
+    from support.gateway import running_gateway
+
+    from manager.core.spec import parse_spec
+
+    command, args = raw_command("--slow-start", "1")
+    slow = parse_spec("slow", {"command": command, "args": args})
+    find = parse_profile("find", {"servers": ["slow"], "discovery": "search"})
+    async with running_gateway([slow]) as (gateway, manager, _):
+        manager.profiles = {"find": find}
+        async with Client(f"{gateway.url}/find", mode="legacy") as client:
+            called = await client.call_tool(
+                "call_tool", {"name": "slow__echo", "arguments": {"text": "hi"}}
+            )
+            assert not called.is_error and "hi" in _text(called), _text(called)
+            found = await client.call_tool("search_tools", {"query": "echo text"})
+            assert "slow__echo" in _text(found)
+        manager.reconcile([])
