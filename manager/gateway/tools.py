@@ -316,15 +316,18 @@ class ToolCalls:
         target = arguments.get("name")
         tool = index.describe(target) if isinstance(target, str) else None
         given = arguments.get("arguments") or {}
+        route = self._unlisted_route(target) if isinstance(target, str) else None
         if (
             tool is None
             and name == discovery.CALL_TOOL
+            and route is not None
             and isinstance(target, str)
             and isinstance(given, dict)
-            and self._unlisted_route(target) is not None
+            and profile.shows("tools", route[0], target, route[1])
+            and not self._listed(route[0])
         ):
-            # A server that has not listed yet (still connecting, restarted):
-            # the call waits for it as a direct call does (`hold`).
+            # A server in view that has not listed yet (still connecting,
+            # restarted): the call waits for it as a direct call does (`hold`).
             return await self._call(ctx, target, given)
         if tool is None:
             shown = target if isinstance(target, str) else ""
@@ -378,6 +381,11 @@ class ToolCalls:
                     if model is None:
                         return
                     await anyio.to_thread.run_sync(index.attach_meaning, model)
+
+    def _listed(self, server: str) -> bool:
+        """Whether `server` has listed its tools (its names are known)."""
+        conn = self.manager.connection(server)
+        return conn is not None and bool(conn.tools)
 
     def _unlisted_route(self, name: str) -> tuple[str, str] | None:
         """(server, tool) for a name the table does not show: the server whose
