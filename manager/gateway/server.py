@@ -236,6 +236,8 @@ class Gateway:
         told, as the server told its own, even when what we show is the same."""
         self._refreshed = anyio.Event()
         self._settle_until = 0.0
+        self._profiles_seen: Mapping[str, object] = {}
+        """The profiles the clients were last told about (`list_changed`)."""
         self._reported: set[str] = set()
         self.downstream = Sessions(
             idle_timeout=SESSION_IDLE_TIMEOUT,
@@ -444,6 +446,12 @@ class Gateway:
                     self._dirty = anyio.Event()
                     tools, prompts, resources = self._refresh_all()
                     said, self._announced = self._announced, set()
+                    profiles = dict(self.manager.profiles)
+                    if profiles != self._profiles_seen:
+                        # A profile edited or removed: what its clients see
+                        # changed though the table did not (found by an audit).
+                        self._profiles_seen = profiles
+                        said |= {"tools", "prompts", "resources"}
                     tools = tools or "tools" in said
                     prompts = prompts or "prompts" in said
                     resources = resources or "resources" in said

@@ -264,3 +264,33 @@ async def test_a_search_profile_waits_for_servers_on_their_first_connect() -> No
             found = await client.call_tool("search_tools", {"query": "echo text"})
             assert "slow__echo" in _text(found)
         manager.reconcile([])
+
+
+async def test_editing_a_profile_tells_its_clients_their_lists_changed() -> None:
+    """A reload that changed a profile's servers, or removed it, changed
+    what its clients see but sent them no list_changed (found by an audit):
+    only a change of the whole table did."""
+    from mcp import types
+    from support.gateway import session, wait_until
+
+    from manager.core.events import ConfigLoaded
+
+    async with running_gateway(
+        [demo_memory("a"), demo_memory("b")],
+        wait_for=["a", "b"],
+        memory=MemoryServers(),
+    ) as (gateway, manager, _):
+        manager.profiles = {"coding": parse_profile("coding", {"servers": ["a", "b"]})}
+        notes: list[object] = []
+
+        def told() -> int:
+            return sum(isinstance(n, types.ToolListChangedNotification) for n in notes)
+
+        async with session(f"{gateway.url}/coding", notes=notes) as client:
+            assert len((await client.list_tools()).tools) > 0
+            before = told()
+            manager.profiles = {"coding": parse_profile("coding", {"servers": ["a"]})}
+            manager.bus.publish(ConfigLoaded(name="", file="startup.lua"))
+            await wait_until(lambda: told() > before)
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names and all(name.startswith("a__") for name in names)
