@@ -262,6 +262,11 @@ class ToolIndex:
         self._by_own_name = {
             tool_name: names[0] for tool_name, names in own.items() if len(names) == 1
         }
+        self._shared_own_names = {
+            tool_name: tuple(sorted(names))
+            for tool_name, names in own.items()
+            if len(names) > 1
+        }
         self._grams: tuple[frozenset[str], ...] | None = None
         self._meaning: tuple[Any, Any] | None = None
         """(encoder, one unit vector per tool), once `attach_meaning` ran."""
@@ -380,6 +385,11 @@ class ToolIndex:
             tool = self._by_name[self._by_own_name[name]]
         return tool
 
+    def sharing(self, name: str) -> tuple[str, ...]:
+        """The exposed names of the tools whose server calls them `name`,
+        when more than one server in view does (nothing to pick by it)."""
+        return self._shared_own_names.get(name, ())
+
 
 def search_result(hits: Sequence[Hit], servers: Sequence[str] = ()) -> str:
     """The text `search_tools` answers with: one line per hit, then what next.
@@ -450,13 +460,22 @@ def describe_result(tool: types.Tool) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def unknown_tool_result(name: str, hits: Sequence[Hit] = ()) -> str:
+def unknown_tool_result(
+    name: str, hits: Sequence[Hit] = (), sharing: Sequence[str] = ()
+) -> str:
     """The error text for a name that no indexed tool has.
 
     Args:
         name: The name the model sent.
         hits: Close matches to offer, e.g. `index.search(name, 3)`.
+        sharing: The tools of several servers that all call themselves
+            `name` (`ToolIndex.sharing`): the name is theirs, not unknown.
     """
+    if sharing:
+        return (
+            f"{name!r} names a tool of {len(sharing)} servers: "
+            f"{', '.join(sharing)}. Use one of these names."
+        )
     text = (
         f"No tool is named {name!r}. Use a name exactly as {SEARCH_TOOLS} returns it."
     )

@@ -332,7 +332,9 @@ class ToolCalls:
         if tool is None:
             shown = target if isinstance(target, str) else ""
             near = index.search(shown, 3) if shown.strip() else []
-            return _text_error(discovery.unknown_tool_result(shown, near))
+            return _text_error(
+                discovery.unknown_tool_result(shown, near, index.sharing(shown))
+            )
         if name == discovery.DESCRIBE_TOOL:
             return _text(discovery.describe_result(tool))
         if not isinstance(given, dict):

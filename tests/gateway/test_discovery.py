@@ -491,6 +491,15 @@ def test_describe_takes_the_servers_own_name_where_only_one_has_it() -> None:
     assert found is not None and found.name == "gh__fork_repository"
     assert index.describe("create_issue") is None  # two servers have it
     assert index.describe("gl__create_issue") is not None
+    # ... and says so, naming every one, not "no tool is named" (found by an
+    # audit: four servers had `echo`, three were offered, one left out).
+    shared = index.sharing("create_issue")
+    assert shared == ("gh__create_issue", "gl__create_issue")
+    assert unknown_tool_result("create_issue", (), shared) == (
+        "'create_issue' names a tool of 2 servers: gh__create_issue, "
+        "gl__create_issue. Use one of these names."
+    )
+    assert index.sharing("fork_repository") == () == index.sharing("nope")
 
 
 def test_an_empty_search_result_says_what_to_try_and_names_the_servers() -> None:
