@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -418,19 +418,17 @@ async def test_a_2026_clients_own_calls_overlap_at_a_handshake_server_that_asks(
     }
 
 
-async def test_what_is_kept_for_an_attached_client_goes_when_it_leaves(
-    tmp_path: Path, control_socket: Path
-) -> None:
-    """Each attach connection is a session of its own: once it ends, the
-    gateway keeps nothing of it (its list_changed peer, log level,
-    subscriptions), however many editor windows come and go."""
+@contextlib.asynccontextmanager
+async def attach_only(control: Path) -> AsyncIterator[tuple[Any, Path, str]]:
+    """A gateway serving only the attach socket beside `control`, with the
+    key a control socket there would have written: (gateway, socket, key)."""
     from manager.control.keys import write_key
     from manager.engine.bus import EventBus
     from manager.engine.manager import Manager
     from manager.gateway import Gateway
 
-    path = control_socket.with_name("control.mcp.sock")
-    key, _ = write_key(control_socket)  # what the control socket would write
+    path = control.with_name("control.mcp.sock")
+    key, _ = write_key(control)
     async with Manager(EventBus()) as manager:
         gateway = Gateway(manager, EventBus())
         async with anyio.create_task_group() as tg:
@@ -438,14 +436,24 @@ async def test_what_is_kept_for_an_attached_client_goes_when_it_leaves(
             with anyio.fail_after(10):
                 while not path.exists():  # noqa: ASYNC110 - a socket file, no event
                     await anyio.sleep(0.01)
-            for _ in range(3):
-                async with Client(attach(control_socket), mode="legacy") as client:
-                    await client.list_tools()
-                    assert gateway.sessions == 1  # this client only
-                with anyio.fail_after(10):
-                    while gateway.sessions:  # noqa: ASYNC110 - forgotten as it ends
-                        await anyio.sleep(0.01)
+            yield gateway, path, key
             tg.cancel_scope.cancel()
+
+
+async def test_what_is_kept_for_an_attached_client_goes_when_it_leaves(
+    tmp_path: Path, control_socket: Path
+) -> None:
+    """Each attach connection is a session of its own: once it ends, the
+    gateway keeps nothing of it (its list_changed peer, log level,
+    subscriptions), however many editor windows come and go."""
+    async with attach_only(control_socket) as (gateway, _, _):
+        for _ in range(3):
+            async with Client(attach(control_socket), mode="legacy") as client:
+                await client.list_tools()
+                assert gateway.sessions == 1  # this client only
+            with anyio.fail_after(10):
+                while gateway.sessions:  # noqa: ASYNC110 - forgotten as it ends
+                    await anyio.sleep(0.01)
 
 
 async def test_an_attach_greeting_without_the_key_is_refused(
@@ -453,37 +461,23 @@ async def test_an_attach_greeting_without_the_key_is_refused(
 ) -> None:
     """The attach socket asks what the control socket asks (`control.keys`):
     a confined server that cannot read the key cannot attach either."""
-    from manager.control.keys import write_key
-    from manager.engine.bus import EventBus
-    from manager.engine.manager import Manager
-    from manager.gateway import Gateway
-
-    path = control_socket.with_name("control.mcp.sock")
-    key, _ = write_key(control_socket)
     caplog.set_level(logging.WARNING, logger="manager.gateway")
-    async with Manager(EventBus()) as manager:
-        gateway = Gateway(manager, EventBus())
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: gateway.serve(None, attach=(path, key)))
-            with anyio.fail_after(10):
-                while not path.exists():  # noqa: ASYNC110 - a socket file, no event
-                    await anyio.sleep(0.01)
 
-            def greet(extra: dict[str, str]) -> object:
-                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                    sock.settimeout(10)
-                    sock.connect(str(path))
-                    greeting = {"attach": 1, "client": "probe", **extra}
-                    sock.sendall(json.dumps(greeting).encode() + b"\n")
-                    return json.loads(sock.makefile("rb").readline())
+    def greet(path: Path, extra: dict[str, str]) -> object:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(path))
+            greeting = {"attach": 1, "client": "probe", **extra}
+            sock.sendall(json.dumps(greeting).encode() + b"\n")
+            return json.loads(sock.makefile("rb").readline())
 
-            for extra in ({}, {"key": "guess"}):
-                answer = await anyio.to_thread.run_sync(greet, extra)
-                assert answer == {
-                    "error": "refused: the greeting does not carry the daemon's key"
-                }
-            assert await anyio.to_thread.run_sync(greet, {"key": key}) == {"ok": True}
-            tg.cancel_scope.cancel()
+    async with attach_only(control_socket) as (_, path, key):
+        for extra in ({}, {"key": "guess"}):
+            answer = await anyio.to_thread.run_sync(greet, path, extra)
+            assert answer == {
+                "error": "refused: the greeting does not carry the daemon's key"
+            }
+        assert await anyio.to_thread.run_sync(greet, path, {"key": key}) == {"ok": True}
     assert f"attach: refused pid {os.getpid()} (" in caplog.text
 
 
