@@ -43,6 +43,7 @@ from pathlib import Path
 
 from ..control.paths import find_socket
 from ..core.errors import ConfigError
+from ..core.spec import manager_endpoint
 from ..core.text import first_line
 from .clients import (
     TITLES,
@@ -118,22 +119,12 @@ def _lua_text(groups: list[tuple[Section, list[Declaration]]]) -> str:
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
-_OWN_COMMANDS = ("attach", "stdio")
-"""`mcp-manager` subcommands that are the daemon's endpoint to a client."""
-
-
 def _is_manager(server: ClientServer) -> bool:
     """Whether a client's entry is mcp-manager's own endpoint (`attach`,
-    `stdio`): `mcp-manager attach ...`, or `python -m manager attach ...`."""
-    if server.transport != "stdio":
-        return False
-    program = os.path.basename(server.command)
-    args = list(server.args)
-    if program in ("mcp-manager", "mcp-manager.exe"):
-        return bool(args) and args[0] in _OWN_COMMANDS
-    if args[:2] == ["-m", "manager"]:
-        return len(args) > 2 and args[2] in _OWN_COMMANDS
-    return False
+    `stdio`; `core.spec.manager_endpoint`)."""
+    return server.transport == "stdio" and (
+        manager_endpoint(server.command, server.args) is not None
+    )
 
 
 def run_import(args: argparse.Namespace) -> int:

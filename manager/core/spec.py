@@ -18,7 +18,7 @@ import dataclasses
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Literal
@@ -43,6 +43,7 @@ __all__ = [
     "changed_fields",
     "display_endpoint",
     "endpoint_key",
+    "manager_endpoint",
     "SECRET_KINDS",
     "STDIO_ONLY_OPTIONS",
     "URL_ONLY_OPTIONS",
@@ -375,6 +376,22 @@ def _parse_url_table(prefix: str, table: dict[str, object]) -> dict[str, object]
     return _parse_url(prefix, url, str(transport))
 
 
+_OWN_COMMANDS = ("attach", "stdio")
+"""`mcp-manager` subcommands that are the daemon's endpoint to a client."""
+
+
+def manager_endpoint(command: str, args: Sequence[str]) -> str | None:
+    """The subcommand (`attach`, `stdio`) when `command args` runs
+    mcp-manager's own endpoint (`mcp-manager attach ...`, `python -m manager
+    stdio ...`): what `client-config` gives an editor, never a server."""
+    program = command.replace("\\", "/").rsplit("/", 1)[-1]
+    if program in ("mcp-manager", "mcp-manager.exe") and args:
+        return args[0] if args[0] in _OWN_COMMANDS else None
+    if list(args[:2]) == ["-m", "manager"] and len(args) > 2:
+        return args[2] if args[2] in _OWN_COMMANDS else None
+    return None
+
+
 def _parse_stdio(prefix: str, table: dict[str, object]) -> dict[str, object]:
     command = _expect_str(prefix, "command", table["command"]).strip()
     if not command:
@@ -400,6 +417,14 @@ def _parse_stdio(prefix: str, table: dict[str, object]) -> dict[str, object]:
         text = _number_text(arg) if not isinstance(arg, str) else arg
         _check_templates(prefix, f"args[{i}]", text)
         args.append(text)
+    own = manager_endpoint(command, args)
+    if own is not None:
+        raise ConfigError(
+            f"{prefix}: runs `mcp-manager {own}`, the daemon's own endpoint: the "
+            "daemon would attach to itself without end; remove this mcp_add "
+            "(an editor runs `mcp-manager attach`; another daemon is reached at "
+            "its HTTP endpoint)"
+        )
     env = _string_map(prefix, "env", table.get("env", {}))
     cwd = table.get("cwd")
     if cwd is not None:

@@ -960,3 +960,24 @@ def test_a_ping_interval_that_would_hammer_the_server_is_refused() -> None:
         parse_spec("srv", "http://h/", {"ping_interval": 0.001})
     assert parse_spec("srv", "http://h/", {"ping_interval": 0}).ping_interval == 0
     assert parse_spec("srv", "http://h/", {"ping_interval": 0.1}).ping_interval == 0.1
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("/opt/venv/bin/mcp-manager", ["attach", "--socket", "/run/x.sock"]),
+        ("mcp-manager", ["stdio"]),
+        ("python3", ["-m", "manager", "attach"]),
+    ],
+)
+def test_a_connection_that_runs_mcp_manager_s_own_endpoint_is_refused(
+    command: str, args: list[str]
+) -> None:
+    """The daemon attached to itself, its tool list growing without end
+    (found by an audit, through `import`); written by hand it is refused."""
+    with pytest.raises(ConfigError, match="would attach to itself") as caught:
+        parse_spec("self", {"command": command, "args": args})
+    assert caught.value.connection == "self"
+    # Another subcommand, or a server merely named like it, is a server.
+    parse_spec("runner", {"command": "mcp-manager", "args": ["--version"]})
+    parse_spec("other", {"command": "python3", "args": ["-m", "manager_tools"]})
