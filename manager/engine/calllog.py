@@ -135,7 +135,7 @@ def logged_arguments(
 
 class LoggedCall:
     """One call while it runs, and the row it leaves however it ends
-    (`CallLog.logging`): the surface says how it ended (`ended`, `failed`);
+    (`CallLog.track`): the surface says how it ended (`ended`, `failed`);
     a call that ends otherwise (its client gone, a cancel, the daemon
     stopping) is logged `failed` with its kind (`Cancelled`)."""
 

@@ -38,7 +38,7 @@ from .options import (
 )
 from .resumable import RETRY_MS, ResumableEvents
 from .sessions import Sessions
-from .stopping import AnswerAtStop
+from .stopping import STOP_GRACE, AnswerAtStop
 
 __all__ = [
     "HTTP_KEEP_ALIVE",
@@ -372,13 +372,14 @@ class HttpEndpoint:
                 with contextlib.suppress(OSError):
                     self.options.unix.unlink()
 
-    async def aclose(self) -> None:
-        """Answer what is in flight (`AnswerAtStop`), then stop uvicorn
-        gracefully, waiting at most `HTTP_STOP_LIMIT` seconds."""
+    async def aclose(self, grace: float = STOP_GRACE) -> None:
+        """Answer what is in flight (`AnswerAtStop`, after `grace` for it to
+        end by itself), then stop uvicorn gracefully, waiting at most
+        `HTTP_STOP_LIMIT` seconds."""
         if self._server is None:
             return
         if self._stopping is not None:
-            cut = await self._stopping.stop()
+            cut = await self._stopping.stop(grace)
             if cut:
                 logger.info("HTTP endpoint: %d request(s) in flight answered", cut)
         self._server.should_exit = True

@@ -396,9 +396,11 @@ class Gateway:
         """Stop serving: HTTP first (bounded grace), then everything else,
         once the calls of `attach` clients in flight had the same grace to
         end by themselves."""
+        # One grace for both, not one after the other.
+        deadline = anyio.current_time() + STOP_GRACE
         if self._http is not None:
-            await self._http.aclose()
-        await self.attached.wires.settle(STOP_GRACE)
+            await self._http.aclose(STOP_GRACE)
+        await self.attached.wires.settle(max(0.0, deadline - anyio.current_time()))
         if self._scope is not None:
             self._scope.cancel()
 

@@ -28,6 +28,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from ..core.once import stopped_error
+from .stopping import LISTEN_METHOD
 
 __all__ = [
     "READ_CHUNK",
@@ -42,9 +43,6 @@ READ_CHUNK = 256 * 1024
 
 WRITER_DRAIN_TIMEOUT = 2.0
 """Seconds the writer may take to send what is queued once serving ended."""
-
-LISTEN_METHOD = "subscriptions/listen"
-"""A request that lasts as long as its client wants (2026-07-28)."""
 
 
 def _claim(fd: int, diversion: Callable[[], int]) -> tuple[int, int]:

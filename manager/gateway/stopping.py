@@ -38,6 +38,8 @@ STOP_GRACE = 0.5
 """Seconds the requests in flight get to end by themselves when the daemon
 stops, before they are cut and answered "may have run"."""
 
+LISTEN_METHOD = "subscriptions/listen"
+
 REQUEST_SCOPE = "mcp_manager.cancel"
 """The ASGI scope's key for the request's own cancel scope: the app may
 cancel it (a client that leaves) instead of opening one more; only what the
@@ -55,7 +57,7 @@ class AnswerAtStop:
     def __init__(self, app: Any) -> None:
         self.app = app
         self._scopes: set[anyio.CancelScope] = set()
-        self._posts: set[anyio.CancelScope] = set()
+        self._posts: dict[anyio.CancelScope, _Exchange] = {}
         self._settled: anyio.Event | None = None
         self.stopping = False
 
@@ -67,7 +69,7 @@ class AnswerAtStop:
         were cancelled."""
         self.stopping = True
         with anyio.move_on_after(grace):
-            while self._posts:
+            while self._busy():
                 self._settled = anyio.Event()
                 await self._settled.wait()
         for scope in self._scopes:
@@ -86,17 +88,26 @@ class AnswerAtStop:
             scope[REQUEST_SCOPE] = cancel
             self._scopes.add(cancel)
             if scope.get("method") == "POST":  # a request (a GET is a stream)
-                self._posts.add(cancel)
+                self._posts[cancel] = exchange
             try:
                 await self.app(scope, exchange.receive, exchange.send)
             finally:
                 self._scopes.discard(cancel)
-                self._posts.discard(cancel)
-                if not self._posts and self._settled is not None:
-                    self._settled.set()
+                self._posts.pop(cancel, None)
+                if self._settled is not None:
+                    self._settled.set()  # `stop` looks again
         if self.stopping and cancel.cancel_called and not exchange.done:
             with contextlib.suppress(Exception):  # boundary: the client may be gone
                 await exchange.answer_stopped()
+
+    def _busy(self) -> bool:
+        """A POST in flight that will end by itself: not a listen stream
+        (2026-07-28), which lasts as long as its client wants."""
+        return any(
+            method != LISTEN_METHOD
+            for exchange in self._posts.values()
+            for _, method in _requests(b"".join(exchange.body)) or [(None, "")]
+        )
 
 
 class _Exchange:
