@@ -537,13 +537,17 @@ class Manager:
             PolicyDenied: The call policy denied it, or its user did not
                 allow it in time.
         """
+        # A client chose the name: what it shows (events, spans) is masked.
+        shown = self.secrets.redact(tool)
         attributes = None
         if self.tracing is not NO_TRACING:  # skip the work when nobody records
             spec = self._conns[server].spec if server in self._conns else None
-            attributes = call_attributes(spec, tool) if spec else {SERVER: server}
+            attributes = call_attributes(spec, shown) if spec else {SERVER: server}
         # CLIENT span, current while the SDK sends: its own span and the
         # `traceparent` it puts into `params._meta` become our children.
-        with self.tracing.span(f"tools/call {tool}", attributes, kind="client") as span:
+        with self.tracing.span(
+            f"tools/call {shown}", attributes, kind="client"
+        ) as span:
             conn = self._connection(server)
             if tool in conn.held.get("tools", ()):
                 raise ToolHeld(self._held_message(server, tool))
@@ -560,7 +564,7 @@ class Manager:
                     lambda: not conn.tools or any(t.name == tool for t in conn.tools),
                 )
             call_id = next(self._call_ids)
-            self.bus.publish(CallStarted(name=server, tool=tool, call_id=call_id))
+            self.bus.publish(CallStarted(name=server, tool=shown, call_id=call_id))
             started = time.monotonic()
 
             def failed(error: str) -> None:
@@ -568,7 +572,7 @@ class Manager:
                 self.bus.publish(
                     CallFailed(
                         name=server,
-                        tool=tool,
+                        tool=shown,
                         duration=duration,
                         error=error,
                         call_id=call_id,
@@ -601,7 +605,7 @@ class Manager:
             self.bus.publish(
                 CallFinished(
                     name=server,
-                    tool=tool,
+                    tool=shown,
                     duration=time.monotonic() - started,
                     is_error=result.is_error,
                     call_id=call_id,

@@ -227,8 +227,10 @@ async def test_a_secret_in_a_client_s_name_or_an_argument_s_name_is_masked() -> 
         async with Client(str(gateway.url), mode="legacy") as client:
             await client.call_tool(f"a__{secret}", {})
         manager.calls.flush()
-    shown = [repr(asked), repr(pending), json.dumps(read())]
+    # The call's events (its tool's name) too: the HUD, `events`, the spans.
+    shown = [repr(pending), json.dumps(read()), *map(repr, rec.events)]
     assert all(secret not in text for text in shown), shown
+    assert any(getattr(e, "tool", "") == "***" for e in rec.events)
     assert "evil-***" in repr(asked)
 
 
